@@ -1,0 +1,182 @@
+# jitt - the one Makefile (non-recursive, Kbuild/BusyBox style).
+#
+#   make [BOARD=name] [O=dir] [V=1] [target]
+#
+# BOARD picks board/<name>/ (toolchain, CPU flags, defconfig); O puts every output under one
+# folder (default build/<board>), so boards build side by side. Each source folder lists its
+# objects in a Kbuild fragment included below; its options live in its own Kconfig.
+# `make help` lists the targets.
+
+BOARD ?= host
+O ?= build/$(BOARD)
+V ?= 0
+
+srctree := $(CURDIR)
+obj := $(abspath $(O))
+BOARDS := $(sort $(patsubst board/%/board.mk,%,$(wildcard board/*/board.mk)))
+
+ifeq ($(wildcard board/$(BOARD)/board.mk),)
+$(error BOARD=$(BOARD) is not a board; the boards are: $(BOARDS))
+endif
+include board/$(BOARD)/board.mk
+
+# ---- output style: one short line per step, the full commands with V=1 ----
+ifeq ($(V),1)
+Q :=
+say :=
+else
+Q := @
+say = @printf '  %-8s %s\n' '$(1)' '$(2)';
+endif
+MAKEFLAGS += --no-print-directory
+
+# ---- toolchain, from the board ----
+ifneq ($(MUSL_SPECS),)
+# musl's specs file switches the Debian cross gcc to musl's headers, crt files and libc.
+# It is given once, in CC: a second -specs fails ("attempt to rename spec 'cpp_options'").
+CC := $(CROSS_COMPILE)gcc -specs $(MUSL_SPECS)
+endif
+AR := $(CROSS_COMPILE)gcc-ar
+STRIP := $(CROSS_COMPILE)strip
+SIZE := $(CROSS_COMPILE)size
+
+CONFIG_H := $(obj)/include/generated/autoconf.h
+CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+	-ffunction-sections -fdata-sections $(BOARD_CFLAGS) \
+	-I$(srctree) -include $(CONFIG_H) -MMD -MP
+LDFLAGS := -static -Wl,--gc-sections
+
+# ---- dependencies: `make deps` installs them; any target that needs them runs it ----
+DEPS_SCRIPT := board/common/deps.sh
+ifneq ($(shell sh $(DEPS_SCRIPT) --check >/dev/null 2>&1 && echo ok),ok)
+NEED_DEPS := deps
+endif
+
+.PHONY: all deps defconfig menuconfig savedefconfig run test check bench size install \
+	clean distclean help FORCE
+.DEFAULT_GOAL := all
+
+deps:
+	$(Q)sh $(DEPS_SCRIPT)
+
+# ---- configuration (kconfig-frontends) ----
+# option env= in Kconfig reads these: per-architecture options appear only where they apply.
+KCONFIG_ENV := srctree=$(srctree) JITT_ARCH=$(ARCH) JITT_BOARD=$(BOARD) KCONFIG_CONFIG=.config
+
+defconfig: | $(NEED_DEPS)
+	$(call say,CONFIG,$(O)/.config from board/$(BOARD)/defconfig)
+	$(Q)mkdir -p $(obj)
+	$(Q)cd $(obj) && $(KCONFIG_ENV) kconfig-conf -s --defconfig=$(srctree)/board/$(BOARD)/defconfig $(srctree)/Kconfig
+
+# A build folder without a configuration starts from the board's defconfig.
+$(obj)/.config: | $(NEED_DEPS)
+	$(Q)$(MAKE) BOARD=$(BOARD) O=$(O) defconfig
+
+menuconfig: $(obj)/.config
+	$(Q)cd $(obj) && $(KCONFIG_ENV) kconfig-mconf $(srctree)/Kconfig
+
+savedefconfig: $(obj)/.config
+	$(Q)cd $(obj) && $(KCONFIG_ENV) kconfig-conf -s --savedefconfig=defconfig $(srctree)/Kconfig
+	@echo "  wrote $(O)/defconfig: copy it to board/$(BOARD)/defconfig to keep it"
+
+KCONFIGS := Kconfig $(wildcard */Kconfig)
+
+# --olddefconfig gives options added since the .config was written their defaults (no
+# questions asked, so it works without a terminal); --silentoldconfig then writes the header
+# and include/config/, which it expects in the current folder.
+$(CONFIG_H): $(obj)/.config $(KCONFIGS)
+	$(call say,KCONFIG,$(O)/include/generated/autoconf.h)
+	$(Q)mkdir -p $(obj)/include/config $(obj)/include/generated
+	$(Q)cd $(obj) && $(KCONFIG_ENV) kconfig-conf -s --olddefconfig $(srctree)/Kconfig >/dev/null
+	$(Q)cd $(obj) && $(KCONFIG_ENV) kconfig-conf -s --silentoldconfig $(srctree)/Kconfig
+	$(Q)touch $@
+
+# ---- mbedtls, from Debian's source package, built with this board's musl toolchain ----
+include board/common/mbedtls.mk
+
+# ---- what each folder builds ----
+progs-y :=
+include hal/Kbuild
+include agent/Kbuild
+include tests/Kbuild
+
+PROGS := $(addprefix $(obj)/bin/,$(progs-y))
+
+all: $(PROGS)
+
+$(obj)/%.o: %.c $(CONFIG_H)
+	$(call say,CC,$<)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)$(CC) $(CFLAGS) $(CFLAGS_$*.o) -c $< -o $@
+
+# One link rule per program: $(name)-objs are its objects, $(name)-libs its libraries.
+# The link map is kept: tests/check-static.sh reads it to prove no glibc object got in.
+define link_program
+$(obj)/bin/$(1): $(addprefix $(obj)/,$($(1)-objs)) $($(1)-libs)
+	$$(call say,LD,$(O)/bin/$(1))
+	$$(Q)mkdir -p $$(dir $$@)
+	$$(Q)$$(CC) $$(CFLAGS) $$(LDFLAGS) -Wl,-Map=$$@.map -o $$@ $$(filter %.o,$$^) $($(1)-libs)
+endef
+$(foreach p,$(progs-y),$(eval $(call link_program,$(p))))
+
+-include $(patsubst %.o,$(obj)/%.d,$(sort $(foreach p,$(progs-y),$($(p)-objs))))
+
+# ---- running ----
+run: $(obj)/bin/jitt
+	$(Q)$(QEMU_USER) $(obj)/bin/jitt hal
+
+# `check`: this board's tests, natively or under its qemu-user.
+check: all
+	$(Q)sh tests/run.sh --board $(BOARD) --bin $(obj)/bin --result $(obj)/test-result \
+		$(if $(QEMU_USER),--qemu "$(QEMU_USER)")
+
+# `test`: the host's tests, then the same tests cross-built and run under qemu-user for
+# aarch64 and armv7, then one total line.
+TEST_BOARDS ?= host qemu-virt-aarch64 rpi3-armv7
+test:
+	$(Q)for b in $(TEST_BOARDS); do \
+		$(MAKE) BOARD=$$b O=build/$$b check || exit 1; \
+	done
+	$(Q)sh tests/total.sh $(foreach b,$(TEST_BOARDS),build/$(b)/test-result)
+
+bench:
+	@echo "bench: no benchmarks yet (the trace point's arrives with the ring buffer)"
+
+# Stripped sizes of every board's programs, built if needed.
+SIZE_BOARDS ?= $(BOARDS)
+size:
+	$(Q)for b in $(SIZE_BOARDS); do $(MAKE) BOARD=$$b O=build/$$b all || exit 1; done
+	$(Q)sh tests/sizes.sh $(foreach b,$(SIZE_BOARDS),$(b)=build/$(b)/bin)
+
+DESTDIR ?=
+PREFIX ?= /usr
+install: $(obj)/bin/jitt
+	$(call say,INSTALL,$(DESTDIR)$(PREFIX)/bin/jitt)
+	$(Q)install -d $(DESTDIR)$(PREFIX)/bin
+	$(Q)install -m 0755 $(obj)/bin/jitt $(DESTDIR)$(PREFIX)/bin/jitt
+	$(Q)$(STRIP) $(DESTDIR)$(PREFIX)/bin/jitt
+
+clean:
+	$(call say,CLEAN,$(O))
+	$(Q)rm -rf $(obj)/bin $(obj)/hal $(obj)/agent $(obj)/tests $(obj)/test-result
+
+distclean:
+	$(call say,CLEAN,build/)
+	$(Q)rm -rf build
+
+help:
+	@echo "make [BOARD=name] [O=dir] [V=1] target"
+	@echo "  all (default)  build $(BOARD)'s programs into $(O)/bin"
+	@echo "  run            build and run jitt hal (under qemu-user for ARM boards)"
+	@echo "  test           tests on the host, then under qemu-user for aarch64 and armv7"
+	@echo "  check          this board's tests only"
+	@echo "  bench          benchmarks"
+	@echo "  size           stripped program sizes of every board"
+	@echo "  defconfig      load board/$(BOARD)/defconfig into $(O)/.config"
+	@echo "  menuconfig     edit $(O)/.config"
+	@echo "  savedefconfig  write the minimal $(O)/defconfig"
+	@echo "  install        DESTDIR=... PREFIX=/usr: install jitt"
+	@echo "  deps           install the toolchains, qemu and kconfig (as root)"
+	@echo "  clean          remove $(O)'s objects and programs (keeps .config and mbedtls)"
+	@echo "  distclean      remove build/"
+	@echo "boards: $(BOARDS)"

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/* `jitt hal`: what the HAL found on this machine, and why. */
+#include "cli.h"
+#include "hal/cpu.h"
+#include "hal/fs.h"
+#include "hal/net.h"
+#include "hal/timer.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+static int usage(FILE *out)
+{
+	fprintf(out, "usage: jitt hal [--root DIR]\n"
+		     "  --root DIR  read /sys and /proc under DIR (a fake tree) instead of /\n");
+	return out == stderr ? 2 : 0;
+}
+
+static void print_timer(void)
+{
+	int err = hal_timer_init();
+	const struct hal_timer_info *t = hal_timer_info();
+	printf("timer: %s at %llu Hz (%.3f MHz, %.2f ns per tick)\n",
+	       hal_timer_source_name(t->source), (unsigned long long)t->freq_hz,
+	       (double)t->freq_hz / 1e6, 1e9 / (double)t->freq_hz);
+	printf("  why: %s\n", t->reason);
+	if (t->reported_hz)
+		printf("  reported by hardware: %llu Hz\n", (unsigned long long)t->reported_hz);
+	if (t->measured_hz)
+		printf("  measured: %llu Hz\n", (unsigned long long)t->measured_hz);
+	if (err)
+		printf("  error: the configured counter is unusable (%s): tracing cannot start\n",
+		       strerror(-err));
+}
+
+static const char *const source_label[] = {
+	[HAL_CPU_SRC_CAPACITY] = "from cpu_capacity",
+	[HAL_CPU_SRC_CPUFREQ] = "from cpufreq's cpuinfo_max_freq",
+	[HAL_CPU_SRC_MIDR] = "from the core types (MIDR) in proc/cpuinfo",
+};
+
+static const char *const rank_label[] = {
+	[HAL_CPU_SRC_CAPACITY] = "capacity",
+	[HAL_CPU_SRC_CPUFREQ] = "max",
+	[HAL_CPU_SRC_MIDR] = "core score",
+};
+
+static void print_cpus(void)
+{
+	struct hal_topology topo;
+	int err = hal_topology_load(&topo);
+	if (err) {
+		printf("cpus: none found in sys/devices/system/cpu (%s)\n", strerror(-err));
+		return;
+	}
+	unsigned online = 0, allowed = 0, usable = 0;
+	for (unsigned i = 0; i < topo.ncpus; i++) {
+		online += topo.cpu[i].online;
+		allowed += topo.cpu[i].allowed;
+		usable += topo.cpu[i].online && topo.cpu[i].allowed;
+	}
+	printf("cpus: %u present, %u online, %u allowed, %u usable; %u class%s %s\n", topo.ncpus,
+	       online, allowed, usable, topo.nclasses, topo.nclasses == 1 ? "" : "es",
+	       topo.source == HAL_CPU_SRC_NONE ? "(no capacity, cpufreq or core type to compare)"
+					       : source_label[topo.source]);
+	if (topo.reason[0])
+		printf("  passed over: %s\n", topo.reason);
+	if (topo.truncated)
+		printf("  note: CPUs numbered %d and above are ignored (CONFIG_HAL_MAX_CPUS)\n",
+		       CONFIG_HAL_MAX_CPUS);
+	for (int c = HAL_CPU_NCLASSES - 1; c >= 0; c--) {
+		unsigned all[CONFIG_HAL_MAX_CPUS], n = 0;
+		uint64_t rank = 0;
+		for (unsigned i = 0; i < topo.ncpus; i++) {
+			if (topo.cpu[i].ranked && (int)topo.cpu[i].cls == c) {
+				all[n++] = topo.cpu[i].id;
+				rank = topo.cpu[i].rank;
+			}
+		}
+		if (n == 0)
+			continue;
+		char members[256], usable_list[256] = "";
+		hal_cpulist_format(all, n, members, sizeof(members));
+		unsigned ids[CONFIG_HAL_MAX_CPUS];
+		int k = hal_topology_class_cpus(&topo, c, ids, CONFIG_HAL_MAX_CPUS);
+		if (k > 0)
+			hal_cpulist_format(ids, (unsigned)k, usable_list, sizeof(usable_list));
+		printf("  %-6s cpus %-8s usable %s", hal_cpu_class_name(c), members,
+		       k > 0 ? usable_list : "none");
+		if (topo.source != HAL_CPU_SRC_NONE)
+			printf("%*s%s %llu%s", 9 - (int)strlen(k > 0 ? usable_list : "none"), "",
+			       rank_label[topo.source], (unsigned long long)rank,
+			       topo.source == HAL_CPU_SRC_CPUFREQ ? " kHz" : "");
+		printf("\n");
+	}
+	unsigned unranked[CONFIG_HAL_MAX_CPUS], n = 0;
+	for (unsigned i = 0; i < topo.ncpus; i++)
+		if (!topo.cpu[i].ranked)
+			unranked[n++] = topo.cpu[i].id;
+	if (n) {
+		char list[256];
+		hal_cpulist_format(unranked, n, list, sizeof(list));
+		printf("  unclassified (offline, no data): cpus %s\n", list);
+	}
+}
+
+static void print_net(void)
+{
+	struct hal_net_info net;
+	hal_net_get(&net);
+	printf("network: %s", hal_net_state_name(net.state));
+	if (net.iface[0])
+		printf(" via %s", net.iface);
+	printf("\n  why: %s\n", net.reason);
+}
+
+int cmd_hal(int argc, char **argv)
+{
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+			return usage(stdout);
+		if (strcmp(argv[i], "--root") == 0 && i + 1 < argc) {
+			if (hal_root_set(argv[++i]) != 0) {
+				fprintf(stderr, "jitt hal: --root: path too long\n");
+				return 2;
+			}
+			continue;
+		}
+		fprintf(stderr, "jitt hal: unexpected argument '%s'\n", argv[i]);
+		return usage(stderr);
+	}
+	print_timer();
+	print_cpus();
+	print_net();
+	return 0;
+}

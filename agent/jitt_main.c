@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: MIT */
+/* jitt: the command-line front end. One subcommand per file (agent/cmd_*.c). */
+#include "cli.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *help;
+} commands[] = {
+	{ "hal", cmd_hal, "timer source, CPU classes and network state of this machine" },
+};
+
+static int usage(FILE *out)
+{
+	fprintf(out, "usage: jitt COMMAND [ARGS]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].help);
+	fprintf(out, "\n`jitt COMMAND --help` tells more.\n");
+	return out == stderr ? 2 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2)
+		return usage(stderr);
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)
+		return usage(stdout);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (strcmp(argv[1], commands[i].name) == 0)
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "jitt: unknown command '%s'\n", argv[1]);
+	return usage(stderr);
+}

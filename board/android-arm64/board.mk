@@ -1,0 +1,7 @@
+# A generic big.LITTLE phone: Cortex-A55 LITTLE cores with Cortex-A76 big cores (DynamIQ).
+# gcc's combined tuning schedules for both clusters, since a thread may run on either.
+ARCH          := aarch64
+CROSS_COMPILE := aarch64-linux-gnu-
+MUSL_SPECS    := /usr/lib/aarch64-linux-musl/musl-gcc.specs
+BOARD_CFLAGS  := -mcpu=cortex-a76.cortex-a55
+QEMU_USER     := qemu-aarch64-static -cpu max

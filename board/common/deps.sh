@@ -1,0 +1,99 @@
+#!/bin/sh
+# Installs everything jitt needs to build and test, idempotently, from Debian's archive:
+# the host musl toolchain, the aarch64/armhf cross compilers with musl-dev of those
+# architectures, qemu (user and system), kconfig-frontends and the tools to fetch mbedtls'
+# source package. Called by `make deps`, and by any make target that finds a tool missing.
+#
+# Usage: deps.sh            install what is missing (root only)
+#        deps.sh --check    exit 0 when all is there, 1 otherwise; prints what is missing
+set -eu
+
+# Packages, with the command or file that proves each one is installed. The proof is what
+# the build actually uses, so a half-removed package is noticed too.
+PACKAGES="
+musl-tools:/usr/bin/musl-gcc
+musl-dev:/usr/lib/x86_64-linux-musl/libc.a
+gcc-aarch64-linux-gnu:/usr/bin/aarch64-linux-gnu-gcc
+gcc-arm-linux-gnueabihf:/usr/bin/arm-linux-gnueabihf-gcc
+musl-dev:arm64:/usr/lib/aarch64-linux-musl/musl-gcc.specs
+musl-dev:armhf:/usr/lib/arm-linux-musleabihf/musl-gcc.specs
+qemu-user-static:/usr/bin/qemu-aarch64-static
+qemu-system-arm:/usr/bin/qemu-system-aarch64
+kconfig-frontends-nox:/usr/bin/kconfig-conf
+dpkg-dev:/usr/bin/dpkg-source
+file:/usr/bin/file
+make:/usr/bin/make
+"
+
+missing_packages() {
+	for entry in $PACKAGES; do
+		proof=${entry##*:}
+		pkg=${entry%:*}
+		[ -e "$proof" ] || printf '%s\n' "$pkg"
+	done
+}
+
+# A deb-src stanza for every deb stanza we know, so that `apt-get source mbedtls` works.
+have_deb_src() {
+	grep -rqsE '^(Types:.*deb-src|deb-src )' /etc/apt/sources.list /etc/apt/sources.list.d/ 2>/dev/null
+}
+
+add_deb_src() {
+	if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+		sed 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources \
+			>/etc/apt/sources.list.d/jitt-deb-src.sources
+	elif [ -f /etc/apt/sources.list ]; then
+		sed -n 's/^deb /deb-src /p' /etc/apt/sources.list >/etc/apt/sources.list.d/jitt-deb-src.list
+	else
+		echo "deps: no apt sources found to derive a deb-src entry from" >&2
+		return 1
+	fi
+}
+
+missing=$(missing_packages)
+need_src=0
+have_deb_src || need_src=1
+need_arch=""
+for arch in arm64 armhf; do
+	dpkg --print-foreign-architectures 2>/dev/null | grep -qx "$arch" || need_arch="$need_arch $arch"
+done
+
+if [ -z "$missing" ] && [ $need_src = 0 ] && [ -z "$need_arch" ]; then
+	exit 0
+fi
+
+if [ "${1:-}" = "--check" ]; then
+	[ -n "$missing" ] && echo "deps: missing packages:" $missing
+	[ $need_src = 1 ] && echo "deps: no deb-src entry in apt's sources"
+	[ -n "$need_arch" ] && echo "deps: foreign architectures not enabled:$need_arch"
+	exit 1
+fi
+
+if [ "$(id -u)" != 0 ]; then
+	echo "deps: installing the build dependencies needs root. Run:" >&2
+	echo "  sudo $(cd "$(dirname "$0")" && pwd)/deps.sh" >&2
+	echo "or by hand:" >&2
+	[ -n "$need_arch" ] && for a in $need_arch; do echo "  sudo dpkg --add-architecture $a" >&2; done
+	echo "  sudo apt-get update && sudo apt-get install -y" $missing >&2
+	exit 1
+fi
+
+for a in $need_arch; do
+	dpkg --add-architecture "$a"
+done
+[ $need_src = 1 ] && add_deb_src
+
+# The armhf index of the security suite sometimes fails with "File has unexpected size";
+# apt skips it and nothing we need comes from it, so a failed update is not fatal: the
+# install below is what must succeed.
+apt-get update -q || echo "deps: apt-get update reported errors; trying the install anyway" >&2
+if [ -n "$missing" ]; then
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing
+fi
+
+left=$(missing_packages)
+if [ -n "$left" ]; then
+	echo "deps: still missing after install:" $left >&2
+	exit 1
+fi
+echo "deps: all build dependencies are installed"

@@ -1,0 +1,10 @@
+# Raspberry Pi 3 running a 32-bit armhf userland on its Cortex-A53 cores: the AArch32 path.
+# -marm: Hubble's 32-bit trace point (MRRC + STRD) is ARM-state code; Thumb-2 works too but
+# ARM state keeps the disassembly one-to-one with the paper.
+ARCH          := armv7
+CROSS_COMPILE := arm-linux-gnueabihf-
+MUSL_SPECS    := /usr/lib/arm-linux-musleabihf/musl-gcc.specs
+BOARD_CFLAGS  := -march=armv7-a -mtune=cortex-a53 -mfpu=neon-vfpv4 -mfloat-abi=hard -marm
+# qemu-user does not implement the AArch32 generic timer registers (SIGILL): the HAL's probe
+# falls back to clock_gettime there, which the tests exercise on purpose.
+QEMU_USER     := qemu-arm-static -cpu cortex-a15

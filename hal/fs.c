@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+#include "fs.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static char root[PATH_MAX] = CONFIG_HAL_FS_ROOT;
+
+int hal_root_set(const char *r)
+{
+	if (!r || !*r)
+		r = CONFIG_HAL_FS_ROOT;
+	size_t n = strlen(r);
+	if (n >= sizeof(root))
+		return -ENAMETOOLONG;
+	memcpy(root, r, n + 1);
+	/* "/a/b/" and "/a/b" are the same root; keep "/" as it is. */
+	while (n > 1 && root[n - 1] == '/')
+		root[--n] = '\0';
+	return 0;
+}
+
+const char *hal_root(void)
+{
+	return root;
+}
+
+bool hal_root_is_real(void)
+{
+	return strcmp(root, "/") == 0;
+}
+
+int hal_path(char *buf, size_t size, const char *rel)
+{
+	while (*rel == '/')
+		rel++;
+	const char *sep = root[strlen(root) - 1] == '/' ? "" : "/";
+	int n = snprintf(buf, size, "%s%s%s", root, sep, rel);
+	if (n < 0 || (size_t)n >= size)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+int hal_read_text(const char *rel, char *buf, size_t size)
+{
+	char path[PATH_MAX];
+	int err = hal_path(path, sizeof(path), rel);
+	if (err)
+		return err;
+	if (size < 2)
+		return -EINVAL;
+
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* sysfs and procfs files report size 0 or 4096: read until EOF, not by stat. */
+	size_t len = 0;
+	for (;;) {
+		ssize_t got = read(fd, buf + len, size - 1 - len);
+		if (got < 0) {
+			if (errno == EINTR)
+				continue;
+			err = -errno;
+			close(fd);
+			return err;
+		}
+		if (got == 0)
+			break;
+		len += (size_t)got;
+		if (len == size - 1) {
+			/* Full: one more byte tells a file that fits exactly from a longer one. */
+			char extra;
+			ssize_t more = read(fd, &extra, 1);
+			close(fd);
+			if (more != 0)
+				return -EFBIG;
+			goto done;
+		}
+	}
+	close(fd);
+done:
+	buf[len] = '\0';
+	if (memchr(buf, '\0', len))
+		return -EINVAL; /* binary junk: no pseudo-file we read holds a NUL */
+	while (len > 0 && isspace((unsigned char)buf[len - 1]))
+		buf[--len] = '\0';
+	return (int)len;
+}
+
+int hal_parse_u64(const char *s, int base, uint64_t *value)
+{
+	/* strtoull accepts leading space, signs and "0x"; sysfs numbers have none of them. */
+	if (!s || !isxdigit((unsigned char)s[0]))
+		return -EINVAL;
+	if (base == 16 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		return -EINVAL;
+	errno = 0;
+	char *end;
+	unsigned long long v = strtoull(s, &end, base);
+	if (errno || end == s || *end != '\0')
+		return -EINVAL;
+	*value = v;
+	return 0;
+}
+
+int hal_read_u64(const char *rel, uint64_t *value)
+{
+	char buf[32];
+	int n = hal_read_text(rel, buf, sizeof(buf));
+	if (n < 0)
+		return n == -EFBIG ? -EINVAL : n;
+	return hal_parse_u64(buf, 10, value);
+}
+
+FILE *hal_fopen(const char *rel)
+{
+	char path[PATH_MAX];
+	int err = hal_path(path, sizeof(path), rel);
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	return fopen(path, "re");
+}
+
+bool hal_exists(const char *rel)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	return hal_path(path, sizeof(path), rel) == 0 && stat(path, &st) == 0;
+}

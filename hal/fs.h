@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hal/fs.h - the one door to /sys and /proc.
+ *
+ * Every read of the kernel's pseudo-files goes through a configurable root, so tests and
+ * demos point the HAL at fake trees (sim/fakes/) instead of the machine they run on.
+ * Paths given to these functions are relative to that root ("sys/devices/...").
+ */
+#ifndef JITT_HAL_FS_H
+#define JITT_HAL_FS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/*
+ * Set the root of the /sys and /proc trees; NULL or "" restores CONFIG_HAL_FS_ROOT.
+ * Not thread-safe: call it at start-up, before other threads use the HAL.
+ * Returns 0, or -ENAMETOOLONG.
+ */
+int hal_root_set(const char *root);
+const char *hal_root(void);
+/* True when the root is the machine's own "/", not a fake tree. */
+bool hal_root_is_real(void);
+
+/* Format "<root>/<rel>" into buf. Returns 0, or -ENAMETOOLONG. */
+int hal_path(char *buf, size_t size, const char *rel);
+
+/*
+ * Read a whole small file into buf as a NUL-terminated string with trailing white space
+ * removed. Returns the length, -ENOENT (or another -errno from open/read), or -EFBIG when
+ * the file does not fit, so a garbage file cannot be silently truncated into a valid one.
+ */
+int hal_read_text(const char *rel, char *buf, size_t size);
+
+/*
+ * Read a file holding one unsigned decimal number (sysfs style). Returns 0, an error of
+ * hal_read_text, or -EINVAL when it holds anything else (empty, signs, junk, overflow).
+ */
+int hal_read_u64(const char *rel, uint64_t *value);
+
+/* Parse a whole string as an unsigned number in the given base (10 or 16). 0 or -EINVAL. */
+int hal_parse_u64(const char *s, int base, uint64_t *value);
+
+/* fopen() of "<root>/<rel>" for reading, with close-on-exec. NULL with errno set. */
+FILE *hal_fopen(const char *rel);
+
+/* True when "<root>/<rel>" exists (any type). */
+bool hal_exists(const char *rel);
+
+#endif

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hal/timer.h - the trace clock.
+ *
+ * Hubble (section 5.1) timestamps trace points with the ARM generic timer: a counter that
+ * ticks at a constant rate whatever the core's frequency, readable from user space in one
+ * instruction. jitt reads CNTVCT_EL0 on aarch64, CNTVCT through MRRC on armv7 (Hubble's
+ * 32-bit trace point, section 5.1.3), the TSC on x86_64, and clock_gettime elsewhere.
+ *
+ * The counter is not always readable from user space (a kernel may leave EL0 access off;
+ * qemu-user does not emulate it on armv7), so hal_timer_init() probes it once and falls back
+ * to clock_gettime(CLOCK_MONOTONIC), recording why. Until hal_timer_init() has run, the
+ * clock is used: reading the counter before the probe could kill the process with SIGILL.
+ */
+#ifndef JITT_HAL_TIMER_H
+#define JITT_HAL_TIMER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+enum hal_timer_source {
+	HAL_TIMER_SRC_CLOCK,  /* clock_gettime(CLOCK_MONOTONIC), in nanoseconds */
+	HAL_TIMER_SRC_CNTVCT, /* ARM generic timer, virtual count */
+	HAL_TIMER_SRC_TSC,    /* x86 time-stamp counter */
+};
+
+struct hal_timer_info {
+	enum hal_timer_source source;
+	uint64_t freq_hz;     /* ticks per second of hal_timer_now() */
+	uint64_t reported_hz; /* what the hardware claims (CNTFRQ); 0 where it claims nothing */
+	uint64_t measured_hz; /* measured against CLOCK_MONOTONIC_RAW; 0 when not measured */
+	char reason[192];     /* why this source, for `jitt hal` */
+};
+
+/*
+ * Probe and calibrate, once (thread-safe, idempotent). Returns 0, or -ENOTSUP when
+ * CONFIG_HAL_TIMER_COUNTER forbids the fallback and the counter is unusable.
+ */
+int hal_timer_init(void);
+/* The outcome of hal_timer_init() (which it calls if needed). */
+const struct hal_timer_info *hal_timer_info(void);
+const char *hal_timer_source_name(enum hal_timer_source source);
+
+/* floor(ticks * 1e9 / freq_hz), exact, saturating at UINT64_MAX when that does not fit. */
+uint64_t hal_ticks_to_ns(uint64_t ticks, uint64_t freq_hz);
+/* floor(a * b / c) without intermediate overflow; UINT64_MAX when the result does not fit. */
+uint64_t hal_muldiv_u64(uint64_t a, uint64_t b, uint64_t c);
+
+/* ---- the hot path: everything below is inline and allocation/syscall free ---- */
+
+/* Written once by hal_timer_init(), read on every trace point. Relaxed atomics compile to
+ * plain loads and stores on ARM and x86 and keep the publication free of undefined
+ * behaviour. */
+extern _Atomic uint64_t hal_timer_freq_hz;
+extern _Atomic bool hal_timer_use_clock;
+
+static inline uint64_t hal_timer_freq(void)
+{
+	return atomic_load_explicit(&hal_timer_freq_hz, memory_order_relaxed);
+}
+
+#if defined(__aarch64__) || defined(__arm__) || defined(__x86_64__)
+#define HAL_HAVE_COUNTER 1
+#else
+#define HAL_HAVE_COUNTER 0
+#endif
+
+#if defined(CONFIG_HAL_TIMER_ISB)
+#define HAL_COUNTER_ISB() __asm__ __volatile__("isb" ::: "memory")
+#else
+#define HAL_COUNTER_ISB() ((void)0)
+#endif
+
+/* The raw counter. Only call it once hal_timer_init() chose the counter. */
+static inline __attribute__((always_inline, no_instrument_function)) uint64_t
+hal_counter_read(void)
+{
+#if defined(__aarch64__)
+	uint64_t v;
+	__asm__ __volatile__("mrs %0, cntvct_el0" : "=r"(v));
+	HAL_COUNTER_ISB();
+	return v;
+#elif defined(__arm__)
+	uint32_t lo, hi;
+	__asm__ __volatile__("mrrc p15, 1, %0, %1, c14" : "=r"(lo), "=r"(hi));
+	HAL_COUNTER_ISB();
+	return (uint64_t)hi << 32 | lo;
+#elif defined(__x86_64__)
+	uint32_t lo, hi;
+	__asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+	return (uint64_t)hi << 32 | lo;
+#else
+	return 0;
+#endif
+}
+
+static inline __attribute__((always_inline, no_instrument_function)) uint64_t
+hal_clock_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The trace clock: ticks of hal_timer_freq() per second. */
+static inline __attribute__((always_inline, no_instrument_function)) uint64_t
+hal_timer_now(void)
+{
+#if defined(CONFIG_HAL_TIMER_CLOCK) || !HAL_HAVE_COUNTER
+	return hal_clock_now();
+#elif defined(CONFIG_HAL_TIMER_COUNTER)
+	return hal_counter_read();
+#else
+	if (__builtin_expect(atomic_load_explicit(&hal_timer_use_clock, memory_order_relaxed), 0))
+		return hal_clock_now();
+	return hal_counter_read();
+#endif
+}
+
+/*
+ * The trace clock, read only once every earlier instruction of this thread has completed
+ * (ISB on ARM, LFENCE on x86). A plain counter read may execute early, out of order; this
+ * one cannot, so a value read after loading another thread's timestamp is never smaller
+ * than it. For cross-thread events (a wake-up and the wait it ends), not for every trace
+ * point.
+ */
+static inline __attribute__((always_inline, no_instrument_function)) uint64_t
+hal_timer_now_ordered(void)
+{
+#if defined(__aarch64__) || defined(__arm__)
+	__asm__ __volatile__("isb" ::: "memory");
+#elif defined(__x86_64__)
+	__asm__ __volatile__("lfence" ::: "memory");
+#endif
+	return hal_timer_now();
+}
+
+#endif

@@ -1,0 +1,70 @@
+#!/bin/sh
+# Runs one board's tests: the unit-test program and the `jitt` command's golden outputs.
+# POSIX sh and busybox only, so it runs the same natively, under qemu-user (--qemu) and
+# inside a qemu board. Prints every result, ends with "N passed, N failed" and writes that
+# line to --result FILE for tests/total.sh.
+#
+# usage: run.sh --bin DIR [--board NAME] [--qemu "CMD"] [--fakes DIR] [--golden DIR] [--result FILE]
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+bin= board=native qemu= fakes=$here/../sim/fakes golden=$here/golden result=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--bin) bin=$2; shift 2 ;;
+	--board) board=$2; shift 2 ;;
+	--qemu) qemu=$2; shift 2 ;;
+	--fakes) fakes=$2; shift 2 ;;
+	--golden) golden=$2; shift 2 ;;
+	--result) result=$2; shift 2 ;;
+	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
+	esac
+done
+[ -n "$bin" ] || { echo "run.sh: --bin DIR is required" >&2; exit 2; }
+
+echo "== tests for $board${qemu:+ (under $qemu)}"
+passed=0 failed=0
+
+# The unit tests count themselves; their last line is "N passed, N failed".
+out=$(mktemp)
+$qemu "$bin/unit-tests" --fakes "$fakes" >"$out" 2>&1
+status=$?
+cat "$out"
+line=$(tail -n 1 "$out")
+case $line in
+*" passed, "*" failed")
+	p=${line%% passed*}
+	f=${line#*passed, }
+	f=${f%% failed*}
+	passed=$((passed + p)) failed=$((failed + f))
+	[ "$status" -eq 0 ] || [ "$f" -gt 0 ] || failed=$((failed + 1))
+	;;
+*)
+	echo "FAIL unit-tests ended without a result line (exit status $status)"
+	failed=$((failed + 1))
+	;;
+esac
+rm -f "$out"
+
+# Golden outputs of `jitt hal --root <fake tree>`. The timer section describes the machine
+# the test runs on, not the fake tree, so it is left out of the comparison.
+for expected in "$golden"/hal-*.txt; do
+	[ -f "$expected" ] || continue
+	name=${expected##*/hal-}
+	name=${name%.txt}
+	got=$($qemu "$bin/jitt" hal --root "$fakes/$name" 2>&1 |
+		awk '/^[a-z]/ { skip = ($1 == "timer:") } !skip')
+	if [ "$got" = "$(cat "$expected")" ]; then
+		echo "ok   jitt hal --root $name"
+		passed=$((passed + 1))
+	else
+		echo "FAIL jitt hal --root $name; expected:"
+		cat "$expected"
+		echo "  got:"
+		echo "$got"
+		failed=$((failed + 1))
+	fi
+done
+
+echo "$passed passed, $failed failed"
+[ -z "$result" ] || echo "$board $passed passed, $failed failed" >"$result"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+#include "harness.h"
+#include "hal/cpu.h"
+#include "hal/fs.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* Loads a fake tree from sim/fakes. */
+static int load(const char *fake, struct hal_topology *t)
+{
+	char root[512];
+	snprintf(root, sizeof(root), "%s/%s", test_fakes(), fake);
+	hal_root_set(root);
+	int err = hal_topology_load(t);
+	hal_root_set(NULL);
+	return err;
+}
+
+/* A class's usable CPUs as a list string ("0-3"), or the error number as text. */
+static const char *class_list(const struct hal_topology *t, enum hal_cpu_class cls)
+{
+	static char buf[128];
+	unsigned ids[CONFIG_HAL_MAX_CPUS];
+	int n = hal_topology_class_cpus(t, cls, ids, CONFIG_HAL_MAX_CPUS);
+	if (n == -ENODEV)
+		return "ENODEV";
+	if (n == -EACCES)
+		return "EACCES";
+	if (n < 0)
+		return "error";
+	hal_cpulist_format(ids, (unsigned)n, buf, sizeof(buf));
+	return buf;
+}
+
+TEST(cpu_phone_4_4_from_capacity)
+{
+	struct hal_topology t;
+	CHECK_EQ_INT(load("phone-4-4", &t), 0);
+	CHECK_EQ_INT(t.ncpus, 8);
+	CHECK_EQ_INT(t.nclasses, 2);
+	CHECK_EQ_INT(t.source, HAL_CPU_SRC_CAPACITY);
+	CHECK_STR(class_list(&t, HAL_CPU_LITTLE), "0-3");
+	CHECK_STR(class_list(&t, HAL_CPU_BIG), "4-7");
+	CHECK_STR(class_list(&t, HAL_CPU_MIDDLE), "ENODEV");
+	CHECK_EQ_U64(t.cpu[5].rank, 1024);
+}
+
+TEST(cpu_tri_cluster_has_a_middle_class)
+{
+	struct hal_topology t;
+	CHECK_EQ_INT(load("phone-1-3-4", &t), 0);
+	CHECK_EQ_INT(t.nclasses, 3);
+	CHECK_STR(class_list(&t, HAL_CPU_LITTLE), "0-3");
+	CHECK_STR(class_list(&t, HAL_CPU_MIDDLE), "4-6");
+	CHECK_STR(class_list(&t, HAL_CPU_BIG), "7");
+}
+
+TEST(cpu_homogeneous_pi_is_one_class_for_every_name)
+{
+	struct hal_topology t;
+	CHECK_EQ_INT(load("rpi4", &t), 0);
+	CHECK_EQ_INT(t.nclasses, 1);
+	CHECK_STR(class_list(&t, HAL_CPU_LITTLE), "0-3");
+	CHECK_STR(class_list(&t, HAL_CPU_BIG), "0-3");
+	CHECK_STR(class_list(&t, HAL_CPU_MIDDLE), "ENODEV");
+}
+
+TEST(cpu_offline_cpus_are_not_usable)
+{
+	struct hal_topology t;
+	CHECK_EQ_INT(load("phone-offline", &t), 0);
+	CHECK_EQ_INT(t.ncpus, 8);
+	CHECK(!t.cpu[6].online && !t.cpu[7].online && t.cpu[5].online);
+	CHECK_STR(class_list(&t, HAL_CPU_BIG), "4-5");
+	CHECK_STR(class_list(&t, HAL_CPU_LITTLE), "0-3");
+}
+
+TEST(cpu_cpuset_without_big_cores_is_a_clear_error)
+{
+	struct hal_topology t;
+	CHECK_EQ_INT(load("phone-cpuset", &t), 0);
+	CHECK_EQ_INT(t.nclasses, 2);
+	CHECK_STR(class_list(&t, HAL_CPU_LITTLE), "0-3");
+	CHECK_STR(class_list(&t, HAL_CPU_BIG), "EACCES");
+	CHECK_EQ_INT(hal_pin_to_class(&t, 0, HAL_CPU_BIG), -EACCES);
+}
+
+TEST(cpu_falls_back_to_cpufreq)
+{
+	struct hal_topology t;
+	CHECK_EQ_INT(load("phone-cpufreq", &t), 0);
+	CHECK_EQ_INT(t.source, HAL_CPU_SRC_CPUFREQ);
+	CHECK(strstr(t.reason, "cpu_capacity of cpu0 missing") != NULL);
+	CHECK_STR(class_list(&t, HAL_CPU_LITTLE), "0-3");
+	CHECK_STR(class_list(&t, HAL_CPU_BIG), "4-7");
+}
+
+TEST(cpu_falls_back_to_midr)
+{
+	struct hal_topology t;
+	CHECK_EQ_INT(load("phone-midr", &t), 0);
+	CHECK_EQ_INT(t.source, HAL_CPU_SRC_MIDR);
+	CHECK_STR(class_list(&t, HAL_CPU_LITTLE), "0-3");
+	CHECK_STR(class_list(&t, HAL_CPU_BIG), "4-7");
+}
+
+TEST(cpu_missing_files_give_one_class)
+{
+	struct hal_topology t;
+	CHECK_EQ_INT(load("missing", &t), 0);
+	CHECK_EQ_INT(t.ncpus, 4);
+	CHECK_EQ_INT(t.source, HAL_CPU_SRC_NONE);
+	CHECK_EQ_INT(t.nclasses, 1);
+	CHECK_STR(class_list(&t, HAL_CPU_LITTLE), "0-3");
+	CHECK(strstr(t.reason, "no proc/cpuinfo") != NULL);
+}
+
+TEST(cpu_no_tree_at_all_is_an_error)
+{
+	struct hal_topology t;
+	CHECK_EQ_INT(load("does-not-exist", &t), -ENOENT);
+}
+
+TEST(cpulist_parses_kernel_lists)
+{
+	uint64_t bits[2];
+	bool trunc;
+	CHECK_EQ_INT(hal_cpulist_parse("0-3,6,8-9", bits, 128, &trunc), 0);
+	CHECK_EQ_U64(bits[0], 0x34f);
+	CHECK(!trunc);
+	CHECK_EQ_INT(hal_cpulist_parse("", bits, 128, NULL), 0);
+	CHECK_EQ_U64(bits[0], 0);
+	CHECK_EQ_INT(hal_cpulist_parse("0-200", bits, 128, &trunc), 0);
+	CHECK(trunc);
+	CHECK_EQ_U64(bits[1], UINT64_MAX);
+	const char *bad[] = { "3-1", "-1", "1-", "1,,2", "1,", "a", "1 2", "99999999999", "0-4294967296", "1\n" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (hal_cpulist_parse(bad[i], bits, 128, NULL) != -EINVAL)
+			test_fail(__FILE__, __LINE__, "\"%s\" accepted", bad[i]);
+	unsigned ids[] = { 0, 1, 2, 3, 6, 8, 9 };
+	char out[32];
+	hal_cpulist_format(ids, 7, out, sizeof(out));
+	CHECK_STR(out, "0-3,6,8-9");
+	hal_cpulist_format(ids, 7, out, 6);
+	CHECK_STR(out, "0-3,6");
+	hal_cpulist_format(ids, 7, out, 5); /* what does not fit is cut at a whole range */
+	CHECK_STR(out, "0-3");
+}
+
+TEST(cpu_pin_calling_thread_to_little)
+{
+	/* On the real machine: LITTLE always exists (one class is also LITTLE). */
+	struct hal_topology t;
+	CHECK_EQ_INT(hal_topology_load(&t), 0);
+	CHECK_EQ_INT(hal_pin_to_class(&t, 0, HAL_CPU_LITTLE), 0);
+	enum hal_cpu_class cls;
+	CHECK_EQ_INT(hal_cpu_class_parse("Big", &cls), 0);
+	CHECK_EQ_INT(cls, HAL_CPU_BIG);
+	CHECK_EQ_INT(hal_cpu_class_parse("huge", &cls), -EINVAL);
+}

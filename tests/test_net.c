@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+#include "harness.h"
+#include "hal/fs.h"
+#include "hal/net.h"
+
+#include <string.h>
+
+static struct hal_net_info probe(const char *fake)
+{
+	char root[512];
+	struct hal_net_info info;
+	snprintf(root, sizeof(root), "%s/%s", test_fakes(), fake);
+	hal_root_set(root);
+	CHECK_EQ_INT(hal_net_get(&info), 0);
+	hal_root_set(NULL);
+	return info;
+}
+
+#define CHECK_NET(fake, want_state, want_iface)                                      \
+	do {                                                                         \
+		struct hal_net_info i_ = probe(fake);                                \
+		CHECK_STR(hal_net_state_name(i_.state), hal_net_state_name(want_state)); \
+		CHECK_STR(i_.iface, want_iface);                                     \
+		CHECK(i_.reason[0] != '\0');                                         \
+	} while (0)
+
+TEST(net_wifi)
+{
+	CHECK_NET("net-wifi", HAL_NET_WIFI, "wlan0");
+}
+
+TEST(net_cellular)
+{
+	CHECK_NET("net-cellular", HAL_NET_CELLULAR, "rmnet_data0");
+}
+
+TEST(net_ethernet)
+{
+	CHECK_NET("net-ethernet", HAL_NET_ETHERNET, "eth0");
+}
+
+TEST(net_no_default_route_is_offline)
+{
+	CHECK_NET("net-noroute", HAL_NET_OFFLINE, "");
+}
+
+TEST(net_two_default_routes_lowest_metric_wins)
+{
+	CHECK_NET("net-tworoutes", HAL_NET_CELLULAR, "rmnet_data0");
+}
+
+TEST(net_ipv6_only_default_route)
+{
+	CHECK_NET("net-ipv6-cellular", HAL_NET_CELLULAR, "rmnet_data1");
+}
+
+TEST(net_no_routing_table_is_unknown)
+{
+	CHECK_NET("does-not-exist", HAL_NET_UNKNOWN, "");
+}
+
+TEST(net_override_file_wins)
+{
+	/* The committed fake has it at the default path; a board may name another. */
+	if (strcmp(CONFIG_HAL_NET_OVERRIDE_FILE, "/run/jitt/network") != 0)
+		return;
+	struct hal_net_info i = probe("net-override");
+	CHECK_EQ_INT(i.state, HAL_NET_WIFI);
+	CHECK(strstr(i.reason, "override") != NULL);
+}
+
+TEST(net_state_names_round_trip)
+{
+	for (int s = HAL_NET_UNKNOWN; s <= HAL_NET_ETHERNET; s++) {
+		enum hal_net_state back;
+		CHECK_EQ_INT(hal_net_state_parse(hal_net_state_name(s), &back), 0);
+		CHECK_EQ_INT(back, s);
+	}
+	enum hal_net_state st;
+	CHECK(hal_net_state_parse("wi-fi", &st) != 0);
+	CHECK(hal_net_state_parse("", &st) != 0);
+}

@@ -1,0 +1,17 @@
+#!/bin/sh
+# Adds up the result files that tests/run.sh wrote for each board; prints one line per board
+# and, last, "N passed, N failed". Fails when a board has no result or any test failed.
+set -u
+passed=0 failed=0
+for f in "$@"; do
+	if [ ! -f "$f" ]; then
+		echo "  $f: no result (the board's tests did not run)"
+		failed=$((failed + 1))
+		continue
+	fi
+	read -r board p _ f2 _ <"$f"
+	echo "  $board: $p passed, $f2 failed"
+	passed=$((passed + p)) failed=$((failed + f2))
+done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
