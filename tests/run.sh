@@ -4,10 +4,13 @@
 # inside a qemu board. Prints every result, ends with "N passed, N failed" and writes that
 # line to --result FILE for tests/total.sh.
 #
-# usage: run.sh --bin DIR [--board NAME] [--qemu "CMD"] [--fakes DIR] [--golden DIR] [--result FILE]
+# usage: run.sh --bin DIR [--board NAME] [--qemu "CMD"] [--fakes DIR] [--golden DIR]
+#               [--result FILE] [--static-check]
+# --static-check (on the build machine, which has `file` and the link maps): every program
+# is statically linked and its link map names no object from outside musl, gcc and our build.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-bin= board=native qemu= fakes=$here/../sim/fakes golden=$here/golden result=
+bin= board=native qemu= fakes=$here/../sim/fakes golden=$here/golden result= static_check=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--bin) bin=$2; shift 2 ;;
@@ -16,6 +19,7 @@ while [ $# -gt 0 ]; do
 	--fakes) fakes=$2; shift 2 ;;
 	--golden) golden=$2; shift 2 ;;
 	--result) result=$2; shift 2 ;;
+	--static-check) static_check=1; shift ;;
 	*) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
 done
@@ -64,6 +68,25 @@ for expected in "$golden"/hal-*.txt; do
 		failed=$((failed + 1))
 	fi
 done
+
+# Static musl links only: glibc's objects (/usr/lib/<triplet>-gnu/, /usr/<triplet>/lib/)
+# must never get in, so every input the linker loaded must come from an allowed place.
+if [ -n "$static_check" ]; then
+	build=$(cd "$bin/.." && pwd)
+	for prog in "$bin"/*; do
+		[ -f "$prog.map" ] || continue
+		what="${prog##*/} is static and links musl only"
+		strangers=$(grep -oE '/[^ ()]+\.(o|a|so[.0-9]*)' "$prog.map" | sort -u | grep -vE \
+			"^($build/|/usr/lib/[a-z0-9_]+-linux-musl[a-z]*/|/usr/lib/gcc(-cross)?/)")
+		if file -b "$prog" | grep -q "statically linked" && [ -z "$strangers" ]; then
+			echo "ok   $what"
+			passed=$((passed + 1))
+		else
+			echo "FAIL $what: $(file -b "$prog" | cut -d, -f1-5) ${strangers:+; foreign objects: $strangers}"
+			failed=$((failed + 1))
+		fi
+	done
+fi
 
 echo "$passed passed, $failed failed"
 [ -z "$result" ] || echo "$board $passed passed, $failed failed" >"$result"
