@@ -52,7 +52,7 @@ ifneq ($(shell sh $(DEPS_SCRIPT) --check >/dev/null 2>&1 && echo ok),ok)
 NEED_DEPS := deps
 endif
 
-.PHONY: all deps defconfig menuconfig savedefconfig run test check bench size install \
+.PHONY: all deps defconfig menuconfig savedefconfig run test check boot-test bench size install \
 	clean distclean help FORCE
 .DEFAULT_GOAL := all
 
@@ -131,16 +131,31 @@ check: all
 		--static-check $(if $(QEMU_USER),--qemu "$(QEMU_USER)")
 
 # `test`: the host's tests, then the same tests cross-built and run under qemu-user for
-# aarch64 and armv7, then one total line.
+# aarch64 and armv7, then inside those boards booted under qemu-system, then one total line.
+# A board that fails does not stop the others: the total says what failed.
 TEST_BOARDS ?= host qemu-virt-aarch64 rpi3-armv7
+BOOT_BOARDS ?= qemu-virt-aarch64 rpi3-armv7
+TEST_RESULTS := $(foreach b,$(TEST_BOARDS),build/$(b)/test-result) \
+	$(foreach b,$(BOOT_BOARDS),build/$(b)/boot-result)
 test:
-	$(Q)for b in $(TEST_BOARDS); do \
-		$(MAKE) BOARD=$$b O=build/$$b check || exit 1; \
-	done
-	$(Q)sh tests/total.sh $(foreach b,$(TEST_BOARDS),build/$(b)/test-result)
+	$(Q)rm -f $(TEST_RESULTS); \
+	for b in $(TEST_BOARDS); do $(MAKE) BOARD=$$b O=build/$$b check; done; \
+	for b in $(BOOT_BOARDS); do $(MAKE) BOARD=$$b O=build/$$b boot-test; done; \
+	sh tests/total.sh $(TEST_RESULTS)
 
 # Benchmarks print their figures (medians and ratios measured side by side in one run);
 # targets live here, never in timed tests.
+# `boot-test`: boot this board's kernel under qemu-system (boards that set QEMU_SYSTEM) and
+# run the same tests inside it.
+boot-test: all
+ifeq ($(QEMU_SYSTEM),)
+	@echo "boot-test: board $(BOARD) has no qemu-system setup (QEMU_SYSTEM in board.mk)"; exit 1
+else
+	$(call say,BOOT,$(BOARD) under $(firstword $(QEMU_SYSTEM)))
+	$(Q)sh board/common/qemu-boot.sh $(BOARD) $(obj)/boot $(DL_DIR) $(obj)/bin \
+		$(obj)/boot-result "$(QEMU_SYSTEM)" $(KERNEL_PKG) $(BUSYBOX_PKG) $(CONSOLE)
+endif
+
 bench: $(obj)/bin/bench-timer
 	$(Q)$(QEMU_USER) $(obj)/bin/bench-timer
 

@@ -125,7 +125,8 @@ static int split(char *line, char **fields, int max)
 
 /*
  * /proc/net/route: a header, then "Iface Destination Gateway Flags RefCnt Use Metric Mask
- * MTU Window IRTT", addresses in hex. Returns 0, -ENOENT, or -EINVAL with *bad_line set.
+ * MTU Window IRTT", addresses in hex. A kernel that never had a route prints nothing at
+ * all, not even the header. Returns 0, -ENOENT, or -EINVAL with *bad_line set.
  */
 static int default_v4(struct default_route *best, int *bad_line)
 {
@@ -159,8 +160,6 @@ static int default_v4(struct default_route *best, int *bad_line)
 		if (dest == 0 && mask == 0 && (flags & RTF_UP) && !(flags & RTF_REJECT))
 			consider(best, fld[0], (uint32_t)metric);
 	}
-	if (!err && lineno == 0)
-		err = -EINVAL; /* not even the header */
 	fclose(f);
 	*bad_line = lineno;
 	return err;

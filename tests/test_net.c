@@ -44,6 +44,12 @@ TEST(net_no_default_route_is_offline)
 	CHECK_NET("net-noroute", HAL_NET_OFFLINE, "");
 }
 
+TEST(net_kernel_that_never_had_a_route_is_offline)
+{
+	/* Such a kernel prints empty tables, without even the header line. */
+	CHECK_NET("net-empty", HAL_NET_OFFLINE, "");
+}
+
 TEST(net_two_default_routes_lowest_metric_wins)
 {
 	CHECK_NET("net-tworoutes", HAL_NET_CELLULAR, "rmnet_data0");

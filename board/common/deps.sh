@@ -23,6 +23,8 @@ kconfig-frontends-nox:/usr/bin/kconfig-conf
 dpkg-dev:/usr/bin/dpkg-source
 file:/usr/bin/file
 make:/usr/bin/make
+device-tree-compiler:/usr/bin/dtc
+cpio:/usr/bin/cpio
 "
 
 missing_packages() {

@@ -4,3 +4,11 @@ CROSS_COMPILE := aarch64-linux-gnu-
 MUSL_SPECS    := /usr/lib/aarch64-linux-musl/musl-gcc.specs
 BOARD_CFLAGS  := -mcpu=cortex-a53
 QEMU_USER     := qemu-aarch64-static -cpu cortex-a53
+
+# Booting a real kernel (make boot-test): Debian's arm64 cloud kernel, busybox, our programs
+# and tests in an initramfs. The device tree gets two LITTLE and two big cores
+# (capacity-dmips-mhz), so the kernel itself reports big.LITTLE capacities.
+QEMU_SYSTEM   := qemu-system-aarch64 -M virt -cpu cortex-a53 -smp 4 -m 512
+KERNEL_PKG    := linux-image-cloud-arm64:arm64
+BUSYBOX_PKG   := busybox-static:arm64
+CONSOLE       := ttyAMA0

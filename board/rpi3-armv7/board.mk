@@ -8,3 +8,11 @@ BOARD_CFLAGS  := -march=armv7-a -mtune=cortex-a53 -mfpu=neon-vfpv4 -mfloat-abi=h
 # qemu-user does not implement the AArch32 generic timer registers (SIGILL): the HAL's probe
 # falls back to clock_gettime there, which the tests exercise on purpose.
 QEMU_USER     := qemu-arm-static -cpu cortex-a15
+
+# Booting a real kernel (make boot-test): the same armhf programs on Debian's ARMv7 LPAE kernel
+# under qemu-system-arm, where the kernel lets user space read CNTVCT: the HAL must pick the
+# counter there, while under qemu-user it falls back.
+QEMU_SYSTEM   := qemu-system-arm -M virt -cpu cortex-a15 -smp 4 -m 512
+KERNEL_PKG    := linux-image-armmp-lpae:armhf
+BUSYBOX_PKG   := busybox-static:armhf
+CONSOLE       := ttyAMA0
