@@ -243,11 +243,15 @@ static void init(void)
 #if defined(CONFIG_HAL_TIMER_AUTO) || defined(CONFIG_HAL_TIMER_COUNTER)
 	const char *why_not = choose_counter();
 	if (why_not) {
-#if defined(CONFIG_HAL_TIMER_COUNTER)
-		init_result = -ENOTSUP;
-#endif
 		char reason[sizeof(info.reason)];
+#if defined(CONFIG_HAL_TIMER_COUNTER)
+		/* No fallback allowed: hal_timer_now() reads the counter unconditionally, so
+		 * the caller must not start tracing. */
+		init_result = -ENOTSUP;
+		snprintf(reason, sizeof(reason), "CONFIG_HAL_TIMER_COUNTER, but %s", why_not);
+#else
 		snprintf(reason, sizeof(reason), "fallback: %s", why_not);
+#endif
 		use_clock(reason);
 	}
 #else

@@ -12,9 +12,8 @@ for arg in "$@"; do
 		tmp=$(mktemp)
 		"${prefix}strip" -o "$tmp" "$prog"
 		bytes=$(wc -c <"$tmp")
-		kind=$(file -b "$prog" | cut -d, -f1-2,4 | sed 's/ *$//')
-		linkage=$(file -b "$prog" | grep -o 'statically linked\|dynamically linked')
-		printf '%-20s %-12s %10s  %s, %s\n' "$board" "${prog##*/}" "$bytes" "$kind" "$linkage"
+		kind=$(file -b "$prog" | cut -d, -f1-2,4)
+		printf '%-20s %-12s %10s  %s\n' "$board" "${prog##*/}" "$bytes" "$kind"
 		rm -f "$tmp"
 	done
 done

@@ -73,7 +73,7 @@ fi
 
 if [ "$(id -u)" != 0 ]; then
 	echo "deps: installing the build dependencies needs root. Run:" >&2
-	echo "  sudo $(cd "$(dirname "$0")" && pwd)/deps.sh" >&2
+	echo "  sudo sh $(cd "$(dirname "$0")" && pwd)/$(basename "$0")" >&2
 	echo "or by hand:" >&2
 	[ -n "$need_arch" ] && for a in $need_arch; do echo "  sudo dpkg --add-architecture $a" >&2; done
 	echo "  sudo apt-get update && sudo apt-get install -y" $missing >&2
