@@ -1,10 +1,16 @@
 /* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
 #include "harness.h"
 #include "hal/cpu.h"
 #include "hal/fs.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* Loads a fake tree from sim/fakes. */
 static int load(const char *fake, struct hal_topology *t)
@@ -158,4 +164,75 @@ TEST(cpu_pin_calling_thread_to_little)
 	CHECK_EQ_INT(hal_cpu_class_parse("Big", &cls), 0);
 	CHECK_EQ_INT(cls, HAL_CPU_BIG);
 	CHECK_EQ_INT(hal_cpu_class_parse("huge", &cls), -EINVAL);
+}
+
+struct parked {
+	_Atomic pid_t tid;
+	_Atomic int release;
+};
+
+static void *park(void *arg)
+{
+	struct parked *p = arg;
+	atomic_store(&p->tid, (pid_t)syscall(SYS_gettid));
+	while (!atomic_load(&p->release))
+		sched_yield();
+	return NULL;
+}
+
+TEST(cpu_pin_another_thread_by_tid)
+{
+	struct hal_topology t;
+	CHECK_EQ_INT(hal_topology_load(&t), 0);
+	unsigned ids[CONFIG_HAL_MAX_CPUS];
+	int n = hal_topology_class_cpus(&t, HAL_CPU_BIG, ids, CONFIG_HAL_MAX_CPUS);
+	CHECK(n > 0);
+
+	struct parked p = { 0 };
+	pthread_t th;
+	CHECK_EQ_INT(pthread_create(&th, NULL, park, &p), 0);
+	while (!atomic_load(&p.tid))
+		sched_yield();
+	CHECK_EQ_INT(hal_pin_to_class(&t, atomic_load(&p.tid), HAL_CPU_BIG), 0);
+
+	cpu_set_t set;
+	CHECK_EQ_INT(sched_getaffinity(atomic_load(&p.tid), sizeof(set), &set), 0);
+	CHECK_EQ_INT(CPU_COUNT(&set), n);
+	for (int i = 0; i < n; i++)
+		CHECK(CPU_ISSET(ids[i], &set));
+	atomic_store(&p.release, 1);
+	pthread_join(th, NULL);
+}
+
+/* Random strings over the characters a CPU list is made of: whatever parses must format
+ * back to a list that parses to the same set (and nothing crashes on the rest). */
+TEST(cpulist_fuzz_round_trip)
+{
+	static const char alphabet[] = "0123456789,-- \n9";
+	uint32_t x = 2463534242u; /* xorshift32: the same cases on every run and machine */
+	int parsed = 0;
+	for (int iter = 0; iter < 50000; iter++) {
+		char s[24];
+		x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+		int len = (int)(x % (sizeof(s) - 1));
+		for (int i = 0; i < len; i++) {
+			x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+			s[i] = alphabet[x % (sizeof(alphabet) - 1)];
+		}
+		s[len] = '\0';
+		uint64_t a[2], b[2];
+		if (hal_cpulist_parse(s, a, 128, NULL) != 0)
+			continue;
+		parsed++;
+		unsigned ids[128], n = 0;
+		for (unsigned i = 0; i < 128; i++)
+			if (a[i / 64] >> (i % 64) & 1)
+				ids[n++] = i;
+		char out[512];
+		hal_cpulist_format(ids, n, out, sizeof(out));
+		if (hal_cpulist_parse(out, b, 128, NULL) != 0 || a[0] != b[0] || a[1] != b[1])
+			test_fail(__FILE__, __LINE__, "\"%s\" -> \"%s\" does not round-trip", s, out);
+	}
+	printf("    %d of 50000 random lists parsed\n", parsed);
+	CHECK(parsed > 100);
 }

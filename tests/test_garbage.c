@@ -185,3 +185,72 @@ TEST(garbage_in_every_file_of_every_fake_tree)
 	printf("    %d spoiled files checked\n", spoiled);
 	CHECK(spoiled > 1000);
 }
+
+/* Random mutations of the files with the most structure: a few bytes replaced, inserted or
+ * the file cut short, thousands of times, from a fixed seed. */
+TEST(mutated_tables_never_crash_or_invent_wifi)
+{
+	static const struct {
+		const char *tree, *file;
+	} targets[] = {
+		{ "net-wifi", "proc/net/route" },
+		{ "net-wifi", "proc/net/ipv6_route" },
+		{ "net-tworoutes", "proc/net/route" },
+		{ "phone-midr", "proc/cpuinfo" },
+		{ "phone-cpuset", "proc/self/status" },
+		{ "phone-4-4", "sys/devices/system/cpu/online" },
+	};
+	static const char bytes[] = "0123456789abcdefABCDEF \t\n-,:x\0\xff";
+	uint32_t x = 88172645u;
+#define NEXT() (x ^= x << 13, x ^= x >> 17, x ^= x << 5, x)
+	int runs = 0;
+	for (size_t t = 0; t < sizeof(targets) / sizeof(targets[0]); t++) {
+		char src[512], dst[512], path[1024];
+		snprintf(src, sizeof(src), "%s/%s", test_fakes(), targets[t].tree);
+		snprintf(dst, sizeof(dst), "%s/m%zu", test_tmpdir(), t);
+		copy_src = src;
+		copy_dst = dst;
+		CHECK_EQ_INT(nftw(src, copy_entry, 16, FTW_PHYS), 0);
+		snprintf(path, sizeof(path), "%s/%s", dst, targets[t].file);
+		static char original[16384], mutated[16384 + 64];
+		int len = slurp(path, original, sizeof(original));
+		if (!CHECK(len > 0))
+			continue;
+		hal_root_set(dst);
+		for (int iter = 0; iter < 1500; iter++) {
+			int n = len;
+			memcpy(mutated, original, (size_t)len);
+			for (int k = 1 + (int)(NEXT() % 4); k > 0; k--) {
+				int at = (int)(NEXT() % (uint32_t)n);
+				char c = bytes[NEXT() % (sizeof(bytes) - 1)];
+				switch (NEXT() % 3) {
+				case 0: /* replace */
+					mutated[at] = c;
+					break;
+				case 1: /* insert */
+					memmove(mutated + at + 1, mutated + at, (size_t)(n - at));
+					mutated[at] = c;
+					n++;
+					break;
+				default: /* cut short */
+					n = at;
+					break;
+				}
+				if (n == 0)
+					break;
+			}
+			spit(path, mutated, (size_t)n);
+			check_topology_sane(targets[t].file);
+			struct hal_net_info info;
+			hal_net_get(&info);
+			if (info.state > HAL_NET_ETHERNET ||
+			    (info.state == HAL_NET_WIFI && strcmp(info.iface, "wlan0") != 0))
+				test_fail(__FILE__, __LINE__, "%s: state %d via %s", targets[t].file,
+					  info.state, info.iface);
+			runs++;
+		}
+		hal_root_set(NULL);
+	}
+#undef NEXT
+	printf("    %d mutated tables checked\n", runs);
+}
