@@ -36,9 +36,7 @@ ifneq ($(MUSL_SPECS),)
 # It is given once, in CC: a second -specs fails ("attempt to rename spec 'cpp_options'").
 CC := $(CROSS_COMPILE)gcc -specs $(MUSL_SPECS)
 endif
-AR := $(CROSS_COMPILE)gcc-ar
 STRIP := $(CROSS_COMPILE)strip
-SIZE := $(CROSS_COMPILE)size
 
 CONFIG_H := $(obj)/include/generated/autoconf.h
 CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
@@ -53,7 +51,7 @@ NEED_DEPS := deps
 endif
 
 .PHONY: all deps defconfig menuconfig savedefconfig run test check boot-test bench size install \
-	clean distclean help FORCE
+	clean distclean help
 .DEFAULT_GOAL := all
 
 deps:
@@ -101,6 +99,7 @@ include agent/Kbuild
 include tests/Kbuild
 
 PROGS := $(addprefix $(obj)/bin/,$(progs-y))
+SOURCE_DIRS := hal ringbuf agent uploader sim tests
 
 all: $(PROGS)
 
@@ -175,7 +174,7 @@ install: $(obj)/bin/jitt
 
 clean:
 	$(call say,CLEAN,$(O))
-	$(Q)rm -rf $(obj)/bin $(obj)/hal $(obj)/agent $(obj)/tests $(obj)/test-result
+	$(Q)rm -rf $(obj)/bin $(obj)/boot $(addprefix $(obj)/,$(SOURCE_DIRS)) $(obj)/*-result
 
 distclean:
 	$(call say,CLEAN,build/)
@@ -185,8 +184,9 @@ help:
 	@echo "make [BOARD=name] [O=dir] [V=1] target"
 	@echo "  all (default)  build $(BOARD)'s programs into $(O)/bin"
 	@echo "  run            build and run jitt hal (under qemu-user for ARM boards)"
-	@echo "  test           tests on the host, then under qemu-user for aarch64 and armv7"
+	@echo "  test           tests on the host, under qemu-user and in qemu-system boards"
 	@echo "  check          this board's tests only"
+	@echo "  boot-test      this board's tests inside its kernel under qemu-system"
 	@echo "  bench          benchmarks"
 	@echo "  size           stripped program sizes of every board"
 	@echo "  defconfig      load board/$(BOARD)/defconfig into $(O)/.config"

@@ -126,70 +126,59 @@ static int split(char *line, char **fields, int max)
 /*
  * /proc/net/route: a header, then "Iface Destination Gateway Flags RefCnt Use Metric Mask
  * MTU Window IRTT", addresses in hex. A kernel that never had a route prints nothing at
- * all, not even the header. Returns 0, -ENOENT, or -EINVAL with *bad_line set.
+ * all, not even the header.
  */
-static int default_v4(struct default_route *best, int *bad_line)
+static int route_v4_line(char *line, int lineno, struct default_route *best)
 {
-	FILE *f = hal_fopen("proc/net/route");
-	if (!f)
-		return -ENOENT;
-	char line[512];
-	int lineno = 0, err = 0;
-	while (fgets(line, sizeof(line), f)) {
-		lineno++;
-		char *fld[11];
-		if (!strchr(line, '\n') && !feof(f)) {
-			err = -EINVAL; /* longer than any real route line */
-			break;
-		}
-		if (lineno == 1) {
-			if (strncmp(line, "Iface", 5) != 0)
-				err = -EINVAL;
-			if (err)
-				break;
-			continue;
-		}
-		int n = split(line, fld, 11);
-		uint64_t dest, flags, metric, mask;
-		if (n < 8 || n > 11 || !valid_ifname(fld[0]) || !hex_field(fld[1], 8, &dest) ||
-		    hal_parse_u64(fld[3], 16, &flags) != 0 || hal_parse_u64(fld[6], 10, &metric) != 0 ||
-		    metric > UINT32_MAX || !hex_field(fld[7], 8, &mask)) {
-			err = -EINVAL;
-			break;
-		}
-		if (dest == 0 && mask == 0 && (flags & RTF_UP) && !(flags & RTF_REJECT))
-			consider(best, fld[0], (uint32_t)metric);
-	}
-	fclose(f);
-	*bad_line = lineno;
-	return err;
+	if (lineno == 1)
+		return strncmp(line, "Iface", 5) == 0 ? 0 : -EINVAL;
+	char *fld[11];
+	int n = split(line, fld, 11);
+	uint64_t dest, flags, metric, mask;
+	if (n < 8 || n > 11 || !valid_ifname(fld[0]) || !hex_field(fld[1], 8, &dest) ||
+	    hal_parse_u64(fld[3], 16, &flags) != 0 || hal_parse_u64(fld[6], 10, &metric) != 0 ||
+	    metric > UINT32_MAX || !hex_field(fld[7], 8, &mask))
+		return -EINVAL;
+	if (dest == 0 && mask == 0 && (flags & RTF_UP) && !(flags & RTF_REJECT))
+		consider(best, fld[0], (uint32_t)metric);
+	return 0;
 }
 
 /*
  * /proc/net/ipv6_route: "dest plen src splen nexthop metric refcnt use flags iface", all hex.
  * The kernel lists an unreachable default on lo (RTF_REJECT): that one is no way out.
  */
-static int default_v6(struct default_route *best, int *bad_line)
+static int route_v6_line(char *line, int lineno, struct default_route *best)
 {
-	FILE *f = hal_fopen("proc/net/ipv6_route");
+	(void)lineno;
+	char *fld[10];
+	uint64_t plen, metric, flags, ignored;
+	if (split(line, fld, 10) != 10 || strlen(fld[0]) != 32 ||
+	    strspn(fld[0], "0123456789abcdef") != 32 || !hex_field(fld[1], 2, &plen) ||
+	    !hex_field(fld[3], 2, &ignored) || !hex_field(fld[5], 8, &metric) ||
+	    !hex_field(fld[8], 8, &flags) || !valid_ifname(fld[9]))
+		return -EINVAL;
+	if (strspn(fld[0], "0") == 32 && plen == 0 && (flags & RTF_UP) && !(flags & RTF_REJECT))
+		consider(best, fld[9], (uint32_t)metric);
+	return 0;
+}
+
+/* Feeds each line of a routing table to parse_line. Returns 0, -ENOENT, or -EINVAL with
+ * *bad_line set to the first line that did not parse. */
+static int scan_routes(const char *rel, struct default_route *best, int *bad_line,
+		       int (*parse_line)(char *line, int lineno, struct default_route *best))
+{
+	FILE *f = hal_fopen(rel);
 	if (!f)
 		return -ENOENT;
 	char line[512];
 	int lineno = 0, err = 0;
-	while (fgets(line, sizeof(line), f)) {
+	while (!err && fgets(line, sizeof(line), f)) {
 		lineno++;
-		char *fld[10];
-		uint64_t plen, metric, flags, ignored;
-		if ((!strchr(line, '\n') && !feof(f)) || split(line, fld, 10) != 10 ||
-		    strlen(fld[0]) != 32 || strspn(fld[0], "0123456789abcdef") != 32 ||
-		    !hex_field(fld[1], 2, &plen) || !hex_field(fld[5], 8, &metric) ||
-		    !hex_field(fld[8], 8, &flags) || !hex_field(fld[3], 2, &ignored) ||
-		    !valid_ifname(fld[9])) {
-			err = -EINVAL;
-			break;
-		}
-		if (strspn(fld[0], "0") == 32 && plen == 0 && (flags & RTF_UP) && !(flags & RTF_REJECT))
-			consider(best, fld[9], (uint32_t)metric);
+		if (!strchr(line, '\n') && !feof(f))
+			err = -EINVAL; /* longer than any real route line */
+		else
+			err = parse_line(line, lineno, best);
 	}
 	fclose(f);
 	*bad_line = lineno;
@@ -285,8 +274,8 @@ int hal_net_get(struct hal_net_info *info)
 
 	struct default_route v4 = { 0 }, v6 = { 0 };
 	int bad4 = 0, bad6 = 0;
-	int err4 = default_v4(&v4, &bad4);
-	int err6 = default_v6(&v6, &bad6);
+	int err4 = scan_routes("proc/net/route", &v4, &bad4, route_v4_line);
+	int err6 = scan_routes("proc/net/ipv6_route", &v6, &bad6, route_v6_line);
 	if (err4 == -EINVAL || err6 == -EINVAL) {
 		snprintf(info->reason, sizeof(info->reason), "proc/net/%s line %d is malformed",
 			 err4 == -EINVAL ? "route" : "ipv6_route", err4 == -EINVAL ? bad4 : bad6);

@@ -35,33 +35,19 @@ static uint64_t wall_ns(void)
 		sink = acc;                                       \
 	} while (0)
 
-static uint64_t counter_loop(void)
-{
-	uint64_t t0 = wall_ns();
-	LOOP(hal_counter_read());
-	return wall_ns() - t0;
-}
+/* One timed loop per way of reading the clock. */
+#define TIMED_LOOP(name, expr)                  \
+	static uint64_t name(void)              \
+	{                                       \
+		uint64_t t0 = wall_ns();        \
+		LOOP(expr);                     \
+		return wall_ns() - t0;          \
+	}
 
-static uint64_t timer_loop(void)
-{
-	uint64_t t0 = wall_ns();
-	LOOP(hal_timer_now());
-	return wall_ns() - t0;
-}
-
-static uint64_t ordered_loop(void)
-{
-	uint64_t t0 = wall_ns();
-	LOOP(hal_timer_now_ordered());
-	return wall_ns() - t0;
-}
-
-static uint64_t clock_loop(void)
-{
-	uint64_t t0 = wall_ns();
-	LOOP(hal_clock_now());
-	return wall_ns() - t0;
-}
+TIMED_LOOP(counter_loop, hal_counter_read())
+TIMED_LOOP(timer_loop, hal_timer_now())
+TIMED_LOOP(ordered_loop, hal_timer_now_ordered())
+TIMED_LOOP(clock_loop, hal_clock_now())
 
 static int cmp_u64(const void *a, const void *b)
 {
