@@ -148,7 +148,8 @@ static int find_present(uint64_t *present, bool *truncated)
 	while ((e = readdir(dir))) {
 		unsigned id;
 		const char *end;
-		if (strncmp(e->d_name, "cpu", 3) != 0 || !(end = parse_id(e->d_name + 3, &id)) || *end)
+		if (strncmp(e->d_name, "cpu", 3) != 0 || !(end = parse_id(e->d_name + 3, &id)) ||
+		    *end)
 			continue;
 		if (id < MAXCPU) {
 			bit_set(present, id);
@@ -429,8 +430,9 @@ int hal_topology_load(struct hal_topology *t)
 
 	if (rank_from_file(t, "sys/devices/system/cpu/cpu%u/cpu_capacity", "cpu_capacity") == 0) {
 		t->source = HAL_CPU_SRC_CAPACITY;
-	} else if (clear_ranks(t), rank_from_file(t, "sys/devices/system/cpu/cpu%u/cpufreq/cpuinfo_max_freq",
-						   "cpuinfo_max_freq") == 0) {
+	} else if (clear_ranks(t),
+		   rank_from_file(t, "sys/devices/system/cpu/cpu%u/cpufreq/cpuinfo_max_freq",
+				  "cpuinfo_max_freq") == 0) {
 		t->source = HAL_CPU_SRC_CPUFREQ;
 	} else if (clear_ranks(t), rank_from_midr(t) == 0) {
 		t->source = HAL_CPU_SRC_MIDR;
@@ -445,8 +447,8 @@ int hal_topology_load(struct hal_topology *t)
 	return 0;
 }
 
-int hal_topology_class_cpus(const struct hal_topology *t, enum hal_cpu_class cls,
-			    unsigned *ids, unsigned max)
+int hal_topology_class_cpus(const struct hal_topology *t, enum hal_cpu_class cls, unsigned *ids,
+			    unsigned max)
 {
 	if (cls >= HAL_CPU_NCLASSES)
 		return -EINVAL;

@@ -42,18 +42,18 @@ struct hal_cpu {
 	uint16_t id;
 	bool online;
 	bool allowed;
-	bool ranked;   /* false: no rank could be read (an offline CPU missing from cpuinfo) */
+	bool ranked; /* false: no rank could be read (an offline CPU missing from cpuinfo) */
 	enum hal_cpu_class cls; /* meaningful only when ranked */
 	uint64_t rank; /* the value that was compared: capacity, kHz or a core-type score */
 };
 
 struct hal_topology {
 	struct hal_cpu cpu[CONFIG_HAL_MAX_CPUS];
-	unsigned ncpus;        /* present CPUs, in id order */
-	unsigned nclasses;     /* distinct classes found: 1, 2 or 3 */
+	unsigned ncpus;	   /* present CPUs, in id order */
+	unsigned nclasses; /* distinct classes found: 1, 2 or 3 */
 	enum hal_cpu_source source;
-	bool truncated;        /* CPUs numbered CONFIG_HAL_MAX_CPUS or more were ignored */
-	char reason[160];      /* why better sources were passed over; "" with cpu_capacity */
+	bool truncated;	  /* CPUs numbered CONFIG_HAL_MAX_CPUS or more were ignored */
+	char reason[160]; /* why better sources were passed over; "" with cpu_capacity */
 };
 
 /* Read the topology through hal's root. Returns 0, or -ENOENT when no CPU is found at all. */
@@ -62,8 +62,8 @@ int hal_topology_load(struct hal_topology *topo);
 /* A class's usable (online and allowed) CPUs, in id order, into ids[max]. Returns the
  * count, or -ENODEV when the machine has no CPU of that class, or -EACCES when it has but
  * none is online and allowed. */
-int hal_topology_class_cpus(const struct hal_topology *topo, enum hal_cpu_class cls,
-			    unsigned *ids, unsigned max);
+int hal_topology_class_cpus(const struct hal_topology *topo, enum hal_cpu_class cls, unsigned *ids,
+			    unsigned max);
 
 /* Pin a thread (tid 0: the calling thread) to a class's usable CPUs. Returns 0, the errors
  * of hal_topology_class_cpus, or the -errno of sched_setaffinity. */

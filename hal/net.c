@@ -12,18 +12,17 @@
 #include <strings.h>
 
 /* Route flags, from <linux/route.h> (not included: the HAL builds against libc only). */
-#define RTF_UP 0x0001u
+#define RTF_UP	   0x0001u
 #define RTF_REJECT 0x0200u
 
 /* ARPHRD_* interface types, from <linux/if_arp.h>. */
 #define ARPHRD_ETHER 1
-#define ARPHRD_PPP 512
+#define ARPHRD_PPP   512
 #define ARPHRD_RAWIP 519 /* Qualcomm rmnet and other modems that carry bare IP */
 
 static const char *const state_names[] = {
-	[HAL_NET_UNKNOWN] = "unknown",   [HAL_NET_OFFLINE] = "offline",
-	[HAL_NET_WIFI] = "wifi",         [HAL_NET_CELLULAR] = "cellular",
-	[HAL_NET_ETHERNET] = "ethernet",
+	[HAL_NET_UNKNOWN] = "unknown",	 [HAL_NET_OFFLINE] = "offline",	  [HAL_NET_WIFI] = "wifi",
+	[HAL_NET_CELLULAR] = "cellular", [HAL_NET_ETHERNET] = "ethernet",
 };
 
 const char *hal_net_state_name(enum hal_net_state state)
@@ -68,8 +67,9 @@ static int from_override(struct hal_net_info *info)
 		w++;
 	if (hal_net_state_parse(w, &info->state) != 0) {
 		printable(shown, sizeof(shown), w);
-		snprintf(info->reason, sizeof(info->reason), "override %s holds \"%s\", not a state",
-			 CONFIG_HAL_NET_OVERRIDE_FILE, shown);
+		snprintf(info->reason, sizeof(info->reason),
+			 "override %s holds \"%s\", not a state", CONFIG_HAL_NET_OVERRIDE_FILE,
+			 shown);
 		info->state = HAL_NET_UNKNOWN;
 		return 1;
 	}
@@ -222,7 +222,8 @@ static enum hal_net_state link_kind(const char *iface, const char **how)
 	}
 	/* Modem drivers that present themselves as Ethernet: Qualcomm rmnet, MediaTek
 	 * ccmni, Unisoc seth/sipa, generic wwan. Calling them cellular is the safe error. */
-	static const char *const modem_prefixes[] = { "rmnet", "ccmni", "wwan", "seth", "sipa", "pdp" };
+	static const char *const modem_prefixes[] = { "rmnet", "ccmni", "wwan",
+						      "seth",  "sipa",	"pdp" };
 	for (size_t i = 0; i < sizeof(modem_prefixes) / sizeof(modem_prefixes[0]); i++) {
 		if (has_prefix(iface, modem_prefixes[i])) {
 			*how = "modem interface name";

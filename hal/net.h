@@ -26,7 +26,7 @@ enum hal_net_state {
 struct hal_net_info {
 	enum hal_net_state state;
 	char iface[IF_NAMESIZE]; /* the default route's interface, "" when none */
-	char reason[192];        /* how the state was found, or why it is unknown */
+	char reason[192];	 /* how the state was found, or why it is unknown */
 };
 
 /* Always fills `info` (state UNKNOWN when in doubt) and returns 0. */

@@ -22,8 +22,8 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
 /* Frequencies outside this range are firmware bugs or emulator artefacts, not clocks. Also
  * keeps hal_ticks_to_ns() exact: it needs freq * 1e9 < 2^64. */
-#define MIN_SANE_HZ 1000000u        /* 1 MHz */
-#define MAX_SANE_HZ 10000000000ull  /* 10 GHz */
+#define MIN_SANE_HZ 1000000u	   /* 1 MHz */
+#define MAX_SANE_HZ 10000000000ull /* 10 GHz */
 
 const char *hal_timer_source_name(enum hal_timer_source source)
 {
@@ -200,7 +200,8 @@ static const char *choose_counter(void)
 	}
 #if defined(__x86_64__)
 	if (!tsc_invariant())
-		return "the TSC is not invariant (CPUID 0x80000007 EDX[8] clear): its rate follows the core's";
+		return "the TSC is not invariant (CPUID 0x80000007 EDX[8] clear): its rate follows "
+		       "the core's";
 #endif
 	uint64_t measured = measure_hz();
 	if (measured < MIN_SANE_HZ || measured > MAX_SANE_HZ) {

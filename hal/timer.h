@@ -74,8 +74,7 @@ static inline uint64_t hal_timer_freq(void)
 #endif
 
 /* The raw counter. Only call it once hal_timer_init() chose the counter. */
-static inline __attribute__((always_inline, no_instrument_function)) uint64_t
-hal_counter_read(void)
+static inline __attribute__((always_inline, no_instrument_function)) uint64_t hal_counter_read(void)
 {
 #if defined(__aarch64__)
 	uint64_t v;
@@ -96,8 +95,7 @@ hal_counter_read(void)
 #endif
 }
 
-static inline __attribute__((always_inline, no_instrument_function)) uint64_t
-hal_clock_now(void)
+static inline __attribute__((always_inline, no_instrument_function)) uint64_t hal_clock_now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -105,8 +103,7 @@ hal_clock_now(void)
 }
 
 /* The trace clock: ticks of hal_timer_freq() per second. */
-static inline __attribute__((always_inline, no_instrument_function)) uint64_t
-hal_timer_now(void)
+static inline __attribute__((always_inline, no_instrument_function)) uint64_t hal_timer_now(void)
 {
 #if defined(CONFIG_HAL_TIMER_CLOCK) || !HAL_HAVE_COUNTER
 	return hal_clock_now();

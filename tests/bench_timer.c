@@ -11,7 +11,7 @@
 #include <string.h>
 
 #define READS 2000000
-#define RUNS 11
+#define RUNS  11
 
 static volatile uint64_t sink;
 
@@ -23,25 +23,25 @@ static uint64_t wall_ns(void)
 }
 
 /* The loops are unrolled by 4 so the loop itself stays small next to the reads. */
-#define LOOP(expr)                                                \
-	do {                                                      \
-		uint64_t acc = 0;                                 \
-		for (int i = 0; i < READS; i += 4) {              \
-			acc += (expr);                            \
-			acc += (expr);                            \
-			acc += (expr);                            \
-			acc += (expr);                            \
-		}                                                 \
-		sink = acc;                                       \
+#define LOOP(expr)                                   \
+	do {                                         \
+		uint64_t acc = 0;                    \
+		for (int i = 0; i < READS; i += 4) { \
+			acc += (expr);               \
+			acc += (expr);               \
+			acc += (expr);               \
+			acc += (expr);               \
+		}                                    \
+		sink = acc;                          \
 	} while (0)
 
 /* One timed loop per way of reading the clock. */
-#define TIMED_LOOP(name, expr)                  \
-	static uint64_t name(void)              \
-	{                                       \
-		uint64_t t0 = wall_ns();        \
-		LOOP(expr);                     \
-		return wall_ns() - t0;          \
+#define TIMED_LOOP(name, expr)           \
+	static uint64_t name(void)       \
+	{                                \
+		uint64_t t0 = wall_ns(); \
+		LOOP(expr);              \
+		return wall_ns() - t0;   \
 	}
 
 TIMED_LOOP(counter_loop, hal_counter_read())
@@ -82,8 +82,8 @@ int main(void)
 		double ns = (double)runs[v][RUNS / 2] / READS;
 		if (v == 0 || (limit == 0 && v == 1))
 			limit = ns;
-		printf("  %-26s %6.2f ns per read (median of %d x %d), %.2fx the raw read\n", names[v],
-		       ns, RUNS, READS, ns / limit);
+		printf("  %-26s %6.2f ns per read (median of %d x %d), %.2fx the raw read\n",
+		       names[v], ns, RUNS, READS, ns / limit);
 	}
 	return 0;
 }

@@ -30,37 +30,37 @@ const char *test_fakes(void);
 /* A fresh temporary folder for this test (removed by the harness afterwards). */
 const char *test_tmpdir(void);
 
-#define TEST(name)                                                                 \
-	static void name(void);                                                    \
-	__attribute__((constructor)) static void register_##name(void)             \
-	{                                                                          \
-		static struct test_case tc = { #name, name, NULL };                \
-		test_register(&tc);                                                \
-	}                                                                          \
+#define TEST(name)                                                     \
+	static void name(void);                                        \
+	__attribute__((constructor)) static void register_##name(void) \
+	{                                                              \
+		static struct test_case tc = { #name, name, NULL };    \
+		test_register(&tc);                                    \
+	}                                                              \
 	static void name(void)
 
 #define CHECK(cond) ((cond) ? 1 : test_fail(__FILE__, __LINE__, "%s", #cond))
 
-#define CHECK_EQ_U64(a, b)                                                                 \
-	do {                                                                               \
-		unsigned long long a_ = (a), b_ = (b);                                     \
-		if (a_ != b_)                                                              \
+#define CHECK_EQ_U64(a, b)                                                                       \
+	do {                                                                                     \
+		unsigned long long a_ = (a), b_ = (b);                                           \
+		if (a_ != b_)                                                                    \
 			test_fail(__FILE__, __LINE__, "%s == %s: %llu != %llu", #a, #b, a_, b_); \
 	} while (0)
 
-#define CHECK_EQ_INT(a, b)                                                                 \
-	do {                                                                               \
-		long long a_ = (a), b_ = (b);                                              \
-		if (a_ != b_)                                                              \
+#define CHECK_EQ_INT(a, b)                                                                       \
+	do {                                                                                     \
+		long long a_ = (a), b_ = (b);                                                    \
+		if (a_ != b_)                                                                    \
 			test_fail(__FILE__, __LINE__, "%s == %s: %lld != %lld", #a, #b, a_, b_); \
 	} while (0)
 
-#define CHECK_STR(a, b)                                                                    \
-	do {                                                                               \
-		const char *a_ = (a), *b_ = (b);                                           \
-		if (!a_ || !b_ || strcmp(a_, b_) != 0)                                     \
-			test_fail(__FILE__, __LINE__, "%s == %s: \"%s\" != \"%s\"", #a, #b,    \
-				  a_ ? a_ : "(null)", b_ ? b_ : "(null)");                 \
+#define CHECK_STR(a, b)                                                                     \
+	do {                                                                                \
+		const char *a_ = (a), *b_ = (b);                                            \
+		if (!a_ || !b_ || strcmp(a_, b_) != 0)                                      \
+			test_fail(__FILE__, __LINE__, "%s == %s: \"%s\" != \"%s\"", #a, #b, \
+				  a_ ? a_ : "(null)", b_ ? b_ : "(null)");                  \
 	} while (0)
 
 #endif

@@ -140,7 +140,8 @@ TEST(cpulist_parses_kernel_lists)
 	CHECK_EQ_INT(hal_cpulist_parse("0-200", bits, 128, &trunc), 0);
 	CHECK(trunc);
 	CHECK_EQ_U64(bits[1], UINT64_MAX);
-	const char *bad[] = { "3-1", "-1", "1-", "1,,2", "1,", "a", "1 2", "99999999999", "0-4294967296", "1\n" };
+	const char *bad[] = { "3-1", "-1",  "1-",	   "1,,2",	   "1,",
+			      "a",   "1 2", "99999999999", "0-4294967296", "1\n" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		if (hal_cpulist_parse(bad[i], bits, 128, NULL) != -EINVAL)
 			test_fail(__FILE__, __LINE__, "\"%s\" accepted", bad[i]);
@@ -231,7 +232,8 @@ TEST(cpulist_fuzz_round_trip)
 		char out[512];
 		hal_cpulist_format(ids, n, out, sizeof(out));
 		if (hal_cpulist_parse(out, b, 128, NULL) != 0 || a[0] != b[0] || a[1] != b[1])
-			test_fail(__FILE__, __LINE__, "\"%s\" -> \"%s\" does not round-trip", s, out);
+			test_fail(__FILE__, __LINE__, "\"%s\" -> \"%s\" does not round-trip", s,
+				  out);
 	}
 	printf("    %d of 50000 random lists parsed\n", parsed);
 	CHECK(parsed > 100);

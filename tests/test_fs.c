@@ -39,7 +39,10 @@ TEST(fs_read_text_rejects_what_does_not_fit)
 	write_file(dir, "fits", "1234567", 7);
 	write_file(dir, "fits_nl", "1234567\n", 8);
 	write_file(dir, "long", "12345678", 8);
-	write_file(dir, "nul", "12\0" "4", 4);
+	write_file(dir, "nul",
+		   "12\0"
+		   "4",
+		   4);
 	write_file(dir, "empty", "", 0);
 	CHECK_EQ_INT(hal_read_text("fits", buf, sizeof(buf)), 7);
 	CHECK_STR(buf, "1234567");
@@ -80,8 +83,8 @@ TEST(fs_read_u64_accepts_only_plain_numbers)
 		write_file(dir, "n", cases[i].text, strlen(cases[i].text));
 		int err = hal_read_u64("n", &v);
 		if (err != cases[i].err)
-			test_fail(__FILE__, __LINE__, "\"%s\": error %d, expected %d", cases[i].text,
-				  err, cases[i].err);
+			test_fail(__FILE__, __LINE__, "\"%s\": error %d, expected %d",
+				  cases[i].text, err, cases[i].err);
 		if (!err && v != cases[i].value)
 			test_fail(__FILE__, __LINE__, "\"%s\": %llu", cases[i].text,
 				  (unsigned long long)v);

@@ -20,8 +20,9 @@
 #include <unistd.h>
 
 static const char *const trees[] = {
-	"phone-4-4", "phone-1-3-4", "rpi4", "phone-offline", "phone-cpuset", "phone-cpufreq",
-	"phone-midr", "missing", "net-wifi", "net-cellular", "net-ethernet", "net-noroute",
+	"phone-4-4",	 "phone-1-3-4",	      "rpi4",	      "phone-offline",
+	"phone-cpuset",	 "phone-cpufreq",     "phone-midr",   "missing",
+	"net-wifi",	 "net-cellular",      "net-ethernet", "net-noroute",
 	"net-tworoutes", "net-ipv6-cellular", "net-override", "net-empty",
 };
 
@@ -171,7 +172,8 @@ TEST(garbage_in_every_file_of_every_fake_tree)
 				continue;
 			for (size_t j = 0; j < sizeof(junk) / sizeof(junk[0]); j++) {
 				char what[700];
-				snprintf(what, sizeof(what), "%s with junk #%zu", files[f] + strlen(dst), j);
+				snprintf(what, sizeof(what), "%s with junk #%zu",
+					 files[f] + strlen(dst), j);
 				spit(files[f], junk[j].data, junk[j].len);
 				check_topology_sane(what);
 				check_net_sane(what, files[f], junk[j].len, clean.state);
@@ -245,8 +247,8 @@ TEST(mutated_tables_never_crash_or_invent_wifi)
 			hal_net_get(&info);
 			if (info.state > HAL_NET_ETHERNET ||
 			    (info.state == HAL_NET_WIFI && strcmp(info.iface, "wlan0") != 0))
-				test_fail(__FILE__, __LINE__, "%s: state %d via %s", targets[t].file,
-					  info.state, info.iface);
+				test_fail(__FILE__, __LINE__, "%s: state %d via %s",
+					  targets[t].file, info.state, info.iface);
 			runs++;
 		}
 		hal_root_set(NULL);

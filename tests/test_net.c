@@ -16,12 +16,12 @@ static struct hal_net_info probe(const char *fake)
 	return info;
 }
 
-#define CHECK_NET(fake, want_state, want_iface)                                      \
-	do {                                                                         \
-		struct hal_net_info i_ = probe(fake);                                \
+#define CHECK_NET(fake, want_state, want_iface)                                          \
+	do {                                                                             \
+		struct hal_net_info i_ = probe(fake);                                    \
 		CHECK_STR(hal_net_state_name(i_.state), hal_net_state_name(want_state)); \
-		CHECK_STR(i_.iface, want_iface);                                     \
-		CHECK(i_.reason[0] != '\0');                                         \
+		CHECK_STR(i_.iface, want_iface);                                         \
+		CHECK(i_.reason[0] != '\0');                                             \
 	} while (0)
 
 TEST(net_wifi)

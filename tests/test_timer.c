@@ -107,7 +107,9 @@ TEST(timer_is_monotonic_across_threads_and_cpus)
 	int pairs = 0;
 	for (int a = 0; a < (n > 1 ? n : 1) && pairs < 6; a++) {
 		for (int b = a + 1; b < (n > 1 ? n : 2) && pairs < 6; b++, pairs++) {
-			struct pingpong p = { .rounds = 2000, .cpu = { n > 1 ? cpus[a] : -1, n > 1 ? cpus[b] : -1 } };
+			struct pingpong p = { .rounds = 2000,
+					      .cpu = { n > 1 ? cpus[a] : -1,
+						       n > 1 ? cpus[b] : -1 } };
 			pthread_t t;
 			CHECK_EQ_INT(pthread_create(&t, NULL, player1, &p), 0);
 			play(&p, 0);
