@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE /* MAP_POPULATE, gettid */
+#include "ring.h"
+#include "trace.h"
+
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+__thread struct rb_tls rb_tls __attribute__((tls_model("initial-exec")));
+
+enum rb_state {
+	RB_OFF,         /* registered, not tracing */
+	RB_RUNNING,     /* tracing */
+	RB_STOP_PENDING /* asked to stop, answer not seen yet (a validated copy was taken) */
+};
+
+struct rb_ring {
+	_Atomic uint64_t *slots; /* RB_RING_SLOTS + 1: the last is a spare for a two-slot
+				  * record written at the very end, moved to slot 0 on wrap */
+	uintptr_t end;           /* address of slot RB_RING_SLOTS */
+	struct rb_tls *tls;      /* the owner's thread-local control words */
+	_Atomic uint32_t laps;   /* written by the owner (wrap) and by rb_start while off */
+	enum rb_state state;     /* control side only, under the lock */
+	pid_t tid;
+	char name[RB_NAME_MAX];
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct rb_ring *rings[CONFIG_RB_MAX_TRACED_THREADS];
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+#define NO_INSTR __attribute__((no_instrument_function))
+
+/* ---- the traced thread's rare paths (trace.h) ---- */
+
+NO_INSTR static void store_slot(uintptr_t p, uint64_t rec)
+{
+	rb_store(p, rec);
+}
+
+NO_INSTR static uintptr_t write_sync(struct rb_ring *r, uintptr_t p, uint32_t laps)
+{
+	uint64_t ts = hal_timer_now();
+	store_slot(p, rb_special_payload(ts, laps));
+	store_slot(p + 8, rb_tag(ts, RB_SYNC));
+	return p + 16;
+}
+
+NO_INSTR void rb_slow_path(struct rb_tls *t, uintptr_t p)
+{
+	struct rb_ring *r = t->ring;
+	if (p >= r->end) {
+		uintptr_t base = (uintptr_t)r->slots;
+		if (p > r->end) {
+			/* A two-slot record ended in the spare slot: its tag belongs at slot 0,
+			 * so the ring reads circularly over RB_RING_SLOTS slots. */
+			store_slot(base, atomic_load_explicit((_Atomic uint64_t *)r->end,
+							      memory_order_relaxed));
+			p = base + 8;
+		} else {
+			p = base;
+		}
+		uint32_t laps = atomic_load_explicit(&r->laps, memory_order_relaxed) + 1;
+		atomic_store_explicit(&r->laps, laps, memory_order_relaxed);
+		p = write_sync(r, p, laps);
+	}
+	if (atomic_load_explicit(&t->limit, memory_order_relaxed) == 0) {
+		/* The answer: the exact end position, written by this thread after its last
+		 * record (release: the slots are visible before it), then tracing off. */
+		atomic_store_explicit(&t->limit, p, memory_order_release);
+		atomic_store_explicit(&t->pos, 0, memory_order_release);
+		return;
+	}
+	atomic_store_explicit(&t->pos, p, memory_order_relaxed);
+}
+
+NO_INSTR void rb_put2(uint64_t payload, uint32_t low)
+{
+	struct rb_tls *t = &rb_tls;
+	uintptr_t p = atomic_load_explicit(&t->pos, memory_order_relaxed);
+	if (!p)
+		return;
+	uint64_t ts = hal_timer_now();
+	if (low != RB_WIDE)
+		payload = rb_special_payload(ts, (uint32_t)payload);
+	rb_store(p, payload);
+	rb_store(p + 8, rb_tag(ts, low)); /* may be the spare slot: see rb_slow_path */
+	p += 16;
+	if (p >= atomic_load_explicit(&t->limit, memory_order_relaxed))
+		rb_slow_path(t, p);
+	else
+		atomic_store_explicit(&t->pos, p, memory_order_relaxed);
+}
+
+/* ---- registration ---- */
+
+struct main_module {
+	uintptr_t bias, top;
+};
+
+NO_INSTR static int find_main(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct main_module *m = arg;
+	m->bias = info->dlpi_addr;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && info->dlpi_addr + ph->p_vaddr + ph->p_memsz > m->top)
+			m->top = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+	}
+	return 1; /* the first module is the main program */
+}
+
+NO_INSTR static void unregister_locked(struct rb_ring *r)
+{
+	for (int i = 0; i < CONFIG_RB_MAX_TRACED_THREADS; i++)
+		if (rings[i] == r)
+			rings[i] = NULL;
+	munmap((void *)r->slots, (RB_RING_SLOTS + 1) * 8);
+	free(r);
+}
+
+/* A thread that exits with a ring gives it back. */
+NO_INSTR static void on_thread_exit(void *arg)
+{
+	(void)arg;
+	rb_thread_unregister();
+}
+
+NO_INSTR static void make_exit_key(void)
+{
+	pthread_key_create(&exit_key, on_thread_exit);
+}
+
+NO_INSTR int rb_thread_register(const char *name)
+{
+	if (rb_tls.ring)
+		return -EALREADY;
+	struct main_module m = { 0, 0 };
+	dl_iterate_phdr(find_main, &m);
+#if UINTPTR_MAX > 0xffffffffu && !defined(__PIC__) && !defined(__PIE__)
+	if (m.top > 0xffffffffu)
+		return -ERANGE; /* rb_enter() stores addresses as 32-bit ids */
+#endif
+	pthread_once(&exit_key_once, make_exit_key);
+
+	struct rb_ring *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	/* Touch every page now, so no trace point ever takes a page fault. */
+	void *mem = mmap(NULL, (RB_RING_SLOTS + 1) * 8, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (mem == MAP_FAILED) {
+		free(r);
+		return -ENOMEM;
+	}
+	r->slots = mem;
+	r->end = (uintptr_t)mem + RB_RING_SLOTS * 8;
+	r->tls = &rb_tls;
+	r->tid = (pid_t)syscall(SYS_gettid);
+	snprintf(r->name, sizeof(r->name), "%s", name ? name : "");
+
+	pthread_mutex_lock(&lock);
+	int slot = -1;
+	for (int i = 0; i < CONFIG_RB_MAX_TRACED_THREADS && slot < 0; i++)
+		if (!rings[i])
+			slot = i;
+	if (slot < 0) {
+		pthread_mutex_unlock(&lock);
+		munmap(mem, (RB_RING_SLOTS + 1) * 8);
+		free(r);
+		return -EBUSY;
+	}
+	rings[slot] = r;
+	rb_tls.bias = m.bias;
+	atomic_store_explicit(&rb_tls.pos, 0, memory_order_relaxed);
+	atomic_store_explicit(&rb_tls.limit, r->end, memory_order_relaxed);
+	rb_tls.ring = r;
+	pthread_mutex_unlock(&lock);
+	pthread_setspecific(exit_key, r);
+	return 0;
+}
+
+NO_INSTR int rb_thread_unregister(void)
+{
+	struct rb_ring *r = rb_tls.ring;
+	if (!r)
+		return -ENOENT;
+	pthread_mutex_lock(&lock);
+	/* This thread is the writer: turning itself off needs no handshake. */
+	atomic_store_explicit(&rb_tls.pos, 0, memory_order_relaxed);
+	rb_tls.ring = NULL;
+	unregister_locked(r);
+	pthread_mutex_unlock(&lock);
+	pthread_setspecific(exit_key, NULL);
+	return 0;
+}
+
+NO_INSTR int rb_thread_set_name(const char *name)
+{
+	struct rb_ring *r = rb_tls.ring;
+	if (!r)
+		return -ENOENT;
+	pthread_mutex_lock(&lock);
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	pthread_mutex_unlock(&lock);
+	return 0;
+}
+
+NO_INSTR void rb_lock(void)
+{
+	pthread_mutex_lock(&lock);
+}
+
+NO_INSTR void rb_unlock(void)
+{
+	pthread_mutex_unlock(&lock);
+}
+
+NO_INSTR int rb_rings(struct rb_ring **out, int max)
+{
+	int n = 0;
+	for (int i = 0; i < CONFIG_RB_MAX_TRACED_THREADS && n < max; i++)
+		if (rings[i])
+			out[n++] = rings[i];
+	return n;
+}
+
+NO_INSTR pid_t rb_ring_tid(const struct rb_ring *r)
+{
+	return r->tid;
+}
+
+NO_INSTR bool rb_running(const struct rb_ring *r)
+{
+	return r->state == RB_RUNNING;
+}
+
+/* ---- start and stop (Hubble Fig. 4), from the control thread ---- */
+
+NO_INSTR static bool answered(const struct rb_ring *r, uintptr_t limit)
+{
+	return limit != 0 && limit != r->end;
+}
+
+NO_INSTR int rb_start(struct rb_ring *r)
+{
+	struct rb_tls *t = r->tls;
+	if (r->state == RB_RUNNING)
+		return 0;
+	if (r->state == RB_STOP_PENDING) {
+		if (!answered(r, atomic_load_explicit(&t->limit, memory_order_acquire)))
+			return -EBUSY;
+		r->state = RB_OFF;
+	}
+	/* The thread is off (pos == 0) and does not touch its ring: the ring and laps are
+	 * ours until pos is published. */
+	atomic_store_explicit(&r->laps, 0, memory_order_relaxed);
+	uintptr_t p = write_sync(r, (uintptr_t)r->slots, 0);
+	atomic_store_explicit(&t->limit, r->end, memory_order_relaxed);
+	/* Release: the sync record and the limit are visible before the thread sees pos. A
+	 * thread that still sees an old answer in limit just takes the slow path once, which
+	 * treats anything but 0 as "keep going". */
+	atomic_store_explicit(&t->pos, p, memory_order_release);
+	r->state = RB_RUNNING;
+	return 0;
+}
+
+NO_INSTR static void freeze_in_place(const struct rb_ring *r, uintptr_t end, struct rb_frozen *out)
+{
+	uint32_t laps = atomic_load_explicit(&r->laps, memory_order_relaxed);
+	out->slots = (const uint64_t *)r->slots;
+	out->end = (end - (uintptr_t)r->slots) / 8;
+	out->valid = laps ? RB_RING_SLOTS : out->end;
+	out->laps = laps;
+	out->copied = false;
+}
+
+NO_INSTR static void nap_us(long us)
+{
+	struct timespec ts = { 0, us * 1000 };
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * The thread did not answer: copy its ring while it may be writing. Whatever it wrote
+ * during the copy lies between the position read before and the one read after (plus one
+ * record in flight, at most two slots): those slots held the oldest data and may be torn,
+ * so they are left out. Everything else is whole, and older than the first position.
+ */
+NO_INSTR static int validated_copy(struct rb_ring *r, struct rb_frozen *out)
+{
+	struct rb_tls *t = r->tls;
+	uint64_t *copy = malloc(RB_RING_SLOTS * 8);
+	if (!copy)
+		return -ENOMEM;
+	for (int attempt = 0; attempt < 3; attempt++) {
+		uintptr_t p1 = atomic_load_explicit(&t->pos, memory_order_acquire);
+		uint32_t laps1 = atomic_load_explicit(&r->laps, memory_order_acquire);
+		if (!p1)
+			break; /* it answered meanwhile: the caller freezes in place */
+		for (uint64_t i = 0; i < RB_RING_SLOTS; i++)
+			copy[i] = atomic_load_explicit(&r->slots[i], memory_order_relaxed);
+		uintptr_t p2 = atomic_load_explicit(&t->pos, memory_order_acquire);
+		uint32_t laps2 = atomic_load_explicit(&r->laps, memory_order_acquire);
+		if (!p2)
+			break;
+		uint64_t i1 = (p1 - (uintptr_t)r->slots) / 8, i2 = (p2 - (uintptr_t)r->slots) / 8;
+		uint64_t moved = (uint64_t)(laps2 - laps1) * RB_RING_SLOTS + i2 - i1;
+		if (laps2 - laps1 > 1 || moved + 2 >= RB_RING_SLOTS)
+			continue; /* it lapped the copy: try again */
+		uint64_t before = laps1 ? RB_RING_SLOTS : i1;
+		uint64_t spoiled = laps1 || laps2 != laps1 || i2 + 2 > RB_RING_SLOTS ?
+					   moved + 2 /* the oldest slots were overwritten */
+					   : 0;
+		out->slots = copy;
+		out->copy = copy;
+		out->end = i1;
+		out->valid = before > RB_RING_SLOTS - spoiled ? RB_RING_SLOTS - spoiled : before;
+		out->laps = laps1;
+		out->copied = true;
+		return 0;
+	}
+	free(copy);
+	return atomic_load_explicit(&t->pos, memory_order_acquire) ? -EAGAIN : -EINPROGRESS;
+}
+
+NO_INSTR int rb_stop(struct rb_ring *r, unsigned wait_ms, struct rb_frozen *out)
+{
+	struct rb_tls *t = r->tls;
+	if (r->state != RB_RUNNING)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	out->nslots = RB_RING_SLOTS;
+	out->tid = r->tid;
+	memcpy(out->name, r->name, sizeof(out->name));
+
+	atomic_store_explicit(&t->limit, 0, memory_order_relaxed);
+	/* Poll for the answer, as Hubble's control thread does (Fig. 4, lines 4-5): at first
+	 * quickly, a busy thread answers within microseconds. */
+	uint64_t waited_us = 0;
+	for (long step = 20;; step = step < 1000 ? step * 2 : 1000) {
+		uintptr_t limit = atomic_load_explicit(&t->limit, memory_order_acquire);
+		if (answered(r, limit)) {
+			freeze_in_place(r, limit, out);
+			r->state = RB_OFF;
+			return 0;
+		}
+		if (waited_us >= (uint64_t)wait_ms * 1000)
+			break;
+		nap_us(step);
+		waited_us += (uint64_t)step;
+	}
+	int err = validated_copy(r, out);
+	if (err == -EINPROGRESS) {
+		/* It answered while we copied: pos went 0 after limit took the answer, both
+		 * with release, so the answer is visible now. */
+		uintptr_t limit = atomic_load_explicit(&t->limit, memory_order_acquire);
+		if (!answered(r, limit))
+			return -EAGAIN;
+		freeze_in_place(r, limit, out);
+		r->state = RB_OFF;
+		return 0;
+	}
+	if (err == 0)
+		r->state = RB_STOP_PENDING;
+	return err;
+}
+
+NO_INSTR void rb_frozen_release(struct rb_frozen *f)
+{
+	free(f->copy);
+	f->copy = NULL;
+	f->slots = NULL;
+}
+
+NO_INSTR int rb_trace_self(bool on)
+{
+	if (!rb_tls.ring) {
+		if (!on)
+			return 0;
+		int err = rb_thread_register(NULL);
+		if (err)
+			return err;
+	}
+	struct rb_ring *r = rb_tls.ring;
+	pthread_mutex_lock(&lock);
+	int err = 0;
+	if (on) {
+		err = rb_start(r);
+	} else if (r->state != RB_OFF) {
+		/* The writer stops itself: no handshake needed. */
+		atomic_store_explicit(&rb_tls.pos, 0, memory_order_relaxed);
+		atomic_store_explicit(&rb_tls.limit, r->end, memory_order_relaxed);
+		r->state = RB_OFF;
+	}
+	pthread_mutex_unlock(&lock);
+	return err;
+}

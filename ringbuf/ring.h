@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ringbuf/ring.h - the control side: registering traced threads, starting and stopping
+ * their rings (Hubble section 6, Fig. 4), and freezing them for a trace file.
+ *
+ * At most CONFIG_RB_MAX_TRACED_THREADS threads have a ring at once (Hubble 4.3). A ring is
+ * mapped (and its pages touched) when its thread registers, never on the trace point, and
+ * unmapped when the thread unregisters or exits.
+ */
+#ifndef JITT_RINGBUF_RING_H
+#define JITT_RINGBUF_RING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define RB_RING_BYTES ((uint64_t)1 << CONFIG_RB_RING_SHIFT)
+#define RB_RING_SLOTS (RB_RING_BYTES / 8)
+#define RB_NAME_MAX 16
+
+struct rb_ring;
+
+/* A ring frozen for persisting: in place after a clean stop, or a validated copy. */
+struct rb_frozen {
+	const uint64_t *slots; /* nslots slots; records end at `end`, circularly */
+	uint64_t nslots;
+	uint64_t end;   /* index of the slot after the newest record */
+	uint64_t valid; /* slots before `end` (circularly) that hold whole records */
+	uint32_t laps;  /* times the ring wrapped since tracing started */
+	bool copied;    /* a validated copy: the thread did not reach a trace point in time */
+	pid_t tid;
+	char name[RB_NAME_MAX];
+	void *copy; /* owned buffer of a copy, freed by rb_frozen_release */
+};
+
+/* Give the calling thread a ring (tracing stays off until rb_start). Returns 0, -EALREADY,
+ * -EBUSY when CONFIG_RB_MAX_TRACED_THREADS rings exist, -ENOMEM, or -ERANGE when this
+ * non-PIC program is linked above 4 GiB (its function ids would not fit). */
+int rb_thread_register(const char *name);
+/* Stop tracing the calling thread and unmap its ring. 0 or -ENOENT. */
+int rb_thread_unregister(void);
+/* Rename the calling thread's ring (shown in trace files). */
+int rb_thread_set_name(const char *name);
+
+/* The registered rings, for the control thread: fills up to max, returns the count. The
+ * pointers stay valid until the ring's thread unregisters or exits: hold rb_lock() from
+ * rb_rings() through every rb_start() and rb_stop() on them. */
+int rb_rings(struct rb_ring **rings, int max);
+void rb_lock(void);
+void rb_unlock(void);
+pid_t rb_ring_tid(const struct rb_ring *r);
+
+/* Start tracing: writes the first sync record, then publishes the start position. 0, or
+ * -EBUSY while a stop is still pending (the thread has not answered yet). */
+int rb_start(struct rb_ring *r);
+/*
+ * Stop and freeze: asks the thread to stop at its next trace point and waits up to
+ * wait_ms for its answer (the exact end position). A thread blocked in a system call
+ * never answers: then a validated copy is taken (out->copied), and the stop stays pending
+ * until the thread answers. Returns 0, -EINVAL when the ring is not running, or -EAGAIN
+ * when the ring changed too fast to copy.
+ */
+int rb_stop(struct rb_ring *r, unsigned wait_ms, struct rb_frozen *out);
+void rb_frozen_release(struct rb_frozen *f);
+/* True while tracing runs on this ring. */
+bool rb_running(const struct rb_ring *r);
+
+/* The calling thread's own tracing on or off (registering it first if needed). */
+int rb_trace_self(bool on);
+
+#endif

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ringbuf/trace.h - the trace point: what runs at every function entry and exit.
+ *
+ * Each traced thread owns a ring of 8-byte slots (record.h) and two shared control words
+ * in its thread-local block, Hubble's start and stop (section 6, Fig. 4):
+ *
+ *   pos    Hubble's start. 0: tracing is off for this thread. Otherwise the address of
+ *          the next free slot. Written by the traced thread at every trace point; by the
+ *          control thread only while it is 0 (to start).
+ *   limit  Hubble's stop. The ring's end address while tracing runs; 0 when the control
+ *          thread asks the thread to stop; the end position (an address inside the ring)
+ *          once the traced thread has stopped itself. Written by the control thread only
+ *          to ask (0) and to restart (end), by the traced thread only to answer.
+ *
+ * The trace point (on: one timer read, one 8-byte store, the advance, one compare):
+ *
+ *     p = pos; if (!p) return;               off: one thread-local load and a branch
+ *     *p++ = ts32 << 32 | id;                the record
+ *     if (p >= limit) slow(p); else pos = p; the wrap and the stop check, in one compare
+ *
+ * One compare serves both: limit is the ring's end, so p reaches it only when the ring
+ * wraps; a stop request sets limit to 0, so every p is past it and the next trace point
+ * takes the slow path, which answers with the exact end position (a two-slot record is
+ * never cut) and turns tracing off. Why this shape, measured (make bench, bench-trace):
+ * see the comment at the head of bench/ring-variants in tests/bench_trace.c.
+ *
+ * Every access to the control words and the slots is a relaxed C11 atomic, which compiles
+ * to plain loads and stores on ARM and x86: no lock, no read-modify-write, no undefined
+ * behaviour, and the control thread may read a running ring (the validated copy).
+ */
+#ifndef JITT_RINGBUF_TRACE_H
+#define JITT_RINGBUF_TRACE_H
+
+#include "hal/timer.h"
+#include "ringbuf/record.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+struct rb_ring;
+
+struct rb_tls {
+	_Atomic uintptr_t pos;   /* Hubble's start */
+	_Atomic uintptr_t limit; /* Hubble's stop */
+	uintptr_t bias;          /* the main program's load bias (PIE); 0 for a fixed address */
+	struct rb_ring *ring;    /* the control side's descriptor; NULL when not registered */
+};
+
+/* initial-exec: one thread-pointer-relative access, no __tls_get_addr call. */
+extern __thread struct rb_tls rb_tls __attribute__((tls_model("initial-exec")));
+
+/* The rare path: wrap (with a sync record) or stop. Never inlined. */
+void rb_slow_path(struct rb_tls *t, uintptr_t p) __attribute__((cold, noinline));
+/* A wide entry (id beyond 32 bits) or a special record: two slots. Never inlined. */
+void rb_put2(uint64_t payload, uint32_t low) __attribute__((noinline));
+
+#define RB_INLINE static inline __attribute__((always_inline, no_instrument_function))
+
+/* One 8-byte store of a record into the slot at p. */
+RB_INLINE void rb_store(uintptr_t p, uint64_t rec)
+{
+#if UINTPTR_MAX > 0xffffffffu
+	atomic_store_explicit((_Atomic uint64_t *)p, rec, memory_order_relaxed);
+#else
+	/* A 64-bit relaxed atomic store is an LDREXD/STREXD loop on ARMv7; Hubble's one STRD
+	 * (section 5.1.3) is what we want. The asm store is outside the C memory model, so it
+	 * is no data race; the validated copy expects slots to change under it. */
+	__asm__ __volatile__("strd %1, %H1, %0" : "=m"(*(uint64_t *)p) : "r"(rec));
+#endif
+}
+
+/* Write a one-slot record whose low half is `low`. */
+RB_INLINE void rb_put1(uint32_t low)
+{
+	struct rb_tls *t = &rb_tls;
+	uintptr_t p = atomic_load_explicit(&t->pos, memory_order_relaxed);
+	if (!p)
+		return;
+	rb_store(p, rb_tag(hal_timer_now(), low));
+	p += 8;
+	if (__builtin_expect(p >= atomic_load_explicit(&t->limit, memory_order_relaxed), 0))
+		rb_slow_path(t, p);
+	else
+		atomic_store_explicit(&t->pos, p, memory_order_relaxed);
+}
+
+/*
+ * The function id of an entry. A non-PIC build is linked at a fixed address below 4 GiB
+ * (checked when a thread is registered), so the address itself is the id and needs no
+ * arithmetic. PIC/PIE code subtracts the load bias and falls back to a wide entry when the
+ * result does not fit (a function of a shared library).
+ */
+RB_INLINE void rb_enter(void *fn)
+{
+#if UINTPTR_MAX > 0xffffffffu && (defined(__PIC__) || defined(__PIE__))
+	uintptr_t id = (uintptr_t)fn - rb_tls.bias;
+	if (__builtin_expect(id > 0xffffffffu, 0)) {
+		if (atomic_load_explicit(&rb_tls.pos, memory_order_relaxed))
+			rb_put2((uintptr_t)fn, RB_WIDE);
+		return;
+	}
+	rb_put1((uint32_t)id);
+#else
+	rb_put1((uint32_t)(uintptr_t)fn);
+#endif
+}
+
+RB_INLINE void rb_exit(void)
+{
+	rb_put1(RB_EXIT);
+}
+
+/* A special record (record.h): mark, wait-begin, wait-end, wake. */
+static inline __attribute__((no_instrument_function)) void rb_special(enum rb_kind kind,
+								     uint32_t arg)
+{
+	if (atomic_load_explicit(&rb_tls.pos, memory_order_relaxed))
+		rb_put2(arg, kind);
+}
+
+#endif
