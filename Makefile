@@ -39,10 +39,10 @@ endif
 STRIP := $(CROSS_COMPILE)strip
 
 CONFIG_H := $(obj)/include/generated/autoconf.h
-CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+CFLAGS := -std=gnu11 -O2 -g -fno-pie -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-ffunction-sections -fdata-sections $(BOARD_CFLAGS) \
 	-I$(srctree) -include $(CONFIG_H) -MMD -MP
-LDFLAGS := -static -Wl,--gc-sections
+LDFLAGS := -static -no-pie -Wl,--gc-sections
 
 # ---- dependencies: `make deps` installs them; any target that needs them runs it ----
 DEPS_SCRIPT := board/common/deps.sh
@@ -95,6 +95,7 @@ include board/common/mbedtls.mk
 # ---- what each folder builds ----
 progs-y :=
 include hal/Kbuild
+include ringbuf/Kbuild
 include agent/Kbuild
 include tests/Kbuild
 

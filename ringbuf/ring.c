@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -46,7 +47,7 @@ NO_INSTR static void store_slot(uintptr_t p, uint64_t rec)
 	rb_store(p, rec);
 }
 
-NO_INSTR static uintptr_t write_sync(struct rb_ring *r, uintptr_t p, uint32_t laps)
+NO_INSTR static uintptr_t write_sync(uintptr_t p, uint32_t laps)
 {
 	uint64_t ts = hal_timer_now();
 	store_slot(p, rb_special_payload(ts, laps));
@@ -70,7 +71,7 @@ NO_INSTR void rb_slow_path(struct rb_tls *t, uintptr_t p)
 		}
 		uint32_t laps = atomic_load_explicit(&r->laps, memory_order_relaxed) + 1;
 		atomic_store_explicit(&r->laps, laps, memory_order_relaxed);
-		p = write_sync(r, p, laps);
+		p = write_sync(p, laps);
 	}
 	if (atomic_load_explicit(&t->limit, memory_order_relaxed) == 0) {
 		/* The answer: the exact end position, written by this thread after its last
@@ -264,7 +265,7 @@ NO_INSTR int rb_start(struct rb_ring *r)
 	/* The thread is off (pos == 0) and does not touch its ring: the ring and laps are
 	 * ours until pos is published. */
 	atomic_store_explicit(&r->laps, 0, memory_order_relaxed);
-	uintptr_t p = write_sync(r, (uintptr_t)r->slots, 0);
+	uintptr_t p = write_sync((uintptr_t)r->slots, 0);
 	atomic_store_explicit(&t->limit, r->end, memory_order_relaxed);
 	/* Release: the sync record and the limit are visible before the thread sees pos. A
 	 * thread that still sees an old answer in limit just takes the slow path once, which

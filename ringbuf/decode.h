@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ringbuf/decode.h - from a frozen ring's slots to events with full timestamps.
+ *
+ * Records are parsed in reverse from the end position (Hubble 5.1.1): the tag slot of each
+ * record says whether it is one slot or two. A two-slot record whose payload was
+ * overwritten by the wrap is dropped cleanly. Timestamps are then made whole: every special
+ * record is an exact 64-bit anchor (record.h); records between two anchors are walked
+ * forward from the older one, each step assumed shorter than 2^32 ticks, and when the
+ * newer anchor shows that whole 2^32 periods went missing (a gap with no trace point), the
+ * missing time goes to the longest step. Records before the first anchor are walked
+ * backwards from it (Hubble Fig. 3); with no anchor at all, from the reference timestamp.
+ */
+#ifndef JITT_RINGBUF_DECODE_H
+#define JITT_RINGBUF_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum rb_ev_kind {
+	RB_EV_ENTRY,
+	RB_EV_EXIT,
+	RB_EV_SYNC,
+	RB_EV_MARK,
+	RB_EV_WAIT_BEGIN,
+	RB_EV_WAIT_END,
+	RB_EV_WAKE,
+	RB_EV_RESERVED, /* kinds 0x7..0xF: kept, not understood */
+};
+
+struct rb_event {
+	uint64_t ts;  /* timer ticks, whole */
+	uint64_t id;  /* entry: the function id (wide: its absolute address) */
+	uint32_t arg; /* special records: the argument */
+	uint8_t kind; /* enum rb_ev_kind */
+	uint8_t wide; /* entry: id is an absolute address (a wide entry, or any 32-bit one) */
+	uint8_t raw;  /* the record's low-half kind (0..0xF) for specials */
+	uint8_t pad;
+};
+
+/* What the decoder reads: `valid` slots ending (circularly) at index `end`, of a ring of
+ * `nslots`, of which the first `stored` are present in `slots`. */
+struct rb_ring_view {
+	const uint64_t *slots;
+	uint64_t nslots, stored, end, valid;
+	uint8_t word_size; /* 4: every entry id is an absolute address (Hubble 5.1.2) */
+};
+
+struct rb_decode_stats {
+	uint64_t records;
+	uint64_t cut;       /* two-slot records whose payload the wrap overwrote: dropped */
+	uint64_t anchors;   /* special records (exact timestamps) */
+	uint64_t gaps;      /* steps found longer than 2^32 ticks, and repaired */
+	uint64_t conflicts; /* anchors that disagreed by a non-multiple of 2^32 (torn data) */
+};
+
+/* Decode into a malloc'd array of events, oldest first. Returns 0, -EINVAL when the view
+ * is inconsistent, or -ENOMEM. */
+int rb_decode(const struct rb_ring_view *v, uint64_t ref_ticks, struct rb_event **events,
+	      size_t *count, struct rb_decode_stats *stats);
+
+const char *rb_ev_kind_name(enum rb_ev_kind kind);
+
+#endif

@@ -1,0 +1,498 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE /* dl_iterate_phdr */
+#include "tracefile.h"
+#include "crc32.h"
+#include "hal/timer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- the layout (docs/trace-format.md); every section starts 8-byte aligned ---- */
+
+struct file_header {
+	char magic[8];
+	uint16_t version;
+	uint8_t word_size;
+	uint8_t byte_order; /* 1: little endian, 2: big endian */
+	uint32_t header_size;
+	uint64_t timer_hz;
+	uint64_t ref_ticks;
+	uint64_t ref_realtime_ns;
+	uint64_t ref_monotonic_ns;
+	uint64_t file_size;
+	uint32_t pid;
+	uint32_t nmodules;
+	uint32_t nthreads;
+	uint32_t reason_len;
+	uint8_t reserved[24];
+};
+
+struct file_module {
+	uint64_t bias, start, end;
+	uint32_t path_len;
+	uint8_t build_id_len;
+	uint8_t pad[3];
+	uint8_t build_id[RB_BUILD_ID_MAX];
+};
+
+struct file_thread {
+	uint32_t tid;
+	uint32_t flags;
+	char name[RB_NAME_MAX];
+	uint64_t nslots, end, valid, stored;
+	uint32_t laps;
+	uint32_t pad;
+};
+
+#define FLAG_COPIED 1u
+#define FOOTER_MAGIC "JEND"
+#define MAX_SLOTS ((uint64_t)1 << 27) /* 1 GiB of ring: more is not a ring we wrote */
+
+_Static_assert(sizeof(struct file_header) == 96, "header layout");
+_Static_assert(sizeof(struct file_module) == 64, "module layout");
+_Static_assert(sizeof(struct file_thread) == 64, "thread layout");
+
+static const uint8_t host_order =
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	1;
+#else
+	2;
+#endif
+
+static size_t pad8(size_t n)
+{
+	return (n + 7) & ~(size_t)7;
+}
+
+/* ---- writing ---- */
+
+struct writer {
+	int fd;
+	int err;
+	uint32_t crc;
+	uint64_t size;
+};
+
+static void put(struct writer *w, const void *data, size_t len)
+{
+	const char *p = data;
+	if (w->err)
+		return;
+	w->crc = rb_crc32(w->crc, data, len);
+	w->size += len;
+	while (len) {
+		ssize_t n = write(w->fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			w->err = -errno;
+			return;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+static void put_padded(struct writer *w, const void *data, size_t len)
+{
+	static const char zeros[8];
+	put(w, data, len);
+	put(w, zeros, pad8(len) - len);
+}
+
+struct module_list {
+	struct file_module m[RB_FILE_MAX_MODULES];
+	char path[RB_FILE_MAX_MODULES][256];
+	uint32_t n;
+};
+
+static void read_build_id(struct dl_phdr_info *info, const ElfW(Phdr) *ph, struct file_module *m)
+{
+	const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+	const uint8_t *end = p + ph->p_memsz;
+	while (p + 12 <= end) {
+		uint32_t namesz, descsz, type;
+		memcpy(&namesz, p, 4);
+		memcpy(&descsz, p + 4, 4);
+		memcpy(&type, p + 8, 4);
+		const uint8_t *name = p + 12, *desc = name + ((namesz + 3) & ~3u);
+		if (desc + descsz > end)
+			return;
+		if (type == 3 /* NT_GNU_BUILD_ID */ && namesz == 4 && memcmp(name, "GNU", 4) == 0) {
+			m->build_id_len = descsz > RB_BUILD_ID_MAX ? RB_BUILD_ID_MAX : (uint8_t)descsz;
+			memcpy(m->build_id, desc, m->build_id_len);
+			return;
+		}
+		p = desc + ((descsz + 3) & ~3u);
+	}
+}
+
+static int collect_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	struct module_list *l = arg;
+	if (l->n == RB_FILE_MAX_MODULES)
+		return 1;
+	struct file_module *m = &l->m[l->n];
+	memset(m, 0, sizeof(*m));
+	m->bias = info->dlpi_addr;
+	m->start = UINT64_MAX;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			if (ph->p_vaddr < m->start)
+				m->start = ph->p_vaddr;
+			if (ph->p_vaddr + ph->p_memsz > m->end)
+				m->end = ph->p_vaddr + ph->p_memsz;
+		}
+		if (ph->p_type == PT_NOTE && !m->build_id_len)
+			read_build_id(info, ph, m);
+	}
+	if (m->start == UINT64_MAX)
+		m->start = 0;
+	char *path = l->path[l->n];
+	if (info->dlpi_name && info->dlpi_name[0]) {
+		snprintf(path, sizeof(l->path[0]), "%s", info->dlpi_name);
+	} else {
+		ssize_t n = readlink("/proc/self/exe", path, sizeof(l->path[0]) - 1);
+		path[n > 0 ? n : 0] = '\0';
+	}
+	m->path_len = (uint32_t)strlen(path);
+	l->n++;
+	return 0;
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int err = fsync(fd) ? -errno : 0;
+	close(fd);
+	return err;
+}
+
+int rb_trace_write(const char *dir, const char *reason, const struct rb_frozen *threads,
+		   int nthreads, char *path_out, size_t path_size)
+{
+	static _Atomic unsigned seq;
+	if (nthreads < 0 || nthreads > RB_FILE_MAX_THREADS)
+		return -EINVAL;
+	struct module_list *mods = malloc(sizeof(*mods));
+	if (!mods)
+		return -ENOMEM;
+	mods->n = 0;
+	dl_iterate_phdr(collect_module, mods);
+
+	struct file_header h = { .version = RB_FILE_VERSION, .word_size = sizeof(void *),
+				 .byte_order = host_order, .header_size = sizeof(h) };
+	memcpy(h.magic, RB_FILE_MAGIC, 8);
+	h.timer_hz = hal_timer_freq();
+	/* The reference: the timer read between the two clocks. */
+	h.ref_realtime_ns = clock_ns(CLOCK_REALTIME);
+	h.ref_ticks = hal_timer_now();
+	h.ref_monotonic_ns = clock_ns(CLOCK_MONOTONIC);
+	h.pid = (uint32_t)getpid();
+	h.nmodules = mods->n;
+	h.nthreads = (uint32_t)nthreads;
+	h.reason_len = reason ? (uint32_t)strnlen(reason, 4096) : 0;
+
+	/* The size goes in the header, so compute it first. */
+	uint64_t size = sizeof(h) + pad8(h.reason_len);
+	for (uint32_t i = 0; i < mods->n; i++)
+		size += sizeof(struct file_module) + pad8(mods->m[i].path_len);
+	for (int i = 0; i < nthreads; i++) {
+		const struct rb_frozen *f = &threads[i];
+		size += sizeof(struct file_thread) + 8 * (f->valid <= f->end ? f->end : f->nslots);
+	}
+	size += 8;
+	h.file_size = size;
+
+	char tmp[4096], final[4096];
+	unsigned n = seq++;
+	snprintf(final, sizeof(final), "%s/trace-%u-%llu-%u.jtr", dir, h.pid,
+		 (unsigned long long)h.ref_realtime_ns, n);
+	snprintf(tmp, sizeof(tmp), "%s/.tmp-trace-%u-%llu-%u", dir, h.pid,
+		 (unsigned long long)h.ref_realtime_ns, n);
+	struct writer w = { .fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) };
+	if (w.fd < 0) {
+		free(mods);
+		return -errno;
+	}
+
+	put(&w, &h, sizeof(h));
+	put_padded(&w, reason ? reason : "", h.reason_len);
+	for (uint32_t i = 0; i < mods->n; i++) {
+		put(&w, &mods->m[i], sizeof(mods->m[i]));
+		put_padded(&w, mods->path[i], mods->m[i].path_len);
+	}
+	for (int i = 0; i < nthreads; i++) {
+		const struct rb_frozen *f = &threads[i];
+		struct file_thread ft = { .tid = (uint32_t)f->tid,
+					  .flags = f->copied ? FLAG_COPIED : 0,
+					  .nslots = f->nslots,
+					  .end = f->end,
+					  .valid = f->valid,
+					  .stored = f->valid <= f->end ? f->end : f->nslots,
+					  .laps = f->laps };
+		memcpy(ft.name, f->name, sizeof(ft.name));
+		put(&w, &ft, sizeof(ft));
+		put(&w, f->slots, ft.stored * 8);
+	}
+	uint32_t crc = w.crc;
+	put(&w, &crc, 4);
+	put(&w, FOOTER_MAGIC, 4);
+	free(mods);
+
+	int err = w.err;
+	if (!err && w.size != size)
+		err = -EIO;
+	if (!err && fsync(w.fd) != 0)
+		err = -errno;
+	if (close(w.fd) != 0 && !err)
+		err = -errno;
+	if (!err && rename(tmp, final) != 0)
+		err = -errno;
+	if (err) {
+		unlink(tmp);
+		return err;
+	}
+	err = sync_dir(dir);
+	if (path_out)
+		snprintf(path_out, path_size, "%s", final);
+	return err;
+}
+
+/* ---- reading ---- */
+
+__attribute__((format(printf, 4, 5))) static int fail(char *err, size_t errsize, size_t offset,
+						      const char *fmt, ...)
+{
+	if (err && errsize) {
+		int n = snprintf(err, errsize, "offset %zu: ", offset);
+		va_list ap;
+		va_start(ap, fmt);
+		if (n >= 0 && (size_t)n < errsize)
+			vsnprintf(err + n, errsize - (size_t)n, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+int rb_trace_parse(const void *data, size_t size, struct rb_trace *t, char *err, size_t errsize)
+{
+	const uint8_t *d = data;
+	memset(t, 0, sizeof(*t));
+	struct file_header h;
+	if ((uintptr_t)data % 8)
+		return fail(err, errsize, 0, "buffer is not 8-byte aligned");
+	if (size < sizeof(h) + 8)
+		return fail(err, errsize, size, "file too short for a header (%zu bytes)", size);
+	memcpy(&h, d, sizeof(h));
+	if (memcmp(h.magic, RB_FILE_MAGIC, 8) != 0)
+		return fail(err, errsize, 0, "not a jitt trace file (bad magic)");
+	if (h.byte_order != 1 && h.byte_order != 2)
+		return fail(err, errsize, 11, "byte order %u is neither 1 (little) nor 2 (big)",
+			    h.byte_order);
+	if (h.byte_order != host_order)
+		return fail(err, errsize, 11, "written %s endian; this machine is %s endian",
+			    h.byte_order == 1 ? "little" : "big", host_order == 1 ? "little" : "big");
+	if (h.version != RB_FILE_VERSION)
+		return fail(err, errsize, 8, "version %u; this jitt reads version %u", h.version,
+			    RB_FILE_VERSION);
+	if (h.word_size != 4 && h.word_size != 8)
+		return fail(err, errsize, 10, "word size %u is neither 4 nor 8", h.word_size);
+	if (h.header_size != sizeof(h))
+		return fail(err, errsize, 12, "header size %u, expected %zu", h.header_size, sizeof(h));
+	if (h.file_size != size)
+		return fail(err, errsize, size, "file is %zu bytes, its header says %llu (truncated?)",
+			    size, (unsigned long long)h.file_size);
+	if (memcmp(d + size - 4, FOOTER_MAGIC, 4) != 0)
+		return fail(err, errsize, size - 4, "no end marker (truncated?)");
+	uint32_t crc;
+	memcpy(&crc, d + size - 8, 4);
+	uint32_t got = rb_crc32(0, d, size - 8);
+	if (crc != got)
+		return fail(err, errsize, size - 8, "CRC mismatch: stored %08x, computed %08x", crc,
+			    got);
+	if (h.timer_hz == 0)
+		return fail(err, errsize, 16, "timer frequency is 0");
+	if (h.nmodules > RB_FILE_MAX_MODULES || h.nthreads > RB_FILE_MAX_THREADS)
+		return fail(err, errsize, 52, "%u modules, %u threads: too many", h.nmodules,
+			    h.nthreads);
+
+	size_t limit = size - 8, off = sizeof(h);
+	if (h.reason_len > limit - off)
+		return fail(err, errsize, off, "reason of %u bytes runs past the end", h.reason_len);
+	/* Strings get NUL terminators in a side buffer: the reason, then every path. */
+	t->strings = malloc(h.reason_len + 1 + (size_t)h.nmodules * 257);
+	t->modules = calloc(h.nmodules ? h.nmodules : 1, sizeof(*t->modules));
+	t->threads = calloc(h.nthreads ? h.nthreads : 1, sizeof(*t->threads));
+	if (!t->strings || !t->modules || !t->threads) {
+		rb_trace_close(t);
+		return -ENOMEM;
+	}
+	char *s = t->strings;
+	memcpy(s, d + off, h.reason_len);
+	s[h.reason_len] = '\0';
+	t->reason = s;
+	s += h.reason_len + 1;
+	off += pad8(h.reason_len);
+
+	for (uint32_t i = 0; i < h.nmodules; i++) {
+		struct file_module fm;
+		if (off > limit || limit - off < sizeof(fm)) {
+			rb_trace_close(t);
+			return fail(err, errsize, off, "module %u runs past the end", i);
+		}
+		memcpy(&fm, d + off, sizeof(fm));
+		off += sizeof(fm);
+		if (fm.path_len > 256 || fm.path_len > limit - off || fm.build_id_len > RB_BUILD_ID_MAX ||
+		    fm.start > fm.end) {
+			rb_trace_close(t);
+			return fail(err, errsize, off - sizeof(fm), "module %u is malformed", i);
+		}
+		struct rb_module *m = &t->modules[i];
+		m->bias = fm.bias;
+		m->start = fm.start;
+		m->end = fm.end;
+		m->build_id_len = fm.build_id_len;
+		memcpy(m->build_id, fm.build_id, fm.build_id_len);
+		memcpy(s, d + off, fm.path_len);
+		s[fm.path_len] = '\0';
+		m->path = s;
+		s += fm.path_len + 1;
+		off += pad8(fm.path_len);
+	}
+
+	for (uint32_t i = 0; i < h.nthreads; i++) {
+		struct file_thread ft;
+		if (off > limit || limit - off < sizeof(ft)) {
+			rb_trace_close(t);
+			return fail(err, errsize, off, "thread %u runs past the end", i);
+		}
+		memcpy(&ft, d + off, sizeof(ft));
+		size_t at = off;
+		off += sizeof(ft);
+		bool shape_ok = ft.nslots >= 2 && ft.nslots <= MAX_SLOTS &&
+				(ft.nslots & (ft.nslots - 1)) == 0 && ft.end < ft.nslots &&
+				ft.valid <= ft.nslots &&
+				ft.stored == (ft.valid <= ft.end ? ft.end : ft.nslots);
+		if (!shape_ok) {
+			rb_trace_close(t);
+			return fail(err, errsize, at,
+				    "thread %u: inconsistent ring (slots %llu, end %llu, valid %llu, "
+				    "stored %llu)",
+				    i, (unsigned long long)ft.nslots, (unsigned long long)ft.end,
+				    (unsigned long long)ft.valid, (unsigned long long)ft.stored);
+		}
+		if (ft.stored > (limit - off) / 8) {
+			rb_trace_close(t);
+			return fail(err, errsize, off, "thread %u: %llu slots run past the end", i,
+				    (unsigned long long)ft.stored);
+		}
+		struct rb_file_thread *th = &t->threads[i];
+		th->tid = ft.tid;
+		memcpy(th->name, ft.name, RB_NAME_MAX);
+		th->name[RB_NAME_MAX] = '\0';
+		th->laps = ft.laps;
+		th->copied = !!(ft.flags & FLAG_COPIED);
+		th->view = (struct rb_ring_view){ .slots = (const uint64_t *)(d + off),
+						  .nslots = ft.nslots,
+						  .stored = ft.stored,
+						  .end = ft.end,
+						  .valid = ft.valid,
+						  .word_size = h.word_size };
+		off += ft.stored * 8;
+	}
+	if (off != limit) {
+		rb_trace_close(t);
+		return fail(err, errsize, off, "%zu unexplained bytes before the CRC", limit - off);
+	}
+	t->word_size = h.word_size;
+	t->timer_hz = h.timer_hz;
+	t->ref_ticks = h.ref_ticks;
+	t->ref_realtime_ns = h.ref_realtime_ns;
+	t->ref_monotonic_ns = h.ref_monotonic_ns;
+	t->pid = h.pid;
+	t->nmodules = h.nmodules;
+	t->nthreads = h.nthreads;
+	return 0;
+}
+
+int rb_trace_open(const char *path, struct rb_trace *t, char *err, size_t errsize)
+{
+	memset(t, 0, sizeof(*t));
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	if (st.st_size == 0) {
+		close(fd);
+		return fail(err, errsize, 0, "empty file");
+	}
+	void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return -errno;
+	int e = rb_trace_parse(map, (size_t)st.st_size, t, err, errsize);
+	if (e) {
+		munmap(map, (size_t)st.st_size);
+		return e;
+	}
+	t->map = map;
+	t->size = (size_t)st.st_size;
+	return 0;
+}
+
+void rb_trace_close(struct rb_trace *t)
+{
+	free(t->strings);
+	free(t->modules);
+	free(t->threads);
+	if (t->map)
+		munmap(t->map, t->size);
+	memset(t, 0, sizeof(*t));
+}
+
+int rb_trace_resolve(const struct rb_trace *t, const struct rb_event *e, uint64_t *vaddr)
+{
+	if (!e->wide) {
+		/* a narrow 64-bit id: the main program's virtual address */
+		if (t->nmodules == 0)
+			return -1;
+		*vaddr = e->id;
+		return 0;
+	}
+	for (uint32_t i = 0; i < t->nmodules; i++) {
+		const struct rb_module *m = &t->modules[i];
+		uint64_t v = e->id - m->bias;
+		if (e->id >= m->bias && v >= m->start && v < m->end) {
+			*vaddr = v;
+			return (int)i;
+		}
+	}
+	return -1;
+}

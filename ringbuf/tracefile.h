@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ringbuf/tracefile.h - trace files: one or more threads' rings frozen at the same moment,
+ * with what it takes to decode and symbolise them elsewhere. The format is in
+ * docs/trace-format.md. Files are written atomically (temporary name, fsync, rename, fsync
+ * of the folder; mode 0600), so a crash leaves the old state or a whole file.
+ */
+#ifndef JITT_RINGBUF_TRACEFILE_H
+#define JITT_RINGBUF_TRACEFILE_H
+
+#include "ringbuf/decode.h"
+#include "ringbuf/ring.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RB_FILE_MAGIC "JITTRACE"
+#define RB_FILE_VERSION 1
+#define RB_BUILD_ID_MAX 32
+#define RB_FILE_MAX_THREADS 256
+#define RB_FILE_MAX_MODULES 1024
+
+struct rb_module {
+	uint64_t bias;        /* load bias: runtime address = bias + ELF virtual address */
+	uint64_t start, end;  /* its executable segments, as ELF virtual addresses */
+	uint8_t build_id_len; /* GNU build-id from the ELF note; 0 when it has none */
+	uint8_t build_id[RB_BUILD_ID_MAX];
+	const char *path;     /* NUL-terminated */
+};
+
+struct rb_file_thread {
+	uint32_t tid;
+	char name[RB_NAME_MAX + 1];
+	uint32_t laps;
+	int copied; /* a validated copy (the thread was blocked), not a clean stop */
+	struct rb_ring_view view;
+};
+
+struct rb_trace {
+	uint8_t word_size;
+	uint64_t timer_hz;
+	uint64_t ref_ticks;           /* the timer when the file was written... */
+	uint64_t ref_realtime_ns;     /* ...with CLOCK_REALTIME... */
+	uint64_t ref_monotonic_ns;    /* ...and CLOCK_MONOTONIC, read together */
+	uint32_t pid;
+	const char *reason;           /* NUL-terminated */
+	uint32_t nmodules, nthreads;
+	struct rb_module *modules;    /* [0] is the main program */
+	struct rb_file_thread *threads;
+	/* private */
+	void *map;
+	size_t size;
+	char *strings;
+};
+
+/*
+ * Write the frozen rings into a new file in dir, named trace-<pid>-<time>-<n>.jtr; its
+ * path goes to path_out. Returns 0 or a negative errno (the temporary file is removed).
+ */
+int rb_trace_write(const char *dir, const char *reason, const struct rb_frozen *threads,
+		   int nthreads, char *path_out, size_t path_size);
+
+/*
+ * Parse and check a whole file in memory (it must stay valid while t is used). Returns 0,
+ * or -EINVAL with a message naming what is wrong and at which offset in err.
+ */
+int rb_trace_parse(const void *data, size_t size, struct rb_trace *t, char *err, size_t errsize);
+/* Map a file and parse it. 0, a negative errno, or -EINVAL (see err). */
+int rb_trace_open(const char *path, struct rb_trace *t, char *err, size_t errsize);
+void rb_trace_close(struct rb_trace *t);
+
+/* The module holding an entry's id, and the id as a virtual address in that module; -1
+ * when no module has it. */
+int rb_trace_resolve(const struct rb_trace *t, const struct rb_event *e, uint64_t *vaddr);
+
+#endif

@@ -1,0 +1,223 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The trace point and its control protocol, end to end: a traced thread runs instrumented
+ * code (tests/traced.c) while this thread, as the control thread, starts, stops, freezes,
+ * persists and decodes its ring.
+ */
+#include "harness.h"
+#include "hal/timer.h"
+#include "ringbuf/decode.h"
+#include "ringbuf/ring.h"
+#include "ringbuf/tracefile.h"
+#include "tests/traced.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct worker {
+	_Atomic int registered, go, quit, calls;
+	int block_fd; /* >= 0: block in read() on it once, after a few calls */
+	_Atomic int blocked;
+	int iterations_per_round;
+};
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	CHECK_EQ_INT(rb_thread_register("worker"), 0);
+	atomic_store(&w->registered, 1);
+	while (!atomic_load(&w->go))
+		sched_yield();
+	while (!atomic_load(&w->quit)) {
+		for (int i = 0; i < w->iterations_per_round; i++)
+			traced_top(i);
+		atomic_fetch_add(&w->calls, 1);
+		if (w->block_fd >= 0 && atomic_load(&w->calls) == 3) {
+			char c;
+			atomic_store(&w->blocked, 1);
+			if (read(w->block_fd, &c, 1) != 1)
+				break;
+			atomic_store(&w->blocked, 0);
+		}
+		sched_yield();
+	}
+	return NULL;
+}
+
+static struct rb_ring *the_ring(void)
+{
+	struct rb_ring *r = NULL;
+	rb_rings(&r, 1);
+	return r;
+}
+
+static void start_worker(struct worker *w, pthread_t *t)
+{
+	hal_timer_init();
+	CHECK_EQ_INT(pthread_create(t, NULL, work, w), 0);
+	while (!atomic_load(&w->registered))
+		sched_yield();
+}
+
+/* Checks that decoded events nest properly and name only traced functions. Returns the
+ * number of whole traced_top calls seen. */
+static int check_events(const struct rb_event *ev, size_t n, int expect_sync_first)
+{
+	uint64_t top = (uintptr_t)traced_top, mid = (uintptr_t)traced_mid,
+		 leaf = (uintptr_t)traced_leaf;
+	uint64_t stack[64];
+	int depth = 0, tops = 0, unmatched_exits = 0;
+	if (expect_sync_first)
+		CHECK(n > 0 && ev[0].kind == RB_EV_SYNC);
+	for (size_t i = 0; i < n; i++) {
+		if (i && ev[i].ts < ev[i - 1].ts)
+			test_fail(__FILE__, __LINE__, "time goes back at event %zu", i);
+		if (ev[i].kind == RB_EV_ENTRY) {
+			if (ev[i].id != top && ev[i].id != mid && ev[i].id != leaf)
+				test_fail(__FILE__, __LINE__, "unknown id %llx at %zu",
+					  (unsigned long long)ev[i].id, i);
+			if (depth < 64)
+				stack[depth] = ev[i].id;
+			depth++;
+		} else if (ev[i].kind == RB_EV_EXIT) {
+			if (depth == 0) {
+				unmatched_exits++; /* its entry was before the start or overwritten */
+				continue;
+			}
+			depth--;
+			if (depth < 64 && stack[depth] == top)
+				tops++;
+		}
+	}
+	CHECK(unmatched_exits <= 3 && depth <= 3); /* at most one partial call at each end */
+	return tops;
+}
+
+TEST(ring_clean_stop_freezes_a_consistent_call_tree)
+{
+	struct worker w = { .block_fd = -1, .go = 1, .iterations_per_round = 10 };
+	pthread_t t;
+	start_worker(&w, &t);
+	for (int round = 0; round < 20; round++) {
+		rb_lock();
+		struct rb_ring *r = the_ring();
+		CHECK_EQ_INT(rb_start(r), 0);
+		rb_unlock();
+		int before = atomic_load(&w.calls);
+		while (atomic_load(&w.calls) < before + 2)
+			sched_yield();
+		struct rb_frozen f;
+		rb_lock();
+		CHECK_EQ_INT(rb_stop(r, 1000, &f), 0);
+		rb_unlock();
+		CHECK(!f.copied);
+		struct rb_ring_view v = { f.slots, f.nslots, f.valid <= f.end ? f.end : f.nslots,
+					  f.end, f.valid, sizeof(void *) };
+		struct rb_event *ev;
+		size_t n;
+		struct rb_decode_stats st;
+		CHECK_EQ_INT(rb_decode(&v, hal_timer_now(), &ev, &n, &st), 0);
+		CHECK(check_events(ev, n, 1) >= 10);
+		CHECK_EQ_U64(st.cut, 0);
+		free(ev);
+		rb_frozen_release(&f);
+	}
+	atomic_store(&w.quit, 1);
+	pthread_join(t, NULL);
+}
+
+TEST(ring_blocked_thread_gets_a_validated_copy)
+{
+	int pipefd[2];
+	CHECK_EQ_INT(pipe(pipefd), 0);
+	struct worker w = { .block_fd = pipefd[0], .iterations_per_round = 5 };
+	pthread_t t;
+	start_worker(&w, &t);
+	rb_lock();
+	struct rb_ring *r = the_ring();
+	CHECK_EQ_INT(rb_start(r), 0);
+	rb_unlock();
+	atomic_store(&w.go, 1);
+	while (!atomic_load(&w.blocked))
+		sched_yield();
+
+	struct rb_frozen f;
+	rb_lock();
+	CHECK_EQ_INT(rb_stop(r, 20, &f), 0);
+	CHECK(f.copied);
+	CHECK_EQ_INT(rb_start(r), -EBUSY); /* the thread has not answered yet */
+	rb_unlock();
+	struct rb_ring_view v = { f.slots, f.nslots, f.valid <= f.end ? f.end : f.nslots, f.end,
+				  f.valid, sizeof(void *) };
+	struct rb_event *ev;
+	size_t n;
+	CHECK_EQ_INT(rb_decode(&v, hal_timer_now(), &ev, &n, NULL), 0);
+	CHECK_EQ_INT(check_events(ev, n, 1), 15); /* 3 rounds of 5 calls, all whole */
+	free(ev);
+	rb_frozen_release(&f);
+
+	/* Woken, the thread answers at its next trace point; then tracing restarts. */
+	CHECK_EQ_INT(write(pipefd[1], "x", 1), 1);
+	int err;
+	for (int i = 0; i < 100000; i++) {
+		rb_lock();
+		err = rb_start(r);
+		rb_unlock();
+		if (err != -EBUSY)
+			break;
+		sched_yield();
+	}
+	CHECK_EQ_INT(err, 0);
+	atomic_store(&w.quit, 1);
+	pthread_join(t, NULL);
+	close(pipefd[0]);
+	close(pipefd[1]);
+}
+
+TEST(ring_wraps_and_the_file_round_trips)
+{
+	struct worker w = { .block_fd = -1, .go = 1, .iterations_per_round = 20000 };
+	pthread_t t;
+	start_worker(&w, &t);
+	rb_lock();
+	struct rb_ring *r = the_ring();
+	CHECK_EQ_INT(rb_start(r), 0);
+	rb_unlock();
+	/* 20000 tops are 120000 slots; a few rounds wrap any ring up to 2^19 slots. */
+	while (atomic_load(&w.calls) < (int)(RB_RING_SLOTS / 100000) + 2)
+		sched_yield();
+	struct rb_frozen f;
+	rb_lock();
+	CHECK_EQ_INT(rb_stop(r, 1000, &f), 0);
+	rb_unlock();
+	CHECK(f.laps >= 1);
+	CHECK_EQ_U64(f.valid, f.nslots);
+
+	char path[4096], err[256] = "";
+	CHECK_EQ_INT(rb_trace_write(test_tmpdir(), "test wrap", &f, 1, path, sizeof(path)), 0);
+	struct rb_trace tr;
+	int e = rb_trace_open(path, &tr, err, sizeof(err));
+	if (e)
+		test_fail(__FILE__, __LINE__, "open: %d %s", e, err);
+	CHECK_STR(tr.reason, "test wrap");
+	CHECK_EQ_INT(tr.nthreads, 1);
+	CHECK(tr.nmodules >= 1);
+	CHECK_STR(tr.threads[0].name, "worker");
+	struct rb_event *ev;
+	size_t n;
+	struct rb_decode_stats st;
+	CHECK_EQ_INT(rb_decode(&tr.threads[0].view, tr.ref_ticks, &ev, &n, &st), 0);
+	CHECK(check_events(ev, n, 0) > 1000);
+	CHECK(st.anchors >= 1); /* the sync of the last wrap is always in the window */
+	CHECK(ev[n - 1].ts <= tr.ref_ticks);
+	free(ev);
+	rb_trace_close(&tr);
+	rb_frozen_release(&f);
+	atomic_store(&w.quit, 1);
+	pthread_join(t, NULL);
+}
