@@ -41,23 +41,27 @@ enum rb_kind {
 	RB_FIRST_ID = 0x10,  /* the smallest function id */
 };
 
-static inline uint64_t rb_tag(uint64_t ts, uint32_t low)
+/* Inlined everywhere, and never instrumented itself (an OEM may compile these headers with
+ * -finstrument-functions). */
+#define RB_INLINE static inline __attribute__((always_inline, no_instrument_function))
+
+RB_INLINE uint64_t rb_tag(uint64_t ts, uint32_t low)
 {
 	return ts << 32 | low;
 }
 
-static inline uint32_t rb_tag_ts32(uint64_t tag)
+RB_INLINE uint32_t rb_tag_ts32(uint64_t tag)
 {
 	return (uint32_t)(tag >> 32);
 }
 
-static inline uint32_t rb_tag_low(uint64_t tag)
+RB_INLINE uint32_t rb_tag_low(uint64_t tag)
 {
 	return (uint32_t)tag;
 }
 
 /* The payload slot of a special record: the timestamp's upper half and the argument. */
-static inline uint64_t rb_special_payload(uint64_t ts, uint32_t arg)
+RB_INLINE uint64_t rb_special_payload(uint64_t ts, uint32_t arg)
 {
 	return (ts & 0xffffffff00000000ull) | arg;
 }

@@ -47,9 +47,14 @@ NO_INSTR static void store_slot(uintptr_t p, uint64_t rec)
 	rb_store(p, rec);
 }
 
-NO_INSTR static uintptr_t write_sync(uintptr_t p, uint32_t laps)
+/* The trace clock of a running ring: bit 0 of pos (trace.h). */
+NO_INSTR static uint64_t now(uintptr_t clock_mode)
 {
-	uint64_t ts = hal_timer_now();
+	return clock_mode ? hal_clock_now() : hal_counter_read();
+}
+
+NO_INSTR static uintptr_t write_sync(uintptr_t p, uint64_t ts, uint32_t laps)
+{
 	store_slot(p, rb_special_payload(ts, laps));
 	store_slot(p + 8, rb_tag(ts, RB_SYNC));
 	return p + 16;
@@ -58,6 +63,7 @@ NO_INSTR static uintptr_t write_sync(uintptr_t p, uint32_t laps)
 NO_INSTR void rb_slow_path(struct rb_tls *t, uintptr_t p)
 {
 	struct rb_ring *r = t->ring;
+	uintptr_t mode = atomic_load_explicit(&t->pos, memory_order_relaxed) & RB_POS_CLOCK;
 	if (p >= r->end) {
 		uintptr_t base = (uintptr_t)r->slots;
 		if (p > r->end) {
@@ -71,7 +77,7 @@ NO_INSTR void rb_slow_path(struct rb_tls *t, uintptr_t p)
 		}
 		uint32_t laps = atomic_load_explicit(&r->laps, memory_order_relaxed) + 1;
 		atomic_store_explicit(&r->laps, laps, memory_order_relaxed);
-		p = write_sync(p, laps);
+		p = write_sync(p, now(mode), laps);
 	}
 	if (atomic_load_explicit(&t->limit, memory_order_relaxed) == 0) {
 		/* The answer: the exact end position, written by this thread after its last
@@ -80,25 +86,41 @@ NO_INSTR void rb_slow_path(struct rb_tls *t, uintptr_t p)
 		atomic_store_explicit(&t->pos, 0, memory_order_release);
 		return;
 	}
-	atomic_store_explicit(&t->pos, p, memory_order_relaxed);
+	atomic_store_explicit(&t->pos, p | mode, memory_order_relaxed);
+}
+
+/* Both rare writers share this: two slots, then the usual advance. */
+NO_INSTR static void put(struct rb_tls *t, uintptr_t pos, uint64_t payload, uint32_t low,
+			 int nslots)
+{
+	uintptr_t mode = pos & RB_POS_CLOCK, p = pos & ~RB_POS_CLOCK;
+	uint64_t ts = now(mode);
+	if (nslots == 2) {
+		if (low != RB_WIDE)
+			payload = rb_special_payload(ts, (uint32_t)payload);
+		rb_store(p, payload);
+		p += 8; /* may be the spare slot: see rb_slow_path */
+	}
+	rb_store(p, rb_tag(ts, low));
+	p += 8;
+	if (p >= atomic_load_explicit(&t->limit, memory_order_relaxed))
+		rb_slow_path(t, p);
+	else
+		atomic_store_explicit(&t->pos, p | mode, memory_order_relaxed);
 }
 
 NO_INSTR void rb_put2(uint64_t payload, uint32_t low)
 {
-	struct rb_tls *t = &rb_tls;
-	uintptr_t p = atomic_load_explicit(&t->pos, memory_order_relaxed);
-	if (!p)
-		return;
-	uint64_t ts = hal_timer_now();
-	if (low != RB_WIDE)
-		payload = rb_special_payload(ts, (uint32_t)payload);
-	rb_store(p, payload);
-	rb_store(p + 8, rb_tag(ts, low)); /* may be the spare slot: see rb_slow_path */
-	p += 16;
-	if (p >= atomic_load_explicit(&t->limit, memory_order_relaxed))
-		rb_slow_path(t, p);
-	else
-		atomic_store_explicit(&t->pos, p, memory_order_relaxed);
+	uintptr_t pos = atomic_load_explicit(&rb_tls.pos, memory_order_relaxed);
+	if (pos)
+		put(&rb_tls, pos, payload, low, 2);
+}
+
+NO_INSTR void rb_put1_clock(uint32_t low)
+{
+	uintptr_t pos = atomic_load_explicit(&rb_tls.pos, memory_order_relaxed);
+	if (pos)
+		put(&rb_tls, pos, 0, low, 1);
 }
 
 /* ---- registration ---- */
@@ -264,13 +286,19 @@ NO_INSTR int rb_start(struct rb_ring *r)
 	}
 	/* The thread is off (pos == 0) and does not touch its ring: the ring and laps are
 	 * ours until pos is published. */
+	uintptr_t mode = hal_timer_info()->source == HAL_TIMER_SRC_CLOCK ? RB_POS_CLOCK : 0;
+#if defined(RB_CLOCK_ONLY)
+	mode = RB_POS_CLOCK;
+#elif defined(RB_COUNTER_ONLY)
+	mode = 0;
+#endif
 	atomic_store_explicit(&r->laps, 0, memory_order_relaxed);
-	uintptr_t p = write_sync((uintptr_t)r->slots, 0);
+	uintptr_t p = write_sync((uintptr_t)r->slots, now(mode), 0);
 	atomic_store_explicit(&t->limit, r->end, memory_order_relaxed);
 	/* Release: the sync record and the limit are visible before the thread sees pos. A
 	 * thread that still sees an old answer in limit just takes the slow path once, which
 	 * treats anything but 0 as "keep going". */
-	atomic_store_explicit(&t->pos, p, memory_order_release);
+	atomic_store_explicit(&t->pos, p | mode, memory_order_release);
 	r->state = RB_RUNNING;
 	return 0;
 }
@@ -304,13 +332,13 @@ NO_INSTR static int validated_copy(struct rb_ring *r, struct rb_frozen *out)
 	if (!copy)
 		return -ENOMEM;
 	for (int attempt = 0; attempt < 3; attempt++) {
-		uintptr_t p1 = atomic_load_explicit(&t->pos, memory_order_acquire);
+		uintptr_t p1 = atomic_load_explicit(&t->pos, memory_order_acquire) & ~RB_POS_CLOCK;
 		uint32_t laps1 = atomic_load_explicit(&r->laps, memory_order_acquire);
 		if (!p1)
 			break; /* it answered meanwhile: the caller freezes in place */
 		for (uint64_t i = 0; i < RB_RING_SLOTS; i++)
 			copy[i] = atomic_load_explicit(&r->slots[i], memory_order_relaxed);
-		uintptr_t p2 = atomic_load_explicit(&t->pos, memory_order_acquire);
+		uintptr_t p2 = atomic_load_explicit(&t->pos, memory_order_acquire) & ~RB_POS_CLOCK;
 		uint32_t laps2 = atomic_load_explicit(&r->laps, memory_order_acquire);
 		if (!p2)
 			break;

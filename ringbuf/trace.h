@@ -6,8 +6,9 @@
  * in its thread-local block, Hubble's start and stop (section 6, Fig. 4):
  *
  *   pos    Hubble's start. 0: tracing is off for this thread. Otherwise the address of
- *          the next free slot. Written by the traced thread at every trace point; by the
- *          control thread only while it is 0 (to start).
+ *          the next free slot (bit 0 set: timestamps come from clock_gettime, see below).
+ *          Written by the traced thread at every trace point; by the control thread only
+ *          while it is 0 (to start).
  *   limit  Hubble's stop. The ring's end address while tracing runs; 0 when the control
  *          thread asks the thread to stop; the end position (an address inside the ring)
  *          once the traced thread has stopped itself. Written by the control thread only
@@ -55,8 +56,6 @@ void rb_slow_path(struct rb_tls *t, uintptr_t p) __attribute__((cold, noinline))
 /* A wide entry (id beyond 32 bits) or a special record: two slots. Never inlined. */
 void rb_put2(uint64_t payload, uint32_t low) __attribute__((noinline));
 
-#define RB_INLINE static inline __attribute__((always_inline, no_instrument_function))
-
 /* One 8-byte store of a record into the slot at p. */
 RB_INLINE void rb_store(uintptr_t p, uint64_t rec)
 {
@@ -70,6 +69,22 @@ RB_INLINE void rb_store(uintptr_t p, uint64_t rec)
 #endif
 }
 
+/*
+ * Where the timer comes from, decided once per start: the hardware counter, read inline,
+ * or (when the HAL's probe fell back, e.g. armv7 under qemu-user) clock_gettime, which
+ * the out-of-line rb_put1_clock() reads. The choice is bit 0 of pos, which is otherwise
+ * always clear (slots are 8-byte aligned): one bit test on the hot path instead of a load
+ * and compare of the HAL's flag (5 aarch64 instructions, measured in the disassembly).
+ */
+#define RB_POS_CLOCK ((uintptr_t)1)
+#if defined(CONFIG_HAL_TIMER_CLOCK) || !HAL_HAVE_COUNTER
+#define RB_CLOCK_ONLY 1
+#elif defined(CONFIG_HAL_TIMER_COUNTER)
+#define RB_COUNTER_ONLY 1
+#endif
+
+void rb_put1_clock(uint32_t low) __attribute__((cold, noinline));
+
 /* Write a one-slot record whose low half is `low`. */
 RB_INLINE void rb_put1(uint32_t low)
 {
@@ -77,12 +92,22 @@ RB_INLINE void rb_put1(uint32_t low)
 	uintptr_t p = atomic_load_explicit(&t->pos, memory_order_relaxed);
 	if (!p)
 		return;
-	rb_store(p, rb_tag(hal_timer_now(), low));
+#if defined(RB_CLOCK_ONLY)
+	rb_put1_clock(low);
+#else
+#if !defined(RB_COUNTER_ONLY)
+	if (__builtin_expect(p & RB_POS_CLOCK, 0)) {
+		rb_put1_clock(low);
+		return;
+	}
+#endif
+	rb_store(p, rb_tag(hal_counter_read(), low));
 	p += 8;
 	if (__builtin_expect(p >= atomic_load_explicit(&t->limit, memory_order_relaxed), 0))
 		rb_slow_path(t, p);
 	else
 		atomic_store_explicit(&t->pos, p, memory_order_relaxed);
+#endif
 }
 
 /*
@@ -112,8 +137,7 @@ RB_INLINE void rb_exit(void)
 }
 
 /* A special record (record.h): mark, wait-begin, wait-end, wake. */
-static inline __attribute__((no_instrument_function)) void rb_special(enum rb_kind kind,
-								     uint32_t arg)
+RB_INLINE void rb_special(enum rb_kind kind, uint32_t arg)
 {
 	if (atomic_load_explicit(&rb_tls.pos, memory_order_relaxed))
 		rb_put2(arg, kind);
