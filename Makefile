@@ -39,10 +39,13 @@ endif
 STRIP := $(CROSS_COMPILE)strip
 
 CONFIG_H := $(obj)/include/generated/autoconf.h
-CFLAGS := -std=gnu11 -O2 -g -fno-pie -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+# -flto: the trace hooks are inlined into every instrumented function (ringbuf/hooks.c).
+# -fno-pie: every program is a static, fixed-address executable; function ids are then
+# plain addresses (ringbuf/trace.h).
+CFLAGS := -std=gnu11 -O2 -g -flto -fno-pie -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-ffunction-sections -fdata-sections $(BOARD_CFLAGS) \
 	-I$(srctree) -include $(CONFIG_H) -MMD -MP
-LDFLAGS := -static -no-pie -Wl,--gc-sections
+LDFLAGS := -static -no-pie -flto=auto -Wl,--gc-sections
 
 # ---- dependencies: `make deps` installs them; any target that needs them runs it ----
 DEPS_SCRIPT := board/common/deps.sh
@@ -51,7 +54,7 @@ NEED_DEPS := deps
 endif
 
 .PHONY: all deps defconfig menuconfig savedefconfig run test check boot-test bench size install \
-	clean distclean help
+	clean distclean help FORCE
 .DEFAULT_GOAL := all
 
 deps:
@@ -104,7 +107,15 @@ SOURCE_DIRS := hal ringbuf agent uploader sim tests
 
 all: $(PROGS)
 
-$(obj)/%.o: %.c $(CONFIG_H)
+# Objects depend on the flags they were built with (as Kbuild's .cmd files do): a change
+# of compiler, CPU flags or options rebuilds everything.
+FLAGS_STAMP := $(obj)/.build-flags
+BUILD_FLAGS := $(CC) $(CFLAGS) $(LDFLAGS)
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(dir $@)
+	@if [ "$$(cat $@ 2>/dev/null)" != '$(BUILD_FLAGS)' ]; then echo '$(BUILD_FLAGS)' >$@; fi
+
+$(obj)/%.o: %.c $(CONFIG_H) $(FLAGS_STAMP)
 	$(call say,CC,$<)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) $(CFLAGS_$*.o) -c $< -o $@
@@ -118,6 +129,8 @@ $(obj)/bin/$(1): $(addprefix $(obj)/,$($(1)-objs)) $($(1)-libs)
 	$$(Q)$$(CC) $$(CFLAGS) $$(LDFLAGS) -Wl,-Map=$$@.map -o $$@ $$(filter %.o,$$^) $($(1)-libs)
 endef
 $(foreach p,$(progs-y),$(eval $(call link_program,$(p))))
+
+FORCE:
 
 -include $(patsubst %.o,$(obj)/%.d,$(sort $(foreach p,$(progs-y),$($(p)-objs))))
 

@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-__thread struct rb_tls rb_tls __attribute__((tls_model("initial-exec")));
+__thread struct rb_tls rb_tls __attribute__((tls_model(RB_TLS_MODEL)));
 
 enum rb_state {
 	RB_OFF,         /* registered, not tracing */
@@ -116,11 +116,11 @@ NO_INSTR void rb_put2(uint64_t payload, uint32_t low)
 		put(&rb_tls, pos, payload, low, 2);
 }
 
-NO_INSTR void rb_put1_clock(uint32_t low)
+NO_INSTR void rb_put1_clock(uintptr_t low)
 {
 	uintptr_t pos = atomic_load_explicit(&rb_tls.pos, memory_order_relaxed);
 	if (pos)
-		put(&rb_tls, pos, 0, low, 1);
+		put(&rb_tls, pos, 0, (uint32_t)low, 1);
 }
 
 /* ---- registration ---- */

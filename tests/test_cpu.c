@@ -161,7 +161,7 @@ TEST(cpu_pin_calling_thread_to_little)
 	struct hal_topology t;
 	CHECK_EQ_INT(hal_topology_load(&t), 0);
 	CHECK_EQ_INT(hal_pin_to_class(&t, 0, HAL_CPU_LITTLE), 0);
-	enum hal_cpu_class cls;
+	enum hal_cpu_class cls = HAL_CPU_LITTLE;
 	CHECK_EQ_INT(hal_cpu_class_parse("Big", &cls), 0);
 	CHECK_EQ_INT(cls, HAL_CPU_BIG);
 	CHECK_EQ_INT(hal_cpu_class_parse("huge", &cls), -EINVAL);

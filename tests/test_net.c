@@ -78,7 +78,7 @@ TEST(net_override_file_wins)
 TEST(net_state_names_round_trip)
 {
 	for (int s = HAL_NET_UNKNOWN; s <= HAL_NET_ETHERNET; s++) {
-		enum hal_net_state back;
+		enum hal_net_state back = HAL_NET_UNKNOWN;
 		CHECK_EQ_INT(hal_net_state_parse(hal_net_state_name(s), &back), 0);
 		CHECK_EQ_INT(back, s);
 	}

@@ -3,5 +3,5 @@
 ARCH          := aarch64
 CROSS_COMPILE := aarch64-linux-gnu-
 MUSL_SPECS    := /usr/lib/aarch64-linux-musl/musl-gcc.specs
-BOARD_CFLAGS  := -mcpu=cortex-a76.cortex-a55
+BOARD_CFLAGS  := -mcpu=cortex-a76.cortex-a55 -mtls-size=12
 QEMU_USER     := qemu-aarch64-static -cpu max

@@ -2,7 +2,7 @@
 ARCH          := aarch64
 CROSS_COMPILE := aarch64-linux-gnu-
 MUSL_SPECS    := /usr/lib/aarch64-linux-musl/musl-gcc.specs
-BOARD_CFLAGS  := -mcpu=cortex-a53
+BOARD_CFLAGS  := -mcpu=cortex-a53 -mtls-size=12
 QEMU_USER     := qemu-aarch64-static -cpu cortex-a53
 
 # Booting a real kernel (make boot-test): Debian's arm64 cloud kernel, busybox, our programs
