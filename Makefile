@@ -45,7 +45,9 @@ CONFIG_H := $(obj)/include/generated/autoconf.h
 CFLAGS := -std=gnu11 -O2 -g -flto -fno-pie -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-ffunction-sections -fdata-sections $(BOARD_CFLAGS) \
 	-I$(srctree) -include $(CONFIG_H) -MMD -MP
-LDFLAGS := -static -no-pie -flto=auto -Wl,--gc-sections
+# --build-id: trace files name each module by it, so a stripped binary can be symbolised
+# elsewhere (musl's specs file replaces the link line that would have added it).
+LDFLAGS := -static -no-pie -flto=auto -Wl,--gc-sections -Wl,--build-id=sha1
 
 # ---- dependencies: `make deps` installs them; any target that needs them runs it ----
 DEPS_SCRIPT := board/common/deps.sh

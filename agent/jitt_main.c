@@ -11,6 +11,7 @@ static const struct {
 	const char *help;
 } commands[] = {
 	{ "hal", cmd_hal, "timer source, CPU classes and network state of this machine" },
+	{ "decode", cmd_decode, "print a trace file: every thread's calls with whole timestamps" },
 };
 
 static int usage(FILE *out)

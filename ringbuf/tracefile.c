@@ -161,7 +161,8 @@ static int collect_module(struct dl_phdr_info *info, size_t size, void *arg)
 	if (m->start == UINT64_MAX)
 		m->start = 0;
 	char *path = l->path[l->n];
-	if (info->dlpi_name && info->dlpi_name[0]) {
+	/* The main program is "" (glibc) or "/proc/self/exe" (musl): name the real file. */
+	if (info->dlpi_name && info->dlpi_name[0] && strcmp(info->dlpi_name, "/proc/self/exe")) {
 		snprintf(path, sizeof(l->path[0]), "%s", info->dlpi_name);
 	} else {
 		ssize_t n = readlink("/proc/self/exe", path, sizeof(l->path[0]) - 1);

@@ -159,6 +159,11 @@ TEST(ring_blocked_thread_gets_a_validated_copy)
 	CHECK_EQ_INT(rb_decode(&v, hal_timer_now(), &ev, &n, NULL), 0);
 	CHECK_EQ_INT(check_events(ev, n, 1), 15); /* 3 rounds of 5 calls, all whole */
 	free(ev);
+
+	/* A copy to look at by hand: JITT_TRACE_OUT=dir unit-tests ring_blocked; jitt decode */
+	const char *keep = getenv("JITT_TRACE_OUT");
+	if (keep)
+		CHECK_EQ_INT(rb_trace_write(keep, "blocked thread", &f, 1, NULL, 0), 0);
 	rb_frozen_release(&f);
 
 	/* Woken, the thread answers at its next trace point; then tracing restarts. */

@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: MIT */
+/* `jitt decode FILE`: a trace file as people read it: every thread's calls, in order, with
+ * whole timestamps, names where the binary on this machine has symbols. */
+#include "cli.h"
+#include "hal/timer.h"
+#include "ringbuf/decode.h"
+#include "ringbuf/elf.h"
+#include "ringbuf/tracefile.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define MAX_INDENT 32
+
+struct symbolizer {
+	const struct rb_trace *t;
+	struct rb_elf *elf; /* per module, loaded on first use */
+	int *state;         /* 0 not tried, 1 loaded and matching, -1 unusable */
+};
+
+static void hex(const uint8_t *b, unsigned n, char *out)
+{
+	for (unsigned i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", b[i]);
+	out[2 * n] = '\0';
+}
+
+static bool module_ready(struct symbolizer *s, int m)
+{
+	if (s->state[m] == 0) {
+		const struct rb_module *mod = &s->t->modules[m];
+		s->state[m] = -1;
+		if (rb_elf_load(mod->path, &s->elf[m]) == 0) {
+			/* Without a build-id on both sides nothing proves it is the same file. */
+			bool same = mod->build_id_len && s->elf[m].build_id_len == mod->build_id_len &&
+				    memcmp(s->elf[m].build_id, mod->build_id, mod->build_id_len) == 0;
+			if (same && s->elf[m].nsyms)
+				s->state[m] = 1;
+		}
+	}
+	return s->state[m] == 1;
+}
+
+/* "name", "name+0x12", or "<build-id>+0xoffset" for a module we cannot read. */
+static void name_of(struct symbolizer *s, const struct rb_event *e, char *out, size_t size)
+{
+	uint64_t vaddr;
+	int m = rb_trace_resolve(s->t, e, &vaddr);
+	if (m < 0) {
+		snprintf(out, size, "?0x%llx", (unsigned long long)e->id);
+		return;
+	}
+	if (module_ready(s, m)) {
+		const struct rb_symbol *sym = rb_elf_lookup(&s->elf[m], vaddr);
+		if (sym) {
+			if (vaddr == sym->addr)
+				snprintf(out, size, "%s", sym->name);
+			else
+				snprintf(out, size, "%s+0x%llx", sym->name,
+					 (unsigned long long)(vaddr - sym->addr));
+			return;
+		}
+	}
+	const struct rb_module *mod = &s->t->modules[m];
+	char id[65] = "no-build-id";
+	if (mod->build_id_len)
+		hex(mod->build_id, mod->build_id_len > 8 ? 8 : mod->build_id_len, id);
+	snprintf(out, size, "%s+0x%llx", id, (unsigned long long)vaddr);
+}
+
+static double ms(const struct rb_trace *t, uint64_t from, uint64_t to)
+{
+	return (double)hal_ticks_to_ns(to - from, t->timer_hz) / 1e6;
+}
+
+static void print_thread(struct symbolizer *s, const struct rb_file_thread *th)
+{
+	const struct rb_trace *t = s->t;
+	printf("\nthread %u \"%s\": ring of %llu slots, %u laps, %llu valid, %s\n", th->tid,
+	       th->name, (unsigned long long)th->view.nslots, th->laps,
+	       (unsigned long long)th->view.valid,
+	       th->copied ? "validated copy (the thread was blocked)" : "clean stop");
+	struct rb_event *ev;
+	size_t n;
+	struct rb_decode_stats st;
+	int err = rb_decode(&th->view, t->ref_ticks, &ev, &n, &st);
+	if (err) {
+		printf("  cannot decode: %s\n", strerror(-err));
+		return;
+	}
+	printf("  %llu records, %llu anchors, %llu cut by the wrap, %llu gaps repaired\n",
+	       (unsigned long long)st.records, (unsigned long long)st.anchors,
+	       (unsigned long long)st.cut, (unsigned long long)st.gaps);
+	if (n == 0) {
+		free(ev);
+		return;
+	}
+	uint64_t t0 = ev[0].ts;
+	uint64_t *starts = malloc(n * sizeof(*starts));
+	size_t depth = 0, truncated = 0;
+	char name[256];
+	printf("  %12s  event\n", "time (ms)");
+	for (size_t i = 0; i < n; i++) {
+		const struct rb_event *e = &ev[i];
+		int indent = (int)(depth < MAX_INDENT ? depth : MAX_INDENT) * 2;
+		if (e->kind == RB_EV_EXIT && depth)
+			indent -= 2;
+		printf("  %12.6f  ", ms(t, t0, e->ts));
+		switch (e->kind) {
+		case RB_EV_ENTRY:
+			name_of(s, e, name, sizeof(name));
+			printf("%*s> %s", indent, "", name);
+			if (depth >= MAX_INDENT)
+				printf("  [depth %zu]", depth);
+			printf("\n");
+			if (starts)
+				starts[depth] = e->ts;
+			depth++;
+			break;
+		case RB_EV_EXIT:
+			if (depth == 0) {
+				truncated++;
+				printf("< (entry overwritten or before the start)\n");
+				break;
+			}
+			depth--;
+			printf("%*s< %.6f ms\n", indent, "", starts ? ms(t, starts[depth], e->ts) : 0.0);
+			break;
+		default:
+			printf("%*s%s %u\n", indent, "", rb_ev_kind_name(e->kind), e->arg);
+			break;
+		}
+	}
+	if (truncated)
+		printf("  %zu exits of calls that began before the ring's oldest record\n", truncated);
+	if (depth)
+		printf("  %zu calls still running when the ring was frozen\n", depth);
+	free(starts);
+	free(ev);
+}
+
+int cmd_decode(int argc, char **argv)
+{
+	if (argc != 2 || argv[1][0] == '-') {
+		fprintf(argc == 2 ? stdout : stderr, "usage: jitt decode FILE\n");
+		return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
+	}
+	struct rb_trace t;
+	char err[256] = "";
+	int e = rb_trace_open(argv[1], &t, err, sizeof(err));
+	if (e) {
+		fprintf(stderr, "jitt decode: %s: %s\n", argv[1], e == -EINVAL ? err : strerror(-e));
+		return 1;
+	}
+	time_t secs = (time_t)(t.ref_realtime_ns / 1000000000u);
+	struct tm tm;
+	char when[64];
+	gmtime_r(&secs, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
+	printf("trace %s\n  reason: %s\n  written %s.%06u UTC by pid %u; timer %llu Hz; %u-bit\n",
+	       argv[1], t.reason, when, (unsigned)(t.ref_realtime_ns % 1000000000u / 1000), t.pid,
+	       (unsigned long long)t.timer_hz, t.word_size * 8);
+
+	struct symbolizer s = { &t, calloc(t.nmodules + 1, sizeof(struct rb_elf)),
+				calloc(t.nmodules + 1, sizeof(int)) };
+	if (!s.elf || !s.state) {
+		fprintf(stderr, "jitt decode: out of memory\n");
+		return 1;
+	}
+	for (uint32_t m = 0; m < t.nmodules; m++) {
+		char id[65] = "none";
+		if (t.modules[m].build_id_len)
+			hex(t.modules[m].build_id, t.modules[m].build_id_len, id);
+		printf("  module %u: %s build-id %s%s\n", m, t.modules[m].path, id,
+		       m == 0 ? (module_ready(&s, 0) ? " (symbols)" : " (no matching symbols here)")
+			      : "");
+	}
+	for (uint32_t i = 0; i < t.nthreads; i++)
+		print_thread(&s, &t.threads[i]);
+	for (uint32_t m = 0; m < t.nmodules; m++)
+		rb_elf_free(&s.elf[m]);
+	free(s.elf);
+	free(s.state);
+	rb_trace_close(&t);
+	return 0;
+}
