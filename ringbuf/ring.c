@@ -111,14 +111,14 @@ NO_INSTR static void put(struct rb_tls *t, uintptr_t pos, uint64_t payload, uint
 
 NO_INSTR void rb_put2(uint64_t payload, uint32_t low)
 {
-	uintptr_t pos = atomic_load_explicit(&rb_tls.pos, memory_order_relaxed);
+	uintptr_t pos = atomic_load_explicit(&rb_tls.pos, RB_POS_ORDER);
 	if (pos)
 		put(&rb_tls, pos, payload, low, 2);
 }
 
 NO_INSTR void rb_put1_clock(uintptr_t low)
 {
-	uintptr_t pos = atomic_load_explicit(&rb_tls.pos, memory_order_relaxed);
+	uintptr_t pos = atomic_load_explicit(&rb_tls.pos, RB_POS_ORDER);
 	if (pos)
 		put(&rb_tls, pos, 0, (uint32_t)low, 1);
 }
@@ -140,6 +140,13 @@ NO_INSTR static int find_main(struct dl_phdr_info *info, size_t size, void *arg)
 			m->top = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
 	}
 	return 1; /* the first module is the main program */
+}
+
+NO_INSTR uintptr_t rb_main_bias(void)
+{
+	struct main_module m = { 0, 0 };
+	dl_iterate_phdr(find_main, &m);
+	return m.bias;
 }
 
 NO_INSTR static void unregister_locked(struct rb_ring *r)

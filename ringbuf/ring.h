@@ -65,6 +65,9 @@ void rb_frozen_release(struct rb_frozen *f);
 /* True while tracing runs on this ring. */
 bool rb_running(const struct rb_ring *r);
 
+/* The main program's load bias: what narrow ids of PIC/PIE code are relative to. */
+uintptr_t rb_main_bias(void);
+
 /* The calling thread's own tracing on or off (registering it first if needed). */
 int rb_trace_self(bool on);
 

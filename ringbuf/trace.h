@@ -124,12 +124,26 @@ RB_INLINE void rb_store(uintptr_t p, uint64_t rec)
 
 void rb_put1_clock(uintptr_t low) __attribute__((cold, noinline));
 
+/*
+ * The traced thread writes into the ring only at addresses it got from pos, which the
+ * control thread publishes with a release store after it is done reading the ring: the
+ * writes carry an address dependency on that load, which orders them after it on every
+ * CPU we run on (what C11 calls consume). C11 has no usable consume, so ThreadSanitizer,
+ * which cannot see dependencies, gets acquire: on x86, where it runs, that is the same
+ * plain MOV.
+ */
+#if defined(__SANITIZE_THREAD__)
+#define RB_POS_ORDER memory_order_acquire
+#else
+#define RB_POS_ORDER memory_order_relaxed
+#endif
+
 /* Write a one-slot record whose low half is `low` (below 2^32: callers make sure, so the
  * value needs no zero-extension on the hot path). */
 RB_INLINE void rb_put1(uintptr_t low)
 {
 	struct rb_tls *t = &rb_tls;
-	uintptr_t p = atomic_load_explicit(&t->pos, memory_order_relaxed);
+	uintptr_t p = atomic_load_explicit(&t->pos, RB_POS_ORDER);
 	if (!p)
 		return;
 #if defined(RB_CLOCK_ONLY)
