@@ -171,8 +171,9 @@ else
 		$(obj)/boot-result "$(QEMU_SYSTEM)" $(KERNEL_PKG) $(BUSYBOX_PKG) $(CONSOLE)
 endif
 
-bench: $(obj)/bin/bench-timer
+bench: $(obj)/bin/bench-timer $(obj)/bin/bench-trace
 	$(Q)$(QEMU_USER) $(obj)/bin/bench-timer
+	$(Q)$(QEMU_USER) $(obj)/bin/bench-trace
 
 # Stripped sizes of every board's programs, built if needed.
 SIZE_BOARDS ?= $(BOARDS)

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench-trace: the cost of one trace point, Hubble's Listing 1 method (section 8.1, Table 2)
+ * on each CPU class the HAL finds. Per variant and work value: ns per call of the depth-10
+ * recursion, then ns per trace point over the uninstrumented build (2 trace points per call)
+ * and the overhead in %. Medians of several runs, all variants interleaved in one run.
+ */
+#include "hal/cpu.h"
+#include "hal/timer.h"
+#include "ringbuf/ring.h"
+#include "tests/bench_listing1.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RUNS 7
+#define DEPTH 10
+
+static volatile long sink;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+enum { PLAIN, OFF, ON, BARE, LIMIT, NVARIANTS };
+static const char *const names[] = { "uninstrumented", "tracing off", "tracing on",
+				     "empty hook (bare call)", "physical limit" };
+
+/* ns per call of the depth-10 recursion. */
+static double run(int variant, int work, long calls)
+{
+	long (*fn)(int, int, long) = variant == PLAIN ? listing1_plain
+				     : variant == BARE ? listing1_bare_call
+				     : variant == LIMIT ? listing1_limit
+							: listing1_traced;
+	if (variant == ON)
+		rb_trace_self(true);
+	uint64_t t0 = now_ns();
+	long sum = 1;
+	for (long i = 0; i < calls; i++)
+		sum += fn(DEPTH, work, sum);
+	uint64_t t = now_ns() - t0;
+	if (variant == ON)
+		rb_trace_self(false);
+	sink = sum;
+	return (double)t / (double)calls / DEPTH;
+}
+
+static void bench_class(const char *label)
+{
+	static const int works[] = { 0, 1, 10, 100, 1000 };
+	printf("\n%s\n%-24s %6s %12s %14s %10s\n", label, "variant", "work", "ns/call",
+	       "ns/tracepoint", "overhead");
+	for (size_t w = 0; w < sizeof(works) / sizeof(works[0]); w++) {
+		int work = works[w];
+		long calls = work >= 100 ? 5000 : 100000;
+		double t[NVARIANTS][RUNS];
+		for (int r = 0; r < RUNS; r++)
+			for (int v = 0; v < NVARIANTS; v++)
+				t[v][r] = run(v, work, calls);
+		double med[NVARIANTS];
+		for (int v = 0; v < NVARIANTS; v++) {
+			qsort(t[v], RUNS, sizeof(double), cmp);
+			med[v] = t[v][RUNS / 2];
+		}
+		for (int v = 0; v < NVARIANTS; v++) {
+			double per_point = (med[v] - med[PLAIN]) / 2;
+			printf("%-24s %6d %12.3f %14.3f %9.1f%%\n", names[v], work, med[v],
+			       v == PLAIN ? 0.0 : per_point, 100.0 * (med[v] - med[PLAIN]) / med[PLAIN]);
+		}
+		/* The ratio means something only while the trace points dominate. */
+		if (work <= 10)
+			printf("%-24s %6d %12s %13.2fx\n", "on / physical limit", work, "",
+			       (med[ON] - med[PLAIN]) / (med[LIMIT] - med[PLAIN]));
+	}
+}
+
+int main(void)
+{
+	hal_timer_init();
+	const struct hal_timer_info *ti = hal_timer_info();
+	printf("trace point cost, Hubble Listing 1 (depth %d), timer %s at %llu Hz, ring %llu KiB\n",
+	       DEPTH, hal_timer_source_name(ti->source), (unsigned long long)ti->freq_hz,
+	       (unsigned long long)(RB_RING_BYTES >> 10));
+	if (rb_thread_register("bench") != 0) {
+		fprintf(stderr, "bench-trace: cannot register a ring\n");
+		return 1;
+	}
+	struct hal_topology topo;
+	if (hal_topology_load(&topo) != 0 || topo.nclasses == 1) {
+		bench_class(topo.nclasses == 1 ? "all CPUs (one class)" : "unpinned");
+		return 0;
+	}
+	for (int c = HAL_CPU_BIG; c >= HAL_CPU_LITTLE; c--) {
+		char label[64];
+		snprintf(label, sizeof(label), "pinned to %s cores", hal_cpu_class_name(c));
+		if (hal_pin_to_class(&topo, 0, c) == 0)
+			bench_class(label);
+	}
+	return 0;
+}
