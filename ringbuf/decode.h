@@ -8,7 +8,10 @@
  * record is an exact 64-bit anchor (record.h); records between two anchors are walked
  * forward from the older one, each step assumed shorter than 2^32 ticks, and when the
  * newer anchor shows that whole 2^32 periods went missing (a gap with no trace point), the
- * missing time goes to the longest step. Records before the first anchor are walked
+ * missing time goes to the step that looks longest. That is exact when the silence's
+ * remainder modulo 2^32 outlasts every ordinary step of the segment, as it does around a
+ * blocked thread, whose wait-begin and wait-end are both anchors; a silence before the
+ * oldest anchor left in the ring cannot be seen at all. Records before the first anchor are walked
  * backwards from it (Hubble Fig. 3); with no anchor at all, from the reference timestamp.
  */
 #ifndef JITT_RINGBUF_DECODE_H
