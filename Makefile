@@ -171,9 +171,17 @@ else
 		$(obj)/boot-result "$(QEMU_SYSTEM)" $(KERNEL_PKG) $(BUSYBOX_PKG) $(CONSOLE)
 endif
 
+# The trace point's instructions are counted in this board's build and in the aarch64 and
+# armv7 ones (tests/count-trace-insns.sh).
+INSN_BOARDS ?= $(sort $(BOARD) qemu-virt-aarch64 rpi3-armv7)
 bench: $(obj)/bin/bench-timer $(obj)/bin/bench-trace
 	$(Q)$(QEMU_USER) $(obj)/bin/bench-timer
 	$(Q)$(QEMU_USER) $(obj)/bin/bench-trace
+	$(Q)for b in $(INSN_BOARDS); do \
+		$(MAKE) BOARD=$$b O=build/$$b all >/dev/null || exit 1; \
+		prefix=$$(sed -n 's/^CROSS_COMPILE *:= *//p' board/$$b/board.mk); \
+		echo; sh tests/count-trace-insns.sh build/$$b/bin/unit-tests $${prefix}objdump | sed 5q; \
+	done
 
 # Stripped sizes of every board's programs, built if needed.
 SIZE_BOARDS ?= $(BOARDS)

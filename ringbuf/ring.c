@@ -60,8 +60,9 @@ NO_INSTR static uintptr_t write_sync(uintptr_t p, uint64_t ts, uint32_t laps)
 	return p + 16;
 }
 
-NO_INSTR void rb_slow_path(struct rb_tls *t, uintptr_t p)
+NO_INSTR void rb_slow_path(uintptr_t p)
 {
+	struct rb_tls *t = &rb_tls;
 	struct rb_ring *r = t->ring;
 	uintptr_t mode = atomic_load_explicit(&t->pos, memory_order_relaxed) & RB_POS_CLOCK;
 	if (p >= r->end) {
@@ -104,7 +105,7 @@ NO_INSTR static void put(struct rb_tls *t, uintptr_t pos, uint64_t payload, uint
 	rb_store(p, rb_tag(ts, low));
 	p += 8;
 	if (p >= atomic_load_explicit(&t->limit, memory_order_relaxed))
-		rb_slow_path(t, p);
+		rb_slow_path(p);
 	else
 		atomic_store_explicit(&t->pos, p | mode, memory_order_relaxed);
 }

@@ -58,26 +58,34 @@ struct rb_tls {
 extern __thread struct rb_tls rb_tls __attribute__((tls_model(RB_TLS_MODEL)));
 
 /* The rare path: wrap (with a sync record) or stop. Never inlined. */
-void rb_slow_path(struct rb_tls *t, uintptr_t p) __attribute__((cold, noinline));
+void rb_slow_path(uintptr_t p) __attribute__((cold, noinline));
 /* A wide entry (id beyond 32 bits) or a special record: two slots. Never inlined. */
 void rb_put2(uint64_t payload, uint32_t low) __attribute__((noinline));
 
 /*
- * The three memory accesses of the hot path. Relaxed C11 atomics everywhere but aarch64,
- * where GCC 12 gives atomics only a bare base register (the "Q" constraint): the limit load
- * then costs an extra add, and the slot store cannot post-increment. There the same plain
- * LDR and STR are written as asm, which is outside the C memory model (so no data race)
- * and lets the slot store advance p as Hubble's STRD does (section 5.1.3): 2 instructions
- * fewer per trace point, counted in the disassembly.
+ * The three memory accesses of the hot path. Relaxed C11 atomics, except where GCC 12
+ * makes them cost more than the plain load or store they are: on aarch64 it gives atomics
+ * only a bare base register (the "Q" constraint), so the limit load costs an extra add and
+ * the slot store cannot post-increment; on x86_64 it reads a member of a thread-local
+ * struct through its address. There the same plain LDR/STR/MOV are written as asm, which
+ * is outside the C memory model (so no data race) and lets the slot store advance p as
+ * Hubble's STRD does (section 5.1.3): 2 instructions fewer per trace point on each, counted
+ * by tests/count-trace-insns.sh. ThreadSanitizer builds keep the C atomics it can see.
  */
-RB_INLINE uintptr_t rb_load_limit(struct rb_tls *t)
+RB_INLINE uintptr_t rb_load_limit(void)
 {
-#if defined(__aarch64__)
+#if defined(__aarch64__) && !defined(__SANITIZE_THREAD__)
 	uintptr_t v;
-	__asm__ __volatile__("ldr %x0, %1" : "=r"(v) : "m"(t->limit));
+	__asm__ __volatile__("ldr %x0, %1" : "=r"(v) : "m"(rb_tls.limit));
+	return v;
+#elif defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+	/* GCC 12 reads an atomic member of a thread-local struct through its address
+	 * (%fs:0, add, load): one MOV %fs:off instead. */
+	uintptr_t v;
+	__asm__ __volatile__("mov %1, %0" : "=r"(v) : "m"(rb_tls.limit));
 	return v;
 #else
-	return atomic_load_explicit(&t->limit, memory_order_relaxed);
+	return atomic_load_explicit(&rb_tls.limit, memory_order_relaxed);
 #endif
 }
 
@@ -142,8 +150,7 @@ void rb_put1_clock(uintptr_t low) __attribute__((cold, noinline));
  * value needs no zero-extension on the hot path). */
 RB_INLINE void rb_put1(uintptr_t low)
 {
-	struct rb_tls *t = &rb_tls;
-	uintptr_t p = atomic_load_explicit(&t->pos, RB_POS_ORDER);
+	uintptr_t p = atomic_load_explicit(&rb_tls.pos, RB_POS_ORDER);
 	if (!p)
 		return;
 #if defined(RB_CLOCK_ONLY)
@@ -156,10 +163,10 @@ RB_INLINE void rb_put1(uintptr_t low)
 	}
 #endif
 	p = rb_store_next(p, hal_counter_read() << 32 | low);
-	if (__builtin_expect(p >= rb_load_limit(t), 0))
-		rb_slow_path(t, p);
+	if (__builtin_expect(p >= rb_load_limit(), 0))
+		rb_slow_path(p);
 	else
-		atomic_store_explicit(&t->pos, p, memory_order_relaxed);
+		atomic_store_explicit(&rb_tls.pos, p, memory_order_relaxed);
 #endif
 }
 

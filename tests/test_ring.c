@@ -232,3 +232,16 @@ TEST(ring_wraps_and_the_file_round_trips)
 	atomic_store(&w.quit, 1);
 	pthread_join(t, NULL);
 }
+
+TEST(ring_self_tracing_an_empty_function_writes_two_records)
+{
+	hal_timer_init();
+	CHECK_EQ_INT(rb_trace_self(true), 0);
+	uintptr_t before = atomic_load(&rb_tls.pos) & ~(uintptr_t)1;
+	traced_empty();
+	untraced_empty();
+	uintptr_t after = atomic_load(&rb_tls.pos) & ~(uintptr_t)1;
+	CHECK_EQ_INT(rb_trace_self(false), 0);
+	CHECK_EQ_U64(after - before, 16); /* one entry, one exit; the twin adds nothing */
+	CHECK_EQ_INT(rb_thread_unregister(), 0);
+}

@@ -25,3 +25,10 @@ __attribute__((noinline)) int traced_recurse(int depth)
 {
 	return depth <= 0 ? 0 : 1 + traced_recurse(depth - 1);
 }
+
+/* An empty function: everything the instrumented build adds to it is the two trace points
+ * (tests/count-trace-insns.sh compares it with untraced_empty). */
+__attribute__((noinline)) void traced_empty(void)
+{
+	__asm__ __volatile__("");
+}

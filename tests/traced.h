@@ -9,4 +9,7 @@ int traced_top(int x);
 /* depth + 1 nested calls */
 int traced_recurse(int depth);
 
+
+void traced_empty(void);
+void untraced_empty(void);
 #endif
