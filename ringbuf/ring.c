@@ -34,7 +34,10 @@ struct rb_ring {
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct rb_ring *rings[CONFIG_RB_MAX_TRACED_THREADS];
+/* Room for the most any configuration allows; max_threads is the limit in force. */
+#define RB_RING_TABLE 64
+static struct rb_ring *rings[RB_RING_TABLE];
+static int max_threads = CONFIG_RB_MAX_TRACED_THREADS;
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
@@ -152,7 +155,7 @@ NO_INSTR uintptr_t rb_main_bias(void)
 
 NO_INSTR static void unregister_locked(struct rb_ring *r)
 {
-	for (int i = 0; i < CONFIG_RB_MAX_TRACED_THREADS; i++)
+	for (int i = 0; i < RB_RING_TABLE; i++)
 		if (rings[i] == r)
 			rings[i] = NULL;
 	munmap((void *)r->slots, (RB_RING_SLOTS + 1) * 8);
@@ -201,9 +204,14 @@ NO_INSTR int rb_thread_register(const char *name)
 
 	pthread_mutex_lock(&lock);
 	int slot = -1;
-	for (int i = 0; i < CONFIG_RB_MAX_TRACED_THREADS && slot < 0; i++)
-		if (!rings[i])
+	int used = 0;
+	for (int i = 0; i < RB_RING_TABLE; i++) {
+		used += rings[i] != NULL;
+		if (!rings[i] && slot < 0)
 			slot = i;
+	}
+	if (used >= max_threads)
+		slot = -1;
 	if (slot < 0) {
 		pthread_mutex_unlock(&lock);
 		munmap(mem, (RB_RING_SLOTS + 1) * 8);
@@ -259,10 +267,20 @@ NO_INSTR void rb_unlock(void)
 NO_INSTR int rb_rings(struct rb_ring **out, int max)
 {
 	int n = 0;
-	for (int i = 0; i < CONFIG_RB_MAX_TRACED_THREADS && n < max; i++)
+	for (int i = 0; i < RB_RING_TABLE && n < max; i++)
 		if (rings[i])
 			out[n++] = rings[i];
 	return n;
+}
+
+NO_INSTR int rb_set_max_threads(int n)
+{
+	if (n < 1 || n > RB_RING_TABLE)
+		return -EINVAL;
+	pthread_mutex_lock(&lock);
+	max_threads = n;
+	pthread_mutex_unlock(&lock);
+	return 0;
 }
 
 NO_INSTR pid_t rb_ring_tid(const struct rb_ring *r)

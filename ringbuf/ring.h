@@ -37,6 +37,9 @@ struct rb_frozen {
  * -EBUSY when CONFIG_RB_MAX_TRACED_THREADS rings exist, -ENOMEM, or -ERANGE when this
  * non-PIC program is linked above 4 GiB (its function ids would not fit). */
 int rb_thread_register(const char *name);
+/* Change the limit on traced threads (CONFIG_RB_MAX_TRACED_THREADS at start), 1..64;
+ * rings already registered are kept. 0 or -EINVAL. */
+int rb_set_max_threads(int n);
 /* Stop tracing the calling thread and unmap its ring. 0 or -ENOENT. */
 int rb_thread_unregister(void);
 /* Rename the calling thread's ring (shown in trace files). */

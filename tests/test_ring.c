@@ -79,7 +79,9 @@ static int check_events(const struct rb_event *ev, size_t n, int expect_sync_fir
 	uint64_t stack[64];
 	int depth = 0, tops = 0, unmatched_exits = 0;
 	if (expect_sync_first)
-		CHECK(n > 0 && ev[0].kind == RB_EV_SYNC);
+		if (!(n > 0 && ev[0].kind == RB_EV_SYNC))
+			test_fail(__FILE__, __LINE__, "first of %zu events is %s", n,
+				  n ? rb_ev_kind_name(ev[0].kind) : "none");
 	for (size_t i = 0; i < n; i++) {
 		if (i && ev[i].ts < ev[i - 1].ts)
 			test_fail(__FILE__, __LINE__, "time goes back at event %zu", i);
@@ -244,4 +246,75 @@ TEST(ring_self_tracing_an_empty_function_writes_two_records)
 	CHECK_EQ_INT(rb_trace_self(false), 0);
 	CHECK_EQ_U64(after - before, 16); /* one entry, one exit; the twin adds nothing */
 	CHECK_EQ_INT(rb_thread_unregister(), 0);
+}
+
+/* Sixteen traced threads; the control thread stops all of them, checks and persists what
+ * it froze, and restarts them, a thousand times. Every frozen ring must decode into
+ * properly nested calls of the traced functions: no torn record, no lost end position. */
+TEST(ring_sixteen_threads_stopped_and_restarted_a_thousand_times)
+{
+	enum { THREADS = 16, CYCLES = 1000 };
+	CHECK_EQ_INT(rb_set_max_threads(THREADS), 0);
+	static struct worker w[THREADS];
+	pthread_t t[THREADS];
+	for (int i = 0; i < THREADS; i++) {
+		w[i] = (struct worker){ .block_fd = -1, .go = 1, .iterations_per_round = 3 };
+		start_worker(&w[i], &t[i]);
+	}
+	struct rb_ring *rings[THREADS];
+	rb_lock();
+	CHECK_EQ_INT(rb_rings(rings, THREADS), THREADS);
+	for (int i = 0; i < THREADS; i++)
+		CHECK_EQ_INT(rb_start(rings[i]), 0);
+	rb_unlock();
+
+	int copies = 0, files = 0, wrapped = 0;
+	for (int cycle = 0; cycle < CYCLES; cycle++) {
+		struct rb_frozen f[THREADS];
+		int n = 0;
+		rb_lock();
+		for (int i = 0; i < THREADS; i++) {
+			int err = rb_stop(rings[i], 200, &f[n]);
+			if (err == 0)
+				n++;
+			else if (err != -EINVAL) /* -EINVAL: still pending from a copy */
+				test_fail(__FILE__, __LINE__, "cycle %d: stop: %d", cycle, err);
+		}
+		rb_unlock();
+		for (int i = 0; i < n; i++) {
+			copies += f[i].copied;
+			struct rb_ring_view v = { f[i].slots, f[i].nslots,
+						  f[i].valid <= f[i].end ? f[i].end : f[i].nslots,
+						  f[i].end, f[i].valid, sizeof(void *) };
+			struct rb_event *ev;
+			size_t ne;
+			if (rb_decode(&v, hal_timer_now(), &ev, &ne, NULL) == 0) {
+				/* A thread the scheduler left running for long may have wrapped:
+				 * then its oldest record is not the start's sync. */
+				check_events(ev, ne, f[i].laps == 0);
+				wrapped += f[i].laps > 0;
+				free(ev);
+			}
+		}
+		if (cycle % 100 == 0) {
+			CHECK_EQ_INT(rb_trace_write(test_tmpdir(), "stress", f, n, NULL, 0), 0);
+			files++;
+		}
+		for (int i = 0; i < n; i++)
+			rb_frozen_release(&f[i]);
+		rb_lock();
+		for (int i = 0; i < THREADS; i++) {
+			int err = rb_start(rings[i]);
+			if (err && err != -EBUSY)
+				test_fail(__FILE__, __LINE__, "cycle %d: start: %d", cycle, err);
+		}
+		rb_unlock();
+	}
+	printf("    %d cycles, %d validated copies, %d wrapped rings, %d files\n", CYCLES, copies,
+	       wrapped, files);
+	for (int i = 0; i < THREADS; i++)
+		atomic_store(&w[i].quit, 1);
+	for (int i = 0; i < THREADS; i++)
+		pthread_join(t[i], NULL);
+	CHECK_EQ_INT(rb_set_max_threads(CONFIG_RB_MAX_TRACED_THREADS), 0);
 }
