@@ -10,8 +10,12 @@
 #include "ringbuf/elf.h"
 #include "ringbuf/tracefile.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -185,4 +189,50 @@ TEST(elf_reader_survives_mutated_binaries)
 	}
 	free(good);
 	free(d);
+}
+
+/* kill -9 while files are being written: every trace file there is whole (only the
+ * temporary names may hold partial data), never a partial file under a final name. */
+TEST(tracefile_kill_9_during_persist_leaves_only_whole_files)
+{
+	static uint64_t slots[1 << 17]; /* 1 MiB: a write takes a while */
+	for (size_t i = 0; i < sizeof(slots) / 8; i++)
+		slots[i] = (uint64_t)i << 32 | 0x401000;
+	struct rb_frozen f = { .slots = slots, .nslots = 1 << 17, .end = 100, .valid = 1 << 17,
+			       .laps = 1, .tid = 7, .name = "victim" };
+	const char *dir = test_tmpdir();
+	int kills = 0;
+	for (int round = 0; round < 20; round++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			for (;;)
+				rb_trace_write(dir, "kill -9", &f, 1, NULL, 0);
+		}
+		struct timespec nap = { 0, 5000000L + (long)round * 7919 % 3 * 30000000L };
+		nanosleep(&nap, NULL);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		kills++;
+	}
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int whole = 0, temporary = 0;
+	while ((e = readdir(d))) {
+		char path[1024];
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (strncmp(e->d_name, ".tmp-", 5) == 0) {
+			temporary++;
+		} else if (strstr(e->d_name, ".jtr")) {
+			struct rb_trace t;
+			char err[256] = "";
+			if (rb_trace_open(path, &t, err, sizeof(err)) != 0)
+				test_fail(__FILE__, __LINE__, "%s is not whole: %s", e->d_name, err);
+			else
+				rb_trace_close(&t);
+			whole++;
+		}
+	}
+	closedir(d);
+	printf("    %d kills: %d whole files, %d temporary leftovers\n", kills, whole, temporary);
+	CHECK(whole > 0);
 }
