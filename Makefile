@@ -56,7 +56,7 @@ NEED_DEPS := deps
 endif
 
 .PHONY: all deps defconfig menuconfig savedefconfig run test check boot-test bench size install \
-	clean distclean help FORCE
+	clean distclean help fuzz fuzz-short FORCE
 .DEFAULT_GOAL := all
 
 deps:
@@ -146,17 +146,45 @@ check: all
 		--static-check $(if $(QEMU_USER),--qemu "$(QEMU_USER)")
 
 # `test`: the host's tests, then the same tests cross-built and run under qemu-user for
-# aarch64 and armv7, then inside those boards booted under qemu-system, then one total line.
+# aarch64 and armv7, then inside those boards booted under qemu-system, a short fuzz run,
+# then one total line.
 # A board that fails does not stop the others: the total says what failed.
 TEST_BOARDS ?= host qemu-virt-aarch64 rpi3-armv7
 BOOT_BOARDS ?= qemu-virt-aarch64 rpi3-armv7
 TEST_RESULTS := $(foreach b,$(TEST_BOARDS),build/$(b)/test-result) \
-	$(foreach b,$(BOOT_BOARDS),build/$(b)/boot-result)
+	$(foreach b,$(BOOT_BOARDS),build/$(b)/boot-result) build/host/fuzz-result
 test:
 	$(Q)rm -f $(TEST_RESULTS); \
 	for b in $(TEST_BOARDS); do $(MAKE) BOARD=$$b O=build/$$b check; done; \
 	for b in $(BOOT_BOARDS); do $(MAKE) BOARD=$$b O=build/$$b boot-test; done; \
+	$(MAKE) BOARD=host O=build/host fuzz-short; \
 	sh tests/total.sh $(TEST_RESULTS)
+
+# ---- fuzzing (host only): libFuzzer with ASan and UBSan, built by clang against the
+# host's libc; a test tool, never shipped. `make fuzz` runs long, make test briefly. ----
+FUZZ_TIME ?= 600
+FUZZ_SRCS := tests/fuzz_tracefile.c ringbuf/crc32.c ringbuf/decode.c ringbuf/tracefile.c \
+	ringbuf/elf.c hal/timer.c
+FUZZER := $(obj)/fuzz/fuzz-tracefile
+$(FUZZER): $(FUZZ_SRCS) $(wildcard ringbuf/*.h hal/*.h) $(CONFIG_H)
+	$(call say,FUZZCC,$(O)/fuzz/fuzz-tracefile)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)clang-14 -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined -I$(srctree) -include $(CONFIG_H) \
+		$(FUZZ_SRCS) -o $@ -lpthread
+
+# Runs from a copy of the committed seeds, so new corpus entries stay in the build folder.
+# The result line counts as one test in make test's total.
+fuzz fuzz-short: $(FUZZER)
+	$(Q)mkdir -p $(obj)/fuzz/corpus && cp tests/fuzz-corpus/tracefile/* $(obj)/fuzz/corpus/
+	$(Q)rm -f $(obj)/fuzz-result; cd $(obj)/fuzz && \
+	./fuzz-tracefile -max_total_time=$(if $(filter fuzz-short,$@),20,$(FUZZ_TIME)) corpus \
+		>log 2>&1; status=$$?; \
+	grep -E '^Done [0-9]+ runs' log; \
+	if [ $$status -eq 0 ]; then echo "ok   fuzz-tracefile"; r="1 passed, 0 failed"; \
+	else tail -n 40 log; echo "FAIL fuzz-tracefile (crash input saved in $(O)/fuzz)"; \
+		r="0 passed, 1 failed"; fi; \
+	echo "fuzz $$r" >$(obj)/fuzz-result; [ $$status -eq 0 ]
 
 # Benchmarks print their figures (medians and ratios measured side by side in one run);
 # targets live here, never in timed tests.
@@ -213,6 +241,7 @@ help:
 	@echo "  check          this board's tests only"
 	@echo "  boot-test      this board's tests inside its kernel under qemu-system"
 	@echo "  bench          benchmarks"
+	@echo "  fuzz           fuzz the trace-file parser and decoder (FUZZ_TIME=600 s)"
 	@echo "  size           stripped program sizes of every board"
 	@echo "  defconfig      load board/$(BOARD)/defconfig into $(O)/.config"
 	@echo "  menuconfig     edit $(O)/.config"

@@ -25,6 +25,8 @@ file:/usr/bin/file
 make:/usr/bin/make
 device-tree-compiler:/usr/bin/dtc
 cpio:/usr/bin/cpio
+clang-14:/usr/bin/clang-14
+libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
 "
 
 missing_packages() {
