@@ -388,31 +388,14 @@ NO_INSTR static int validated_copy(struct rb_ring *r, struct rb_frozen *out)
 	return atomic_load_explicit(&t->pos, memory_order_acquire) ? -EAGAIN : -EINPROGRESS;
 }
 
-NO_INSTR int rb_stop(struct rb_ring *r, unsigned wait_ms, struct rb_frozen *out)
+/* The ring answered (or never will): freeze what it holds. 0, or an error of the copy. */
+NO_INSTR static int finish_stop(struct rb_ring *r, bool answered_now, struct rb_frozen *out)
 {
 	struct rb_tls *t = r->tls;
-	if (r->state != RB_RUNNING)
-		return -EINVAL;
-	memset(out, 0, sizeof(*out));
-	out->nslots = RB_RING_SLOTS;
-	out->tid = r->tid;
-	memcpy(out->name, r->name, sizeof(out->name));
-
-	atomic_store_explicit(&t->limit, 0, memory_order_relaxed);
-	/* Poll for the answer, as Hubble's control thread does (Fig. 4, lines 4-5): at first
-	 * quickly, a busy thread answers within microseconds. */
-	uint64_t waited_us = 0;
-	for (long step = 20;; step = step < 1000 ? step * 2 : 1000) {
-		uintptr_t limit = atomic_load_explicit(&t->limit, memory_order_acquire);
-		if (answered(r, limit)) {
-			freeze_in_place(r, limit, out);
-			r->state = RB_OFF;
-			return 0;
-		}
-		if (waited_us >= (uint64_t)wait_ms * 1000)
-			break;
-		nap_us(step);
-		waited_us += (uint64_t)step;
+	if (answered_now) {
+		freeze_in_place(r, atomic_load_explicit(&t->limit, memory_order_acquire), out);
+		r->state = RB_OFF;
+		return 0;
 	}
 	int err = validated_copy(r, out);
 	if (err == -EINPROGRESS) {
@@ -427,6 +410,56 @@ NO_INSTR int rb_stop(struct rb_ring *r, unsigned wait_ms, struct rb_frozen *out)
 	}
 	if (err == 0)
 		r->state = RB_STOP_PENDING;
+	return err;
+}
+
+NO_INSTR int rb_stop_many(struct rb_ring **rs, int n, unsigned wait_ms, struct rb_frozen *out,
+			  int *errs)
+{
+	int failures = 0;
+	/* Ask them all first, so they freeze at nearly the same moment and the waits overlap. */
+	for (int i = 0; i < n; i++) {
+		memset(&out[i], 0, sizeof(out[i]));
+		out[i].nslots = RB_RING_SLOTS;
+		out[i].tid = rs[i]->tid;
+		memcpy(out[i].name, rs[i]->name, sizeof(out[i].name));
+		errs[i] = rs[i]->state == RB_RUNNING ? 1 /* waiting */ : -EINVAL;
+		if (errs[i] == 1)
+			atomic_store_explicit(&rs[i]->tls->limit, 0, memory_order_relaxed);
+	}
+	/* Poll for the answers, as Hubble's control thread does (Fig. 4, lines 4-5): at first
+	 * quickly, a busy thread answers within microseconds. */
+	uint64_t waited_us = 0;
+	for (long step = 20;; step = step < 1000 ? step * 2 : 1000) {
+		int waiting = 0;
+		for (int i = 0; i < n; i++) {
+			if (errs[i] != 1)
+				continue;
+			uintptr_t limit = atomic_load_explicit(&rs[i]->tls->limit,
+							       memory_order_acquire);
+			if (answered(rs[i], limit))
+				errs[i] = finish_stop(rs[i], true, &out[i]);
+			else
+				waiting++;
+		}
+		if (!waiting || waited_us >= (uint64_t)wait_ms * 1000)
+			break;
+		nap_us(step);
+		waited_us += (uint64_t)step;
+	}
+	/* The rest did not reach a trace point in time (blocked in a system call). */
+	for (int i = 0; i < n; i++) {
+		if (errs[i] == 1)
+			errs[i] = finish_stop(rs[i], false, &out[i]);
+		failures += errs[i] != 0;
+	}
+	return failures;
+}
+
+NO_INSTR int rb_stop(struct rb_ring *r, unsigned wait_ms, struct rb_frozen *out)
+{
+	int err;
+	rb_stop_many(&r, 1, wait_ms, out, &err);
 	return err;
 }
 

@@ -64,6 +64,11 @@ int rb_start(struct rb_ring *r);
  * when the ring changed too fast to copy.
  */
 int rb_stop(struct rb_ring *r, unsigned wait_ms, struct rb_frozen *out);
+/* Stop several rings together (one freeze of the whole process): all are asked first, then
+ * awaited for at most wait_ms in all. errs[i] gets what rb_stop would return for rs[i];
+ * returns how many failed. */
+int rb_stop_many(struct rb_ring **rs, int n, unsigned wait_ms, struct rb_frozen *out,
+		 int *errs);
 void rb_frozen_release(struct rb_frozen *f);
 /* True while tracing runs on this ring. */
 bool rb_running(const struct rb_ring *r);

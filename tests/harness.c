@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TEST_TIMEOUT_S 300 /* generous: armv7 under qemu-user is ~20x slower */
@@ -116,13 +117,16 @@ int main(int argc, char **argv)
 	for (struct test_case *tc = first; tc; tc = tc->next) {
 		if (!selected(tc->name, argc, argv, i))
 			continue;
-		if (run_one(tc)) {
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		int ok = run_one(tc);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		long ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+		if (ok)
 			passed++;
-			printf("ok   %s\n", tc->name);
-		} else {
+		else
 			failed++;
-			printf("FAIL %s\n", tc->name);
-		}
+		printf("%s %s (%ld ms)\n", ok ? "ok  " : "FAIL", tc->name, ms);
 	}
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;

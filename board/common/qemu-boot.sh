@@ -60,8 +60,9 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev
 echo "== jitt hal on \$(uname -m), kernel \$(uname -r)"
 /jitt/bin/jitt hal
-# Every kernel we boot lets user space read the generic timer: the HAL must use it.
-JITT_EXPECT_TIMER=cntvct sh /jitt/run.sh --board "$name (qemu-system)" --bin /jitt/bin --fakes /jitt/fakes --golden /jitt/golden
+# Every kernel we boot lets user space read the generic timer: the HAL must use it. Four
+# emulated CPUs on the build machine's two make the 16-thread stress test crawl: shorter.
+JITT_EXPECT_TIMER=cntvct JITT_STRESS_CYCLES=50 sh /jitt/run.sh --board "$name (qemu-system)" --bin /jitt/bin --fakes /jitt/fakes --golden /jitt/golden
 echo "jitt-boot-test: done"
 poweroff -f
 INIT
