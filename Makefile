@@ -56,7 +56,7 @@ NEED_DEPS := deps
 endif
 
 .PHONY: all deps defconfig menuconfig savedefconfig run test check boot-test bench size install \
-	clean distclean help fuzz fuzz-short FORCE
+	clean distclean help fuzz fuzz-short tsan FORCE
 .DEFAULT_GOAL := all
 
 deps:
@@ -147,17 +147,20 @@ check: all
 
 # `test`: the host's tests, then the same tests cross-built and run under qemu-user for
 # aarch64 and armv7, then inside those boards booted under qemu-system, a short fuzz run,
+# the ring tests under ThreadSanitizer,
 # then one total line.
 # A board that fails does not stop the others: the total says what failed.
 TEST_BOARDS ?= host qemu-virt-aarch64 rpi3-armv7
 BOOT_BOARDS ?= qemu-virt-aarch64 rpi3-armv7
 TEST_RESULTS := $(foreach b,$(TEST_BOARDS),build/$(b)/test-result) \
-	$(foreach b,$(BOOT_BOARDS),build/$(b)/boot-result) build/host/fuzz-result
+	$(foreach b,$(BOOT_BOARDS),build/$(b)/boot-result) build/host/fuzz-result \
+	build/host/tsan-result
 test:
 	$(Q)rm -f $(TEST_RESULTS); \
 	for b in $(TEST_BOARDS); do $(MAKE) BOARD=$$b O=build/$$b check; done; \
 	for b in $(BOOT_BOARDS); do $(MAKE) BOARD=$$b O=build/$$b boot-test; done; \
 	$(MAKE) BOARD=host O=build/host fuzz-short; \
+	$(MAKE) BOARD=host O=build/host tsan; \
 	sh tests/total.sh $(TEST_RESULTS)
 
 # ---- fuzzing (host only): libFuzzer with ASan and UBSan, built by clang against the
@@ -185,6 +188,29 @@ fuzz fuzz-short: $(FUZZER)
 	else tail -n 40 log; echo "FAIL fuzz-tracefile (crash input saved in $(O)/fuzz)"; \
 		r="0 passed, 1 failed"; fi; \
 	echo "fuzz $$r" >$(obj)/fuzz-result; [ $$status -eq 0 ]
+
+# ---- ThreadSanitizer (host only): the ring tests built by gcc against the host's libc
+# with -fsanitize=thread; a test tool, never shipped. Part of make test. ----
+TSAN_SRCS := tests/harness.c tests/test_ring.c tests/test_decode.c tests/test_timer.c \
+	tests/untraced.c $(patsubst %.o,%.c,$(hal-y) $(rb-y) $(rb-hooks-y))
+TSAN := $(obj)/tsan/unit-tests-tsan
+$(TSAN): $(TSAN_SRCS) tests/traced.c $(wildcard ringbuf/*.h hal/*.h tests/*.h) $(CONFIG_H)
+	$(call say,TSANCC,$(O)/tsan/unit-tests-tsan)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)gcc -std=gnu11 -g -O1 -fsanitize=thread -fPIE -pie -I$(srctree) -include $(CONFIG_H) \
+		-finstrument-functions -c tests/traced.c -o $(obj)/tsan/traced.o
+	$(Q)gcc -std=gnu11 -g -O1 -fsanitize=thread -fPIE -pie -I$(srctree) -include $(CONFIG_H) \
+		$(TSAN_SRCS) $(obj)/tsan/traced.o -o $@ -lpthread
+
+# ThreadSanitizer needs a fixed address-space layout on some kernels: setarch -R.
+tsan: $(TSAN)
+	$(Q)rm -f $(obj)/tsan-result; \
+	TSAN_OPTIONS="halt_on_error=1 exitcode=66" \
+		setarch -R $(TSAN) ring decode timer >$(obj)/tsan/log 2>&1; status=$$?; \
+	grep -E '^(ok|FAIL)|WARNING: ThreadSanitizer' $(obj)/tsan/log | sed 's/^/  tsan: /'; \
+	if [ $$status -eq 0 ]; then r="1 passed, 0 failed"; \
+	else tail -n 60 $(obj)/tsan/log; r="0 passed, 1 failed"; fi; \
+	echo "tsan $$r" >$(obj)/tsan-result; [ $$status -eq 0 ]
 
 # Benchmarks print their figures (medians and ratios measured side by side in one run);
 # targets live here, never in timed tests.
@@ -242,6 +268,7 @@ help:
 	@echo "  boot-test      this board's tests inside its kernel under qemu-system"
 	@echo "  bench          benchmarks"
 	@echo "  fuzz           fuzz the trace-file parser and decoder (FUZZ_TIME=600 s)"
+	@echo "  tsan           the ring tests under ThreadSanitizer"
 	@echo "  size           stripped program sizes of every board"
 	@echo "  defconfig      load board/$(BOARD)/defconfig into $(O)/.config"
 	@echo "  menuconfig     edit $(O)/.config"
