@@ -146,10 +146,9 @@ check: all
 		--static-check $(if $(QEMU_USER),--qemu "$(QEMU_USER)")
 
 # `test`: the host's tests, then the same tests cross-built and run under qemu-user for
-# aarch64 and armv7, then inside those boards booted under qemu-system, a short fuzz run,
-# the ring tests under ThreadSanitizer,
-# then one total line.
-# A board that fails does not stop the others: the total says what failed.
+# aarch64 and armv7, then inside those boards booted under qemu-system, then a short fuzz
+# run and the ring tests under ThreadSanitizer, then one total line. A part that fails does
+# not stop the others: the total says what failed.
 TEST_BOARDS ?= host qemu-virt-aarch64 rpi3-armv7
 BOOT_BOARDS ?= qemu-virt-aarch64 rpi3-armv7
 TEST_RESULTS := $(foreach b,$(TEST_BOARDS),build/$(b)/test-result) \
