@@ -23,8 +23,23 @@
  * One compare serves both: limit is the ring's end, so p reaches it only when the ring
  * wraps; a stop request sets limit to 0, so every p is past it and the next trace point
  * takes the slow path, which answers with the exact end position (a two-slot record is
- * never cut) and turns tracing off. Why this shape, measured (make bench, bench-trace):
- * see the comment at the head of bench/ring-variants in tests/bench_trace.c.
+ * never cut) and turns tracing off.
+ *
+ * Why this shape (bench-trace, Hubble's Listing 1, work 0, x86_64 VM, medians, ns per
+ * trace point over the uninstrumented build; the "alt" variants are in
+ * tests/bench_listing1_plain.c):
+ *   this design             on 8.66   off 0.40
+ *   mask that wraps and     on 8.52   off 8.39  (funtrace: no off branch, but "off" still
+ *     disables                                   reads the timer and stores)
+ *   NULL + end compare +    on 8.50   off 0.14  (the same off path, written by hand in an
+ *     separate stop flag                         uninstrumented function; one more load,
+ *                                                compare and branch when on)
+ *   physical limit          on 8.04             (timer read + one store, masked index)
+ * On x86 the timer read (rdtsc, ~8 ns here) hides the differences when tracing is on, so
+ * the choice rests on the off cost, which rules out the mask, and on the instruction
+ * count (tests/count-trace-insns.sh), where one compare instead of two saves two
+ * instructions per trace point. A guard page at the ring's end would save the compare but
+ * needs a signal handler on the hot path's wrap, which a library cannot own safely.
  *
  * Every access to the control words and the slots is a relaxed C11 atomic, which compiles
  * to plain loads and stores on ARM and x86: no lock, no read-modify-write, no undefined

@@ -5,6 +5,8 @@
  * differently (tests/Kbuild), so the variants are measured side by side in one program.
  * ENTER and EXIT are what the variant adds at the function's entry and exit.
  */
+#include <stdint.h>
+
 #define LISTING1(name, ENTER, EXIT)                                     \
 	__attribute__((noinline)) long name(int depth, int work, long sum) \
 	{                                                               \
@@ -24,3 +26,6 @@ long listing1_plain(int depth, int work, long sum);
 long listing1_traced(int depth, int work, long sum);
 long listing1_bare_call(int depth, int work, long sum);
 long listing1_limit(int depth, int work, long sum);
+long listing1_alt_mask(int depth, int work, long sum);
+long listing1_alt_two(int depth, int work, long sum);
+void bench_alternatives_setup(uint64_t *ring, uint64_t nslots, int on);

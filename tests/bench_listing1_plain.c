@@ -27,3 +27,57 @@ static __thread uint32_t limit_idx;
 	} while (0)
 
 LISTING1(listing1_limit, LIMIT_POINT(listing1_limit), LIMIT_POINT(0))
+
+/*
+ * Alternatives to jitt's trace point, for the comparison in bench-trace (the numbers that
+ * chose trace.h's design). Each has the same duties: off check (or none), timer, store,
+ * wrap, stop check.
+ */
+
+/* A: funtrace's mask, which both wraps and "disables" (mask 0 pins every store to slot 0):
+ * no off branch at all, but tracing off still pays the timer and the store. */
+struct alt_mask {
+	uint64_t *base;
+	uint64_t idx, mask;
+	uint64_t stop;
+};
+__thread struct alt_mask alt_mask;
+#define MASK_POINT(low)                                                                   \
+	do {                                                                              \
+		struct alt_mask *m_ = &alt_mask;                                          \
+		uint64_t i_ = m_->idx;                                                    \
+		m_->base[i_] = hal_counter_read() << 32 | (uintptr_t)(low);               \
+		m_->idx = (i_ + 1) & m_->mask;                                            \
+		if (__builtin_expect(m_->stop, 0))                                        \
+			m_->mask = 0;                                                     \
+	} while (0)
+LISTING1(listing1_alt_mask, MASK_POINT(listing1_alt_mask), MASK_POINT(0))
+
+/* B: a NULL pointer when off, a separate end compare for the wrap and a separate stop
+ * flag: what jitt's single compare against `limit` replaces. */
+struct alt_two {
+	uint64_t *pos, *base, *end;
+	uint64_t stop;
+};
+__thread struct alt_two alt_two;
+#define TWO_POINT(low)                                                                    \
+	do {                                                                              \
+		struct alt_two *t_ = &alt_two;                                            \
+		uint64_t *p_ = t_->pos;                                                   \
+		if (p_) {                                                                 \
+			*p_++ = hal_counter_read() << 32 | (uintptr_t)(low);              \
+			if (__builtin_expect(p_ == t_->end, 0))                           \
+				p_ = t_->base;                                            \
+			t_->pos = p_;                                                     \
+			if (__builtin_expect(t_->stop, 0))                                \
+				t_->pos = 0;                                              \
+		}                                                                         \
+	} while (0)
+LISTING1(listing1_alt_two, TWO_POINT(listing1_alt_two), TWO_POINT(0))
+
+void bench_alternatives_setup(uint64_t *ring, uint64_t nslots, int on);
+void bench_alternatives_setup(uint64_t *ring, uint64_t nslots, int on)
+{
+	alt_mask = (struct alt_mask){ ring, 0, on ? nslots - 1 : 0, 0 };
+	alt_two = (struct alt_two){ on ? ring : 0, ring, ring + nslots, 0 };
+}

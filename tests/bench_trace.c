@@ -3,7 +3,8 @@
  * bench-trace: the cost of one trace point, Hubble's Listing 1 method (section 8.1, Table 2)
  * on each CPU class the HAL finds. Per variant and work value: ns per call of the depth-10
  * recursion, then ns per trace point over the uninstrumented build (2 trace points per call)
- * and the overhead in %. Medians of several runs, all variants interleaved in one run.
+ * and the overhead in %. Medians of several runs, all variants interleaved in one run. The
+ * "alt" rows are the designs trace.h was chosen against (tests/bench_listing1_plain.c).
  */
 #include "hal/cpu.h"
 #include "hal/timer.h"
@@ -32,17 +33,24 @@ static int cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-enum { PLAIN, OFF, ON, BARE, LIMIT, NVARIANTS };
-static const char *const names[] = { "uninstrumented", "tracing off", "tracing on",
-				     "empty hook (bare call)", "physical limit" };
+enum { PLAIN, OFF, ON, BARE, LIMIT, MASK_ON, MASK_OFF, TWO_ON, TWO_OFF, NVARIANTS };
+static const char *const names[] = {
+	"uninstrumented", "tracing off",  "tracing on",   "empty hook (bare call)",
+	"physical limit", "alt mask on",  "alt mask off", "alt two checks on",
+	"alt two checks off",
+};
+static uint64_t alt_ring[RB_RING_SLOTS];
 
 /* ns per call of the depth-10 recursion. */
 static double run(int variant, int work, long calls)
 {
-	long (*fn)(int, int, long) = variant == PLAIN ? listing1_plain
-				     : variant == BARE ? listing1_bare_call
+	long (*fn)(int, int, long) = variant == PLAIN	? listing1_plain
+				     : variant == BARE	? listing1_bare_call
 				     : variant == LIMIT ? listing1_limit
-							: listing1_traced;
+				     : variant == MASK_ON || variant == MASK_OFF ? listing1_alt_mask
+				     : variant == TWO_ON || variant == TWO_OFF	 ? listing1_alt_two
+										 : listing1_traced;
+	bench_alternatives_setup(alt_ring, RB_RING_SLOTS, variant == MASK_ON || variant == TWO_ON);
 	if (variant == ON)
 		rb_trace_self(true);
 	uint64_t t0 = now_ns();
