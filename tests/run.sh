@@ -69,6 +69,25 @@ for expected in "$golden"/hal-*.txt; do
 	fi
 done
 
+# Golden outputs of `jitt decode` on committed trace files (the first line names the path,
+# which differs between machines). The files come from another machine: their modules'
+# symbols are not here, so names print as build-id+offset everywhere.
+for trace in "$golden"/decode-*.jtr; do
+	[ -f "$trace" ] || continue
+	expected=${trace%.jtr}.txt
+	got=$($qemu "$bin/jitt" decode "$trace" 2>&1 | tail -n +2)
+	if [ "$got" = "$(cat "$expected")" ]; then
+		echo "ok   jitt decode ${trace##*/}"
+		passed=$((passed + 1))
+	else
+		echo "FAIL jitt decode ${trace##*/}; expected:"
+		cat "$expected"
+		echo "  got:"
+		echo "$got"
+		failed=$((failed + 1))
+	fi
+done
+
 # Static musl links only: glibc's objects (/usr/lib/<triplet>-gnu/, /usr/<triplet>/lib/)
 # must never get in, so every input the linker loaded must come from an allowed place
 # (our build, musl, gcc, or gcc's own temporary LTO objects).
