@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+#include "harness.h"
+#include "agent/jitt.h"
+#include "ringbuf/ring.h"
+#include "ringbuf/trace.h"
+#include "tests/traced.h"
+
+#include <errno.h>
+#include <pthread.h>
+
+TEST(api_trace_thread_on_off_and_name)
+{
+	CHECK_EQ_INT(jitt_thread_name("ui"), 0); /* names (and registers) the thread */
+	CHECK_EQ_INT(jitt_trace_thread(true), 0);
+	uintptr_t before = atomic_load(&rb_tls.pos) & ~(uintptr_t)1;
+	traced_empty();
+	CHECK_EQ_U64((atomic_load(&rb_tls.pos) & ~(uintptr_t)1) - before, 16);
+	CHECK_EQ_INT(jitt_trace_thread(false), 0);
+	CHECK_EQ_U64(atomic_load(&rb_tls.pos), 0);
+	traced_empty(); /* off: nothing written, nothing crashes */
+	CHECK_EQ_INT(jitt_thread_name(NULL), -EINVAL);
+	struct rb_ring *r;
+	rb_lock();
+	CHECK_EQ_INT(rb_rings(&r, 1), 1);
+	rb_unlock();
+	CHECK_EQ_INT(rb_thread_unregister(), 0);
+}
+
+static void *third(void *arg)
+{
+	(void)arg;
+	return (void *)(intptr_t)jitt_trace_thread(true);
+}
+
+TEST(api_more_threads_than_rings_get_ebusy)
+{
+	CHECK_EQ_INT(rb_set_max_threads(1), 0);
+	CHECK_EQ_INT(jitt_trace_thread(true), 0);
+	pthread_t t;
+	void *ret;
+	pthread_create(&t, NULL, third, NULL);
+	pthread_join(t, &ret);
+	CHECK_EQ_INT((intptr_t)ret, -EBUSY);
+	CHECK_EQ_INT(jitt_trace_thread(false), 0);
+	CHECK_EQ_INT(rb_thread_unregister(), 0);
+	CHECK_EQ_INT(rb_set_max_threads(CONFIG_RB_MAX_TRACED_THREADS), 0);
+}
