@@ -230,6 +230,7 @@ INSN_BOARDS ?= $(sort $(BOARD) qemu-virt-aarch64 rpi3-armv7)
 bench: $(obj)/bin/bench-timer $(obj)/bin/bench-trace
 	$(Q)$(QEMU_USER) $(obj)/bin/bench-timer
 	$(Q)$(QEMU_USER) $(obj)/bin/bench-trace
+	$(Q)echo; $(if $(QEMU_USER),echo "callgrind: host only",sh tests/callgrind-trace.sh $(obj)/bin/bench-trace)
 	$(Q)for b in $(INSN_BOARDS); do \
 		$(MAKE) BOARD=$$b O=build/$$b all >/dev/null || exit 1; \
 		prefix=$$(sed -n 's/^CROSS_COMPILE *:= *//p' board/$$b/board.mk); \

@@ -93,7 +93,21 @@ static void bench_class(const char *label)
 	}
 }
 
-int main(void)
+/* `bench-trace --only VARIANT CALLS`: run one variant, for counting its instructions under
+ * valgrind --tool=callgrind (tests/callgrind-trace.sh). */
+static int run_only(const char *variant, long calls)
+{
+	for (int v = 0; v < NVARIANTS; v++) {
+		if (strcmp(names[v], variant) == 0) {
+			run(v, 0, calls);
+			return 0;
+		}
+	}
+	fprintf(stderr, "bench-trace: no variant '%s'\n", variant);
+	return 2;
+}
+
+int main(int argc, char **argv)
 {
 	hal_timer_init();
 	const struct hal_timer_info *ti = hal_timer_info();
@@ -104,6 +118,8 @@ int main(void)
 		fprintf(stderr, "bench-trace: cannot register a ring\n");
 		return 1;
 	}
+	if (argc == 4 && strcmp(argv[1], "--only") == 0)
+		return run_only(argv[2], atol(argv[3]));
 	struct hal_topology topo;
 	if (hal_topology_load(&topo) != 0 || topo.nclasses == 1) {
 		bench_class(topo.nclasses == 1 ? "all CPUs (one class)" : "unpinned");
