@@ -56,7 +56,7 @@ NEED_DEPS := deps
 endif
 
 .PHONY: all deps defconfig menuconfig savedefconfig run test check boot-test bench size install \
-	clean distclean help fuzz fuzz-short tsan FORCE
+	clean distclean help fuzz fuzz-short tsan dyn-check FORCE
 .DEFAULT_GOAL := all
 
 deps:
@@ -153,13 +153,14 @@ TEST_BOARDS ?= host qemu-virt-aarch64 rpi3-armv7
 BOOT_BOARDS ?= qemu-virt-aarch64 rpi3-armv7
 TEST_RESULTS := $(foreach b,$(TEST_BOARDS),build/$(b)/test-result) \
 	$(foreach b,$(BOOT_BOARDS),build/$(b)/boot-result) build/host/fuzz-result \
-	build/host/tsan-result
+	build/host/tsan-result build/host/dyn-result
 test:
 	$(Q)rm -f $(TEST_RESULTS); \
 	for b in $(TEST_BOARDS); do $(MAKE) BOARD=$$b O=build/$$b check; done; \
 	for b in $(BOOT_BOARDS); do $(MAKE) BOARD=$$b O=build/$$b boot-test; done; \
 	$(MAKE) BOARD=host O=build/host fuzz-short; \
 	$(MAKE) BOARD=host O=build/host tsan; \
+	$(MAKE) BOARD=host O=build/host dyn-check; \
 	sh tests/total.sh $(TEST_RESULTS)
 
 # ---- fuzzing (host only): libFuzzer with ASan and UBSan, built by clang against the
@@ -210,6 +211,26 @@ tsan: $(TSAN)
 	if [ $$status -eq 0 ]; then r="1 passed, 0 failed"; \
 	else tail -n 60 $(obj)/tsan/log; r="0 passed, 1 failed"; fi; \
 	echo "tsan $$r" >$(obj)/tsan-result; [ $$status -eq 0 ]
+
+# ---- a dynamically linked program (host only): PIE, glibc, an instrumented shared
+# library; libjitt must support OEM services built that way too. Part of make test. ----
+DYN := $(obj)/dyn/dyn-main
+DYN_SRCS := tests/dyn_main.c $(patsubst %.o,%.c,$(hal-y) $(rb-y) $(rb-hooks-y))
+$(DYN): $(DYN_SRCS) tests/dyn_lib.c tests/dyn_work.c $(wildcard ringbuf/*.h hal/*.h) $(CONFIG_H)
+	$(call say,DYNCC,$(O)/dyn/dyn-main)
+	$(Q)mkdir -p $(dir $@)
+	$(Q)gcc -std=gnu11 -O2 -flto -fPIC -shared -finstrument-functions -I$(srctree) \
+		-include $(CONFIG_H) tests/dyn_lib.c -o $(obj)/dyn/libdyntraced.so
+	$(Q)gcc -std=gnu11 -O2 -flto -fPIE -finstrument-functions -I$(srctree) \
+		-include $(CONFIG_H) -c tests/dyn_work.c -o $(obj)/dyn/dyn_work.o
+	$(Q)gcc -std=gnu11 -O2 -flto -Wall -Werror -fPIE -pie -rdynamic -Wl,--build-id=sha1 -I$(srctree) \
+		-include $(CONFIG_H) $(DYN_SRCS) $(obj)/dyn/dyn_work.o -o $@ -L$(obj)/dyn -ldyntraced \
+		-Wl,-rpath,'$$ORIGIN' -lpthread -ldl
+
+dyn-check: $(DYN)
+	$(Q)mkdir -p $(obj)/dyn/spool; $(DYN) $(obj)/dyn/spool >$(obj)/dyn/log 2>&1; \
+	status=$$?; cat $(obj)/dyn/log; \
+	echo "dynamic $$(tail -n 1 $(obj)/dyn/log)" >$(obj)/dyn-result; [ $$status -eq 0 ]
 
 # Benchmarks print their figures (medians and ratios measured side by side in one run);
 # targets live here, never in timed tests.
