@@ -10,6 +10,8 @@
 #ifndef JITT_RINGBUF_RING_H
 #define JITT_RINGBUF_RING_H
 
+#include "ringbuf/decode.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -32,6 +34,20 @@ struct rb_frozen {
 	char name[RB_NAME_MAX];
 	void *copy; /* owned buffer of a copy, freed by rb_frozen_release */
 };
+
+/* How many slots from index 0 hold what a frozen ring needs: up to the end when the valid
+ * records do not wrap around, else all of them. */
+static inline uint64_t rb_frozen_stored(const struct rb_frozen *f)
+{
+	return f->valid <= f->end ? f->end : f->nslots;
+}
+
+/* A frozen ring as the decoder reads it. */
+static inline struct rb_ring_view rb_frozen_view(const struct rb_frozen *f)
+{
+	return (struct rb_ring_view){ f->slots, f->nslots, rb_frozen_stored(f), f->end, f->valid,
+				      sizeof(void *) };
+}
 
 /* Give the calling thread a ring (tracing stays off until rb_start). Returns 0, -EALREADY,
  * -EBUSY when CONFIG_RB_MAX_TRACED_THREADS rings exist, -ENOMEM, or -ERANGE when this

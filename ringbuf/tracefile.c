@@ -221,7 +221,7 @@ int rb_trace_write(const char *dir, const char *reason, const struct rb_frozen *
 		size += sizeof(struct file_module) + pad8(mods->m[i].path_len);
 	for (int i = 0; i < nthreads; i++) {
 		const struct rb_frozen *f = &threads[i];
-		size += sizeof(struct file_thread) + 8 * (f->valid <= f->end ? f->end : f->nslots);
+		size += sizeof(struct file_thread) + 8 * rb_frozen_stored(f);
 	}
 	size += 8;
 	h.file_size = size;
@@ -251,7 +251,7 @@ int rb_trace_write(const char *dir, const char *reason, const struct rb_frozen *
 					  .nslots = f->nslots,
 					  .end = f->end,
 					  .valid = f->valid,
-					  .stored = f->valid <= f->end ? f->end : f->nslots,
+					  .stored = rb_frozen_stored(f),
 					  .laps = f->laps };
 		memcpy(ft.name, f->name, sizeof(ft.name));
 		put(&w, &ft, sizeof(ft));

@@ -49,24 +49,28 @@ case $line in
 esac
 rm -f "$out"
 
+# One golden comparison: what (the test's name), the expected file, the output.
+golden_check() {
+	if [ "$3" = "$(cat "$2")" ]; then
+		echo "ok   $1"
+		passed=$((passed + 1))
+	else
+		echo "FAIL $1; expected:"
+		cat "$2"
+		echo "  got:"
+		echo "$3"
+		failed=$((failed + 1))
+	fi
+}
+
 # Golden outputs of `jitt hal --root <fake tree>`. The timer section describes the machine
 # the test runs on, not the fake tree, so it is left out of the comparison.
 for expected in "$golden"/hal-*.txt; do
 	[ -f "$expected" ] || continue
 	name=${expected##*/hal-}
 	name=${name%.txt}
-	got=$($qemu "$bin/jitt" hal --root "$fakes/$name" 2>&1 |
-		awk '/^[a-z]/ { skip = ($1 == "timer:") } !skip')
-	if [ "$got" = "$(cat "$expected")" ]; then
-		echo "ok   jitt hal --root $name"
-		passed=$((passed + 1))
-	else
-		echo "FAIL jitt hal --root $name; expected:"
-		cat "$expected"
-		echo "  got:"
-		echo "$got"
-		failed=$((failed + 1))
-	fi
+	golden_check "jitt hal --root $name" "$expected" "$($qemu "$bin/jitt" hal --root \
+		"$fakes/$name" 2>&1 | awk '/^[a-z]/ { skip = ($1 == "timer:") } !skip')"
 done
 
 # Golden outputs of `jitt decode` on committed trace files (the first line names the path,
@@ -74,18 +78,8 @@ done
 # symbols are not here, so names print as build-id+offset everywhere.
 for trace in "$golden"/decode-*.jtr; do
 	[ -f "$trace" ] || continue
-	expected=${trace%.jtr}.txt
-	got=$($qemu "$bin/jitt" decode "$trace" 2>&1 | tail -n +2)
-	if [ "$got" = "$(cat "$expected")" ]; then
-		echo "ok   jitt decode ${trace##*/}"
-		passed=$((passed + 1))
-	else
-		echo "FAIL jitt decode ${trace##*/}; expected:"
-		cat "$expected"
-		echo "  got:"
-		echo "$got"
-		failed=$((failed + 1))
-	fi
+	golden_check "jitt decode ${trace##*/}" "${trace%.jtr}.txt" \
+		"$($qemu "$bin/jitt" decode "$trace" 2>&1 | tail -n +2)"
 done
 
 # Static musl links only: glibc's objects (/usr/lib/<triplet>-gnu/, /usr/<triplet>/lib/)

@@ -124,8 +124,7 @@ TEST(ring_clean_stop_freezes_a_consistent_call_tree)
 		CHECK_EQ_INT(rb_stop(r, 1000, &f), 0);
 		rb_unlock();
 		CHECK(!f.copied);
-		struct rb_ring_view v = { f.slots, f.nslots, f.valid <= f.end ? f.end : f.nslots,
-					  f.end, f.valid, sizeof(void *) };
+		struct rb_ring_view v = rb_frozen_view(&f);
 		struct rb_event *ev;
 		size_t n;
 		struct rb_decode_stats st;
@@ -160,8 +159,7 @@ TEST(ring_blocked_thread_gets_a_validated_copy)
 	CHECK(f.copied);
 	CHECK_EQ_INT(rb_start(r), -EBUSY); /* the thread has not answered yet */
 	rb_unlock();
-	struct rb_ring_view v = { f.slots, f.nslots, f.valid <= f.end ? f.end : f.nslots, f.end,
-				  f.valid, sizeof(void *) };
+	struct rb_ring_view v = rb_frozen_view(&f);
 	struct rb_event *ev;
 	size_t n;
 	CHECK_EQ_INT(rb_decode(&v, hal_timer_now(), &ev, &n, NULL), 0);
@@ -286,9 +284,7 @@ TEST(ring_sixteen_threads_stopped_and_restarted_a_thousand_times)
 		}
 		for (int i = 0; i < n; i++) {
 			copies += f[i].copied;
-			struct rb_ring_view v = { f[i].slots, f[i].nslots,
-						  f[i].valid <= f[i].end ? f[i].end : f[i].nslots,
-						  f[i].end, f[i].valid, sizeof(void *) };
+			struct rb_ring_view v = rb_frozen_view(&f[i]);
 			struct rb_event *ev;
 			size_t ne;
 			if (rb_decode(&v, hal_timer_now(), &ev, &ne, NULL) == 0) {
