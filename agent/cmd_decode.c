@@ -2,9 +2,9 @@
 /* `jitt decode FILE`: a trace file as people read it: every thread's calls, in order, with
  * whole timestamps, names where the binary on this machine has symbols. */
 #include "cli.h"
+#include "agent/symbols.h"
 #include "hal/timer.h"
 #include "ringbuf/decode.h"
-#include "ringbuf/elf.h"
 #include "ringbuf/tracefile.h"
 
 #include <errno.h>
@@ -16,60 +16,12 @@
 
 #define MAX_INDENT 32
 
-struct symbolizer {
-	const struct rb_trace *t;
-	struct rb_elf *elf; /* per module, loaded on first use */
-	int *state;         /* 0 not tried, 1 loaded and matching, -1 unusable */
-};
-
-static void hex(const uint8_t *b, unsigned n, char *out)
+/* The name of an entry's function. */
+static void name_of(struct agent_symbols *s, const struct rb_event *e, char *out, size_t size)
 {
-	for (unsigned i = 0; i < n; i++)
-		sprintf(out + 2 * i, "%02x", b[i]);
-	out[2 * n] = '\0';
-}
-
-static bool module_ready(struct symbolizer *s, int m)
-{
-	if (s->state[m] == 0) {
-		const struct rb_module *mod = &s->t->modules[m];
-		s->state[m] = -1;
-		if (rb_elf_load(mod->path, &s->elf[m]) == 0) {
-			/* Without a build-id on both sides nothing proves it is the same file. */
-			bool same = mod->build_id_len && s->elf[m].build_id_len == mod->build_id_len &&
-				    memcmp(s->elf[m].build_id, mod->build_id, mod->build_id_len) == 0;
-			if (same && s->elf[m].nsyms)
-				s->state[m] = 1;
-		}
-	}
-	return s->state[m] == 1;
-}
-
-/* "name", "name+0x12", or "<build-id>+0xoffset" for a module we cannot read. */
-static void name_of(struct symbolizer *s, const struct rb_event *e, char *out, size_t size)
-{
-	uint64_t vaddr;
-	int m = rb_trace_resolve(s->t, e, &vaddr);
-	if (m < 0) {
-		snprintf(out, size, "?0x%llx", (unsigned long long)e->id);
-		return;
-	}
-	if (module_ready(s, m)) {
-		const struct rb_symbol *sym = rb_elf_lookup(&s->elf[m], vaddr);
-		if (sym) {
-			if (vaddr == sym->addr)
-				snprintf(out, size, "%s", sym->name);
-			else
-				snprintf(out, size, "%s+0x%llx", sym->name,
-					 (unsigned long long)(vaddr - sym->addr));
-			return;
-		}
-	}
-	const struct rb_module *mod = &s->t->modules[m];
-	char id[65] = "no-build-id";
-	if (mod->build_id_len)
-		hex(mod->build_id, mod->build_id_len > 8 ? 8 : mod->build_id_len, id);
-	snprintf(out, size, "%s+0x%llx", id, (unsigned long long)vaddr);
+	uint64_t vaddr = e->id;
+	int m = rb_trace_resolve(s->trace, e, &vaddr);
+	agent_symbol_name(s, m, vaddr, out, size);
 }
 
 static double ms(const struct rb_trace *t, uint64_t from, uint64_t to)
@@ -77,9 +29,9 @@ static double ms(const struct rb_trace *t, uint64_t from, uint64_t to)
 	return (double)hal_ticks_to_ns(to - from, t->timer_hz) / 1e6;
 }
 
-static void print_thread(struct symbolizer *s, const struct rb_file_thread *th)
+static void print_thread(struct agent_symbols *s, const struct rb_file_thread *th)
 {
-	const struct rb_trace *t = s->t;
+	const struct rb_trace *t = s->trace;
 	printf("\nthread %u \"%s\": ring of %llu slots, %u laps, %llu valid, %s\n", th->tid,
 	       th->name, (unsigned long long)th->view.nslots, th->laps,
 	       (unsigned long long)th->view.valid,
@@ -165,26 +117,23 @@ int cmd_decode(int argc, char **argv)
 	       argv[1], t.reason, when, (unsigned)(t.ref_realtime_ns % 1000000000u / 1000), t.pid,
 	       (unsigned long long)t.timer_hz, t.word_size * 8);
 
-	struct symbolizer s = { &t, calloc(t.nmodules + 1, sizeof(struct rb_elf)),
-				calloc(t.nmodules + 1, sizeof(int)) };
-	if (!s.elf || !s.state) {
+	struct agent_symbols s;
+	if (agent_symbols_open(&s, &t) != 0) {
 		fprintf(stderr, "jitt decode: out of memory\n");
+		rb_trace_close(&t);
 		return 1;
 	}
 	for (uint32_t m = 0; m < t.nmodules; m++) {
 		char id[65] = "none";
 		if (t.modules[m].build_id_len)
-			hex(t.modules[m].build_id, t.modules[m].build_id_len, id);
+			agent_hex(t.modules[m].build_id, t.modules[m].build_id_len, id);
 		printf("  module %u: %s build-id %s%s\n", m, t.modules[m].path, id,
-		       m == 0 ? (module_ready(&s, 0) ? " (symbols)" : " (no matching symbols here)")
+		       m == 0 ? (agent_symbols_ready(&s, 0) ? " (symbols)" : " (no matching symbols here)")
 			      : "");
 	}
 	for (uint32_t i = 0; i < t.nthreads; i++)
 		print_thread(&s, &t.threads[i]);
-	for (uint32_t m = 0; m < t.nmodules; m++)
-		rb_elf_free(&s.elf[m]);
-	free(s.elf);
-	free(s.state);
+	agent_symbols_close(&s);
 	rb_trace_close(&t);
 	return 0;
 }

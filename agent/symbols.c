@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+#include "symbols.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void agent_hex(const uint8_t *b, unsigned n, char *out)
+{
+	for (unsigned i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", b[i]);
+	out[2 * n] = '\0';
+}
+
+int agent_symbols_open(struct agent_symbols *s, const struct rb_trace *t)
+{
+	s->trace = t;
+	s->elf = calloc(t->nmodules + 1, sizeof(*s->elf));
+	s->state = calloc(t->nmodules + 1, sizeof(*s->state));
+	if (!s->elf || !s->state) {
+		agent_symbols_close(s);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+void agent_symbols_close(struct agent_symbols *s)
+{
+	if (s->elf && s->trace)
+		for (uint32_t m = 0; m < s->trace->nmodules; m++)
+			rb_elf_free(&s->elf[m]);
+	free(s->elf);
+	free(s->state);
+	s->elf = NULL;
+	s->state = NULL;
+}
+
+bool agent_symbols_ready(struct agent_symbols *s, int m)
+{
+	if (m < 0 || (uint32_t)m >= s->trace->nmodules)
+		return false;
+	if (s->state[m] == 0) {
+		const struct rb_module *mod = &s->trace->modules[m];
+		s->state[m] = -1;
+		if (rb_elf_load(mod->path, &s->elf[m]) == 0) {
+			/* Without a build-id on both sides nothing proves it is the same file. */
+			bool same = mod->build_id_len && s->elf[m].build_id_len == mod->build_id_len &&
+				    memcmp(s->elf[m].build_id, mod->build_id, mod->build_id_len) == 0;
+			if (same && s->elf[m].nsyms)
+				s->state[m] = 1;
+		}
+	}
+	return s->state[m] == 1;
+}
+
+void agent_symbol_name(struct agent_symbols *s, int m, uint64_t vaddr, char *out, size_t size)
+{
+	if (m < 0 || (uint32_t)m >= s->trace->nmodules) {
+		snprintf(out, size, "?0x%llx", (unsigned long long)vaddr);
+		return;
+	}
+	if (agent_symbols_ready(s, m)) {
+		const struct rb_symbol *sym = rb_elf_lookup(&s->elf[m], vaddr);
+		if (sym) {
+			if (vaddr == sym->addr)
+				snprintf(out, size, "%s", sym->name);
+			else
+				snprintf(out, size, "%s+0x%llx", sym->name,
+					 (unsigned long long)(vaddr - sym->addr));
+			return;
+		}
+	}
+	const struct rb_module *mod = &s->trace->modules[m];
+	char id[65] = "no-build-id";
+	if (mod->build_id_len)
+		agent_hex(mod->build_id, mod->build_id_len > 8 ? 8 : mod->build_id_len, id);
+	snprintf(out, size, "%s+0x%llx", id, (unsigned long long)vaddr);
+}
