@@ -6,5 +6,6 @@
 /* Each returns the process exit status: 0 ok, 1 failure, 2 usage error. */
 int cmd_hal(int argc, char **argv);
 int cmd_decode(int argc, char **argv);
+int cmd_summarize(int argc, char **argv);
 
 #endif

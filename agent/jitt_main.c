@@ -12,6 +12,7 @@ static const struct {
 } commands[] = {
 	{ "hal", cmd_hal, "timer source, CPU classes and network state of this machine" },
 	{ "decode", cmd_decode, "print a trace file: every thread's calls with whole timestamps" },
+	{ "summarize", cmd_summarize, "a trace file's top self-time functions, per thread" },
 };
 
 static int usage(FILE *out)

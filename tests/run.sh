@@ -80,6 +80,10 @@ for trace in "$golden"/decode-*.jtr; do
 	[ -f "$trace" ] || continue
 	golden_check "jitt decode ${trace##*/}" "${trace%.jtr}.txt" \
 		"$($qemu "$bin/jitt" decode "$trace" 2>&1 | tail -n +2)"
+	summary=$golden/summarize-${trace##*/decode-}
+	summary=${summary%.jtr}.txt
+	[ -f "$summary" ] && golden_check "jitt summarize ${trace##*/}" "$summary" \
+		"$($qemu "$bin/jitt" summarize "$trace" 2>&1 | tail -n +2)"
 done
 
 # Static musl links only: glibc's objects (/usr/lib/<triplet>-gnu/, /usr/<triplet>/lib/)
