@@ -45,11 +45,6 @@ static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
 /* ---- the traced thread's rare paths (trace.h) ---- */
 
-NO_INSTR static void store_slot(uintptr_t p, uint64_t rec)
-{
-	rb_store(p, rec);
-}
-
 /* The trace clock of a running ring: bit 0 of pos (trace.h). */
 NO_INSTR static uint64_t now(uintptr_t clock_mode)
 {
@@ -58,8 +53,8 @@ NO_INSTR static uint64_t now(uintptr_t clock_mode)
 
 NO_INSTR static uintptr_t write_sync(uintptr_t p, uint64_t ts, uint32_t laps)
 {
-	store_slot(p, rb_special_payload(ts, laps));
-	store_slot(p + 8, rb_tag(ts, RB_SYNC));
+	rb_store(p, rb_special_payload(ts, laps));
+	rb_store(p + 8, rb_tag(ts, RB_SYNC));
 	return p + 16;
 }
 
@@ -73,7 +68,7 @@ NO_INSTR void rb_slow_path(uintptr_t p)
 		if (p > r->end) {
 			/* A two-slot record ended in the spare slot: its tag belongs at slot 0,
 			 * so the ring reads circularly over RB_RING_SLOTS slots. */
-			store_slot(base, atomic_load_explicit((_Atomic uint64_t *)r->end,
+			rb_store(base, atomic_load_explicit((_Atomic uint64_t *)r->end,
 							      memory_order_relaxed));
 			p = base + 8;
 		} else {
@@ -94,8 +89,7 @@ NO_INSTR void rb_slow_path(uintptr_t p)
 }
 
 /* Both rare writers share this: two slots, then the usual advance. */
-NO_INSTR static void put(struct rb_tls *t, uintptr_t pos, uint64_t payload, uint32_t low,
-			 int nslots)
+NO_INSTR static void put(uintptr_t pos, uint64_t payload, uint32_t low, int nslots)
 {
 	uintptr_t mode = pos & RB_POS_CLOCK, p = pos & ~RB_POS_CLOCK;
 	uint64_t ts = now(mode);
@@ -107,24 +101,24 @@ NO_INSTR static void put(struct rb_tls *t, uintptr_t pos, uint64_t payload, uint
 	}
 	rb_store(p, rb_tag(ts, low));
 	p += 8;
-	if (p >= atomic_load_explicit(&t->limit, memory_order_relaxed))
+	if (p >= atomic_load_explicit(&rb_tls.limit, memory_order_relaxed))
 		rb_slow_path(p);
 	else
-		atomic_store_explicit(&t->pos, p | mode, memory_order_relaxed);
+		atomic_store_explicit(&rb_tls.pos, p | mode, memory_order_relaxed);
 }
 
 NO_INSTR void rb_put2(uint64_t payload, uint32_t low)
 {
 	uintptr_t pos = atomic_load_explicit(&rb_tls.pos, RB_POS_ORDER);
 	if (pos)
-		put(&rb_tls, pos, payload, low, 2);
+		put(pos, payload, low, 2);
 }
 
 NO_INSTR void rb_put1_clock(uintptr_t low)
 {
 	uintptr_t pos = atomic_load_explicit(&rb_tls.pos, RB_POS_ORDER);
 	if (pos)
-		put(&rb_tls, pos, 0, (uint32_t)low, 1);
+		put(pos, 0, (uint32_t)low, 1);
 }
 
 /* ---- registration ---- */
@@ -146,11 +140,28 @@ NO_INSTR static int find_main(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1; /* the first module is the main program */
 }
 
-NO_INSTR uintptr_t rb_main_bias(void)
+NO_INSTR static struct main_module main_module(void)
 {
 	struct main_module m = { 0, 0 };
 	dl_iterate_phdr(find_main, &m);
-	return m.bias;
+	return m;
+}
+
+NO_INSTR uintptr_t rb_main_bias(void)
+{
+	return main_module().bias;
+}
+
+/* Whether another ring may be registered now. Under the lock. */
+NO_INSTR static int free_slot_locked(void)
+{
+	int slot = -1, used = 0;
+	for (int i = 0; i < RB_RING_TABLE; i++) {
+		used += rings[i] != NULL;
+		if (!rings[i] && slot < 0)
+			slot = i;
+	}
+	return used < max_threads ? slot : -1;
 }
 
 NO_INSTR static void unregister_locked(struct rb_ring *r)
@@ -178,13 +189,19 @@ NO_INSTR int rb_thread_register(const char *name)
 {
 	if (rb_tls.ring)
 		return -EALREADY;
-	struct main_module m = { 0, 0 };
-	dl_iterate_phdr(find_main, &m);
+	struct main_module m = main_module();
 #if UINTPTR_MAX > 0xffffffffu && !defined(__PIC__) && !defined(__PIE__)
 	if (m.top > 0xffffffffu)
 		return -ERANGE; /* rb_enter() stores addresses as 32-bit ids */
 #endif
 	pthread_once(&exit_key_once, make_exit_key);
+	/* Refuse before mapping and touching megabytes; checked again below, under the same
+	 * lock that adds the ring. */
+	pthread_mutex_lock(&lock);
+	int slot = free_slot_locked();
+	pthread_mutex_unlock(&lock);
+	if (slot < 0)
+		return -EBUSY;
 
 	struct rb_ring *r = calloc(1, sizeof(*r));
 	if (!r)
@@ -203,15 +220,7 @@ NO_INSTR int rb_thread_register(const char *name)
 	snprintf(r->name, sizeof(r->name), "%s", name ? name : "");
 
 	pthread_mutex_lock(&lock);
-	int slot = -1;
-	int used = 0;
-	for (int i = 0; i < RB_RING_TABLE; i++) {
-		used += rings[i] != NULL;
-		if (!rings[i] && slot < 0)
-			slot = i;
-	}
-	if (used >= max_threads)
-		slot = -1;
+	slot = free_slot_locked();
 	if (slot < 0) {
 		pthread_mutex_unlock(&lock);
 		munmap(mem, (RB_RING_SLOTS + 1) * 8);
@@ -283,16 +292,6 @@ NO_INSTR int rb_set_max_threads(int n)
 	return 0;
 }
 
-NO_INSTR pid_t rb_ring_tid(const struct rb_ring *r)
-{
-	return r->tid;
-}
-
-NO_INSTR bool rb_running(const struct rb_ring *r)
-{
-	return r->state == RB_RUNNING;
-}
-
 /* ---- start and stop (Hubble Fig. 4), from the control thread ---- */
 
 NO_INSTR static bool answered(const struct rb_ring *r, uintptr_t limit)
@@ -312,11 +311,12 @@ NO_INSTR int rb_start(struct rb_ring *r)
 	}
 	/* The thread is off (pos == 0) and does not touch its ring: the ring and laps are
 	 * ours until pos is published. */
-	uintptr_t mode = hal_timer_info()->source == HAL_TIMER_SRC_CLOCK ? RB_POS_CLOCK : 0;
 #if defined(RB_CLOCK_ONLY)
-	mode = RB_POS_CLOCK;
+	uintptr_t mode = RB_POS_CLOCK;
 #elif defined(RB_COUNTER_ONLY)
-	mode = 0;
+	uintptr_t mode = 0;
+#else
+	uintptr_t mode = hal_timer_info()->source == HAL_TIMER_SRC_CLOCK ? RB_POS_CLOCK : 0;
 #endif
 	atomic_store_explicit(&r->laps, 0, memory_order_relaxed);
 	uintptr_t p = write_sync((uintptr_t)r->slots, now(mode), 0);

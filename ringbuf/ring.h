@@ -67,7 +67,6 @@ int rb_thread_set_name(const char *name);
 int rb_rings(struct rb_ring **rings, int max);
 void rb_lock(void);
 void rb_unlock(void);
-pid_t rb_ring_tid(const struct rb_ring *r);
 
 /* Start tracing: writes the first sync record, then publishes the start position. 0, or
  * -EBUSY while a stop is still pending (the thread has not answered yet). */
@@ -86,8 +85,6 @@ int rb_stop(struct rb_ring *r, unsigned wait_ms, struct rb_frozen *out);
 int rb_stop_many(struct rb_ring **rs, int n, unsigned wait_ms, struct rb_frozen *out,
 		 int *errs);
 void rb_frozen_release(struct rb_frozen *f);
-/* True while tracing runs on this ring. */
-bool rb_running(const struct rb_ring *r);
 
 /* The main program's load bias: what narrow ids of PIC/PIE code are relative to. */
 uintptr_t rb_main_bias(void);
