@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TS32(x) ((uint32_t)(x))
-
 const char *rb_ev_kind_name(enum rb_ev_kind kind)
 {
 	static const char *const names[] = { "entry",    "exit",       "sync", "mark",
@@ -34,146 +32,211 @@ static enum rb_ev_kind special_kind(uint32_t low)
 	}
 }
 
+/* The slot at forward index p: 0 is the oldest valid slot, valid - 1 the newest. */
+static uint64_t slot_at(const struct rb_decoder *d, uint64_t p)
+{
+	uint64_t i = d->base + p;
+	return d->view.slots[i >= d->view.nslots ? i - d->view.nslots : i];
+}
+
+static bool is_payload(const struct rb_decoder *d, uint64_t p)
+{
+	return d->payload[p >> 3] >> (p & 7) & 1;
+}
+
+/* The record whose first slot is at forward index *p; *p moves past it. Its timestamp is
+ * the truncated ts32 unless the record is a special one (an anchor: whole). */
+static void parse_at(const struct rb_decoder *d, uint64_t *p, struct rb_event *e)
+{
+	uint64_t payload = 0;
+	if (is_payload(d, *p))
+		payload = slot_at(d, (*p)++);
+	uint64_t tag = slot_at(d, (*p)++);
+	uint32_t low = rb_tag_low(tag);
+	memset(e, 0, sizeof(*e));
+	e->ts = rb_tag_ts32(tag);
+	if (low == RB_EXIT) {
+		e->kind = RB_EV_EXIT;
+	} else if (low >= RB_FIRST_ID) {
+		e->kind = RB_EV_ENTRY;
+		e->id = low;
+		e->wide = d->view.word_size == 4;
+	} else if (low == RB_WIDE) {
+		e->kind = RB_EV_ENTRY;
+		e->id = payload;
+		e->wide = 1;
+	} else {
+		e->kind = (uint8_t)special_kind(low);
+		e->raw = (uint8_t)low;
+		e->arg = (uint32_t)payload;
+		e->ts = (payload & 0xffffffff00000000ull) | e->ts;
+	}
+}
+
 static bool is_anchor(const struct rb_event *e)
 {
 	return e->kind >= RB_EV_SYNC;
 }
 
-/* The k-th newest slot. */
-static uint64_t slot(const struct rb_ring_view *v, uint64_t k)
+/* One step of Hubble's walk: the next time whose low half is ts32, at most 2^32 - 1 on. */
+static uint64_t step(uint64_t cur, uint64_t ts32)
 {
-	return v->slots[(v->end + v->nslots - 1 - k) % v->nslots];
+	return cur + (uint32_t)((uint32_t)ts32 - (uint32_t)cur);
 }
 
-/* Pass 1: parse newest to oldest; events get their ts32 in .ts (anchors the whole ts). */
-static size_t parse_reverse(const struct rb_ring_view *v, struct rb_event *ev,
-			    struct rb_decode_stats *st)
+int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t ref_ticks,
+		    rb_special_fn special, void *ctx)
 {
-	size_t n = 0;
+	memset(d, 0, sizeof(*d));
+	if (!v->slots || v->nslots == 0 || v->end >= v->nslots || v->valid > v->nslots ||
+	    v->stored > v->nslots || (v->valid > v->end ? v->stored < v->nslots : v->stored < v->end))
+		return -EINVAL;
+	d->view = *v;
+	d->base = v->end + v->nslots - v->valid;
+	if (d->base >= v->nslots)
+		d->base -= v->nslots;
+	d->payload = calloc(v->valid / 8 + 1, 1);
+	if (!d->payload)
+		return -ENOMEM;
+
+	/*
+	 * Newest to oldest (Hubble 5.1.1): find which slots are payloads, hand the special
+	 * records to the caller, and keep what the forward walk needs: the oldest record's
+	 * time, from the oldest anchor minus the steps down to it (Hubble Fig. 3; with no
+	 * anchor, from the reference), and how many calls the ring starts inside: the most
+	 * exits over entries of any prefix, which is the total minus the smallest suffix sum.
+	 */
+	uint64_t newer = ref_ticks, anchor = ref_ticks, back = 0;
+	int64_t suffix = 0, min_suffix = 0;
 	for (uint64_t k = 0; k < v->valid; k++) {
-		uint64_t tag = slot(v, k);
-		uint32_t low = rb_tag_low(tag), ts32 = rb_tag_ts32(tag);
-		struct rb_event *e = &ev[n];
-		memset(e, 0, sizeof(*e));
-		e->ts = ts32;
-		if (low == RB_EXIT) {
-			e->kind = RB_EV_EXIT;
-		} else if (low >= RB_FIRST_ID) {
-			e->kind = RB_EV_ENTRY;
-			e->id = low;
-			e->wide = v->word_size == 4;
-		} else {
-			if (k + 1 >= v->valid) {
-				st->cut++; /* its payload was overwritten by the wrap */
+		uint64_t p = v->valid - 1 - k;
+		uint32_t low = rb_tag_low(slot_at(d, p));
+		if (low > RB_EXIT && low < RB_FIRST_ID) {
+			if (p == 0) {
+				d->stats.cut++; /* its payload was overwritten by the wrap */
+				d->first = 1;
 				break;
 			}
-			uint64_t payload = slot(v, ++k);
-			if (low == RB_WIDE) {
-				e->kind = RB_EV_ENTRY;
-				e->id = payload;
-				e->wide = 1;
-			} else {
-				e->kind = (uint8_t)special_kind(low);
-				e->raw = (uint8_t)low;
-				e->arg = (uint32_t)payload;
-				e->ts = (payload & 0xffffffff00000000ull) | ts32;
-				st->anchors++;
-			}
+			p--, k++;
+			d->payload[p >> 3] |= (uint8_t)(1u << (p & 7));
 		}
-		n++;
+		struct rb_event e;
+		parse_at(d, &p, &e);
+		d->stats.records++;
+		suffix += e.kind == RB_EV_EXIT ? 1 : e.kind == RB_EV_ENTRY ? -1 : 0;
+		if (suffix < min_suffix)
+			min_suffix = suffix;
+		if (is_anchor(&e)) {
+			d->stats.anchors++;
+			anchor = e.ts;
+			back = 0;
+			if (special)
+				special(ctx, &e);
+		} else {
+			back += (uint32_t)((uint32_t)newer - (uint32_t)e.ts);
+		}
+		newer = e.ts;
+	}
+	d->open_at_start = (uint64_t)(suffix - min_suffix);
+	d->start_ts = anchor - back;
+	d->pos = d->first;
+	d->fix_at = UINT64_MAX;
+	d->first_pass = true;
+	return 0;
+}
+
+void rb_decoder_rewind(struct rb_decoder *d)
+{
+	d->pos = d->first;
+	d->started = false;
+	d->fix_at = UINT64_MAX;
+	d->first_pass = false; /* gaps and conflicts are counted once */
+}
+
+void rb_decoder_free(struct rb_decoder *d)
+{
+	free(d->payload);
+	d->payload = NULL;
+}
+
+/*
+ * From the anchor just emitted (whole, in d->cur) to the next one: walk forward, and when
+ * the next anchor shows that whole 2^32 periods went missing (a silence with no trace
+ * point), plan to give them to the longest step of the segment (decode.h): the record at
+ * forward index d->fix_at gets d->fix_add. Ties go to the step into the anchor, then to the
+ * oldest step.
+ */
+static void plan_segment(struct rb_decoder *d)
+{
+	uint64_t p = d->pos, cur = d->cur, longest = 0, at = UINT64_MAX;
+	struct rb_event e;
+	d->fix_at = UINT64_MAX;
+	while (p < d->view.valid) {
+		uint64_t here = p;
+		parse_at(d, &p, &e);
+		uint64_t next = step(cur, e.ts);
+		if (is_anchor(&e)) {
+			if (next == e.ts || e.ts < next)
+				return; /* consistent, or time went backwards: leave it alone */
+			uint64_t missing = e.ts - next;
+			if (missing & 0xffffffffu) {
+				d->stats.conflicts += d->first_pass;
+				return;
+			}
+			d->stats.gaps += d->first_pass ? missing >> 32 : 0;
+			if (at == UINT64_MAX || next - cur >= longest)
+				return; /* the step into the anchor itself: nothing to move */
+			d->fix_at = at;
+			d->fix_add = missing;
+			return;
+		}
+		if (at == UINT64_MAX || next - cur > longest)
+			at = here, longest = next - cur;
+		cur = next;
+	}
+}
+
+size_t rb_decoder_read(struct rb_decoder *d, struct rb_event *buf, size_t max)
+{
+	size_t n = 0;
+	while (n < max && d->pos < d->view.valid) {
+		uint64_t here = d->pos;
+		struct rb_event *e = &buf[n++];
+		parse_at(d, &d->pos, e);
+		if (is_anchor(e)) {
+			d->cur = e->ts;
+			d->started = true;
+			plan_segment(d);
+			continue;
+		}
+		if (!d->started)
+			d->cur = d->start_ts; /* the oldest record */
+		else
+			d->cur = step(d->cur, e->ts) + (here == d->fix_at ? d->fix_add : 0);
+		d->started = true;
+		e->ts = d->cur;
 	}
 	return n;
-}
-
-/* Walk forward from ev[from] (whole) to ev[to] (exclusive), each step < 2^32. */
-static void walk_forward(struct rb_event *ev, size_t from, size_t to)
-{
-	uint64_t cur = ev[from].ts;
-	for (size_t i = from + 1; i < to; i++) {
-		cur += (uint32_t)(TS32(ev[i].ts) - TS32(cur));
-		ev[i].ts = cur;
-	}
-}
-
-/* Walk backward from ev[from] (whole) down to ev[0]: Hubble Fig. 3. */
-static void walk_backward(struct rb_event *ev, size_t from, uint64_t cur)
-{
-	for (size_t i = from; i-- > 0;) {
-		cur -= (uint32_t)(TS32(cur) - TS32(ev[i].ts));
-		ev[i].ts = cur;
-	}
-}
-
-/* Between anchors a and b (both whole): walk forward, then give whole 2^32 periods the
- * newer anchor says are missing to the longest step. */
-static void fill_between(struct rb_event *ev, size_t a, size_t b, struct rb_decode_stats *st)
-{
-	uint64_t want = ev[b].ts;
-	walk_forward(ev, a, b);
-	uint64_t prev = ev[b - 1].ts;
-	uint64_t got = prev + (uint32_t)(TS32(want) - TS32(prev));
-	if (got == want || want < got)
-		return; /* consistent (or time went backwards: leave the anchor alone) */
-	uint64_t missing = want - got;
-	if (missing & 0xffffffffu) {
-		st->conflicts++;
-		return;
-	}
-	/* the longest step in (a, b] */
-	size_t at = b;
-	uint64_t longest = got - prev;
-	for (size_t i = a + 1; i < b; i++) {
-		uint64_t step = ev[i].ts - ev[i - 1].ts;
-		if (step > longest) {
-			longest = step;
-			at = i;
-		}
-	}
-	for (size_t i = at; i < b; i++)
-		ev[i].ts += missing;
-	st->gaps += missing >> 32;
 }
 
 int rb_decode(const struct rb_ring_view *v, uint64_t ref_ticks, struct rb_event **events,
 	      size_t *count, struct rb_decode_stats *stats)
 {
-	struct rb_decode_stats st = { 0 };
+	struct rb_decoder d;
 	*events = NULL;
 	*count = 0;
-	if (!v->slots || v->nslots == 0 || v->end >= v->nslots || v->valid > v->nslots ||
-	    v->stored > v->nslots || (v->valid > v->end ? v->stored < v->nslots : v->stored < v->end))
-		return -EINVAL;
-	struct rb_event *ev = malloc((v->valid ? v->valid : 1) * sizeof(*ev));
-	if (!ev)
+	int err = rb_decoder_init(&d, v, ref_ticks, NULL, NULL);
+	if (err)
+		return err;
+	struct rb_event *ev = malloc((d.stats.records ? d.stats.records : 1) * sizeof(*ev));
+	if (!ev) {
+		rb_decoder_free(&d);
 		return -ENOMEM;
-	size_t n = parse_reverse(v, ev, &st);
-	for (size_t i = 0; i < n / 2; i++) {
-		struct rb_event t = ev[i];
-		ev[i] = ev[n - 1 - i];
-		ev[n - 1 - i] = t;
 	}
-
-	size_t first = n, last = n;
-	for (size_t i = 0; i < n; i++) {
-		if (!is_anchor(&ev[i]))
-			continue;
-		if (first == n)
-			first = i;
-		else
-			fill_between(ev, last, i, &st);
-		last = i;
-	}
-	if (first == n) {
-		/* No anchor survived: Hubble's scheme, backwards from the reference. */
-		walk_backward(ev, n, ref_ticks);
-	} else {
-		walk_backward(ev, first, ev[first].ts);
-		walk_forward(ev, last, n);
-	}
-	st.records = n;
+	*count = rb_decoder_read(&d, ev, d.stats.records);
 	*events = ev;
-	*count = n;
 	if (stats)
-		*stats = st;
+		*stats = d.stats;
+	rb_decoder_free(&d);
 	return 0;
 }

@@ -17,6 +17,7 @@
 #ifndef JITT_RINGBUF_DECODE_H
 #define JITT_RINGBUF_DECODE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -57,8 +58,35 @@ struct rb_decode_stats {
 	uint64_t conflicts; /* anchors that disagreed by a non-multiple of 2^32 (torn data) */
 };
 
-/* Decode into a malloc'd array of events, oldest first. Returns 0, -EINVAL when the view
- * is inconsistent, or -ENOMEM. */
+/*
+ * The streaming decoder: events come out oldest first, in batches, with memory of one bit
+ * per slot (which slots are payloads), so a 32 MiB ring is summarised without holding
+ * its events. rb_decoder_init parses the ring newest to oldest once (handing each special
+ * record to `special`, when given, newest first, with its exact time); rb_decoder_read
+ * then walks forward. Returns 0, -EINVAL when the view is inconsistent, or -ENOMEM.
+ */
+typedef void (*rb_special_fn)(void *ctx, const struct rb_event *e);
+
+struct rb_decoder {
+	struct rb_decode_stats stats; /* records, cut and anchors after init; gaps and
+				       * conflicts as the first forward pass finds them */
+	uint64_t open_at_start;       /* calls the ring starts inside: exits with no entry */
+	/* private */
+	struct rb_ring_view view;
+	uint8_t *payload; /* bit per forward slot index: a payload, not a tag */
+	uint64_t base, first, pos, cur, start_ts, fix_at, fix_add;
+	bool started, first_pass;
+};
+
+int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t ref_ticks,
+		    rb_special_fn special, void *ctx);
+/* Up to max events into buf; 0 at the end. */
+size_t rb_decoder_read(struct rb_decoder *d, struct rb_event *buf, size_t max);
+/* Back to the oldest event, for another pass. */
+void rb_decoder_rewind(struct rb_decoder *d);
+void rb_decoder_free(struct rb_decoder *d);
+
+/* All events at once, into a malloc'd array, oldest first (0, -EINVAL or -ENOMEM). */
 int rb_decode(const struct rb_ring_view *v, uint64_t ref_ticks, struct rb_event **events,
 	      size_t *count, struct rb_decode_stats *stats);
 
