@@ -63,123 +63,316 @@ static uint32_t child(struct cct *c, uint32_t parent, uint64_t func)
 	return i;
 }
 
+/* ---- spans: what a lane counts ---- */
+
+int cct_span_set(struct cct_span *s, const uint64_t *start, const uint64_t *end, size_t n)
+{
+	memset(s, 0, sizeof(*s));
+	s->start = malloc((n ? n : 1) * sizeof(uint64_t));
+	s->end = malloc((n ? n : 1) * sizeof(uint64_t));
+	s->before = malloc((n ? n : 1) * sizeof(uint64_t));
+	if (!s->start || !s->end || !s->before) {
+		cct_span_free(s);
+		return -ENOMEM;
+	}
+	uint64_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (end[i] <= start[i])
+			continue;
+		s->start[s->n] = start[i];
+		s->end[s->n] = end[i];
+		s->before[s->n++] = total;
+		total += end[i] - start[i];
+	}
+	return 0;
+}
+
+void cct_span_free(struct cct_span *s)
+{
+	free(s->start);
+	free(s->end);
+	free(s->before);
+	memset(s, 0, sizeof(*s));
+}
+
+/* Ticks of the span before t. */
+static uint64_t span_upto(const struct cct_span *s, uint64_t t)
+{
+	size_t lo = 0, hi = s->n; /* the first interval starting after t is at lo */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (s->start[mid] <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return 0;
+	size_t i = lo - 1;
+	return s->before[i] + (t < s->end[i] ? t : s->end[i]) - s->start[i];
+}
+
+uint64_t cct_span_overlap(const struct cct_span *s, uint64_t a, uint64_t b)
+{
+	if (!s || !s->n || b <= a)
+		return 0;
+	if (s->n == 1) { /* the window: no search */
+		uint64_t lo = a > s->start[0] ? a : s->start[0], hi = b < s->end[0] ? b : s->end[0];
+		return hi > lo ? hi - lo : 0;
+	}
+	return span_upto(s, b) - span_upto(s, a);
+}
+
+uint64_t cct_span_total(const struct cct_span *s)
+{
+	return s && s->n ? s->before[s->n - 1] + s->end[s->n - 1] - s->start[s->n - 1] : 0;
+}
+
+/* ---- the tree ---- */
+
 struct frame {
 	uint32_t node;
-	uint64_t start, children, blocked, wait_since;
 	bool waiting, cut_start;
+	uint64_t start, wait_since;
+	uint64_t children[CCT_LANES], blocked[CCT_LANES];
+	struct cct_link *best; /* the longest child's chain so far, window lane */
 };
+
+static uint64_t lane_overlap(const struct cct *c, int lane, uint64_t a, uint64_t b)
+{
+	if (lane == CCT_WHOLE)
+		return b - a;
+	return cct_span_overlap(c->o.span[lane], a, b);
+}
+
+/* Whether a call [a, b) shows in a lane: some of it inside, or an instant inside. */
+static bool lane_touches(const struct cct *c, int lane, uint64_t a, uint64_t b)
+{
+	return lane_overlap(c, lane, a, b > a ? b : a + 1) > 0;
+}
+
+static void release(struct cct_link *l)
+{
+	while (l) {
+		struct cct_link *next = l->next;
+		free(l);
+		l = next;
+	}
+}
+
+/* A top-level call's chain: kept when among the K longest. */
+static void offer_top(struct cct *c, struct cct_link *l)
+{
+	unsigned k = c->o.chains, i = c->nchains;
+	if (i == k) {
+		if (c->chain[k - 1]->incl >= l->incl) {
+			release(l);
+			return;
+		}
+		release(c->chain[--i]);
+	}
+	for (; i > 0 && c->chain[i - 1]->incl < l->incl; i--)
+		c->chain[i] = c->chain[i - 1];
+	c->chain[i] = l;
+	if (c->nchains < k)
+		c->nchains++;
+}
+
+static void close_chain(struct cct *c, struct frame *f, struct frame *parent, uint64_t end,
+			bool cut)
+{
+	struct cct_link *best = f->best;
+	f->best = NULL;
+	if (!lane_touches(c, CCT_WINDOW, f->start, end)) {
+		release(best);
+		return;
+	}
+	struct cct_link *l = malloc(sizeof(*l));
+	if (!l) {
+		release(best);
+		c->failed = true;
+		return;
+	}
+	*l = (struct cct_link){ .node = f->node, .start = f->start,
+				.incl = lane_overlap(c, CCT_WINDOW, f->start, end),
+				.blocked = f->blocked[CCT_WINDOW], .truncated = cut };
+	uint64_t busy = f->children[CCT_WINDOW] + l->blocked;
+	l->self = l->incl > busy ? l->incl - busy : 0;
+	uint64_t own = l->self > l->blocked ? l->self : l->blocked;
+	if (best && best->incl > own)
+		l->next = best;
+	else
+		release(best);
+	if (parent == c->stack) {
+		offer_top(c, l);
+	} else if (!parent->best || l->incl > parent->best->incl) {
+		release(parent->best);
+		parent->best = l;
+	} else {
+		release(l);
+	}
+}
 
 static void close_frame(struct cct *c, struct frame *f, struct frame *parent, uint64_t end,
 			bool cut_end)
 {
-	if (f->waiting) /* a wait still open when the frame closes: blocked until then */
-		f->blocked += end - f->wait_since;
-	uint64_t incl = end - f->start;
-	struct cct_node *nd = &c->node[f->node];
-	nd->calls++;
-	nd->incl += incl;
-	nd->blocked += f->blocked;
-	uint64_t busy = f->children + f->blocked;
-	nd->self += incl > busy ? incl - busy : 0;
-	if (incl > nd->longest)
-		nd->longest = incl;
-	nd->truncated += f->cut_start || cut_end;
-	if (parent)
-		parent->children += incl;
+	for (int l = 0; l < CCT_LANES; l++) {
+		if (f->waiting) /* a wait still open when the frame closes: blocked until then */
+			f->blocked[l] += lane_overlap(c, l, f->wait_since, end);
+		if (!lane_touches(c, l, f->start, end))
+			continue;
+		uint64_t incl = lane_overlap(c, l, f->start, end);
+		struct cct_stat *st = &c->node[f->node].s[l];
+		st->calls++;
+		st->incl += incl;
+		st->blocked += f->blocked[l];
+		uint64_t busy = f->children[l] + f->blocked[l];
+		st->self += incl > busy ? incl - busy : 0;
+		if (incl > st->longest)
+			st->longest = incl;
+		st->truncated += f->cut_start || cut_end;
+		if (parent)
+			parent->children[l] += incl;
+	}
+	if (c->o.chains && parent)
+		close_chain(c, f, parent, end, f->cut_start || cut_end);
 }
 
-int cct_build(struct cct *c, const struct rb_event *ev, size_t n, cct_key_fn key, void *ctx)
+static int push(struct cct *c, uint64_t func, uint64_t ts, bool cut)
+{
+	if (c->sp == c->stack_cap) {
+		size_t cap = c->stack_cap * 2;
+		struct frame *s = realloc(c->stack, cap * sizeof(*s));
+		if (!s)
+			return -ENOMEM;
+		c->stack = s;
+		c->stack_cap = cap;
+	}
+	uint32_t nd = child(c, c->stack[c->sp - 1].node, func);
+	if (nd == CCT_NONE)
+		return -ENOMEM;
+	c->stack[c->sp++] = (struct frame){ .node = nd, .start = ts, .cut_start = cut };
+	return 0;
+}
+
+int cct_init(struct cct *c, const struct cct_opts *o, uint64_t open_at_start)
 {
 	memset(c, 0, sizeof(*c));
+	if (o)
+		c->o = *o;
+	c->open_at_start = open_at_start;
 	c->cap = 1024;
+	c->stack_cap = 64;
 	c->node = calloc(c->cap, sizeof(*c->node));
-	if (!c->node || grow_hash(c) != 0) {
+	c->stack = malloc(c->stack_cap * sizeof(*c->stack));
+	c->chain = calloc(c->o.chains + 1, sizeof(*c->chain));
+	if (!c->node || !c->stack || !c->chain || grow_hash(c) != 0) {
 		cct_free(c);
 		return -ENOMEM;
 	}
 	c->n = 1;
 	c->node[0] = (struct cct_node){ .func = CCT_ROOT, .parent = CCT_NONE,
 					.first_child = CCT_NONE, .next_sibling = CCT_NONE };
-	if (n == 0)
-		return 0;
-	c->t0 = ev[0].ts;
-	c->t1 = ev[n - 1].ts;
-
-	/* How deep the ring starts: exits beyond the entries seen so far. */
-	size_t missing = 0, depth = 0, max_depth = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (ev[i].kind == RB_EV_ENTRY) {
-			depth++;
-		} else if (ev[i].kind == RB_EV_EXIT) {
-			if (depth)
-				depth--;
-			else
-				missing++;
-		}
-		if (depth + missing > max_depth)
-			max_depth = depth + missing;
-	}
-	struct frame *stack = malloc((max_depth + 2) * sizeof(*stack));
-	if (!stack) {
-		cct_free(c);
-		return -ENOMEM;
-	}
-	size_t sp = 0;
-	stack[sp++] = (struct frame){ .node = 0, .start = c->t0 };
-	/* The calls the ring begins inside: unknown functions, open since the first event. */
-	for (size_t k = 0; k < missing; k++) {
-		uint32_t nd = child(c, stack[sp - 1].node, CCT_UNKNOWN);
-		if (nd == CCT_NONE)
-			goto nomem;
-		stack[sp++] = (struct frame){ .node = nd, .start = c->t0, .cut_start = true };
-	}
-
-	for (size_t i = 0; i < n; i++) {
-		const struct rb_event *e = &ev[i];
-		struct frame *top = &stack[sp - 1];
-		switch (e->kind) {
-		case RB_EV_ENTRY: {
-			uint32_t nd = child(c, top->node, key ? key(ctx, e) : e->id);
-			if (nd == CCT_NONE)
-				goto nomem;
-			stack[sp++] = (struct frame){ .node = nd, .start = e->ts };
-			break;
-		}
-		case RB_EV_EXIT:
-			if (sp > 1) {
-				close_frame(c, top, &stack[sp - 2], e->ts, false);
-				sp--;
-			}
-			break;
-		case RB_EV_WAIT_BEGIN:
-			top->waiting = true;
-			top->wait_since = e->ts;
-			break;
-		case RB_EV_WAIT_END:
-			/* With no wait-begin seen, the wait began before this frame's known part. */
-			top->blocked += e->ts - (top->waiting ? top->wait_since : top->start);
-			top->waiting = false;
-			break;
-		default:
-			break;
-		}
-	}
-	/* Calls still running when the ring was frozen: their known part, up to the end. */
-	while (sp > 1) {
-		close_frame(c, &stack[sp - 1], &stack[sp - 2], c->t1, true);
-		sp--;
-	}
-	close_frame(c, &stack[0], NULL, c->t1, false);
-	free(stack);
+	c->sp = 1;
+	c->stack[0] = (struct frame){ .node = 0 };
 	return 0;
+}
+
+int cct_add(struct cct *c, const struct rb_event *e)
+{
+	if (c->failed)
+		return -ENOMEM;
+	if (c->events++ == 0) {
+		c->t0 = c->stack[0].start = e->ts;
+		/* The calls the ring begins inside: unknown functions, open since the first event. */
+		for (uint64_t k = 0; k < c->open_at_start; k++)
+			if (push(c, CCT_UNKNOWN, e->ts, true) != 0)
+				goto nomem;
+	}
+	c->t1 = e->ts;
+	struct frame *top = &c->stack[c->sp - 1];
+	switch (e->kind) {
+	case RB_EV_ENTRY:
+		if (push(c, c->o.key ? c->o.key(c->o.ctx, e) : e->id, e->ts, false) != 0)
+			goto nomem;
+		break;
+	case RB_EV_EXIT:
+		if (c->sp > 1) {
+			close_frame(c, top, top - 1, e->ts, false);
+			c->sp--;
+		}
+		break;
+	case RB_EV_WAIT_BEGIN:
+		top->waiting = true;
+		top->wait_since = e->ts;
+		break;
+	case RB_EV_WAIT_END: {
+		/* With no wait-begin seen, the wait began before this frame's known part. */
+		uint64_t since = top->waiting ? top->wait_since : top->start;
+		for (int l = 0; l < CCT_LANES; l++)
+			top->blocked[l] += lane_overlap(c, l, since, e->ts);
+		top->waiting = false;
+		break;
+	}
+	default:
+		break;
+	}
+	return c->failed ? -ENOMEM : 0;
 nomem:
-	free(stack);
-	cct_free(c);
+	c->failed = true;
 	return -ENOMEM;
+}
+
+int cct_finish(struct cct *c)
+{
+	if (c->failed)
+		return -ENOMEM;
+	/* Calls still running when the ring was frozen: their known part, up to the end. */
+	for (; c->sp > 1; c->sp--)
+		close_frame(c, &c->stack[c->sp - 1], &c->stack[c->sp - 2], c->t1, true);
+	if (c->events)
+		close_frame(c, &c->stack[0], NULL, c->t1, false);
+	return c->failed ? -ENOMEM : 0;
+}
+
+uint32_t cct_top(const struct cct *c)
+{
+	return c->sp ? c->stack[c->sp - 1].node : 0;
+}
+
+int cct_build(struct cct *c, const struct rb_event *ev, size_t n, cct_key_fn key, void *ctx)
+{
+	/* How deep the ring starts: the most exits over entries of any prefix. */
+	uint64_t missing = 0, depth = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (ev[i].kind == RB_EV_ENTRY)
+			depth++;
+		else if (ev[i].kind == RB_EV_EXIT && depth > 0)
+			depth--;
+		else if (ev[i].kind == RB_EV_EXIT)
+			missing++;
+	}
+	struct cct_opts o = { .key = key, .ctx = ctx };
+	int err = cct_init(c, &o, missing);
+	for (size_t i = 0; i < n && !err; i++)
+		err = cct_add(c, &ev[i]);
+	if (!err)
+		err = cct_finish(c);
+	if (err)
+		cct_free(c);
+	return err;
 }
 
 void cct_free(struct cct *c)
 {
+	if (c->stack)
+		for (size_t i = 0; i < c->sp; i++)
+			release(c->stack[i].best);
+	if (c->chain)
+		for (unsigned i = 0; i < c->nchains; i++)
+			release(c->chain[i]);
+	free(c->chain);
+	free(c->stack);
 	free(c->node);
 	free(c->hash);
 	memset(c, 0, sizeof(*c));
@@ -199,15 +392,17 @@ static int by_func(const void *a, const void *b)
 	return x->func < y->func ? -1 : x->func > y->func;
 }
 
-int cct_functions(const struct cct *c, struct cct_func **out, size_t *count)
+int cct_functions(const struct cct *c, enum cct_lane lane, struct cct_func **out, size_t *count)
 {
 	struct cct_func *f = malloc((c->n ? c->n : 1) * sizeof(*f));
 	if (!f)
 		return -ENOMEM;
 	size_t n = 0;
 	for (uint32_t i = 1; i < c->n; i++) {
-		const struct cct_node *nd = &c->node[i];
-		f[n++] = (struct cct_func){ nd->func, nd->calls, nd->self, nd->blocked, nd->truncated };
+		const struct cct_stat *st = &c->node[i].s[lane];
+		if (st->calls)
+			f[n++] = (struct cct_func){ c->node[i].func, st->calls, st->self, st->blocked,
+						    st->truncated };
 	}
 	/* Merge the contexts of each function. */
 	qsort(f, n, sizeof(*f), by_func);

@@ -2,19 +2,28 @@
 /*
  * agent/cct.h - the calling-context tree of one thread's decoded events (IntroPerf
  * section 3.2, Alg. 1): a node per distinct call path, whose index is the path id. Per node:
- * calls, inclusive time, self time, time blocked (between a wait-begin and its wait-end,
- * which is not the function's own work), and the longest single instance.
+ * calls, inclusive time, self time (IntroPerf's top-down normalisation, Alg. 3: inclusive
+ * minus the children's), time blocked (between a wait-begin and its wait-end, which is not
+ * the function's own work), and the longest single instance.
+ *
+ * Every figure is kept in up to three lanes: the whole trace, and two spans of time given
+ * by the caller (the summary uses the anomaly window and the baseline of normal frames).
+ * A call is counted in a lane for the part of it that falls inside the lane's span, so a
+ * frame that began before the window counts only its time inside.
  *
  * A wrapped ring starts inside calls whose entries were overwritten: they become frames of
  * an unknown function opened at the first event, and a ring frozen inside calls closes them
  * at the last one. Either way only the known part is counted, and the node says how many of
  * its instances were cut (`truncated`).
+ *
+ * Events are fed one at a time (cct_add), straight from the streaming decoder.
  */
 #ifndef JITT_AGENT_CCT_H
 #define JITT_AGENT_CCT_H
 
 #include "ringbuf/decode.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,34 +31,96 @@
 #define CCT_UNKNOWN (UINT64_MAX - 1) /* a function whose entry is not in the ring */
 #define CCT_NONE UINT32_MAX
 
-struct cct_node {
-	uint64_t func; /* the caller's function key (cct_build's key callback) */
-	uint32_t parent, first_child, next_sibling, depth;
+enum cct_lane { CCT_WHOLE, CCT_WINDOW, CCT_BASE, CCT_LANES };
+
+/* Sorted, disjoint intervals [start, end) of timer ticks: what a lane counts. */
+struct cct_span {
+	size_t n;
+	uint64_t *start, *end;
+	uint64_t *before; /* total length of the intervals before each one */
+};
+
+/* 0 or -ENOMEM. Intervals must be sorted and disjoint; empty ones are dropped. */
+int cct_span_set(struct cct_span *s, const uint64_t *start, const uint64_t *end, size_t n);
+void cct_span_free(struct cct_span *s);
+/* Ticks of [a, b) inside the span. */
+uint64_t cct_span_overlap(const struct cct_span *s, uint64_t a, uint64_t b);
+uint64_t cct_span_total(const struct cct_span *s);
+
+struct cct_stat {
 	uint64_t calls, incl, self, blocked, longest; /* timer ticks */
 	uint64_t truncated; /* instances cut by the ring's start or end */
 };
 
-struct cct {
-	struct cct_node *node; /* node[0] is the root */
-	uint32_t n, cap;
-	uint32_t *hash; /* (parent, func) -> node, open addressing */
-	uint32_t hcap;
-	uint64_t t0, t1; /* first and last event */
+struct cct_node {
+	uint64_t func; /* the function's key (cct_opts.key) */
+	uint32_t parent, first_child, next_sibling, depth;
+	struct cct_stat s[CCT_LANES];
+};
+
+/*
+ * One link of a longest call chain (Hubble section 7), in the window lane: the instance's
+ * node (its path), its time inside the window, and the next link: its longest child, as
+ * long as that child outlasts the instance's own time (self or blocked); where the own
+ * time dominates, the chain ends: that frame is where the time went.
+ */
+struct cct_link {
+	uint32_t node;
+	uint64_t start, incl, self, blocked;
+	bool truncated;
+	struct cct_link *next;
 };
 
 /* A function's key for an entry event; NULL uses the event's id. */
 typedef uint64_t (*cct_key_fn)(void *ctx, const struct rb_event *e);
 
-/* Build the tree of n events (oldest first). 0 or -ENOMEM. */
-int cct_build(struct cct *c, const struct rb_event *ev, size_t n, cct_key_fn key, void *ctx);
-void cct_free(struct cct *c);
+struct cct_opts {
+	cct_key_fn key;
+	void *ctx;
+	const struct cct_span *span[CCT_LANES]; /* [CCT_WHOLE] is ignored; NULL: nothing */
+	unsigned chains; /* keep the K longest chains of top-level calls in the window lane */
+};
 
-/* Per function, over all its calling contexts. */
+struct frame;
+
+struct cct {
+	struct cct_node *node; /* node[0] is the root */
+	uint32_t n, cap;
+	uint64_t t0, t1; /* first and last event */
+	uint64_t events;
+	struct cct_link **chain; /* the longest chains, longest first */
+	unsigned nchains;
+	/* private */
+	struct cct_opts o;
+	uint32_t *hash; /* (parent, func) -> node, open addressing */
+	uint32_t hcap;
+	struct frame *stack;
+	size_t sp, stack_cap;
+	uint64_t open_at_start;
+	bool failed;
+};
+
+/* Start a tree; open_at_start is how many calls the ring begins inside (the decoder's
+ * count). 0 or -ENOMEM. */
+int cct_init(struct cct *c, const struct cct_opts *o, uint64_t open_at_start);
+/* The next event (oldest first). 0 or -ENOMEM (the tree is then unusable). */
+int cct_add(struct cct *c, const struct rb_event *e);
+/* Close the calls still open at the last event. 0 or -ENOMEM. */
+int cct_finish(struct cct *c);
+void cct_free(struct cct *c);
+/* The node of the innermost call open now (0, the root, when none). */
+uint32_t cct_top(const struct cct *c);
+
+/* The whole tree of n events at once, whole-trace lane only. 0 or -ENOMEM. */
+int cct_build(struct cct *c, const struct rb_event *ev, size_t n, cct_key_fn key, void *ctx);
+
+/* Per function, over all its calling contexts, in one lane. */
 struct cct_func {
 	uint64_t func, calls, self, blocked, truncated;
 };
 
-/* Functions by self time, largest first, into a malloc'd array; the count in *n. */
-int cct_functions(const struct cct *c, struct cct_func **out, size_t *n);
+/* Functions of a lane by self time, largest first, into a malloc'd array (only those
+ * called in the lane); the count in *n. 0 or -ENOMEM. */
+int cct_functions(const struct cct *c, enum cct_lane lane, struct cct_func **out, size_t *n);
 
 #endif

@@ -59,7 +59,7 @@ static void summarize_thread(struct agent_symbols *s, const struct rb_file_threa
 		return;
 	}
 	free(ev);
-	if (cct_functions(&c, &f, &nf) != 0) {
+	if (cct_functions(&c, CCT_WHOLE, &f, &nf) != 0) {
 		cct_free(&c);
 		printf(": out of memory\n");
 		return;

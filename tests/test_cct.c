@@ -37,18 +37,18 @@ TEST(cct_self_inclusive_blocked_to_the_tick)
 	const struct cct_node *b = find(&c, (uint32_t)(a - c.node), 0xb0);
 	if (!CHECK(b != NULL))
 		return;
-	CHECK_EQ_U64(m->incl, 100);
-	CHECK_EQ_U64(m->blocked, 20);
-	CHECK_EQ_U64(m->self, 100 - 20 - 20 - 20);
-	CHECK_EQ_U64(a->incl, 20);
-	CHECK_EQ_U64(a->self, 10);
-	CHECK_EQ_U64(b->self, 10);
-	CHECK_EQ_U64(cc->self, 20);
-	CHECK_EQ_U64(m->truncated + a->truncated + b->truncated, 0);
+	CHECK_EQ_U64(m->s[0].incl, 100);
+	CHECK_EQ_U64(m->s[0].blocked, 20);
+	CHECK_EQ_U64(m->s[0].self, 100 - 20 - 20 - 20);
+	CHECK_EQ_U64(a->s[0].incl, 20);
+	CHECK_EQ_U64(a->s[0].self, 10);
+	CHECK_EQ_U64(b->s[0].self, 10);
+	CHECK_EQ_U64(cc->s[0].self, 20);
+	CHECK_EQ_U64(m->s[0].truncated + a->s[0].truncated + b->s[0].truncated, 0);
 
 	struct cct_func *f;
 	size_t n;
-	CHECK_EQ_INT(cct_functions(&c, &f, &n), 0);
+	CHECK_EQ_INT(cct_functions(&c, CCT_WHOLE, &f, &n), 0);
 	CHECK_EQ_INT(n, 4);
 	CHECK_EQ_U64(f[0].func, 0x100); /* 40 */
 	CHECK_EQ_U64(f[1].func, 0xc0);  /* 20 */
@@ -69,15 +69,15 @@ TEST(cct_wrapped_start_and_frozen_end_are_flagged)
 	const struct cct_node *u2 = find(&c, (uint32_t)(u1 - c.node), CCT_UNKNOWN);
 	if (!CHECK(u2 != NULL))
 		return;
-	CHECK_EQ_U64(u2->incl, 0);  /* known part: from the first event, its own exit */
-	CHECK_EQ_U64(u1->incl, 15); /* 5 to 20, containing u2 (0) and a (2): self 13 */
-	CHECK_EQ_U64(u1->self, 13);
-	CHECK_EQ_U64(u1->truncated, 1);
+	CHECK_EQ_U64(u2->s[0].incl, 0);  /* known part: from the first event, its own exit */
+	CHECK_EQ_U64(u1->s[0].incl, 15); /* 5 to 20, containing u2 (0) and a (2): self 13 */
+	CHECK_EQ_U64(u1->s[0].self, 13);
+	CHECK_EQ_U64(u1->s[0].truncated, 1);
 	const struct cct_node *b = find(&c, 0, 0xb0);
 	if (!CHECK(b != NULL))
 		return;
-	CHECK_EQ_U64(b->incl, 2); /* open at the end: 30 to the last event, 32 */
-	CHECK_EQ_U64(b->truncated, 1);
+	CHECK_EQ_U64(b->s[0].incl, 2); /* open at the end: 30 to the last event, 32 */
+	CHECK_EQ_U64(b->s[0].truncated, 1);
 	cct_free(&c);
 }
 
@@ -94,7 +94,7 @@ TEST(cct_recursion_10000_deep_and_empty)
 	CHECK_EQ_INT(c.n, D + 1); /* one node per depth: the path differs */
 	struct cct_func *f;
 	size_t n;
-	CHECK_EQ_INT(cct_functions(&c, &f, &n), 0);
+	CHECK_EQ_INT(cct_functions(&c, CCT_WHOLE, &f, &n), 0);
 	CHECK_EQ_INT(n, 1);
 	CHECK_EQ_U64(f[0].calls, D);
 	CHECK_EQ_U64(f[0].self, 3 * D); /* every tick is some instance's own: 0 to 3D */
