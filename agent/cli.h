@@ -7,5 +7,7 @@
 int cmd_hal(int argc, char **argv);
 int cmd_decode(int argc, char **argv);
 int cmd_summarize(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 
 #endif

@@ -12,7 +12,9 @@ static const struct {
 } commands[] = {
 	{ "hal", cmd_hal, "timer source, CPU classes and network state of this machine" },
 	{ "decode", cmd_decode, "print a trace file: every thread's calls with whole timestamps" },
-	{ "summarize", cmd_summarize, "a trace file's top self-time functions, per thread" },
+	{ "summarize", cmd_summarize, "what a trace says about its slow moment (text or --json)" },
+	{ "diff", cmd_diff, "compare two traces or summaries: what got slower, what is new" },
+	{ "export", cmd_export, "a trace for Perfetto, chrome://tracing or flame graphs" },
 };
 
 static int usage(FILE *out)

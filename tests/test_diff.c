@@ -1,0 +1,3 @@
+/* SPDX-License-Identifier: MIT */
+/* Being written. */
+#include "harness.h"
