@@ -15,15 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Function keys: the module index in the top 16 bits, its virtual address below. */
-#define KEY_MODULE(k) ((int)((k) >> 48) - 1)
-#define KEY_VADDR(k) ((k) & 0xffffffffffffull)
-
 static uint64_t key_of(void *ctx, const struct rb_event *e)
 {
-	uint64_t vaddr = e->id;
-	int m = rb_trace_resolve(ctx, e, &vaddr);
-	return (uint64_t)(m + 1) << 48 | KEY_VADDR(vaddr);
+	return agent_func_key(ctx, e);
 }
 
 static double ms(const struct rb_trace *t, uint64_t ticks)
@@ -75,8 +69,7 @@ static void summarize_thread(struct agent_symbols *s, const struct rb_file_threa
 		if (f[i].func == CCT_UNKNOWN)
 			snprintf(name, sizeof(name), "(entered before the ring's oldest record)");
 		else
-			agent_symbol_name(s, KEY_MODULE(f[i].func), KEY_VADDR(f[i].func), name,
-					  sizeof(name));
+			agent_key_name(s, f[i].func, name, sizeof(name));
 		printf("  %12s %5.1f%% %10llu %12s  %s%s\n", human(t, f[i].self, b1, sizeof(b1)),
 		       span > 0 ? 100.0 * ms(t, f[i].self) / span : 0.0,
 		       (unsigned long long)f[i].calls, human(t, f[i].blocked, b2, sizeof(b2)), name,

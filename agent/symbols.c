@@ -77,3 +77,15 @@ void agent_symbol_name(struct agent_symbols *s, int m, uint64_t vaddr, char *out
 		agent_hex(mod->build_id, mod->build_id_len > 8 ? 8 : mod->build_id_len, id);
 	snprintf(out, size, "%s+0x%llx", id, (unsigned long long)vaddr);
 }
+
+uint64_t agent_func_key(const struct rb_trace *t, const struct rb_event *e)
+{
+	uint64_t vaddr = e->id;
+	int m = rb_trace_resolve(t, e, &vaddr);
+	return (uint64_t)(m + 1) << 48 | AGENT_KEY_VADDR(vaddr);
+}
+
+void agent_key_name(struct agent_symbols *s, uint64_t key, char *out, size_t size)
+{
+	agent_symbol_name(s, AGENT_KEY_MODULE(key), AGENT_KEY_VADDR(key), out, size);
+}

@@ -28,6 +28,18 @@ bool agent_symbols_ready(struct agent_symbols *s, int m);
 /* "name", "name+0x12", "<build-id>+0xoffset"; module < 0 gives "?0x<vaddr>". */
 void agent_symbol_name(struct agent_symbols *s, int module, uint64_t vaddr, char *out,
 		       size_t size);
+/*
+ * A function's key in the analysis: its module's index (plus one; 0 when no module holds
+ * it) in the top 16 bits, its virtual address in that module below. Equal keys are the
+ * same function of the same binary: {build-id, offset}.
+ */
+uint64_t agent_func_key(const struct rb_trace *t, const struct rb_event *entry);
+#define AGENT_KEY_MODULE(k) ((int)((k) >> 48) - 1)
+#define AGENT_KEY_VADDR(k) ((k) & 0xffffffffffffull)
+/* The key's name (agent_symbol_name); CCT_UNKNOWN-style keys above every module are
+ * the caller's to name. */
+void agent_key_name(struct agent_symbols *s, uint64_t key, char *out, size_t size);
+
 /* Lower-case hex of n bytes into out (2n + 1 bytes). */
 void agent_hex(const uint8_t *bytes, unsigned n, char *out);
 
