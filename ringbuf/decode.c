@@ -106,7 +106,8 @@ int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t
 	 * anchor, from the reference), and how many calls the ring starts inside: the most
 	 * exits over entries of any prefix, which is the total minus the smallest suffix sum.
 	 */
-	uint64_t newer = ref_ticks, anchor = ref_ticks, back = 0;
+	uint64_t newer = ref_ticks, anchor = ref_ticks, back = 0, ahead = 0;
+	bool seen_anchor = false;
 	int64_t suffix = 0, min_suffix = 0;
 	for (uint64_t k = 0; k < v->valid; k++) {
 		uint64_t p = v->valid - 1 - k;
@@ -122,18 +123,26 @@ int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t
 		}
 		struct rb_event e;
 		parse_at(d, &p, &e);
-		d->stats.records++;
+		/* The step from this record to the next newer one (for the newest, to the ref). */
+		uint64_t to_newer = (uint32_t)((uint32_t)newer - (uint32_t)e.ts);
+		if (d->stats.records++ == 0)
+			d->end_ts = ref_ticks - to_newer; /* replaced by the newest anchor's walk */
+		else if (!seen_anchor)
+			ahead += to_newer;
 		suffix += e.kind == RB_EV_EXIT ? 1 : e.kind == RB_EV_ENTRY ? -1 : 0;
 		if (suffix < min_suffix)
 			min_suffix = suffix;
 		if (is_anchor(&e)) {
 			d->stats.anchors++;
+			if (!seen_anchor) /* the newest record, walked forward from the newest anchor */
+				d->end_ts = e.ts + ahead;
+			seen_anchor = true;
 			anchor = e.ts;
 			back = 0;
 			if (special)
 				special(ctx, &e);
 		} else {
-			back += (uint32_t)((uint32_t)newer - (uint32_t)e.ts);
+			back += to_newer;
 		}
 		newer = e.ts;
 	}

@@ -71,10 +71,11 @@ struct rb_decoder {
 	struct rb_decode_stats stats; /* records, cut and anchors after init; gaps and
 				       * conflicts as the first forward pass finds them */
 	uint64_t open_at_start;       /* calls the ring starts inside: exits with no entry */
+	uint64_t start_ts, end_ts;    /* the oldest and the newest record's times */
 	/* private */
 	struct rb_ring_view view;
 	uint8_t *payload; /* bit per forward slot index: a payload, not a tag */
-	uint64_t base, first, pos, cur, start_ts, fix_at, fix_add;
+	uint64_t base, first, pos, cur, fix_at, fix_add;
 	bool started, first_pass;
 };
 

@@ -147,6 +147,13 @@ static void round_trip(int n, uint64_t nslots, uint64_t first, uint64_t start_ts
 		if (!compare(ev, n, valid, got, ngot))
 			printf("    (n %d, ring %llu, first slot %llu)\n", n,
 			       (unsigned long long)nslots, (unsigned long long)first);
+		/* The streaming decoder's own view of the ends, before any forward walk. */
+		struct rb_decoder d;
+		if (CHECK(rb_decoder_init(&d, &v, ref, NULL, NULL) == 0) && ngot) {
+			CHECK_EQ_U64(d.start_ts, got[0].ts);
+			CHECK_EQ_U64(d.end_ts, got[ngot - 1].ts);
+			rb_decoder_free(&d);
+		}
 		free(got);
 	} else {
 		test_fail(__FILE__, __LINE__, "decode failed");
