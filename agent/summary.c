@@ -1,2 +1,640 @@
 /* SPDX-License-Identifier: MIT */
-/* Being written. */
+#include "summary.h"
+#include "marks.h"
+#include "symbols.h"
+#include "hal/timer.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BATCH 4096
+
+struct mark {
+	uint64_t ts;
+	uint32_t arg;
+};
+
+struct wake {
+	uint64_t ts;
+	uint32_t key;
+};
+
+/* Per thread: its decoder (kept for every pass), and its special records in time order. */
+struct thread {
+	struct rb_decoder dec;
+	struct mark *marks;
+	struct wake *wakes;
+	size_t nmarks, nwakes, capm, capw;
+	int failed;
+};
+
+struct wait {
+	uint64_t begin, end;
+	uint32_t key;
+	bool open;
+	uint64_t waiter;
+};
+
+/* One decoding pass over a thread: its tree in the lanes asked for, and its waits that
+ * touch [keep_from, keep_to]. */
+struct pass {
+	struct cct c;
+	struct wait *waits;
+	size_t nwaits, cap, open;
+	uint64_t keep_from, keep_to;
+};
+
+static int grow(void **p, size_t *cap, size_t n, size_t size)
+{
+	if (n < *cap)
+		return 0;
+	size_t c = *cap ? *cap * 2 : 64;
+	void *q = realloc(*p, c * size);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = c;
+	return 0;
+}
+
+/* The decoder hands special records newest first; they are reversed afterwards. */
+static void on_special(void *ctx, const struct rb_event *e)
+{
+	struct thread *t = ctx;
+	if (e->kind == RB_EV_MARK) {
+		if (grow((void **)&t->marks, &t->capm, t->nmarks, sizeof(*t->marks)))
+			t->failed = -ENOMEM;
+		else
+			t->marks[t->nmarks++] = (struct mark){ e->ts, e->arg };
+	} else if (e->kind == RB_EV_WAKE) {
+		if (grow((void **)&t->wakes, &t->capw, t->nwakes, sizeof(*t->wakes)))
+			t->failed = -ENOMEM;
+		else
+			t->wakes[t->nwakes++] = (struct wake){ e->ts, e->arg };
+	}
+}
+
+static void reverse(void *base, size_t n, size_t size)
+{
+	char tmp[32], *a = base;
+	for (size_t i = 0; i < n / 2; i++) {
+		memcpy(tmp, a + i * size, size);
+		memcpy(a + i * size, a + (n - 1 - i) * size, size);
+		memcpy(a + (n - 1 - i) * size, tmp, size);
+	}
+}
+
+static uint64_t key_of(void *ctx, const struct rb_event *e)
+{
+	return agent_func_key(ctx, e);
+}
+
+static uint64_t overlap(uint64_t a, uint64_t b, uint64_t lo, uint64_t hi)
+{
+	uint64_t x = a > lo ? a : lo, y = b < hi ? b : hi;
+	return y > x ? y - x : 0;
+}
+
+static void pass_free(struct pass *p)
+{
+	cct_free(&p->c);
+	free(p->waits);
+	memset(p, 0, sizeof(*p));
+}
+
+/* A wait just ended (or the ring did): drop it when it is outside the interval kept. */
+static void end_wait(struct pass *p, size_t i, uint64_t end, bool open)
+{
+	p->waits[i].end = end;
+	p->waits[i].open = open;
+	if (end < p->keep_from && i == p->nwaits - 1)
+		p->nwaits--;
+}
+
+static int run_pass(struct thread *th, const struct cct_opts *o,
+		    uint64_t keep_from, uint64_t keep_to, struct pass *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->keep_from = keep_from;
+	p->keep_to = keep_to;
+	p->open = SIZE_MAX;
+	int err = cct_init(&p->c, o, th->dec.open_at_start);
+	if (err)
+		return err;
+	struct rb_event *ev = malloc(BATCH * sizeof(*ev));
+	if (!ev)
+		return -ENOMEM;
+	rb_decoder_rewind(&th->dec);
+	size_t n;
+	while (!err && (n = rb_decoder_read(&th->dec, ev, BATCH)) > 0) {
+		for (size_t i = 0; i < n && !err; i++) {
+			const struct rb_event *e = &ev[i];
+			if (e->kind == RB_EV_WAIT_BEGIN && e->ts <= keep_to) {
+				err = grow((void **)&p->waits, &p->cap, p->nwaits, sizeof(*p->waits));
+				if (err)
+					break;
+				p->open = p->nwaits;
+				p->waits[p->nwaits++] = (struct wait){
+					.begin = e->ts, .key = e->arg, .open = true,
+					.waiter = p->c.node[cct_top(&p->c)].func
+				};
+			} else if (e->kind == RB_EV_WAIT_END && p->open != SIZE_MAX) {
+				end_wait(p, p->open, e->ts, false);
+				p->open = SIZE_MAX;
+			}
+			err = cct_add(&p->c, e);
+		}
+	}
+	free(ev);
+	if (!err)
+		err = cct_finish(&p->c);
+	if (!err && p->open != SIZE_MAX)
+		end_wait(p, p->open, th->dec.end_ts, true);
+	return err;
+}
+
+/* ---- the window and the frames ---- */
+
+struct frame_span {
+	uint64_t begin, end;
+	bool complete;
+	size_t begin_mark; /* index of its begin mark in the thread's marks */
+};
+
+static int frames_of(const struct thread *th, struct frame_span **out, size_t *count)
+{
+	struct frame_span *f = NULL;
+	size_t n = 0, cap = 0;
+	for (size_t i = 0; i < th->nmarks; i++) {
+		const struct mark *m = &th->marks[i];
+		if (m->arg != AGENT_MARK_FRAME_BEGIN && m->arg != AGENT_MARK_FRAME_END)
+			continue;
+		if (n && !f[n - 1].complete) { /* a begin ends the previous frame (jitt_frame) */
+			f[n - 1].end = m->ts;
+			f[n - 1].complete = true;
+		}
+		if (m->arg == AGENT_MARK_FRAME_BEGIN) {
+			if (grow((void **)&f, &cap, n, sizeof(*f))) {
+				free(f);
+				return -ENOMEM;
+			}
+			f[n++] = (struct frame_span){ .begin = m->ts, .begin_mark = i };
+		}
+	}
+	*out = f;
+	*count = n;
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest rank: the smallest value with at least p% of the values at or below it. */
+static uint64_t percentile(const uint64_t *sorted, size_t n, unsigned p)
+{
+	size_t rank = (n * p + 99) / 100;
+	return sorted[rank ? rank - 1 : 0];
+}
+
+static void frame_stats(struct summary *s, const struct frame_span *f, size_t n, size_t slow)
+{
+	struct summary_frames *st = &s->frames;
+	st->budget = (uint64_t)CONFIG_AGENT_FRAME_BUDGET_US * s->trace->timer_hz / 1000000;
+	uint64_t *len = malloc((n ? n : 1) * sizeof(*len));
+	if (!len)
+		return;
+	size_t m = 0;
+	double sum = 0, sum2 = 0;
+	size_t others = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!f[i].complete)
+			continue;
+		uint64_t d = f[i].end - f[i].begin;
+		len[m++] = d;
+		st->over_budget += d > st->budget;
+		if (i != slow) {
+			sum += (double)d;
+			sum2 += (double)d * (double)d;
+			others++;
+		}
+	}
+	st->count = m;
+	if (m) {
+		qsort(len, m, sizeof(*len), cmp_u64);
+		st->median = percentile(len, m, 50);
+		st->p99 = percentile(len, m, 99);
+	}
+	if (others) {
+		double mean = sum / (double)others;
+		double var = sum2 / (double)others - mean * mean;
+		st->mean = (uint64_t)mean;
+		st->sigma = (uint64_t)sqrt(var > 0 ? var : 0);
+		/* With fewer than two others there is no spread to be an outlier of. */
+		st->outlier = st->have_this && others >= 2 &&
+			      (double)st->this_frame > mean + 3 * sqrt(var > 0 ? var : 0);
+	}
+	free(len);
+}
+
+/*
+ * The window (summary.h) and the baseline: frames of the window's thread other than the
+ * slow one and within budget (all other complete frames when none is), or the trace
+ * before the window when the thread has no frame marks.
+ */
+static int find_window(struct summary *s, struct thread *ths, struct cct_span *base)
+{
+	const struct rb_trace *t = s->trace;
+	size_t anomaly_mark = SIZE_MAX;
+	s->thread = -1;
+	for (uint32_t i = 0; i < t->nthreads; i++)
+		for (size_t j = 0; j < ths[i].nmarks; j++)
+			if (agent_mark_is_anomaly(ths[i].marks[j].arg) &&
+			    (s->thread < 0 || ths[i].marks[j].ts > s->anomaly_ts)) {
+				s->thread = (int)i;
+				s->anomaly_ts = ths[i].marks[j].ts;
+				s->anomaly_arg = ths[i].marks[j].arg;
+				anomaly_mark = j;
+			}
+	s->anomaly_marked = s->thread >= 0;
+	if (!s->anomaly_marked) {
+		s->thread = 0;
+		for (uint32_t i = 0; i < t->nthreads; i++) {
+			struct frame_span *f;
+			size_t n;
+			if (frames_of(&ths[i], &f, &n) == 0 && n) {
+				free(f);
+				s->thread = (int)i;
+				break;
+			}
+		}
+		s->anomaly_ts = ths[s->thread].dec.end_ts;
+	}
+	struct thread *th = &ths[s->thread];
+
+	struct frame_span *f;
+	size_t n, slow = SIZE_MAX;
+	int err = frames_of(th, &f, &n);
+	if (err)
+		return err;
+	/* The slow frame: the last one begun before the anomaly (in ring order when the
+	 * anomaly mark is on the same thread: a detector marks before the next frame begins). */
+	for (size_t i = 0; i < n; i++) {
+		bool before = anomaly_mark != SIZE_MAX ? f[i].begin_mark < anomaly_mark
+						       : f[i].begin <= s->anomaly_ts;
+		if (before)
+			slow = i;
+	}
+	uint64_t *bs = malloc((n ? n : 1) * sizeof(*bs)), *be = malloc((n ? n : 1) * sizeof(*be));
+	if (!bs || !be) {
+		err = -ENOMEM;
+		goto out;
+	}
+	size_t nb = 0;
+	if (slow != SIZE_MAX) {
+		s->window_kind = SUMMARY_WINDOW_FRAME;
+		s->w0 = f[slow].begin;
+		s->w1 = f[slow].complete && f[slow].end <= s->anomaly_ts ? f[slow].end : s->anomaly_ts;
+		s->frames.have_this = true;
+		s->frames.this_frame = s->w1 - s->w0;
+		frame_stats(s, f, n, slow);
+		for (int pass = 0; pass < 2 && nb == 0; pass++)
+			for (size_t i = 0; i < n; i++)
+				if (i != slow && f[i].complete &&
+				    (pass == 1 || f[i].end - f[i].begin <= s->frames.budget)) {
+					bs[nb] = f[i].begin;
+					be[nb++] = f[i].end;
+				}
+		s->base_frames = nb;
+	} else {
+		uint64_t span = (uint64_t)CONFIG_AGENT_WINDOW_MS * t->timer_hz / 1000;
+		s->window_kind = SUMMARY_WINDOW_SPAN;
+		s->w1 = s->anomaly_ts;
+		s->w0 = s->w1 - th->dec.start_ts > span ? s->w1 - span : th->dec.start_ts;
+		if (s->w0 > s->w1)
+			s->w0 = s->w1;
+		frame_stats(s, f, n, SIZE_MAX);
+		bs[0] = th->dec.start_ts;
+		be[0] = s->w0;
+		nb = 1;
+	}
+	err = cct_span_set(base, bs, be, nb);
+out:
+	free(bs);
+	free(be);
+	free(f);
+	return err;
+}
+
+/* ---- the report's lists ---- */
+
+static int top_functions(const struct cct *c, enum cct_lane lane, unsigned k,
+			 struct summary_func **out, size_t *n)
+{
+	struct cct_func *f;
+	size_t nf;
+	int err = cct_functions(c, lane, &f, &nf);
+	if (err)
+		return err;
+	size_t m = nf < k ? nf : k;
+	*out = calloc(m ? m : 1, sizeof(**out));
+	if (!*out) {
+		free(f);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < m; i++)
+		(*out)[i] = (struct summary_func){ f[i].func, f[i].calls, f[i].self, f[i].blocked,
+						   f[i].truncated > 0 };
+	*n = m;
+	free(f);
+	return 0;
+}
+
+static int chain_of(const struct cct *c, const struct cct_link *l, struct summary_chain *out)
+{
+	size_t n = 0;
+	for (const struct cct_link *x = l; x; x = x->next)
+		n++;
+	out->f = calloc(n ? n : 1, sizeof(*out->f));
+	if (!out->f)
+		return -ENOMEM;
+	out->n = n;
+	for (size_t i = 0; l; l = l->next, i++)
+		out->f[i] = (struct summary_frame){ c->node[l->node].func, l->incl, l->self,
+						    l->blocked, l->truncated };
+	return 0;
+}
+
+struct leaf {
+	uint32_t node;
+	int64_t cost;
+};
+
+static int by_cost(const void *a, const void *b)
+{
+	const struct leaf *x = a, *y = b;
+	if (x->cost != y->cost)
+		return x->cost < y->cost ? 1 : -1;
+	return x->node < y->node ? -1 : x->node > y->node;
+}
+
+/* The baseline's self time of a node, per frame or scaled to the window's length. */
+static uint64_t base_of(const struct summary *s, const struct cct_node *nd, double scale)
+{
+	uint64_t b = nd->s[CCT_BASE].self;
+	if (s->base_frames)
+		return b / s->base_frames;
+	return (uint64_t)((double)b * scale);
+}
+
+/* IntroPerf Alg. 3, DiffRankPaths: every root-to-leaf path of the window, costed by the
+ * sum of its frames' self time minus the baseline's; the K costliest. */
+static int rank_contexts(struct summary *s, const struct cct *c, double scale)
+{
+	struct leaf *leaves = malloc((c->n ? c->n : 1) * sizeof(*leaves));
+	if (!leaves)
+		return -ENOMEM;
+	size_t nl = 0;
+	for (uint32_t i = 1; i < c->n; i++) {
+		if (!c->node[i].s[CCT_WINDOW].calls)
+			continue;
+		bool leaf = true;
+		for (uint32_t ch = c->node[i].first_child; ch != CCT_NONE && leaf;
+		     ch = c->node[ch].next_sibling)
+			leaf = c->node[ch].s[CCT_WINDOW].calls == 0;
+		if (!leaf)
+			continue;
+		int64_t cost = 0;
+		for (uint32_t x = i; x != 0; x = c->node[x].parent)
+			cost += (int64_t)c->node[x].s[CCT_WINDOW].self -
+				(int64_t)base_of(s, &c->node[x], scale);
+		leaves[nl++] = (struct leaf){ i, cost };
+	}
+	qsort(leaves, nl, sizeof(*leaves), by_cost);
+	size_t m = nl < s->k ? nl : s->k;
+	s->contexts = calloc(m ? m : 1, sizeof(*s->contexts));
+	if (!s->contexts) {
+		free(leaves);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < m; i++) {
+		struct summary_context *x = &s->contexts[i];
+		uint32_t leaf = leaves[i].node;
+		x->cost = leaves[i].cost;
+		x->n = c->node[leaf].depth;
+		x->key = malloc(x->n * sizeof(*x->key));
+		x->self = malloc(x->n * sizeof(*x->self));
+		x->base = malloc(x->n * sizeof(*x->base));
+		s->ncontexts++;
+		if (!x->key || !x->self || !x->base) {
+			free(leaves);
+			return -ENOMEM;
+		}
+		size_t j = x->n;
+		for (uint32_t nd = leaf; nd != 0; nd = c->node[nd].parent) {
+			j--;
+			x->key[j] = c->node[nd].func;
+			x->self[j] = c->node[nd].s[CCT_WINDOW].self;
+			x->base[j] = base_of(s, &c->node[nd], scale);
+		}
+	}
+	free(leaves);
+	return 0;
+}
+
+/* ---- blocked on: wait and wake-up edges ---- */
+
+/* The thread whose wake-up of `key` ended a wait: the latest wake in [from, to] of
+ * another thread. */
+static int find_waker(const struct summary *s, const struct thread *ths, int self,
+		      uint32_t key, uint64_t from, uint64_t to, uint64_t *when)
+{
+	int who = -1;
+	for (uint32_t i = 0; i < s->trace->nthreads; i++) {
+		if ((int)i == self)
+			continue;
+		for (size_t j = 0; j < ths[i].nwakes; j++) {
+			const struct wake *w = &ths[i].wakes[j];
+			if (w->key == key && w->ts >= from && w->ts <= to &&
+			    (who < 0 || w->ts > *when)) {
+				who = (int)i;
+				*when = w->ts;
+			}
+		}
+	}
+	return who;
+}
+
+/*
+ * Starting from the window's own waits: when the thread spent most of the interval
+ * waiting, name the longest wait, its waker and what the waker did until the wake-up;
+ * then ask the same of the waker over that span, up to CONFIG_AGENT_BLOCKED_DEPTH hops.
+ */
+static int follow_wakeups(struct summary *s, struct thread *ths, const struct wait *waits,
+			  size_t nwaits)
+{
+	int thread = s->thread, err = 0;
+	uint64_t from = s->w0, to = s->w1;
+	struct wait *owned = NULL; /* the waits of the latest waker's pass */
+	while (s->nhops < CONFIG_AGENT_BLOCKED_DEPTH && s->nhops < SUMMARY_MAX_HOPS) {
+		uint64_t blocked = 0, longest = 0;
+		const struct wait *w = NULL;
+		for (size_t i = 0; i < nwaits; i++) {
+			uint64_t o = overlap(waits[i].begin, waits[i].end, from, to);
+			blocked += o;
+			if (o > longest)
+				longest = o, w = &waits[i];
+		}
+		if (!w || 2 * blocked < to - from)
+			break; /* not mostly blocked: the thread's own work is the story */
+		struct summary_hop *h = &s->hops[s->nhops++];
+		*h = (struct summary_hop){ .thread = thread, .from = from, .to = to,
+					   .blocked = blocked, .object = w->key, .waiter = w->waiter,
+					   .wait_begin = w->begin, .wait_end = w->end,
+					   .still_waiting = w->open || w->end > to, .waker = -1 };
+		if (!h->still_waiting)
+			h->waker = find_waker(s, ths, thread, w->key, w->begin, w->end, &h->wake_ts);
+		if (h->waker < 0)
+			break;
+		bool seen = h->waker == s->thread;
+		for (size_t i = 0; i + 1 < s->nhops; i++)
+			seen |= s->hops[i].thread == h->waker;
+
+		/* What the waker did from the start of the wait (inside the interval) on. */
+		uint64_t a = w->begin > from ? w->begin : from, b = h->wake_ts;
+		struct cct_span span;
+		struct pass next;
+		err = cct_span_set(&span, &a, &b, 1);
+		if (err)
+			break;
+		struct cct_opts o = { .key = key_of, .ctx = (void *)s->trace, .chains = 1 };
+		o.span[CCT_WINDOW] = &span;
+		err = run_pass(&ths[h->waker], &o, a, b, &next);
+		if (!err)
+			err = top_functions(&next.c, CCT_WINDOW, s->k, &h->top, &h->ntop);
+		if (!err && next.c.nchains)
+			err = chain_of(&next.c, next.c.chain[0], &h->chain);
+		cct_span_free(&span);
+		free(owned);
+		owned = next.waits;
+		waits = next.waits;
+		nwaits = next.nwaits;
+		next.waits = NULL;
+		pass_free(&next);
+		if (err || seen)
+			break;
+		thread = h->waker;
+		from = a;
+		to = b;
+	}
+	free(owned);
+	return err;
+}
+
+int summary_build(struct summary *s, const struct rb_trace *t, unsigned k)
+{
+	memset(s, 0, sizeof(*s));
+	s->trace = t;
+	s->k = k < 1 ? 1 : k > SUMMARY_MAX_K ? SUMMARY_MAX_K : k;
+	if (t->nthreads == 0)
+		return -EINVAL;
+	struct thread *ths = calloc(t->nthreads, sizeof(*ths));
+	if (!ths)
+		return -ENOMEM;
+	int err = 0;
+	for (uint32_t i = 0; i < t->nthreads && !err; i++) {
+		err = rb_decoder_init(&ths[i].dec, &t->threads[i].view, t->ref_ticks, on_special,
+				      &ths[i]);
+		if (!err)
+			err = ths[i].failed;
+		reverse(ths[i].marks, ths[i].nmarks, sizeof(*ths[i].marks));
+		reverse(ths[i].wakes, ths[i].nwakes, sizeof(*ths[i].wakes));
+		s->records += ths[i].dec.stats.records;
+	}
+	struct cct_span window = { 0 }, base = { 0 };
+	struct pass p = { 0 };
+	if (!err)
+		err = find_window(s, ths, &base);
+	if (!err)
+		err = cct_span_set(&window, &s->w0, &s->w1, 1);
+	if (!err) {
+		struct cct_opts o = { .key = key_of, .ctx = (void *)t, .chains = s->k };
+		o.span[CCT_WINDOW] = &window;
+		o.span[CCT_BASE] = &base;
+		err = run_pass(&ths[s->thread], &o, s->w0, s->w1, &p);
+	}
+	if (!err) {
+		s->span = p.c.t1 - p.c.t0;
+		for (uint32_t i = 1; i < p.c.n; i++)
+			s->window_blocked += p.c.node[i].s[CCT_WINDOW].blocked;
+		err = top_functions(&p.c, CCT_WINDOW, s->k, &s->top_window, &s->ntop_window);
+	}
+	if (!err)
+		err = top_functions(&p.c, CCT_WHOLE, s->k, &s->top_trace, &s->ntop_trace);
+	if (!err) {
+		s->chains = calloc(p.c.nchains + 1, sizeof(*s->chains));
+		err = s->chains ? 0 : -ENOMEM;
+		for (unsigned i = 0; i < p.c.nchains && !err; i++, s->nchains++)
+			err = chain_of(&p.c, p.c.chain[i], &s->chains[i]);
+	}
+	if (!err) {
+		uint64_t blen = cct_span_total(&base);
+		err = rank_contexts(s, &p.c, blen ? (double)(s->w1 - s->w0) / (double)blen : 0);
+	}
+	if (!err)
+		err = follow_wakeups(s, ths, p.waits, p.nwaits);
+	pass_free(&p);
+	cct_span_free(&window);
+	cct_span_free(&base);
+	for (uint32_t i = 0; i < t->nthreads; i++) {
+		rb_decoder_free(&ths[i].dec);
+		free(ths[i].marks);
+		free(ths[i].wakes);
+	}
+	free(ths);
+	if (err)
+		summary_free(s);
+	return err;
+}
+
+void summary_free(struct summary *s)
+{
+	free(s->top_window);
+	free(s->top_trace);
+	for (size_t i = 0; i < s->nchains; i++)
+		free(s->chains[i].f);
+	free(s->chains);
+	for (size_t i = 0; i < s->ncontexts; i++) {
+		free(s->contexts[i].key);
+		free(s->contexts[i].self);
+		free(s->contexts[i].base);
+	}
+	free(s->contexts);
+	for (size_t i = 0; i < s->nhops; i++) {
+		free(s->hops[i].top);
+		free(s->hops[i].chain.f);
+	}
+	const struct rb_trace *t = s->trace;
+	memset(s, 0, sizeof(*s));
+	s->trace = t;
+}
+
+const char *agent_detector_name(uint32_t arg)
+{
+	switch (arg & 0xff) {
+	case AGENT_DETECT_HANG:
+		return "hang";
+	case AGENT_DETECT_JANK:
+		return "jank";
+	case AGENT_DETECT_EXPLICIT:
+		return "explicit";
+	case AGENT_DETECT_EXTERNAL:
+		return "external";
+	default:
+		return "unknown";
+	}
+}

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agent/summary.h - what a trace says about its slow moment: the model behind
+ * `jitt summarize` (text and JSON, agent/summary_out.c) and jittd.
+ *
+ * The anomaly window runs from the start of the slow frame (its frame mark) to the anomaly
+ * mark (agent/marks.h); with no frame marks, CONFIG_AGENT_WINDOW_MS before the anomaly
+ * mark, or before the end of the trace when there is none. In it, the report has:
+ *  - the top self-time functions, in the window and over the whole trace;
+ *  - the K longest call chains (Hubble section 7): the longest top-level calls in the
+ *    window, each followed into its longest child until a frame's own time dominates;
+ *  - hot calling contexts ranked differentially (IntroPerf section 3.4.2, Alg. 3): the
+ *    window's root-to-leaf paths, each costed as the sum over its frames of self time in
+ *    the window minus the baseline's, where the baseline is the thread's normal frames
+ *    (Argus's "similar node": the same loop's iterations that were within budget),
+ *    averaged per frame, or, with no frame marks, the trace before the window scaled to
+ *    the window's length. Code that is always expensive sinks; what changed rises;
+ *  - what the frame was blocked on, when it mostly was: the longest wait, the thread that
+ *    woke it and what that thread did meanwhile, following wake-ups (AppInsight section 5's
+ *    critical path, Argus section 3.1's wait and wake-up edges);
+ *  - frame statistics: count, median, p99, over budget, and whether this frame is an
+ *    outlier above mean + 3 sigma of the others (AppInsight section 6.4).
+ *
+ * Everything is in timer ticks; conversions happen on output.
+ */
+#ifndef JITT_AGENT_SUMMARY_H
+#define JITT_AGENT_SUMMARY_H
+
+#include "agent/cct.h"
+#include "ringbuf/tracefile.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SUMMARY_MAX_K 100
+#define SUMMARY_MAX_HOPS 16
+
+struct summary_func {
+	uint64_t key; /* agent_func_key; CCT_UNKNOWN for calls the ring starts inside */
+	uint64_t calls, self, blocked;
+	bool truncated;
+};
+
+struct summary_frame {
+	uint64_t key, incl, self, blocked;
+	bool truncated;
+};
+
+struct summary_chain {
+	size_t n;
+	struct summary_frame *f; /* outermost first */
+};
+
+/* A hot calling context: a root-to-leaf path in the window, with its differential cost. */
+struct summary_context {
+	int64_t cost; /* sum over the path of (window self - baseline self) */
+	size_t n;
+	uint64_t *key;  /* the path's functions, outermost first */
+	uint64_t *self; /* each frame's self time in the window... */
+	uint64_t *base; /* ...and in the baseline, per frame (or scaled to the window) */
+};
+
+/* One hop of "blocked on": a thread that spent most of an interval waiting. */
+struct summary_hop {
+	int thread;       /* index into the trace's threads */
+	uint64_t from, to; /* the interval looked at */
+	uint64_t blocked;  /* ticks of it spent waiting */
+	uint32_t object;   /* the longest wait's object key */
+	uint64_t waiter;   /* the function that waited */
+	uint64_t wait_begin, wait_end;
+	bool still_waiting; /* no wait-end before the interval ended */
+	int waker;          /* the thread whose wake-up ended the wait; -1 none found */
+	uint64_t wake_ts;
+	/* What the waker did from the wait's start to the wake-up. */
+	size_t ntop;
+	struct summary_func *top;
+	struct summary_chain chain;
+};
+
+struct summary_frames {
+	size_t count; /* completed frames of the window's thread */
+	uint64_t median, p99, mean, sigma, budget;
+	size_t over_budget;
+	bool have_this;   /* the window is a frame */
+	uint64_t this_frame; /* its length (up to the anomaly when still running) */
+	bool outlier;        /* above mean + 3 sigma of the other frames */
+};
+
+enum summary_window_kind { SUMMARY_WINDOW_FRAME, SUMMARY_WINDOW_SPAN };
+
+struct summary {
+	const struct rb_trace *trace;
+	unsigned k;
+	int thread;             /* the anomaly's thread: index into trace->threads */
+	bool anomaly_marked;    /* an anomaly mark was found (else: the end of the trace) */
+	uint32_t anomaly_arg;   /* the mark's argument (agent/marks.h) */
+	uint64_t anomaly_ts;
+	enum summary_window_kind window_kind;
+	uint64_t w0, w1;        /* the window [w0, w1) */
+	uint64_t window_blocked; /* of it, the thread's time waiting */
+	uint64_t base_frames;   /* frames in the baseline (0: the time before the window) */
+	uint64_t span;          /* the thread's first to last event */
+	uint64_t records;       /* decoded, all threads */
+	struct summary_frames frames;
+	size_t ntop_window, ntop_trace, nchains, ncontexts, nhops;
+	struct summary_func *top_window, *top_trace;
+	struct summary_chain *chains;
+	struct summary_context *contexts;
+	struct summary_hop hops[SUMMARY_MAX_HOPS];
+};
+
+/* Summarise a parsed trace with K entries per list (1..SUMMARY_MAX_K). 0, -EINVAL when
+ * a ring cannot be decoded, or -ENOMEM. */
+int summary_build(struct summary *s, const struct rb_trace *t, unsigned k);
+void summary_free(struct summary *s);
+
+#endif

@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agent/summary_out.h - a summary (agent/summary.h) for people (text) and for machines
+ * (JSON, schema "jitt.summary" version 1, documented in docs/summary-format.md). The JSON
+ * is what may leave the device: function names and build-ids, no paths, no ids of people.
+ */
+#ifndef JITT_AGENT_SUMMARY_OUT_H
+#define JITT_AGENT_SUMMARY_OUT_H
+
+#include "agent/summary.h"
+#include "agent/symbols.h"
+
+#include <stdio.h>
+
+#define SUMMARY_SCHEMA "jitt.summary"
+#define SUMMARY_VERSION 1
+
+/* 0, or -EIO when writing failed. */
+int summary_write_json(FILE *out, const struct summary *s, struct agent_symbols *syms);
+int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols *syms);
+
+#endif
