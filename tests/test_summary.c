@@ -1,3 +1,483 @@
 /* SPDX-License-Identifier: MIT */
-/* Being written. */
+/*
+ * The summary on synthetic traces written through the ring library (tests/synth.h), with
+ * exactly known times: windows, top self time, chains, differential ranking, frame
+ * statistics, blocked-on with wake-ups followed, and the edge cases of issue 5.
+ */
 #include "harness.h"
+#include "synth.h"
+#include "agent/marks.h"
+#include "agent/summary.h"
+#include "agent/summary_out.h"
+#include "agent/symbols.h"
+#include "ringbuf/tracefile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Functions of this program, so ids resolve to names; distinct bodies, so the compiler
+ * cannot fold them into one. */
+static volatile int sink;
+#define FN(name, v)                                             \
+	__attribute__((noinline, used)) static void name(void) \
+	{                                                       \
+		sink = v;                                       \
+	}
+FN(fn_main, 1)
+FN(fn_loop, 2)
+FN(fn_frame, 3)
+FN(fn_layout, 4)
+FN(fn_draw, 5)
+FN(fn_culprit, 6)
+FN(fn_wait_result, 7)
+FN(fn_worker, 8)
+FN(fn_slow_task, 9)
+FN(fn_io, 10)
+FN(fn_recurse, 11)
+
+static uint64_t key(void (*fn)(void))
+{
+	return (uint64_t)1 << 48 | synth_id(fn); /* module 0: this program */
+}
+
+#define ID(fn) synth_id(fn)
+
+struct fixture {
+	struct rb_trace t;
+	struct summary s;
+	int ok;
+};
+
+static int summarise(struct synth_thread *th, int n, const char *reason, unsigned k,
+		     struct fixture *fx)
+{
+	char path[512];
+	char err[256];
+	memset(fx, 0, sizeof(*fx));
+	if (!CHECK(synth_write(th, n, reason, path, sizeof(path)) == 0))
+		return 0;
+	/* JITT_SUMMARY_KEEP=dir keeps the traces, to look at with `jitt summarize`. */
+	const char *keep = getenv("JITT_SUMMARY_KEEP");
+	if (keep) {
+		char cmd[1200];
+		snprintf(cmd, sizeof(cmd), "cp '%s' '%s/%s.jtr'", path, keep, reason);
+		if (system(cmd) != 0)
+			printf("    could not keep %s\n", path);
+	}
+	if (!CHECK(rb_trace_open(path, &fx->t, err, sizeof(err)) == 0))
+		return 0;
+	int e = summary_build(&fx->s, &fx->t, k);
+	if (!CHECK(e == 0)) {
+		rb_trace_close(&fx->t);
+		return 0;
+	}
+	fx->ok = 1;
+	return 1;
+}
+
+static void release(struct fixture *fx)
+{
+	if (fx->ok) {
+		summary_free(&fx->s);
+		rb_trace_close(&fx->t);
+	}
+}
+
+/* One normal frame at t: frame { layout 100; draw 200 }, 400 ticks in all. */
+static void normal_frame(struct synth_thread *ui, uint64_t t)
+{
+	synth_special(ui, t, RB_MARK, AGENT_MARK_FRAME_BEGIN);
+	synth_entry(ui, t + 10, ID(fn_frame));
+	synth_entry(ui, t + 20, ID(fn_layout));
+	synth_exit(ui, t + 120);
+	synth_entry(ui, t + 130, ID(fn_draw));
+	synth_exit(ui, t + 330);
+	synth_exit(ui, t + 390);
+}
+
+/* The slow frames below last this long: over any budget at any timer rate up to 6 GHz. */
+#define SLOW 100000000ull
+
+TEST(summary_slow_frame_culprit_chain_ranking_and_frame_stats)
+{
+	struct synth_thread ui;
+	synth_init(&ui, "ui", 100, 0, 0);
+	synth_entry(&ui, 1, ID(fn_main));
+	synth_entry(&ui, 2, ID(fn_loop));
+	uint64_t t = 1000;
+	for (int i = 0; i < 10; i++, t += 1000)
+		normal_frame(&ui, t);
+	/* The slow frame: layout as usual, draw calls the culprit for SLOW ticks. */
+	uint64_t w0 = t;
+	synth_special(&ui, t, RB_MARK, AGENT_MARK_FRAME_BEGIN);
+	synth_entry(&ui, t + 10, ID(fn_frame));
+	synth_entry(&ui, t + 20, ID(fn_layout));
+	synth_exit(&ui, t + 120);
+	synth_entry(&ui, t + 130, ID(fn_draw));
+	synth_entry(&ui, t + 140, ID(fn_culprit));
+	synth_exit(&ui, t + 140 + SLOW);
+	synth_exit(&ui, t + 330 + SLOW);
+	synth_exit(&ui, t + 390 + SLOW);
+	uint64_t w1 = t + 400 + SLOW;
+	synth_special(&ui, w1, RB_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_JANK);
+	normal_frame(&ui, w1);
+
+	struct fixture fx;
+	if (!summarise(&ui, 1, "jank", 10, &fx))
+		return;
+	struct summary *s = &fx.s;
+	CHECK(s->anomaly_marked);
+	CHECK_EQ_INT(s->anomaly_arg, AGENT_MARK_ANOMALY | AGENT_DETECT_JANK);
+	CHECK_EQ_INT(s->window_kind, SUMMARY_WINDOW_FRAME);
+	CHECK_EQ_U64(s->w0, w0);
+	CHECK_EQ_U64(s->w1, w1);
+	CHECK_EQ_U64(s->window_blocked, 0);
+	CHECK_EQ_INT(s->nhops, 0);
+
+	/* Top self time in the window: the culprit, exactly; then draw (200 - 10 = 190). */
+	if (CHECK(s->ntop_window >= 4)) {
+		CHECK_EQ_U64(s->top_window[0].key, key(fn_culprit));
+		CHECK_EQ_U64(s->top_window[0].self, SLOW);
+		CHECK_EQ_U64(s->top_window[0].calls, 1);
+		CHECK_EQ_U64(s->top_window[1].key, key(fn_draw));
+		CHECK_EQ_U64(s->top_window[1].self, 200);
+	}
+	/* The one top-level call (main, open at both ends) leads down to the culprit. */
+	if (CHECK(s->nchains == 1)) {
+		const struct summary_chain *c = &s->chains[0];
+		if (CHECK(c->n == 5)) {
+			CHECK_EQ_U64(c->f[0].key, key(fn_main));
+			CHECK_EQ_U64(c->f[0].incl, w1 - w0);
+			CHECK(c->f[0].truncated);
+			CHECK_EQ_U64(c->f[2].key, key(fn_frame));
+			CHECK_EQ_U64(c->f[2].incl, 380 + SLOW);
+			CHECK_EQ_U64(c->f[3].key, key(fn_draw));
+			CHECK_EQ_U64(c->f[3].incl, 200 + SLOW);
+			CHECK_EQ_U64(c->f[3].self, 200);
+			CHECK_EQ_U64(c->f[4].key, key(fn_culprit));
+			CHECK_EQ_U64(c->f[4].incl, SLOW);
+			CHECK_EQ_U64(c->f[4].self, SLOW);
+		}
+	}
+	/* Against the ten normal frames: the culprit's path rises, costed exactly: main,
+	 * loop and frame have the same self time as in a normal frame (0, 0 and 10 + 10 +
+	 * 60: the frame's own 80), draw 200 against 200, the culprit SLOW against 0. */
+	CHECK_EQ_U64(s->base_frames, 10);
+	if (CHECK(s->ncontexts >= 2)) {
+		const struct summary_context *c = &s->contexts[0];
+		if (CHECK(c->n == 5)) {
+			CHECK_EQ_U64(c->key[4], key(fn_culprit));
+			CHECK_EQ_U64(c->self[4], SLOW);
+			CHECK_EQ_U64(c->base[4], 0);
+			CHECK_EQ_U64(c->self[3], c->base[3]); /* draw: unchanged */
+			/* main and loop own the gaps between frames in the baseline, 610 per
+			 * frame; in the window only the 10 ticks before frame() and 10 after. */
+			CHECK_EQ_INT(c->cost, (int64_t)SLOW + (int64_t)(c->self[0] + c->self[1]) -
+						      (int64_t)(c->base[0] + c->base[1]));
+		}
+		/* The layout path is unchanged: it scores what its ancestors score, no more. */
+		const struct summary_context *l = &s->contexts[1];
+		CHECK_EQ_U64(l->key[l->n - 1], key(fn_layout));
+		CHECK_EQ_U64(l->self[l->n - 1], l->base[l->n - 1]);
+	}
+	/* Frames: eleven complete (ten normal and the slow one; the last, begun at the
+	 * anomaly, never ended); median 1000, p99 the slow one. */
+	const struct summary_frames *fr = &s->frames;
+	CHECK_EQ_U64(fr->count, 11);
+	CHECK_EQ_U64(fr->median, 1000);
+	CHECK_EQ_U64(fr->p99, w1 - w0);
+	CHECK_EQ_U64(fr->over_budget, 1);
+	CHECK_EQ_U64(fr->this_frame, w1 - w0);
+	CHECK(fr->outlier);
+	CHECK_EQ_U64(fr->mean, 1000);
+	CHECK_EQ_U64(fr->sigma, 0);
+
+	/* The names come from this program's own symbols. */
+	struct agent_symbols syms;
+	if (CHECK(agent_symbols_open(&syms, &fx.t) == 0)) {
+		char name[64];
+		agent_key_name(&syms, s->top_window[0].key, name, sizeof(name));
+		CHECK_STR(name, "fn_culprit");
+		agent_symbols_close(&syms);
+	}
+	release(&fx);
+	synth_free(&ui);
+}
+
+TEST(summary_blocked_frame_names_the_waker_and_its_work_transitively)
+{
+	struct synth_thread th[3];
+	synth_init(&th[0], "ui", 100, 0, 0);
+	synth_init(&th[1], "worker", 101, 0, 0);
+	synth_init(&th[2], "io", 102, 0, 0);
+	struct synth_thread *ui = &th[0], *wk = &th[1], *io = &th[2];
+	normal_frame(ui, 1000);
+	normal_frame(ui, 2000);
+	normal_frame(ui, 3000);
+	/* Slow frame [4000, ...): the UI waits on 0x77 in fn_wait_result. */
+	uint64_t t = 4000, wake = t + 100 + SLOW;
+	synth_special(ui, t, RB_MARK, AGENT_MARK_FRAME_BEGIN);
+	synth_entry(ui, t + 10, ID(fn_frame));
+	synth_entry(ui, t + 20, ID(fn_wait_result));
+	synth_special(ui, t + 30, RB_WAIT_BEGIN, 0x77);
+	synth_special(ui, wake + 5, RB_WAIT_END, 0x77);
+	synth_exit(ui, wake + 10);
+	synth_exit(ui, wake + 20);
+	synth_special(ui, wake + 30, RB_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_EXPLICIT);
+	/* The worker: slow_task from t + 50 for SLOW / 4, then waits on 0x88 until io
+	 * wakes it (most of the UI's wait), a little more work, then wakes 0x77. */
+	synth_entry(wk, t + 40, ID(fn_worker));
+	synth_entry(wk, t + 50, ID(fn_slow_task));
+	synth_exit(wk, t + 50 + SLOW / 4);
+	synth_special(wk, t + 60 + SLOW / 4, RB_WAIT_BEGIN, 0x88);
+	synth_special(wk, wake - 40, RB_WAIT_END, 0x88);
+	synth_special(wk, wake, RB_WAKE, 0x77);
+	synth_exit(wk, wake + 1);
+	/* io: fn_io for most of the worker's wait, then wakes 0x88. */
+	synth_entry(io, t + 70 + SLOW / 4, ID(fn_io));
+	synth_exit(io, wake - 60);
+	synth_special(io, wake - 50, RB_WAKE, 0x88);
+
+	struct fixture fx;
+	if (!summarise(th, 3, "explicit", 10, &fx))
+		return;
+	struct summary *s = &fx.s;
+	CHECK_EQ_INT(s->thread, 0);
+	CHECK_EQ_U64(s->w0, t);
+	CHECK_EQ_U64(s->w1, wake + 30);
+	CHECK_EQ_U64(s->window_blocked, wake + 5 - (t + 30));
+	if (CHECK(s->nhops == 2)) {
+		const struct summary_hop *h = &s->hops[0];
+		CHECK_EQ_INT(h->thread, 0);
+		CHECK_EQ_U64(h->object, 0x77);
+		CHECK_EQ_U64(h->waiter, key(fn_wait_result));
+		CHECK_EQ_U64(h->wait_begin, t + 30);
+		CHECK_EQ_U64(h->wait_end, wake + 5);
+		CHECK(!h->still_waiting);
+		CHECK_EQ_INT(h->waker, 1);
+		CHECK_EQ_U64(h->wake_ts, wake);
+		/* The worker meanwhile: slow_task, exactly a quarter of SLOW, first. */
+		if (CHECK(h->ntop >= 1)) {
+			CHECK_EQ_U64(h->top[0].key, key(fn_slow_task));
+			CHECK_EQ_U64(h->top[0].self, SLOW / 4);
+		}
+		/* Its longest chain: worker, which waited longer than slow_task ran. */
+		if (CHECK(h->chain.n >= 1)) {
+			CHECK_EQ_U64(h->chain.f[0].key, key(fn_worker));
+			CHECK_EQ_U64(h->chain.f[0].blocked, wake - 40 - (t + 60 + SLOW / 4));
+		}
+		/* Then the worker itself was mostly blocked, on 0x88, woken by io. */
+		const struct summary_hop *g = &s->hops[1];
+		CHECK_EQ_INT(g->thread, 1);
+		CHECK_EQ_U64(g->object, 0x88);
+		CHECK_EQ_U64(g->waiter, key(fn_worker));
+		CHECK_EQ_INT(g->waker, 2);
+		CHECK_EQ_U64(g->wake_ts, wake - 50);
+		if (CHECK(g->ntop >= 1)) {
+			CHECK_EQ_U64(g->top[0].key, key(fn_io));
+			CHECK_EQ_U64(g->top[0].self, wake - 60 - (t + 70 + SLOW / 4));
+		}
+	}
+	release(&fx);
+	for (int i = 0; i < 3; i++)
+		synth_free(&th[i]);
+}
+
+TEST(summary_without_frame_marks_uses_the_span_before_the_anomaly)
+{
+	struct synth_thread w;
+	synth_init(&w, "worker", 7, 0, 0);
+	/* Before the window: fn_io in a loop (always expensive, no change); in the window
+	 * (the last CONFIG_AGENT_WINDOW_MS), fn_io as before plus fn_culprit, new. */
+	struct fixture fx0;
+	uint64_t hz = 0;
+	{
+		/* The window's length in ticks depends on this machine's timer rate. */
+		struct synth_thread probe;
+		synth_init(&probe, "p", 1, 0, 0);
+		if (!summarise(&probe, 1, "probe", 1, &fx0))
+			return;
+		hz = fx0.t.timer_hz;
+		release(&fx0);
+		synth_free(&probe);
+	}
+	uint64_t span = (uint64_t)CONFIG_AGENT_WINDOW_MS * hz / 1000;
+	uint64_t end = 4 * span, t = 0, step = span / 8;
+	synth_entry(&w, 1, ID(fn_worker));
+	for (t = 10; t + step <= end - step; t += step) {
+		synth_entry(&w, t, ID(fn_io));
+		synth_exit(&w, t + step * 3 / 4);
+	}
+	synth_entry(&w, t, ID(fn_culprit));
+	synth_exit(&w, t + 3);
+	synth_special(&w, end, RB_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_EXTERNAL);
+	synth_exit(&w, end + 1);
+
+	struct fixture fx;
+	if (!summarise(&w, 1, "external", 10, &fx))
+		return;
+	struct summary *s = &fx.s;
+	CHECK_EQ_INT(s->window_kind, SUMMARY_WINDOW_SPAN);
+	CHECK_EQ_U64(s->w1, end);
+	CHECK_EQ_U64(s->w0, end - span);
+	CHECK_EQ_U64(s->base_frames, 0);
+	CHECK_EQ_U64(s->frames.count, 0);
+	/* The culprit is new: its path comes first although fn_io ran far longer. */
+	if (CHECK(s->ncontexts >= 2)) {
+		const struct summary_context *c = &s->contexts[0];
+		CHECK_EQ_U64(c->key[c->n - 1], key(fn_culprit));
+		CHECK_EQ_U64(c->self[c->n - 1], 3);
+		CHECK_EQ_U64(c->base[c->n - 1], 0);
+	}
+	if (CHECK(s->ntop_window >= 1))
+		CHECK_EQ_U64(s->top_window[0].key, key(fn_io));
+	release(&fx);
+	synth_free(&w);
+}
+
+TEST(summary_edge_cases)
+{
+	struct fixture fx;
+	struct synth_thread a;
+
+	/* An empty ring: only the sync record rb_start writes. */
+	synth_init(&a, "empty", 1, 0, 500);
+	if (summarise(&a, 1, "empty", 10, &fx)) {
+		CHECK_EQ_U64(fx.s.ntop_window + fx.s.ntop_trace + fx.s.nchains + fx.s.ncontexts, 0);
+		CHECK_EQ_U64(fx.s.w1, 500);
+		release(&fx);
+	}
+	synth_free(&a);
+
+	/* One record: a ring of two slots holding one exit (and the sync's tag, whose
+	 * payload the exit overwrote). */
+	synth_init(&a, "one", 1, 2, 500);
+	synth_exit(&a, 600);
+	if (summarise(&a, 1, "one", 10, &fx)) {
+		CHECK_EQ_U64(fx.s.records, 1);
+		CHECK_EQ_U64(fx.s.ntop_trace, 1); /* the call it ended, unknown and cut */
+		if (fx.s.ntop_trace)
+			CHECK(fx.s.top_trace[0].truncated);
+		release(&fx);
+	}
+	synth_free(&a);
+
+	/* Only exits: a ring that wrapped inside 64 nested calls, as deep as they go. */
+	synth_init(&a, "exits", 1, 64, 0);
+	for (int i = 0; i < 200; i++)
+		synth_entry(&a, 10 + (uint64_t)i, ID(fn_recurse));
+	for (int i = 0; i < 64; i++)
+		synth_exit(&a, 1000 + 10 * (uint64_t)i);
+	if (summarise(&a, 1, "exits", 10, &fx)) {
+		CHECK_EQ_U64(fx.s.records, 64);
+		CHECK_EQ_U64(fx.s.span, 630);
+		/* One chain through the unknown calls, each cut, each with 10 ticks of its
+		 * own: it descends while the child outlasts that, to the 62nd (incl 20). */
+		if (CHECK(fx.s.nchains == 1)) {
+			CHECK_EQ_U64(fx.s.chains[0].n, 62);
+			CHECK_EQ_U64(fx.s.chains[0].f[61].incl, 20);
+			CHECK(fx.s.chains[0].f[61].truncated);
+		}
+		release(&fx);
+	}
+	synth_free(&a);
+
+	/* A wide id cut by the wrap: its payload slot overwritten, the record dropped. */
+	synth_init(&a, "wide", 1, 8, 0);
+	synth_entry(&a, 10, ID(fn_main));
+	synth_entry(&a, 20, 0x7f0012345678ull); /* two slots */
+	synth_entry(&a, 30, ID(fn_draw));
+	synth_exit(&a, 40);
+	synth_exit(&a, 50);
+	synth_exit(&a, 60);
+	synth_exit(&a, 70);
+	/* 2 (sync) + 1 + 2 + 1 + 4 + 2 = 12 slots written; the ring keeps the last 8:
+	 * the wide entry's tag without its payload, which the wrap overwrote. */
+	synth_exit(&a, 80);
+	synth_exit(&a, 90);
+	if (summarise(&a, 1, "wide", 10, &fx)) {
+		CHECK_EQ_U64(fx.s.records, 7); /* fn_draw and six exits; the wide tag dropped */
+		for (size_t i = 0; i < fx.s.ntop_trace; i++)
+			CHECK(AGENT_KEY_MODULE(fx.s.top_trace[i].key) >= 0 ||
+			      fx.s.top_trace[i].key == CCT_UNKNOWN);
+		release(&fx);
+	}
+	synth_free(&a);
+
+	/* Recursion 10,000 deep in the slow frame: the chain follows it all the way. */
+	enum { D = 10000 };
+	synth_init(&a, "deep", 1, 0, 0);
+	synth_special(&a, 5, RB_MARK, AGENT_MARK_FRAME_BEGIN);
+	for (int i = 0; i < D; i++)
+		synth_entry(&a, 10 + (uint64_t)i, ID(fn_recurse));
+	for (int i = 0; i < D; i++)
+		synth_exit(&a, 100000 + (uint64_t)i);
+	synth_special(&a, 200000, RB_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_HANG);
+	if (summarise(&a, 1, "deep", 10, &fx)) {
+		if (CHECK(fx.s.nchains == 1)) {
+			CHECK_EQ_U64(fx.s.chains[0].n, D);
+			CHECK_EQ_U64(fx.s.chains[0].f[D - 1].self, 100000 - (10 + D - 1));
+		}
+		if (CHECK(fx.s.ntop_window == 1))
+			CHECK_EQ_U64(fx.s.top_window[0].calls, D);
+		release(&fx);
+	}
+	synth_free(&a);
+
+	/* A window with no calls at all: the frame began, nothing ran, the anomaly came. */
+	synth_init(&a, "idle", 1, 0, 0);
+	synth_entry(&a, 10, ID(fn_draw));
+	synth_exit(&a, 20);
+	synth_special(&a, 100, RB_MARK, AGENT_MARK_FRAME_BEGIN);
+	synth_special(&a, 200, RB_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_HANG);
+	if (summarise(&a, 1, "idle", 10, &fx)) {
+		CHECK_EQ_U64(fx.s.w1 - fx.s.w0, 100);
+		CHECK_EQ_U64(fx.s.ntop_window + fx.s.nchains + fx.s.ncontexts, 0);
+		CHECK_EQ_U64(fx.s.ntop_trace, 1);
+		release(&fx);
+	}
+	synth_free(&a);
+}
+
+/* The JSON form stays small: K = 10 of everything in well under 4 KiB. */
+TEST(summary_json_is_small)
+{
+	struct synth_thread ui;
+	synth_init(&ui, "ui", 100, 0, 0);
+	void (*fns[])(void) = { fn_layout, fn_draw, fn_culprit, fn_io, fn_slow_task, fn_recurse };
+	synth_entry(&ui, 1, ID(fn_main));
+	uint64_t t = 100;
+	for (int f = 0; f < 30; f++) {
+		synth_special(&ui, t, RB_MARK, AGENT_MARK_FRAME_BEGIN);
+		synth_entry(&ui, t + 1, ID(fn_frame));
+		uint64_t u = t + 2;
+		for (int i = 0; i < 12; i++) {
+			synth_entry(&ui, u, ID(fns[i % 6]));
+			synth_entry(&ui, u + 1, ID(fns[(i + f) % 6]));
+			u += 10 + (uint64_t)(f == 29 ? 1000 * i : i);
+			synth_exit(&ui, u);
+			synth_exit(&ui, ++u);
+		}
+		synth_exit(&ui, ++u);
+		t = u + 10;
+	}
+	synth_special(&ui, t, RB_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_JANK);
+	struct fixture fx;
+	if (!summarise(&ui, 1, "jank", 10, &fx))
+		return;
+	struct agent_symbols syms;
+	char *buf = NULL;
+	size_t size = 0;
+	FILE *m = open_memstream(&buf, &size);
+	if (CHECK(m && agent_symbols_open(&syms, &fx.t) == 0)) {
+		CHECK_EQ_INT(summary_write_json(m, &fx.s, &syms), 0);
+		fclose(m);
+		printf("    JSON summary, K = 10: %zu bytes\n", size);
+		CHECK(size <= 4096);
+		CHECK(strncmp(buf, "{\"schema\":\"jitt.summary\",\"version\":1,", 37) == 0);
+		agent_symbols_close(&syms);
+	}
+	free(buf);
+	release(&fx);
+	synth_free(&ui);
+}
