@@ -167,14 +167,14 @@ test:
 # host's libc; a test tool, never shipped. `make fuzz` runs long, make test briefly. ----
 FUZZ_TIME ?= 600
 FUZZ_SRCS := tests/fuzz_tracefile.c ringbuf/crc32.c ringbuf/decode.c ringbuf/tracefile.c \
-	ringbuf/elf.c hal/timer.c
+	ringbuf/elf.c hal/timer.c agent/cct.c agent/symbols.c agent/summary.c agent/summary_out.c
 FUZZER := $(obj)/fuzz/fuzz-tracefile
-$(FUZZER): $(FUZZ_SRCS) $(wildcard ringbuf/*.h hal/*.h) $(CONFIG_H)
+$(FUZZER): $(FUZZ_SRCS) $(wildcard ringbuf/*.h hal/*.h agent/*.h) $(CONFIG_H)
 	$(call say,FUZZCC,$(O)/fuzz/fuzz-tracefile)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)clang-14 -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=undefined -I$(srctree) -include $(CONFIG_H) \
-		$(FUZZ_SRCS) -o $@ -lpthread
+		$(FUZZ_SRCS) -o $@ -lpthread -lm
 
 # Runs from a copy of the committed seeds, so new corpus entries stay in the build folder.
 # The result line counts as one test in make test's total.

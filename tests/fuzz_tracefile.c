@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target for the trace-file parser, the decoder and the ELF reader. Each input is
+ * libFuzzer target for the trace-file parser, the decoder, the summariser (agent/summary.h,
+ * with its JSON writer) and the ELF reader. Each input is
  * tried twice: as it is (the CRC check must turn garbage away cleanly), and with its CRC
  * made to match, so that mutations reach the structural checks and the decoder behind it.
  * Built with clang -fsanitize=fuzzer,address,undefined (make fuzz; a short run in make test).
  */
+#include "agent/summary.h"
+#include "agent/summary_out.h"
+#include "agent/symbols.h"
 #include "ringbuf/crc32.h"
 #include "ringbuf/decode.h"
 #include "ringbuf/elf.h"
@@ -29,6 +33,23 @@ static void parse_and_decode(const uint8_t *d, size_t size)
 			}
 			free(ev);
 		}
+	}
+	/* The summary of whatever parsed, written out; symbols are never loaded from the
+	 * paths a fuzzed file names. */
+	struct summary s;
+	struct agent_symbols syms;
+	static FILE *null;
+	if (!null)
+		null = fopen("/dev/null", "w");
+	if (agent_symbols_open(&syms, &t) == 0) {
+		for (uint32_t m = 0; m < t.nmodules; m++)
+			syms.state[m] = -1;
+		if (summary_build(&s, &t, 10) == 0) {
+			summary_write_json(null, &s, &syms);
+			summary_write_text(null, &s, &syms);
+			summary_free(&s);
+		}
+		agent_symbols_close(&syms);
 	}
 	rb_trace_close(&t);
 }
