@@ -1,2 +1,652 @@
 /* SPDX-License-Identifier: MIT */
-/* Being written. */
+/*
+ * agent/export.c - Chrome trace-event JSON and folded stacks from a trace file, and what
+ * every export shares: names made once per key, the trace's first event, and the walk of
+ * a thread's events into properly nested slices (export.h).
+ */
+#include "export.h"
+#include "agent/cct.h"
+#include "agent/marks.h"
+#include "hal/timer.h"
+#include "ringbuf/decode.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Events per batch from the decoder: large enough that the call costs nothing, small
+ * enough to stay in the cache. */
+#define BATCH	      1024
+#define NAME_MAX_TEXT 512
+#define UNKNOWN_CALL  "(entered before the ring's oldest record)"
+
+/* ---- strings ---- */
+
+/* The length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong forms, no
+ * surrogates, nothing above U+10FFFF), or 0. Reads no byte past a NUL. */
+static size_t utf8_seq(const unsigned char *s)
+{
+	unsigned c = s[0], lo = 0x80, hi = 0xbf;
+	size_t n;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		n = 2;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		n = 3;
+		lo = c == 0xe0 ? 0xa0 : lo;
+		hi = c == 0xed ? 0x9f : hi;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4;
+		lo = c == 0xf0 ? 0x90 : lo;
+		hi = c == 0xf4 ? 0x8f : hi;
+	} else {
+		return 0;
+	}
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t k = 2; k < n; k++)
+		if ((s[k] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+void agent_utf8_clean(const char *s, char *out, size_t size)
+{
+	static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
+	const unsigned char *p = (const unsigned char *)s;
+	size_t o = 0;
+	while (*p) {
+		size_t n = utf8_seq(p);
+		const void *src = n ? (const void *)p : replacement;
+		size_t w = n ? n : 3;
+		if (o + w >= size)
+			break;
+		memcpy(out + o, src, w);
+		o += w;
+		p += n ? n : 1;
+	}
+	out[o] = '\0';
+}
+
+/* s (valid UTF-8) as the inside of a JSON string (RFC 8259 section 7), malloc'd. */
+static char *json_escape(const char *s)
+{
+	char *out = malloc(6 * strlen(s) + 1), *o = out;
+	if (!out)
+		return NULL;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\') {
+			*o++ = '\\';
+			*o++ = (char)*p;
+		} else if (*p < 0x20) {
+			o += sprintf(o, "\\u%04x", *p);
+		} else {
+			*o++ = (char)*p;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+/* ---- names ---- */
+
+static const char *detector_name(uint32_t arg)
+{
+	switch (arg & 0xffu) {
+	case AGENT_DETECT_HANG:
+		return "hang";
+	case AGENT_DETECT_JANK:
+		return "jank";
+	case AGENT_DETECT_EXPLICIT:
+		return "explicit";
+	case AGENT_DETECT_EXTERNAL:
+		return "external";
+	default:
+		return NULL;
+	}
+}
+
+void agent_mark_name(uint32_t arg, char *out, size_t size)
+{
+	const char *d = detector_name(arg);
+	if (arg == AGENT_MARK_FRAME_BEGIN)
+		snprintf(out, size, "frame begin");
+	else if (arg == AGENT_MARK_FRAME_END)
+		snprintf(out, size, "frame end");
+	else if (agent_mark_is_anomaly(arg) && d)
+		snprintf(out, size, "anomaly: %s", d);
+	else if (agent_mark_is_anomaly(arg))
+		snprintf(out, size, "anomaly: detector %u", arg & 0xffu);
+	else
+		snprintf(out, size, "mark 0x%x", arg);
+}
+
+static void name_of(struct agent_names *n, uint64_t key, char *out, size_t size)
+{
+	uint32_t arg = (uint32_t)key;
+	if (key == CCT_UNKNOWN) {
+		snprintf(out, size, UNKNOWN_CALL);
+		return;
+	}
+	switch (key >> 48) {
+	case AGENT_NAME_WAIT(0) >> 48:
+		snprintf(out, size, "blocked on 0x%x", arg);
+		break;
+	case AGENT_NAME_WAKE(0) >> 48:
+		snprintf(out, size, "wake 0x%x", arg);
+		break;
+	case AGENT_NAME_MARK(0) >> 48:
+		agent_mark_name(arg, out, size);
+		break;
+	case AGENT_NAME_RECORD(0, 0) >> 48:
+		snprintf(out, size, "record kind 0x%x, argument 0x%x",
+			 (unsigned)(key >> 32) & 0xffu, arg);
+		break;
+	default:
+		agent_key_name(n->syms, key, out, size);
+		break;
+	}
+}
+
+static size_t name_hash(uint64_t key)
+{
+	return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32);
+}
+
+void agent_names_init(struct agent_names *n, struct agent_symbols *s)
+{
+	memset(n, 0, sizeof(*n));
+	n->syms = s;
+}
+
+static int names_grow(struct agent_names *n)
+{
+	size_t cap = n->cap ? 2 * n->cap : 256;
+	struct agent_name *slot = calloc(cap, sizeof(*slot));
+	if (!slot)
+		return -ENOMEM;
+	for (size_t i = 0; i < n->cap; i++) {
+		if (!n->slot[i].text)
+			continue;
+		size_t j = name_hash(n->slot[i].key) & (cap - 1);
+		while (slot[j].text)
+			j = (j + 1) & (cap - 1);
+		slot[j] = n->slot[i];
+	}
+	free(n->slot);
+	n->slot = slot;
+	n->cap = cap;
+	return 0;
+}
+
+struct agent_name *agent_names_get(struct agent_names *n, uint64_t key)
+{
+	if (2 * (n->n + 1) > n->cap && names_grow(n) != 0)
+		return NULL;
+	size_t i = name_hash(key) & (n->cap - 1);
+	for (; n->slot[i].text; i = (i + 1) & (n->cap - 1))
+		if (n->slot[i].key == key)
+			return &n->slot[i];
+	char raw[NAME_MAX_TEXT], clean[NAME_MAX_TEXT];
+	name_of(n, key, raw, sizeof(raw));
+	agent_utf8_clean(raw, clean, sizeof(clean));
+	char *text = strdup(clean);
+	if (!text)
+		return NULL;
+	n->slot[i] = (struct agent_name){ .key = key, .text = text, .iid = ++n->n };
+	return &n->slot[i];
+}
+
+const char *agent_name_json(struct agent_name *nm)
+{
+	if (!nm->json)
+		nm->json = json_escape(nm->text);
+	return nm->json;
+}
+
+void agent_names_free(struct agent_names *n)
+{
+	for (size_t i = 0; i < n->cap; i++) {
+		free(n->slot[i].text);
+		free(n->slot[i].json);
+	}
+	free(n->slot);
+	memset(n, 0, sizeof(*n));
+}
+
+void agent_process_label(const struct rb_trace *t, char *out, size_t size)
+{
+	char raw[NAME_MAX_TEXT];
+	const char *prog = t->nmodules ? t->modules[0].path : NULL;
+	const char *base = prog ? strrchr(prog, '/') : NULL;
+	if (prog && *prog)
+		snprintf(raw, sizeof(raw), "%s: %s", base ? base + 1 : prog, t->reason);
+	else
+		snprintf(raw, sizeof(raw), "pid %u: %s", t->pid, t->reason);
+	agent_utf8_clean(raw, out, size);
+}
+
+/* ---- the timeline of one thread ---- */
+
+int agent_trace_start(const struct rb_trace *t, uint64_t *t0)
+{
+	bool any = false;
+	*t0 = 0;
+	/* Each ring's oldest time is known once its reverse pass is done; the decoder is
+	 * dropped straight away, so only one thread's bit per slot is ever held. */
+	for (uint32_t i = 0; i < t->nthreads; i++) {
+		struct rb_decoder d;
+		int err = rb_decoder_init(&d, &t->threads[i].view, t->ref_ticks, NULL, NULL);
+		if (err)
+			return err;
+		if (d.stats.records && (!any || d.start_ts < *t0)) {
+			*t0 = d.start_ts;
+			any = true;
+		}
+		rb_decoder_free(&d);
+	}
+	return 0;
+}
+
+enum { OPEN_CALL, OPEN_WAIT };
+
+struct walk {
+	const struct rb_trace *t;
+	const struct agent_timeline_ops *ops;
+	void *ctx;
+	uint8_t *open; /* what each open slice is, outermost first */
+	size_t depth, cap, calls;
+	uint64_t last_ns;
+};
+
+static int walk_begin(struct walk *w, uint8_t what, uint64_t ns, uint64_t name, unsigned flags)
+{
+	if (w->depth == w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 256;
+		uint8_t *o = realloc(w->open, cap);
+		if (!o)
+			return -ENOMEM;
+		w->open = o;
+		w->cap = cap;
+	}
+	w->open[w->depth++] = what;
+	w->calls += what == OPEN_CALL;
+	return w->ops->begin(w->ctx, ns, name, flags);
+}
+
+static int walk_end(struct walk *w, uint64_t ns, unsigned flags)
+{
+	w->calls -= w->open[--w->depth] == OPEN_CALL;
+	return w->ops->end(w->ctx, ns, flags);
+}
+
+static bool waiting(const struct walk *w)
+{
+	return w->depth && w->open[w->depth - 1] == OPEN_WAIT;
+}
+
+static int walk_event(struct walk *w, const struct rb_event *e, uint64_t ns)
+{
+	int err = 0;
+	switch (e->kind) {
+	case RB_EV_ENTRY:
+		return walk_begin(w, OPEN_CALL, ns, agent_func_key(w->t, e), 0);
+	case RB_EV_EXIT:
+		if (!w->calls) /* cannot happen: the decoder counted the calls opened before */
+			return 0;
+		/* A wait still open when its call returns (a lost wait-end): it ends here too,
+		 * as the calling-context tree counts it, so the slices stay nested. */
+		while (!err && waiting(w))
+			err = walk_end(w, ns, 0);
+		return err ? err : walk_end(w, ns, 0);
+	case RB_EV_WAIT_BEGIN:
+		if (waiting(w))
+			err = walk_end(w, ns, 0);
+		return err ? err : walk_begin(w, OPEN_WAIT, ns, AGENT_NAME_WAIT(e->arg), 0);
+	case RB_EV_WAIT_END:
+		if (waiting(w))
+			return walk_end(w, ns, 0);
+		/* The wait began before the ring's oldest record: its known part is since the
+		 * thread's previous event, which nothing after it can overlap. */
+		err = walk_begin(w, OPEN_WAIT, w->last_ns, AGENT_NAME_WAIT(e->arg),
+				 AGENT_SLICE_CUT);
+		return err ? err : walk_end(w, ns, 0);
+	case RB_EV_MARK:
+		return w->ops->instant(w->ctx, ns, AGENT_NAME_MARK(e->arg));
+	case RB_EV_WAKE:
+		return w->ops->instant(w->ctx, ns, AGENT_NAME_WAKE(e->arg));
+	case RB_EV_RESERVED:
+		return w->ops->instant(w->ctx, ns, AGENT_NAME_RECORD(e->raw, e->arg));
+	default: /* sync records only anchor the time */
+		return 0;
+	}
+}
+
+int agent_timeline(const struct rb_trace *t, const struct rb_file_thread *th, uint64_t t0,
+		   const struct agent_timeline_ops *ops, void *ctx)
+{
+	struct rb_decoder d;
+	int err = rb_decoder_init(&d, &th->view, t->ref_ticks, NULL, NULL);
+	if (err)
+		return err;
+	struct walk w = { .t = t, .ops = ops, .ctx = ctx };
+	struct rb_event *buf = malloc(BATCH * sizeof(*buf));
+	bool first = true;
+	size_t n;
+	if (!buf)
+		err = -ENOMEM;
+	while (!err && (n = rb_decoder_read(&d, buf, BATCH)) > 0) {
+		for (size_t i = 0; i < n && !err; i++) {
+			uint64_t ts = buf[i].ts > t0 ? buf[i].ts - t0 : 0;
+			uint64_t ns = hal_ticks_to_ns(ts, t->timer_hz);
+			if (first) {
+				/* The calls the wrapped ring starts inside: open since its first
+				 * event, named for what they are. */
+				w.last_ns = ns;
+				for (uint64_t k = 0; k < d.open_at_start && !err; k++)
+					err = walk_begin(&w, OPEN_CALL, ns, CCT_UNKNOWN,
+							 AGENT_SLICE_CUT);
+				first = false;
+			}
+			if (!err)
+				err = walk_event(&w, &buf[i], ns);
+			w.last_ns = ns;
+		}
+	}
+	/* Calls still running when the ring was frozen end at its last event. */
+	while (!err && w.depth)
+		err = walk_end(&w, w.last_ns, AGENT_SLICE_CUT);
+	free(buf);
+	free(w.open);
+	rb_decoder_free(&d);
+	return err;
+}
+
+/* ---- Chrome trace-event JSON ---- */
+
+/*
+ * The Trace Event Format's JSON object form: {"traceEvents": [...]}, one event a line,
+ * B/E pairs per call (they stream: a complete "X" event would need its end before it is
+ * written), "M" metadata for the process and thread names, thread-scoped "i" instants.
+ * Timestamps are microseconds; three decimals keep the nanoseconds.
+ */
+struct chrome {
+	FILE *out;
+	struct agent_names *names;
+	char head[64]; /* {"pid":P,"tid":T, */
+};
+
+static void put_us(FILE *out, uint64_t ns)
+{
+	char b[32], *p = b + sizeof(b);
+	uint64_t us = ns / 1000;
+	unsigned frac = (unsigned)(ns % 1000);
+	*--p = '\0';
+	for (int k = 0; k < 3; k++, frac /= 10)
+		*--p = (char)('0' + frac % 10);
+	*--p = '.';
+	do
+		*--p = (char)('0' + us % 10);
+	while (us /= 10);
+	fputs(p, out);
+}
+
+static const char *category(uint64_t name)
+{
+	switch (name >> 48) {
+	case AGENT_NAME_WAIT(0) >> 48:
+		return "blocked";
+	case AGENT_NAME_WAKE(0) >> 48:
+		return "wake";
+	case AGENT_NAME_MARK(0) >> 48:
+		return "mark";
+	case AGENT_NAME_RECORD(0, 0) >> 48:
+		return "record";
+	default:
+		return NULL;
+	}
+}
+
+static int chrome_item(struct chrome *c, const char *ph, uint64_t ns, uint64_t name)
+{
+	struct agent_name *nm = agent_names_get(c->names, name);
+	const char *json = nm ? agent_name_json(nm) : NULL;
+	const char *cat = category(name);
+	if (!json)
+		return -ENOMEM;
+	fprintf(c->out, ",\n%s\"ph\":\"%s\",\"ts\":", c->head, ph);
+	put_us(c->out, ns);
+	fputs(",\"name\":\"", c->out);
+	fputs(json, c->out);
+	if (cat)
+		fprintf(c->out, "\",\"cat\":\"%s", cat);
+	fputs("\"}", c->out);
+	return 0;
+}
+
+static int chrome_begin(void *ctx, uint64_t ns, uint64_t name, unsigned flags)
+{
+	(void)flags; /* a cut start is in the slice's name */
+	return chrome_item(ctx, "B", ns, name);
+}
+
+static int chrome_instant(void *ctx, uint64_t ns, uint64_t name)
+{
+	return chrome_item(ctx, "i\",\"s\":\"t", ns, name);
+}
+
+static int chrome_end(void *ctx, uint64_t ns, unsigned flags)
+{
+	struct chrome *c = ctx;
+	fprintf(c->out, ",\n%s\"ph\":\"E\",\"ts\":", c->head);
+	put_us(c->out, ns);
+	if (flags & AGENT_SLICE_CUT)
+		fputs(",\"args\":{\"cut\":\"still running when the ring was frozen\"}", c->out);
+	fputs("}", c->out);
+	return 0;
+}
+
+static const struct agent_timeline_ops chrome_ops = { chrome_begin, chrome_end, chrome_instant };
+
+/* One metadata event: what (process_name, thread_name), its argument, already JSON. */
+static void chrome_meta(FILE *out, uint32_t pid, uint32_t tid, const char *what, const char *arg,
+			const char *value)
+{
+	fprintf(out, ",\n{\"pid\":%u,\"tid\":%u,\"ph\":\"M\",\"name\":\"%s\",\"args\":{\"%s\":%s}}",
+		pid, tid, what, arg, value);
+}
+
+/* A string of bytes as a quoted JSON string, malloc'd. */
+static char *json_quote(const char *s)
+{
+	char clean[NAME_MAX_TEXT];
+	agent_utf8_clean(s, clean, sizeof(clean));
+	char *e = json_escape(clean), *q = e ? malloc(strlen(e) + 3) : NULL;
+	if (q)
+		sprintf(q, "\"%s\"", e);
+	free(e);
+	return q;
+}
+
+int agent_export_chrome(FILE *out, const struct rb_trace *t, struct agent_symbols *s)
+{
+	uint64_t t0;
+	int err = agent_trace_start(t, &t0);
+	if (err)
+		return err;
+	struct agent_names names;
+	agent_names_init(&names, s);
+	char label[NAME_MAX_TEXT];
+	agent_process_label(t, label, sizeof(label));
+	char *plabel = json_quote(label), *reason = json_quote(t->reason);
+	if (!plabel || !reason) {
+		err = -ENOMEM;
+		goto out;
+	}
+	fprintf(out,
+		"{\"displayTimeUnit\":\"ns\",\"otherData\":{\"reason\":%s,\"pid\":\"%u\","
+		"\"timer_hz\":\"%llu\"},\"traceEvents\":[\n",
+		reason, t->pid, (unsigned long long)t->timer_hz);
+	fprintf(out,
+		"{\"pid\":%u,\"tid\":%u,\"ph\":\"M\",\"name\":\"process_name\","
+		"\"args\":{\"name\":%s}}",
+		t->pid, t->pid, plabel);
+	/* Every thread is named first, so one with an empty ring still shows. */
+	for (uint32_t i = 0; i < t->nthreads && !err; i++) {
+		const struct rb_file_thread *th = &t->threads[i];
+		char sort[16], *name = json_quote(th->name[0] ? th->name : "(unnamed)");
+		if (!name) {
+			err = -ENOMEM;
+			break;
+		}
+		snprintf(sort, sizeof(sort), "%u", i);
+		chrome_meta(out, t->pid, th->tid, "thread_name", "name", name);
+		chrome_meta(out, t->pid, th->tid, "thread_sort_index", "sort_index", sort);
+		free(name);
+	}
+	for (uint32_t i = 0; i < t->nthreads && !err; i++) {
+		struct chrome c = { .out = out, .names = &names };
+		snprintf(c.head, sizeof(c.head), "{\"pid\":%u,\"tid\":%u,", t->pid,
+			 t->threads[i].tid);
+		err = agent_timeline(t, &t->threads[i], t0, &chrome_ops, &c);
+	}
+	if (!err)
+		fputs("\n]}\n", out);
+out:
+	free(plabel);
+	free(reason);
+	agent_names_free(&names);
+	if (!err && (fflush(out) != 0 || ferror(out)))
+		err = -EIO;
+	return err;
+}
+
+/* ---- folded stacks ---- */
+
+/*
+ * Brendan Gregg's folded format: "frame;frame;...;frame count" a line, the count after the
+ * last space. A frame may hold spaces (C++ signatures do), but a ';' would split it and a
+ * line break would end the line: those become ':' and '?'.
+ */
+struct fold_path {
+	char *buf;
+	size_t len, cap;
+};
+
+/* Append a frame (after a ';' unless it is the first) to the path. 0 or -ENOMEM. */
+static int fold_append(struct fold_path *p, const char *s)
+{
+	size_t n = strlen(s) + 2;
+	if (p->len + n > p->cap) {
+		size_t cap = p->cap ? p->cap : 256;
+		while (p->len + n > cap)
+			cap *= 2;
+		char *b = realloc(p->buf, cap);
+		if (!b)
+			return -ENOMEM;
+		p->buf = b;
+		p->cap = cap;
+	}
+	if (p->len)
+		p->buf[p->len++] = ';';
+	for (; *s; s++)
+		p->buf[p->len++] = *s == ';' ? ':' : (unsigned char)*s < 0x20 ? '?' : *s;
+	p->buf[p->len] = '\0';
+	return 0;
+}
+
+static uint64_t key_of(void *ctx, const struct rb_event *e)
+{
+	return agent_func_key(ctx, e);
+}
+
+/* One thread's tree, depth first. The counts are each node's self time in ns, rounded so
+ * that every prefix of the lines sums to the floor of its ticks in ns: the whole sums to
+ * the tree's self time exactly, and no line is off by a nanosecond or more. */
+static int fold_tree(FILE *out, const struct cct *c, const char *label, uint64_t hz,
+		     struct agent_names *names)
+{
+	struct fold_path p = { 0 };
+	size_t *at = NULL, at_cap = 0; /* at[d]: the path's length down to depth d */
+	uint64_t cum = 0, done_ns = 0;
+	int err = fold_append(&p, label);
+	for (uint32_t i = 0; !err && i != CCT_NONE;) {
+		const struct cct_node *nd = &c->node[i];
+		if (nd->depth >= at_cap) {
+			size_t cap = at_cap ? 2 * at_cap : 64;
+			size_t *a = realloc(at, cap * sizeof(*a));
+			if (!a) {
+				err = -ENOMEM;
+				break;
+			}
+			at = a;
+			at_cap = cap;
+		}
+		if (i) {
+			struct agent_name *nm = agent_names_get(names, nd->func);
+			p.len = at[nd->depth - 1];
+			err = nm ? fold_append(&p, nm->text) : -ENOMEM;
+			if (err)
+				break;
+		}
+		at[nd->depth] = p.len;
+		cum += nd->s[CCT_WHOLE].self;
+		uint64_t ns = hal_ticks_to_ns(cum, hz);
+		if (ns > done_ns)
+			fprintf(out, "%s %llu\n", p.buf, (unsigned long long)(ns - done_ns));
+		done_ns = ns;
+		/* Next: the first child, else the next sibling of the nearest ancestor that has
+		 * one (the root has none). */
+		if (nd->first_child != CCT_NONE) {
+			i = nd->first_child;
+			continue;
+		}
+		while (i && c->node[i].next_sibling == CCT_NONE)
+			i = c->node[i].parent;
+		i = i ? c->node[i].next_sibling : CCT_NONE;
+	}
+	free(p.buf);
+	free(at);
+	return err;
+}
+
+int agent_export_folded(FILE *out, const struct rb_trace *t, struct agent_symbols *s)
+{
+	struct agent_names names;
+	struct rb_event *buf = malloc(BATCH * sizeof(*buf));
+	int err = buf ? 0 : -ENOMEM;
+	agent_names_init(&names, s);
+	for (uint32_t i = 0; i < t->nthreads && !err; i++) {
+		const struct rb_file_thread *th = &t->threads[i];
+		struct rb_decoder d;
+		struct cct c;
+		struct cct_opts o = { .key = key_of, .ctx = (void *)t };
+		err = rb_decoder_init(&d, &th->view, t->ref_ticks, NULL, NULL);
+		if (err)
+			break;
+		err = cct_init(&c, &o, d.open_at_start);
+		if (err) {
+			rb_decoder_free(&d);
+			break;
+		}
+		size_t n;
+		while (!err && (n = rb_decoder_read(&d, buf, BATCH)) > 0)
+			for (size_t k = 0; k < n && !err; k++)
+				err = cct_add(&c, &buf[k]);
+		if (!err)
+			err = cct_finish(&c);
+		rb_decoder_free(&d);
+		char raw[64], label[64];
+		snprintf(raw, sizeof(raw), "%s-%u", th->name[0] ? th->name : "thread", th->tid);
+		agent_utf8_clean(raw, label, sizeof(label));
+		if (!err && c.events)
+			err = fold_tree(out, &c, label, t->timer_hz, &names);
+		cct_free(&c);
+	}
+	free(buf);
+	agent_names_free(&names);
+	if (!err && (fflush(out) != 0 || ferror(out)))
+		err = -EIO;
+	return err;
+}

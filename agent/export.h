@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agent/export.h - a trace file for the viewers people already use (issue 5, Exports):
+ * Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing), folded stacks weighted by
+ * self time (flamegraph.pl, speedscope), and Perfetto's own protobuf (agent/perfetto.h).
+ *
+ * Every export streams: one thread at a time, events straight from the streaming decoder,
+ * so memory is the decoder's bit per slot, the stack of open calls and (folded only) the
+ * calling-context tree, never the events of a 32 MiB ring.
+ *
+ * Chrome and Perfetto share one walk of a thread's events (agent_timeline) that turns them
+ * into properly nested slices: calls the wrapped ring starts inside begin at its first
+ * event, calls still running at the freeze end at its last, and a blocked wait is a slice of
+ * its own inside the call that waited. Both files count time from the trace's first event.
+ */
+#ifndef JITT_AGENT_EXPORT_H
+#define JITT_AGENT_EXPORT_H
+
+#include "agent/symbols.h"
+#include "ringbuf/tracefile.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Each returns 0, -EINVAL (a ring that does not decode), -ENOMEM or -EIO (writing out). */
+int agent_export_chrome(FILE *out, const struct rb_trace *t, struct agent_symbols *s);
+int agent_export_folded(FILE *out, const struct rb_trace *t, struct agent_symbols *s);
+
+/* ---- shared by the exports ---- */
+
+/*
+ * Names of timeline items are keys: a function's key (agent_func_key), CCT_UNKNOWN for a call
+ * entered before the ring's oldest record, or one of these, whose top 16 bits are above
+ * every module index a function key can carry.
+ */
+#define AGENT_NAME_WAIT(key)	    (0xfff1ull << 48 | (uint32_t)(key)) /* "blocked on 0x2a" */
+#define AGENT_NAME_WAKE(key)	    (0xfff2ull << 48 | (uint32_t)(key)) /* "wake 0x2a" */
+#define AGENT_NAME_MARK(arg)	    (0xfff3ull << 48 | (uint32_t)(arg)) /* marks.h */
+#define AGENT_NAME_RECORD(raw, arg) (0xfff4ull << 48 | (uint64_t)(raw) << 32 | (uint32_t)(arg))
+
+struct agent_name {
+	uint64_t key;
+	char *text;   /* valid UTF-8; NULL marks a free slot */
+	char *json;   /* text escaped for a JSON string, made on first use */
+	uint64_t iid; /* 1, 2, ... in order of first use (Perfetto's interning ids) */
+	uint32_t seq; /* the Perfetto sequence it was last interned on */
+};
+
+/* Names made once per key: the symbol lookup and the escaping are not repeated per call. */
+struct agent_names {
+	struct agent_symbols *syms;
+	struct agent_name *slot; /* open addressing */
+	size_t cap, n;
+};
+
+void agent_names_init(struct agent_names *n, struct agent_symbols *s);
+/* The name of a key, made when new; valid until the next call. NULL when out of memory. */
+struct agent_name *agent_names_get(struct agent_names *n, uint64_t key);
+/* Its JSON-escaped text (no quotes), NULL when out of memory. */
+const char *agent_name_json(struct agent_name *nm);
+void agent_names_free(struct agent_names *n);
+
+/* What a mark record's argument means (marks.h): "frame begin", "anomaly: hang", ... */
+void agent_mark_name(uint32_t arg, char *out, size_t size);
+
+/*
+ * Copy s as valid UTF-8 (each byte that is not part of a well-formed sequence becomes
+ * U+FFFD), truncated at a whole character to fit size (> 0). Thread names and symbols
+ * are bytes; JSON and protobuf strings must be UTF-8.
+ */
+void agent_utf8_clean(const char *s, char *out, size_t size);
+
+/* The first event of the whole trace (the oldest record of any thread), in timer ticks;
+ * 0 when no thread has a record. 0, -EINVAL or -ENOMEM. */
+int agent_trace_start(const struct rb_trace *t, uint64_t *t0);
+
+/* A thread's events as a timeline: nested slices and instants, in order, times in ns
+ * since the trace's first event. Each callback returns 0 or a negative errno, which
+ * stops the walk and is returned. */
+enum {
+	AGENT_SLICE_CUT = 1, /* begun before the ring's oldest record, or ended by the freeze */
+};
+
+struct agent_timeline_ops {
+	int (*begin)(void *ctx, uint64_t ns, uint64_t name, unsigned flags);
+	int (*end)(void *ctx, uint64_t ns, unsigned flags);
+	int (*instant)(void *ctx, uint64_t ns, uint64_t name);
+};
+
+int agent_timeline(const struct rb_trace *t, const struct rb_file_thread *th, uint64_t t0,
+		   const struct agent_timeline_ops *ops, void *ctx);
+
+/* What the process is called in a viewer: "<program>: <reason>", valid UTF-8. */
+void agent_process_label(const struct rb_trace *t, char *out, size_t size);
+
+#endif
