@@ -6,24 +6,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint32_t hash_of(uint32_t parent, uint64_t func)
+/*
+ * (parent, func) -> node, open addressing. Each slot keeps the node's index and 32 more
+ * bits of its hash, so a probe touches the node itself only when those match: the tree of
+ * a big trace does not fit in the cache, and an entry event is one lookup.
+ */
+static uint64_t hash_of(uint32_t parent, uint64_t func)
 {
-	uint64_t h = (func ^ ((uint64_t)parent << 32 | parent)) * 0x9E3779B97F4A7C15ull;
-	return (uint32_t)(h >> 32);
+	return (func ^ ((uint64_t)parent << 32 | parent)) * 0x9E3779B97F4A7C15ull;
 }
 
 static int grow_hash(struct cct *c)
 {
 	uint32_t cap = c->hcap ? c->hcap * 2 : 1024;
-	uint32_t *h = malloc(cap * sizeof(*h));
+	struct cct_slot *h = malloc(cap * sizeof(*h));
 	if (!h)
 		return -ENOMEM;
 	memset(h, 0xff, cap * sizeof(*h));
 	for (uint32_t i = 1; i < c->n; i++) {
-		uint32_t s = hash_of(c->node[i].parent, c->node[i].func) & (cap - 1);
-		while (h[s] != CCT_NONE)
+		uint64_t hv = hash_of(c->node[i].parent, c->node[i].func);
+		uint32_t s = (uint32_t)(hv >> 32) & (cap - 1);
+		while (h[s].node != CCT_NONE)
 			s = (s + 1) & (cap - 1);
-		h[s] = i;
+		h[s] = (struct cct_slot){ i, (uint32_t)hv };
 	}
 	free(c->hash);
 	c->hash = h;
@@ -36,11 +41,14 @@ static uint32_t child(struct cct *c, uint32_t parent, uint64_t func)
 {
 	if ((uint64_t)c->n * 2 >= c->hcap && grow_hash(c) != 0)
 		return CCT_NONE;
-	uint32_t s = hash_of(parent, func) & (c->hcap - 1);
-	for (; c->hash[s] != CCT_NONE; s = (s + 1) & (c->hcap - 1)) {
-		const struct cct_node *nd = &c->node[c->hash[s]];
+	uint64_t hv = hash_of(parent, func);
+	uint32_t s = (uint32_t)(hv >> 32) & (c->hcap - 1), tag = (uint32_t)hv;
+	for (; c->hash[s].node != CCT_NONE; s = (s + 1) & (c->hcap - 1)) {
+		if (c->hash[s].tag != tag)
+			continue;
+		const struct cct_node *nd = &c->node[c->hash[s].node];
 		if (nd->parent == parent && nd->func == func)
-			return c->hash[s];
+			return c->hash[s].node;
 	}
 	if (c->n == c->cap) {
 		uint32_t cap = c->cap * 2;
@@ -59,7 +67,7 @@ static uint32_t child(struct cct *c, uint32_t parent, uint64_t func)
 	nd->first_child = CCT_NONE;
 	nd->next_sibling = c->node[parent].first_child;
 	c->node[parent].first_child = i;
-	c->hash[s] = i;
+	c->hash[s] = (struct cct_slot){ i, tag };
 	return i;
 }
 
@@ -133,22 +141,34 @@ uint64_t cct_span_total(const struct cct_span *s)
 struct frame {
 	uint32_t node;
 	bool waiting, cut_start;
-	uint64_t start, wait_since;
+	uint64_t start;
+	uint64_t pos[CCT_LANES];      /* lane_pos at the start */
+	uint64_t wait_pos[CCT_LANES]; /* lane_pos when the open wait began */
 	uint64_t children[CCT_LANES], blocked[CCT_LANES];
 	struct cct_link *best; /* the longest child's chain so far, window lane */
 };
 
-static uint64_t lane_overlap(const struct cct *c, int lane, uint64_t a, uint64_t b)
+/*
+ * Ticks of lane l's span before t: a call's time in the lane is the difference of two of
+ * these. Events come in time order, so a cursor per lane walks forward through the
+ * intervals (a search only when time goes backwards, in a corrupt trace).
+ */
+static uint64_t lane_pos(struct cct *c, int l, uint64_t t)
 {
-	if (lane == CCT_WHOLE)
-		return b - a;
-	return cct_span_overlap(c->o.span[lane], a, b);
-}
-
-/* Whether a call [a, b) shows in a lane: some of it inside, or an instant inside. */
-static bool lane_touches(const struct cct *c, int lane, uint64_t a, uint64_t b)
-{
-	return lane_overlap(c, lane, a, b > a ? b : a + 1) > 0;
+	if (l == CCT_WHOLE)
+		return t;
+	const struct cct_span *s = c->o.span[l];
+	if (!s || !s->n)
+		return 0;
+	size_t i = c->cursor[l];
+	if (s->start[i] > t && i > 0)
+		return span_upto(s, t);
+	while (i + 1 < s->n && s->start[i + 1] <= t)
+		i++;
+	c->cursor[l] = i;
+	if (s->start[i] > t)
+		return 0;
+	return s->before[i] + (t < s->end[i] ? t : s->end[i]) - s->start[i];
 }
 
 static void release(struct cct_link *l)
@@ -178,12 +198,12 @@ static void offer_top(struct cct *c, struct cct_link *l)
 		c->nchains++;
 }
 
-static void close_chain(struct cct *c, struct frame *f, struct frame *parent, uint64_t end,
-			bool cut)
+static void close_chain(struct cct *c, struct frame *f, struct frame *parent, uint64_t incl,
+			bool touches, bool cut)
 {
 	struct cct_link *best = f->best;
 	f->best = NULL;
-	if (!lane_touches(c, CCT_WINDOW, f->start, end)) {
+	if (!touches) {
 		release(best);
 		return;
 	}
@@ -193,8 +213,7 @@ static void close_chain(struct cct *c, struct frame *f, struct frame *parent, ui
 		c->failed = true;
 		return;
 	}
-	*l = (struct cct_link){ .node = f->node, .start = f->start,
-				.incl = lane_overlap(c, CCT_WINDOW, f->start, end),
+	*l = (struct cct_link){ .node = f->node, .start = f->start, .incl = incl,
 				.blocked = f->blocked[CCT_WINDOW], .truncated = cut };
 	uint64_t busy = f->children[CCT_WINDOW] + l->blocked;
 	l->self = l->incl > busy ? l->incl - busy : 0;
@@ -216,12 +235,18 @@ static void close_chain(struct cct *c, struct frame *f, struct frame *parent, ui
 static void close_frame(struct cct *c, struct frame *f, struct frame *parent, uint64_t end,
 			bool cut_end)
 {
+	uint64_t window_incl = 0;
+	bool window_touched = false;
 	for (int l = 0; l < CCT_LANES; l++) {
-		if (f->waiting) /* a wait still open when the frame closes: blocked until then */
-			f->blocked[l] += lane_overlap(c, l, f->wait_since, end);
-		if (!lane_touches(c, l, f->start, end))
+		if (l != CCT_WHOLE && (!c->o.span[l] || !c->o.span[l]->n))
 			continue;
-		uint64_t incl = lane_overlap(c, l, f->start, end);
+		uint64_t at_end = lane_pos(c, l, end);
+		if (f->waiting) /* a wait still open when the frame closes: blocked until then */
+			f->blocked[l] += at_end - f->wait_pos[l];
+		uint64_t incl = at_end - f->pos[l];
+		/* A call of no length counts where it happened. */
+		if (!incl && (end != f->start || lane_pos(c, l, end + 1) == at_end))
+			continue;
 		struct cct_stat *st = &c->node[f->node].s[l];
 		st->calls++;
 		st->incl += incl;
@@ -233,9 +258,11 @@ static void close_frame(struct cct *c, struct frame *f, struct frame *parent, ui
 		st->truncated += f->cut_start || cut_end;
 		if (parent)
 			parent->children[l] += incl;
+		if (l == CCT_WINDOW)
+			window_incl = incl, window_touched = true;
 	}
 	if (c->o.chains && parent)
-		close_chain(c, f, parent, end, f->cut_start || cut_end);
+		close_chain(c, f, parent, window_incl, window_touched, f->cut_start || cut_end);
 }
 
 static int push(struct cct *c, uint64_t func, uint64_t ts, bool cut)
@@ -251,7 +278,13 @@ static int push(struct cct *c, uint64_t func, uint64_t ts, bool cut)
 	uint32_t nd = child(c, c->stack[c->sp - 1].node, func);
 	if (nd == CCT_NONE)
 		return -ENOMEM;
-	c->stack[c->sp++] = (struct frame){ .node = nd, .start = ts, .cut_start = cut };
+	struct frame *f = &c->stack[c->sp++];
+	memset(f, 0, sizeof(*f));
+	f->node = nd;
+	f->start = ts;
+	f->cut_start = cut;
+	for (int l = 0; l < CCT_LANES; l++)
+		f->pos[l] = lane_pos(c, l, ts);
 	return 0;
 }
 
@@ -275,6 +308,8 @@ int cct_init(struct cct *c, const struct cct_opts *o, uint64_t open_at_start)
 					.first_child = CCT_NONE, .next_sibling = CCT_NONE };
 	c->sp = 1;
 	c->stack[0] = (struct frame){ .node = 0 };
+	for (int l = 0; l < CCT_LANES; l++)
+		c->cursor[l] = 0;
 	return 0;
 }
 
@@ -284,6 +319,8 @@ int cct_add(struct cct *c, const struct rb_event *e)
 		return -ENOMEM;
 	if (c->events++ == 0) {
 		c->t0 = c->stack[0].start = e->ts;
+		for (int l = 0; l < CCT_LANES; l++)
+			c->stack[0].pos[l] = lane_pos(c, l, e->ts);
 		/* The calls the ring begins inside: unknown functions, open since the first event. */
 		for (uint64_t k = 0; k < c->open_at_start; k++)
 			if (push(c, CCT_UNKNOWN, e->ts, true) != 0)
@@ -304,16 +341,16 @@ int cct_add(struct cct *c, const struct rb_event *e)
 		break;
 	case RB_EV_WAIT_BEGIN:
 		top->waiting = true;
-		top->wait_since = e->ts;
-		break;
-	case RB_EV_WAIT_END: {
-		/* With no wait-begin seen, the wait began before this frame's known part. */
-		uint64_t since = top->waiting ? top->wait_since : top->start;
 		for (int l = 0; l < CCT_LANES; l++)
-			top->blocked[l] += lane_overlap(c, l, since, e->ts);
+			top->wait_pos[l] = lane_pos(c, l, e->ts);
+		break;
+	case RB_EV_WAIT_END:
+		/* With no wait-begin seen, the wait began before this frame's known part. */
+		for (int l = 0; l < CCT_LANES; l++)
+			top->blocked[l] += lane_pos(c, l, e->ts) -
+					   (top->waiting ? top->wait_pos[l] : top->pos[l]);
 		top->waiting = false;
 		break;
-	}
 	default:
 		break;
 	}
@@ -386,37 +423,41 @@ static int by_self(const void *a, const void *b)
 	return x->func < y->func ? -1 : x->func > y->func;
 }
 
-static int by_func(const void *a, const void *b)
-{
-	const struct cct_func *x = a, *y = b;
-	return x->func < y->func ? -1 : x->func > y->func;
-}
-
 int cct_functions(const struct cct *c, enum cct_lane lane, struct cct_func **out, size_t *count)
 {
+	/* Merge the contexts of each function through a table keyed by function: the tree
+	 * can have a hundred thousand nodes for a few hundred functions. */
+	uint32_t cap = 64;
+	while (cap < 2 * c->n)
+		cap *= 2;
+	uint32_t *slot = malloc(cap * sizeof(*slot));
 	struct cct_func *f = malloc((c->n ? c->n : 1) * sizeof(*f));
-	if (!f)
+	if (!slot || !f) {
+		free(slot);
+		free(f);
 		return -ENOMEM;
-	size_t n = 0;
+	}
+	memset(slot, 0xff, cap * sizeof(*slot));
+	size_t m = 0;
 	for (uint32_t i = 1; i < c->n; i++) {
 		const struct cct_stat *st = &c->node[i].s[lane];
-		if (st->calls)
-			f[n++] = (struct cct_func){ c->node[i].func, st->calls, st->self, st->blocked,
-						    st->truncated };
-	}
-	/* Merge the contexts of each function. */
-	qsort(f, n, sizeof(*f), by_func);
-	size_t m = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (m && f[m - 1].func == f[i].func) {
-			f[m - 1].calls += f[i].calls;
-			f[m - 1].self += f[i].self;
-			f[m - 1].blocked += f[i].blocked;
-			f[m - 1].truncated += f[i].truncated;
-		} else {
-			f[m++] = f[i];
+		if (!st->calls)
+			continue;
+		uint64_t func = c->node[i].func;
+		uint32_t h = (uint32_t)((func * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
+		while (slot[h] != CCT_NONE && f[slot[h]].func != func)
+			h = (h + 1) & (cap - 1);
+		if (slot[h] == CCT_NONE) {
+			slot[h] = (uint32_t)m;
+			f[m++] = (struct cct_func){ .func = func };
 		}
+		struct cct_func *x = &f[slot[h]];
+		x->calls += st->calls;
+		x->self += st->self;
+		x->blocked += st->blocked;
+		x->truncated += st->truncated;
 	}
+	free(slot);
 	qsort(f, m, sizeof(*f), by_self);
 	*out = f;
 	*count = m;

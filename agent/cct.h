@@ -48,8 +48,9 @@ uint64_t cct_span_overlap(const struct cct_span *s, uint64_t a, uint64_t b);
 uint64_t cct_span_total(const struct cct_span *s);
 
 struct cct_stat {
-	uint64_t calls, incl, self, blocked, longest; /* timer ticks */
-	uint64_t truncated; /* instances cut by the ring's start or end */
+	uint32_t calls;
+	uint32_t truncated; /* instances cut by the ring's start or end */
+	uint64_t incl, self, blocked, longest; /* timer ticks */
 };
 
 struct cct_node {
@@ -82,6 +83,9 @@ struct cct_opts {
 };
 
 struct frame;
+struct cct_slot {
+	uint32_t node, tag;
+};
 
 struct cct {
 	struct cct_node *node; /* node[0] is the root */
@@ -92,11 +96,12 @@ struct cct {
 	unsigned nchains;
 	/* private */
 	struct cct_opts o;
-	uint32_t *hash; /* (parent, func) -> node, open addressing */
+	struct cct_slot *hash; /* (parent, func) -> node, open addressing */
 	uint32_t hcap;
 	struct frame *stack;
 	size_t sp, stack_cap;
 	uint64_t open_at_start;
+	size_t cursor[CCT_LANES]; /* per lane: the interval time has reached */
 	bool failed;
 };
 
