@@ -7,9 +7,9 @@
 #include <string.h>
 
 /*
- * (parent, func) -> node, open addressing. Each slot keeps the node's index and 32 more
- * bits of its hash, so a probe touches the node itself only when those match: the tree of
- * a big trace does not fit in the cache, and an entry event is one lookup.
+ * (parent, func) -> node, open addressing. Each slot holds its key, so a probe never
+ * touches the nodes: the tree of a big trace does not fit in the cache, and every entry
+ * event is a lookup.
  */
 static uint64_t hash_of(uint32_t parent, uint64_t func)
 {
@@ -24,11 +24,11 @@ static int grow_hash(struct cct *c)
 		return -ENOMEM;
 	memset(h, 0xff, cap * sizeof(*h));
 	for (uint32_t i = 1; i < c->n; i++) {
-		uint64_t hv = hash_of(c->node[i].parent, c->node[i].func);
-		uint32_t s = (uint32_t)(hv >> 32) & (cap - 1);
+		const struct cct_node *nd = &c->node[i];
+		uint32_t s = (uint32_t)(hash_of(nd->parent, nd->func) >> 32) & (cap - 1);
 		while (h[s].node != CCT_NONE)
 			s = (s + 1) & (cap - 1);
-		h[s] = (struct cct_slot){ i, (uint32_t)hv };
+		h[s] = (struct cct_slot){ nd->func, nd->parent, i };
 	}
 	free(c->hash);
 	c->hash = h;
@@ -41,15 +41,10 @@ static uint32_t child(struct cct *c, uint32_t parent, uint64_t func)
 {
 	if ((uint64_t)c->n * 2 >= c->hcap && grow_hash(c) != 0)
 		return CCT_NONE;
-	uint64_t hv = hash_of(parent, func);
-	uint32_t s = (uint32_t)(hv >> 32) & (c->hcap - 1), tag = (uint32_t)hv;
-	for (; c->hash[s].node != CCT_NONE; s = (s + 1) & (c->hcap - 1)) {
-		if (c->hash[s].tag != tag)
-			continue;
-		const struct cct_node *nd = &c->node[c->hash[s].node];
-		if (nd->parent == parent && nd->func == func)
+	uint32_t s = (uint32_t)(hash_of(parent, func) >> 32) & (c->hcap - 1);
+	for (; c->hash[s].node != CCT_NONE; s = (s + 1) & (c->hcap - 1))
+		if (c->hash[s].func == func && c->hash[s].parent == parent)
 			return c->hash[s].node;
-	}
 	if (c->n == c->cap) {
 		uint32_t cap = c->cap * 2;
 		struct cct_node *nn = realloc(c->node, cap * sizeof(*nn));
@@ -67,7 +62,7 @@ static uint32_t child(struct cct *c, uint32_t parent, uint64_t func)
 	nd->first_child = CCT_NONE;
 	nd->next_sibling = c->node[parent].first_child;
 	c->node[parent].first_child = i;
-	c->hash[s] = (struct cct_slot){ i, tag };
+	c->hash[s] = (struct cct_slot){ func, parent, i };
 	return i;
 }
 
@@ -253,8 +248,8 @@ static void close_frame(struct cct *c, struct frame *f, struct frame *parent, ui
 		st->blocked += f->blocked[l];
 		uint64_t busy = f->children[l] + f->blocked[l];
 		st->self += incl > busy ? incl - busy : 0;
-		if (incl > st->longest)
-			st->longest = incl;
+		if (l == CCT_WHOLE && incl > c->node[f->node].longest)
+			c->node[f->node].longest = incl;
 		st->truncated += f->cut_start || cut_end;
 		if (parent)
 			parent->children[l] += incl;

@@ -50,12 +50,13 @@ uint64_t cct_span_total(const struct cct_span *s);
 struct cct_stat {
 	uint32_t calls;
 	uint32_t truncated; /* instances cut by the ring's start or end */
-	uint64_t incl, self, blocked, longest; /* timer ticks */
+	uint64_t incl, self, blocked; /* timer ticks */
 };
 
 struct cct_node {
 	uint64_t func; /* the function's key (cct_opts.key) */
 	uint32_t parent, first_child, next_sibling, depth;
+	uint64_t longest; /* the longest single instance, whole trace */
 	struct cct_stat s[CCT_LANES];
 };
 
@@ -84,7 +85,8 @@ struct cct_opts {
 
 struct frame;
 struct cct_slot {
-	uint32_t node, tag;
+	uint64_t func;
+	uint32_t parent, node;
 };
 
 struct cct {

@@ -5,7 +5,6 @@
 #include "hal/timer.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -570,7 +569,7 @@ int summary_build(struct summary *s, const struct rb_trace *t, unsigned k)
 	}
 	if (!err) {
 		s->span = p.c.t1 - p.c.t0;
-		if (getenv("DBG")) fprintf(stderr, "nodes %u cap %u hcap %u stack %zu\n", p.c.n, p.c.cap, p.c.hcap, p.c.stack_cap);
+		s->ncontexts_tree = p.c.n - 1;
 		for (uint32_t i = 1; i < p.c.n; i++)
 			s->window_blocked += p.c.node[i].s[CCT_WINDOW].blocked;
 		err = top_functions(&p.c, CCT_WINDOW, s->k, &s->top_window, &s->ntop_window);

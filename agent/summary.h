@@ -102,6 +102,7 @@ struct summary {
 	uint64_t base_frames;   /* frames in the baseline (0: the time before the window) */
 	uint64_t span;          /* the thread's first to last event */
 	uint64_t records;       /* decoded, all threads */
+	uint64_t ncontexts_tree; /* calling contexts in the window thread's tree */
 	struct summary_frames frames;
 	size_t ntop_window, ntop_trace, nchains, ncontexts, nhops;
 	struct summary_func *top_window, *top_trace;

@@ -184,6 +184,9 @@ int summary_write_json(FILE *out, const struct summary *s, struct agent_symbols 
 		fputs("null", out);
 	fputs(",\"thread\":", out);
 	json_string(out, thread_name(s, s->thread));
+	fprintf(out, ",\"trace\":{\"threads\":%u,\"records\":%llu,\"contexts\":%llu,\"ns\":%llu}",
+		t->nthreads, (unsigned long long)s->records, (unsigned long long)s->ncontexts_tree,
+		(unsigned long long)ns(s, s->span));
 	/* Modules by index; only their build-id and file name (never the folder). */
 	fputs(",\"modules\":[", out);
 	for (uint32_t m = 0; m < t->nmodules; m++) {

@@ -52,15 +52,15 @@ static uint32_t fid(unsigned f)
 /*
  * One call of function f at depth d. The program's call graph is fixed, as a real one is:
  * function f calls a few functions of the next layer (30 functions a layer, 10 layers);
- * near the top a frame fans out widely, deeper down each function has two callees, of
- * which a call runs some. That gives tens of thousands of calling contexts, not millions.
+ * near the top a frame fans out widely, then each function has two callees, then one, of
+ * which a call runs some. That gives tens of thousands of calling contexts (printed).
  */
 static void call(unsigned f, int d)
 {
 	put(rb_tag(now_ts, fid(f)));
 	now_ts += 5 + next() % 40;
 	if (d < 10) {
-		unsigned fan = d < 3 ? 4 : 2, kids = next() % (fan + 1);
+		unsigned fan = d < 3 ? 4 : d < 6 ? 2 : 1, kids = next() % (fan + 1);
 		for (unsigned k = 0; k < kids; k++)
 			call((unsigned)d * 30 + (f * 7 + k * 11) % 30, d + 1);
 	}
@@ -240,6 +240,15 @@ int main(int argc, char **argv)
 	printf("  peak RSS %ld KiB: %ld KiB above the mapped file  (target: 100 ms, 16 MiB)\n",
 	       rss, rss - size / 1024);
 	printf("  JSON summary: %ld bytes (K = 10; target 4096)\n", file_size(out));
+	FILE *js = fopen(out, "r");
+	char head[4096] = "";
+	size_t got = js ? fread(head, 1, sizeof(head) - 1, js) : 0;
+	head[got] = '\0';
+	if (js)
+		fclose(js);
+	const char *ctx = strstr(head, "\"contexts\":");
+	if (ctx)
+		printf("  calling contexts in the tree: %lld\n", atoll(ctx + 11));
 
 	static const char *formats[] = { "chrome", "perfetto", "folded" };
 	for (int i = 0; i < 3; i++) {
