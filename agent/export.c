@@ -374,22 +374,35 @@ int agent_timeline(const struct rb_trace *t, const struct rb_file_thread *th, ui
 struct chrome {
 	FILE *out;
 	struct agent_names *names;
-	char head[64]; /* {"pid":P,"tid":T, */
+	size_t head_len;
+	char head[64]; /* ",\n{"pid":P,"tid":T," */
+	/* One event's line, written at once: printf and a stdio call per piece made the
+	 * export of a full 32 MiB ring three times slower. A name's JSON is at most 6 bytes
+	 * per byte of its NAME_MAX_TEXT text, so every line fits. */
+	char line[6 * NAME_MAX_TEXT + 256];
 };
 
-static void put_us(FILE *out, uint64_t ns)
+static char *put(char *p, const char *s)
 {
-	char b[32], *p = b + sizeof(b);
+	size_t n = strlen(s);
+	memcpy(p, s, n);
+	return p + n;
+}
+
+/* ns as microseconds with three decimals: exact, and no floating point. */
+static char *put_us(char *p, uint64_t ns)
+{
+	char b[32], *q = b + sizeof(b);
 	uint64_t us = ns / 1000;
 	unsigned frac = (unsigned)(ns % 1000);
-	*--p = '\0';
 	for (int k = 0; k < 3; k++, frac /= 10)
-		*--p = (char)('0' + frac % 10);
-	*--p = '.';
+		*--q = (char)('0' + frac % 10);
+	*--q = '.';
 	do
-		*--p = (char)('0' + us % 10);
+		*--q = (char)('0' + us % 10);
 	while (us /= 10);
-	fputs(p, out);
+	memcpy(p, q, (size_t)(b + sizeof(b) - q));
+	return p + (b + sizeof(b) - q);
 }
 
 static const char *category(uint64_t name)
@@ -408,6 +421,17 @@ static const char *category(uint64_t name)
 	}
 }
 
+/* The line's start: the thread, the phase and the time. */
+static char *chrome_start(struct chrome *c, const char *ph, uint64_t ns)
+{
+	char *p = c->line;
+	memcpy(p, c->head, c->head_len);
+	p = put(p + c->head_len, "\"ph\":\"");
+	p = put(p, ph);
+	p = put(p, "\",\"ts\":");
+	return put_us(p, ns);
+}
+
 static int chrome_item(struct chrome *c, const char *ph, uint64_t ns, uint64_t name)
 {
 	struct agent_name *nm = agent_names_get(c->names, name);
@@ -415,13 +439,15 @@ static int chrome_item(struct chrome *c, const char *ph, uint64_t ns, uint64_t n
 	const char *cat = category(name);
 	if (!json)
 		return -ENOMEM;
-	fprintf(c->out, ",\n%s\"ph\":\"%s\",\"ts\":", c->head, ph);
-	put_us(c->out, ns);
-	fputs(",\"name\":\"", c->out);
-	fputs(json, c->out);
-	if (cat)
-		fprintf(c->out, "\",\"cat\":\"%s", cat);
-	fputs("\"}", c->out);
+	char *p = chrome_start(c, ph, ns);
+	p = put(p, ",\"name\":\"");
+	p = put(p, json);
+	if (cat) {
+		p = put(p, "\",\"cat\":\"");
+		p = put(p, cat);
+	}
+	p = put(p, "\"}");
+	fwrite(c->line, 1, (size_t)(p - c->line), c->out);
 	return 0;
 }
 
@@ -439,11 +465,11 @@ static int chrome_instant(void *ctx, uint64_t ns, uint64_t name)
 static int chrome_end(void *ctx, uint64_t ns, unsigned flags)
 {
 	struct chrome *c = ctx;
-	fprintf(c->out, ",\n%s\"ph\":\"E\",\"ts\":", c->head);
-	put_us(c->out, ns);
+	char *p = chrome_start(c, "E", ns);
 	if (flags & AGENT_SLICE_CUT)
-		fputs(",\"args\":{\"cut\":\"still running when the ring was frozen\"}", c->out);
-	fputs("}", c->out);
+		p = put(p, ",\"args\":{\"cut\":\"still running when the ring was frozen\"}");
+	p = put(p, "}");
+	fwrite(c->line, 1, (size_t)(p - c->line), c->out);
 	return 0;
 }
 
@@ -505,12 +531,20 @@ int agent_export_chrome(FILE *out, const struct rb_trace *t, struct agent_symbol
 		chrome_meta(out, t->pid, th->tid, "thread_sort_index", "sort_index", sort);
 		free(name);
 	}
+	struct chrome *c = malloc(sizeof(*c));
 	for (uint32_t i = 0; i < t->nthreads && !err; i++) {
-		struct chrome c = { .out = out, .names = &names };
-		snprintf(c.head, sizeof(c.head), "{\"pid\":%u,\"tid\":%u,", t->pid,
-			 t->threads[i].tid);
-		err = agent_timeline(t, &t->threads[i], t0, &chrome_ops, &c);
+		if (!c) {
+			err = -ENOMEM;
+			break;
+		}
+		c->out = out;
+		c->names = &names;
+		c->head_len =
+			(size_t)snprintf(c->head, sizeof(c->head), ",\n{\"pid\":%u,\"tid\":%u,",
+					 t->pid, t->threads[i].tid);
+		err = agent_timeline(t, &t->threads[i], t0, &chrome_ops, c);
 	}
+	free(c);
 	if (!err)
 		fputs("\n]}\n", out);
 out:

@@ -86,6 +86,28 @@ for trace in "$golden"/decode-*.jtr; do
 		"$($qemu "$bin/jitt" summarize "$trace" 2>&1 | tail -n +2)"
 done
 
+# `jitt export` read back by independent tools (a strict JSON parser, protoc --decode_raw):
+# on the host board only, where board/common/deps.sh installed them. Its counts join ours.
+if [ "$board" = host ]; then
+	out=$(mktemp)
+	sh "$here/export-check.sh" "$bin" >"$out" 2>&1
+	cat "$out"
+	line=$(tail -n 1 "$out")
+	case $line in
+	*" passed, "*" failed")
+		p=${line%% passed*}
+		f=${line#*passed, }
+		f=${f%% failed*}
+		passed=$((passed + p)) failed=$((failed + f))
+		;;
+	*)
+		echo "FAIL export-check.sh ended without a result line"
+		failed=$((failed + 1))
+		;;
+	esac
+	rm -f "$out"
+fi
+
 # Static musl links only: glibc's objects (/usr/lib/<triplet>-gnu/, /usr/<triplet>/lib/)
 # must never get in, so every input the linker loaded must come from an allowed place
 # (our build, musl, gcc, or gcc's own temporary LTO objects).

@@ -1,3 +1,799 @@
 /* SPDX-License-Identifier: MIT */
-/* Being written. */
+/*
+ * tests/test_export.c - `jitt export`'s three formats on one synthetic trace with exactly
+ * known times: two threads that nest calls, a wrapped ring that starts inside a call (with a
+ * wide entry cut by the wrap) and ends inside two, marks, a blocked wait and the wake that
+ * ended it, a reserved record, a thread with an empty ring and a name that needs escaping.
+ *
+ * Chrome: every B has its E per thread, in order, at the right times. Folded: the counts sum
+ * to the calling-context tree's self time exactly. Perfetto: read back by a small protobuf
+ * walker written here (not the encoder's code), slices balanced per track, names interned
+ * before use. With JITT_EXPORT_KEEP=DIR the trace and its exports are copied to DIR, for
+ * tests/export-check.sh to check with independent tools (a strict JSON parser, protoc).
+ */
 #include "harness.h"
+#include "synth.h"
+#include "agent/cct.h"
+#include "agent/export.h"
+#include "agent/marks.h"
+#include "agent/perfetto.h"
+#include "agent/symbols.h"
+#include "hal/timer.h"
+#include "ringbuf/decode.h"
+#include "ringbuf/tracefile.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Functions of this program, so the exports name them from its own symbols. Each body
+ * differs, or identical code folding could give two of them one address. */
+static volatile int sink;
+__attribute__((noinline)) void export_fn_main(void)
+{
+	sink = 1;
+}
+__attribute__((noinline)) void export_fn_a(void)
+{
+	sink = 2;
+}
+__attribute__((noinline)) void export_fn_b(void)
+{
+	sink = 3;
+}
+__attribute__((noinline)) void export_fn_work(void)
+{
+	sink = 4;
+}
+__attribute__((noinline)) void export_fn_leaf(void)
+{
+	sink = 5;
+}
+
+#define WIDE_A	     0x7f0012345678ull /* in no module: named ?0x... */
+#define WIDE_B	     0x7f00abcdef00ull
+#define KEY	     0x42u
+#define UI_NAME	     "ui;\"q\"\\\t\xff" /* ';' for folded, '"' '\' and a tab for JSON, bad UTF-8 */
+#define UI_TID	     101
+#define WORKER_TID   102
+#define IDLE_TID     103
+#define WORKER_SLOTS 32
+#define UNKNOWN	     "(entered before the ring's oldest record)"
+
+/* Slices each thread opens: ui 6 calls and a wait; worker, after the wrap, the call it
+ * starts inside, b, four (wide, b) pairs, work, leaf and b. */
+#define UI_SLICES     7
+#define WORKER_SLICES 13
+
+/*
+ * ui (unbounded ring, times in ticks):
+ *   1000 sync; 1010 > main; 1020 frame begin; 1030 > a; 1040 > b; 1100 < b;
+ *   1110 wait-begin 0x42; 1500 wait-end 0x42; 1600 < a; 1610 > wide; 1700 <;
+ *   1710 frame end; 1720 anomaly (jank); 1800 < main; 1805 reserved record 0x7;
+ *   1850 > a; 1900 > b; 1950 mark 9 (the ring is frozen inside a and b)
+ * worker (a ring of 32 slots that wrapped): 100 sync, then for j = 0..9 at base 100 + 100 j:
+ *   > wide (2 slots) +10, > b +20, < +50, < +80; then 1110 > work, 1120 > leaf,
+ *   1450 wake 0x42, 1460 mark 9, 1470 > b, 1480 <. The ring keeps the last 32 slots: the
+ *   tag of iteration 5's wide entry (its payload overwritten: cut), then > b 620, < 650,
+ *   < 680: it starts inside one call.
+ * idle: only its start record, at 5000.
+ * The trace's first event is worker's > b at 620.
+ */
+static void make_trace(char *path, size_t size)
+{
+	struct synth_thread th[3];
+	synth_init(&th[0], UI_NAME, UI_TID, 0, 1000);
+	synth_entry(&th[0], 1010, synth_id(export_fn_main));
+	synth_special(&th[0], 1020, RB_MARK, AGENT_MARK_FRAME_BEGIN);
+	synth_entry(&th[0], 1030, synth_id(export_fn_a));
+	synth_entry(&th[0], 1040, synth_id(export_fn_b));
+	synth_exit(&th[0], 1100);
+	synth_special(&th[0], 1110, RB_WAIT_BEGIN, KEY);
+	synth_special(&th[0], 1500, RB_WAIT_END, KEY);
+	synth_exit(&th[0], 1600);
+	synth_entry(&th[0], 1610, WIDE_A);
+	synth_exit(&th[0], 1700);
+	synth_special(&th[0], 1710, RB_MARK, AGENT_MARK_FRAME_END);
+	synth_special(&th[0], 1720, RB_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_JANK);
+	synth_exit(&th[0], 1800);
+	synth_special(&th[0], 1805, 0x7, 5);
+	synth_entry(&th[0], 1850, synth_id(export_fn_a));
+	synth_entry(&th[0], 1900, synth_id(export_fn_b));
+	synth_special(&th[0], 1950, RB_MARK, 9);
+
+	synth_init(&th[1], "worker", WORKER_TID, WORKER_SLOTS, 100);
+	for (uint64_t j = 0; j < 10; j++) {
+		uint64_t base = 100 + 100 * j;
+		synth_entry(&th[1], base + 10, WIDE_B);
+		synth_entry(&th[1], base + 20, synth_id(export_fn_b));
+		synth_exit(&th[1], base + 50);
+		synth_exit(&th[1], base + 80);
+	}
+	synth_entry(&th[1], 1110, synth_id(export_fn_work));
+	synth_entry(&th[1], 1120, synth_id(export_fn_leaf));
+	synth_special(&th[1], 1450, RB_WAKE, KEY);
+	synth_special(&th[1], 1460, RB_MARK, 9);
+	synth_entry(&th[1], 1470, synth_id(export_fn_b));
+	synth_exit(&th[1], 1480);
+
+	synth_init(&th[2], "idle", IDLE_TID, 0, 5000);
+	CHECK_EQ_INT(synth_write(th, 3, "export test", path, size), 0);
+	for (int i = 0; i < 3; i++)
+		synth_free(&th[i]);
+}
+
+static char *slurp(const char *path, size_t *size)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = NULL;
+	size_t n = 0, cap = 0, got;
+	if (!f)
+		return NULL;
+	do {
+		if (n + 4096 + 1 > cap) {
+			cap = cap ? 2 * cap : 65536;
+			char *b = realloc(buf, cap);
+			if (!b) {
+				free(buf);
+				fclose(f);
+				return NULL;
+			}
+			buf = b;
+		}
+		got = fread(buf + n, 1, 4096, f);
+		n += got;
+	} while (got > 0);
+	fclose(f);
+	buf[n] = '\0';
+	*size = n;
+	return buf;
+}
+
+/* With JITT_EXPORT_KEEP set, a copy of path in that folder under name. */
+static void keep(const char *path, const char *name)
+{
+	const char *dir = getenv("JITT_EXPORT_KEEP");
+	size_t n = 0;
+	char dst[512];
+	if (!dir || !*dir)
+		return;
+	char *data = slurp(path, &n);
+	snprintf(dst, sizeof(dst), "%s/%s", dir, name);
+	FILE *f = fopen(dst, "wb");
+	if (!CHECK(data && f) || !CHECK(fwrite(data, 1, n, f) == n))
+		test_fail(__FILE__, __LINE__, "cannot keep %s as %s", path, dst);
+	if (f)
+		fclose(f);
+	free(data);
+}
+
+typedef int (*export_fn)(FILE *out, const struct rb_trace *t, struct agent_symbols *s);
+
+/* Export trace to the test's folder as name; its contents, or NULL. */
+static char *export_to(const char *trace, export_fn fn, const char *name, size_t *size)
+{
+	struct rb_trace t;
+	struct agent_symbols s;
+	char err[256], out[512];
+	if (rb_trace_open(trace, &t, err, sizeof(err)) != 0) {
+		test_fail(__FILE__, __LINE__, "%s: %s", trace, err);
+		return NULL;
+	}
+	CHECK_EQ_INT(agent_symbols_open(&s, &t), 0);
+	snprintf(out, sizeof(out), "%s/%s", test_tmpdir(), name);
+	FILE *f = fopen(out, "wb");
+	if (CHECK(f != NULL)) {
+		CHECK_EQ_INT(fn(f, &t, &s), 0);
+		fclose(f);
+	}
+	agent_symbols_close(&s);
+	rb_trace_close(&t);
+	keep(out, name);
+	return slurp(out, size);
+}
+
+/* The trace's timer and first event, and the decoder's view of the worker's wrap. */
+static void trace_facts(const char *path, uint64_t *hz, uint64_t *t0)
+{
+	struct rb_trace t;
+	char err[256];
+	if (!CHECK(rb_trace_open(path, &t, err, sizeof(err)) == 0))
+		return;
+	*hz = t.timer_hz;
+	CHECK_EQ_INT(agent_trace_start(&t, t0), 0);
+	CHECK_EQ_U64(*t0, 620);
+	struct rb_decoder d;
+	CHECK_EQ_INT(rb_decoder_init(&d, &t.threads[1].view, t.ref_ticks, NULL, NULL), 0);
+	CHECK_EQ_U64(d.open_at_start, 1); /* the test covers what it says it does */
+	CHECK_EQ_U64(d.stats.cut, 1);
+	rb_decoder_free(&d);
+	rb_trace_close(&t);
+}
+
+/* ---- Chrome JSON ---- */
+
+struct chrome_thread {
+	unsigned long tid;
+	int depth, begins;
+	uint64_t last_ns, open_ns[16];
+};
+
+static uint64_t json_ts_ns(const char *line)
+{
+	const char *p = strstr(line, "\"ts\":");
+	char *end;
+	if (!p)
+		return UINT64_MAX;
+	uint64_t us = strtoull(p + 5, &end, 10);
+	if (*end != '.')
+		return UINT64_MAX;
+	return us * 1000 + strtoull(end + 1, NULL, 10);
+}
+
+TEST(export_chrome_every_begin_has_its_end)
+{
+	char trace[512];
+	size_t n = 0;
+	uint64_t hz = 0, t0 = 0;
+	make_trace(trace, sizeof(trace));
+	trace_facts(trace, &hz, &t0);
+	keep(trace, "export.jtr");
+	char *json = export_to(trace, agent_export_chrome, "export.json", &n);
+	if (!CHECK(json != NULL))
+		return;
+	CHECK(strncmp(json, "{", 1) == 0);
+	CHECK(n > 4 && strcmp(json + n - 4, "\n]}\n") == 0);
+
+	struct chrome_thread th[3] = { { .tid = UI_TID },
+				       { .tid = WORKER_TID },
+				       { .tid = IDLE_TID } };
+	char *save = NULL;
+	int lines = 0;
+	for (char *line = strtok_r(json, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		const char *tidp = strstr(line, "\"tid\":"), *ph = strstr(line, "\"ph\":\"");
+		lines++;
+		if (!tidp || !ph)
+			continue;
+		unsigned long tid = strtoul(tidp + 6, NULL, 10);
+		struct chrome_thread *c = NULL;
+		for (int i = 0; i < 3; i++)
+			if (th[i].tid == tid)
+				c = &th[i];
+		char kind = ph[6];
+		if (kind == 'M')
+			continue;
+		if (!CHECK(c != NULL))
+			continue;
+		uint64_t ns = json_ts_ns(line);
+		if (!CHECK(ns != UINT64_MAX) || !CHECK(ns >= c->last_ns))
+			test_fail(__FILE__, __LINE__, "out of order: %s", line);
+		c->last_ns = ns;
+		if (kind == 'B') {
+			if (CHECK(c->depth < 16))
+				c->open_ns[c->depth++] = ns;
+			c->begins++;
+			CHECK(strstr(line, "\"name\":\"") != NULL);
+		} else if (kind == 'E') {
+			if (!CHECK(c->depth > 0))
+				continue;
+			CHECK(ns >= c->open_ns[--c->depth]);
+		} else {
+			CHECK(kind == 'i');
+		}
+	}
+	CHECK(lines > 20);
+	for (int i = 0; i < 3; i++)
+		CHECK_EQ_INT(th[i].depth, 0);
+	CHECK_EQ_INT(th[0].begins, UI_SLICES);
+	CHECK_EQ_INT(th[1].begins, WORKER_SLICES);
+	CHECK_EQ_INT(th[2].begins, 0);
+	free(json);
+
+	/* The names, and the times to the nanosecond (microseconds with three decimals). */
+	json = export_to(trace, agent_export_chrome, "export.json", &n);
+	if (!CHECK(json != NULL))
+		return;
+	static const char *const names[] = {
+		"export_fn_main",
+		"export_fn_a",
+		"export_fn_b",
+		"export_fn_work",
+		"export_fn_leaf",
+		"\"?0x7f0012345678\"",
+		"\"?0x7f00abcdef00\"",
+		"\"" UNKNOWN "\"",
+		"\"blocked on 0x42\"",
+		"\"frame begin\"",
+		"\"frame end\"",
+		"\"anomaly: jank\"",
+		"\"mark 0x9\"",
+		"\"wake 0x42\"",
+		"\"record kind 0x7, argument 0x5\"",
+		"\"process_name\"",
+		/* the name: ';' kept, '"' and '\' escaped, the tab as \u0009, 0xff as U+FFFD */
+		"{\"name\":\"ui;\\\"q\\\"\\\\\\u0009\xef\xbf\xbd\"}",
+		"{\"name\":\"idle\"}",
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strstr(json, names[i]))
+			test_fail(__FILE__, __LINE__, "no %s in the Chrome JSON", names[i]);
+	char want[128], us[32];
+	uint64_t ns = hal_ticks_to_ns(1110 - t0, hz);
+	snprintf(us, sizeof(us), "%llu.%03u", (unsigned long long)(ns / 1000),
+		 (unsigned)(ns % 1000));
+	snprintf(want, sizeof(want), "\"ph\":\"B\",\"ts\":%s,\"name\":\"blocked on 0x42\"", us);
+	if (!strstr(json, want))
+		test_fail(__FILE__, __LINE__, "no %s", want);
+	snprintf(want, sizeof(want), "\"tid\":%d,\"ph\":\"B\",\"ts\":0.000,\"name\":\"%s\"",
+		 WORKER_TID, UNKNOWN);
+	if (!strstr(json, want))
+		test_fail(__FILE__, __LINE__, "no %s", want);
+	free(json);
+}
+
+/* ---- folded stacks ---- */
+
+static uint64_t key_of(void *ctx, const struct rb_event *e)
+{
+	return agent_func_key(ctx, e);
+}
+
+TEST(export_folded_sums_to_the_self_time_of_the_tree)
+{
+	char trace[512];
+	size_t n = 0;
+	make_trace(trace, sizeof(trace));
+	char *text = export_to(trace, agent_export_folded, "export.folded", &n);
+	struct rb_trace t;
+	char err[256];
+	if (!CHECK(text != NULL) || !CHECK(rb_trace_open(trace, &t, err, sizeof(err)) == 0)) {
+		free(text);
+		return;
+	}
+	static const char *const labels[3] = { "ui:\"q\"\\?\xef\xbf\xbd-101", "worker-102",
+					       "idle-103" };
+	uint64_t sum[3] = { 0 };
+	int per[3] = { 0 };
+	char *save = NULL;
+	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *sp = strrchr(line, ' '), *end;
+		if (!CHECK(sp != NULL))
+			continue;
+		unsigned long long v = strtoull(sp + 1, &end, 10);
+		CHECK(*end == '\0' && sp[1] >= '1' && sp[1] <= '9');
+		*sp = '\0';
+		char *semi = strchr(line, ';');
+		size_t len = semi ? (size_t)(semi - line) : strlen(line);
+		int k = -1;
+		for (int i = 0; i < 3; i++)
+			if (strlen(labels[i]) == len && strncmp(line, labels[i], len) == 0)
+				k = i;
+		if (!CHECK(k >= 0)) {
+			test_fail(__FILE__, __LINE__, "unknown thread in \"%s\"", line);
+			continue;
+		}
+		sum[k] += v;
+		per[k]++;
+		if (k == 0 && strstr(line, "export_fn_b"))
+			CHECK(strstr(line, "export_fn_main;export_fn_a;export_fn_b") ||
+			      strstr(line, "-101;export_fn_a;export_fn_b"));
+	}
+	/* The model: the calling-context tree of each thread, built here from all of its
+	 * events at once; the whole of its self time, from ticks to ns once. */
+	for (uint32_t i = 0; i < t.nthreads && i < 3; i++) {
+		struct rb_event *ev;
+		size_t count;
+		struct cct c;
+		CHECK_EQ_INT(rb_decode(&t.threads[i].view, t.ref_ticks, &ev, &count, NULL), 0);
+		CHECK_EQ_INT(cct_build(&c, ev, count, key_of, &t), 0);
+		uint64_t self = 0;
+		for (uint32_t k = 0; k < c.n; k++)
+			self += c.node[k].s[CCT_WHOLE].self;
+		CHECK_EQ_U64(sum[i], hal_ticks_to_ns(self, t.timer_hz));
+		CHECK(per[i] <= (int)c.n);
+		cct_free(&c);
+		free(ev);
+	}
+	CHECK(per[0] >= 4 && per[1] >= 4);
+	CHECK_EQ_INT(per[2], 0); /* an empty ring: no time at all */
+	rb_trace_close(&t);
+	free(text);
+}
+
+/* ---- Perfetto: an independent reader ---- */
+
+struct rd {
+	const uint8_t *p, *end;
+	bool bad;
+};
+
+static uint64_t rd_varint(struct rd *r)
+{
+	uint64_t v = 0;
+	for (int shift = 0; shift < 64; shift += 7) {
+		if (r->p >= r->end) {
+			r->bad = true;
+			return 0;
+		}
+		uint8_t b = *r->p++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return v;
+	}
+	r->bad = true;
+	return 0;
+}
+
+/* The next field: its number, wire type, value (varints) or body (length-delimited).
+ * False at the end or on malformed input (r->bad). */
+static bool rd_field(struct rd *r, uint32_t *field, uint64_t *v, struct rd *body)
+{
+	if (r->bad || r->p >= r->end)
+		return false;
+	uint64_t key = rd_varint(r);
+	*field = (uint32_t)(key >> 3);
+	*v = 0;
+	*body = (struct rd){ NULL, NULL, false };
+	switch (key & 7) {
+	case 0:
+		*v = rd_varint(r);
+		break;
+	case 2: {
+		uint64_t len = rd_varint(r);
+		if (r->bad || len > (uint64_t)(r->end - r->p)) {
+			r->bad = true;
+			return false;
+		}
+		*body = (struct rd){ r->p, r->p + len, false };
+		r->p += len;
+		break;
+	}
+	case 1:
+	case 5: {
+		size_t w = (key & 7) == 1 ? 8 : 4;
+		if ((size_t)(r->end - r->p) < w) {
+			r->bad = true;
+			return false;
+		}
+		r->p += w;
+		break;
+	}
+	default:
+		r->bad = true;
+		return false;
+	}
+	return !r->bad && *field != 0;
+}
+
+#define MAX_NAMES 64
+#define MAX_SEQ	  8
+
+struct pf_seq {
+	uint32_t id;
+	uint64_t default_track, last_ts;
+	bool cleared;
+	int npackets;
+	uint64_t iid[MAX_NAMES];
+	char name[MAX_NAMES][128];
+	int nnames;
+};
+
+struct pf_track {
+	uint64_t uuid;
+	int64_t tid; /* -1: the process's track */
+	char name[128];
+	int depth, begins, instants;
+};
+
+struct pf_read {
+	struct pf_seq seq[MAX_SEQ];
+	int nseq;
+	struct pf_track track[MAX_SEQ];
+	int ntracks;
+	char process_name[256];
+	int64_t pid;
+};
+
+static void copy_str(char *out, size_t size, const struct rd *s)
+{
+	size_t n = (size_t)(s->end - s->p);
+	if (n >= size)
+		n = size - 1;
+	memcpy(out, s->p, n);
+	out[n] = '\0';
+}
+
+static struct pf_track *track_of(struct pf_read *pr, uint64_t uuid)
+{
+	for (int i = 0; i < pr->ntracks; i++)
+		if (pr->track[i].uuid == uuid)
+			return &pr->track[i];
+	return NULL;
+}
+
+static const char *name_of(const struct pf_seq *s, uint64_t iid)
+{
+	for (int i = 0; i < s->nnames; i++)
+		if (s->iid[i] == iid)
+			return s->name[i];
+	return NULL;
+}
+
+static void read_descriptor(struct pf_read *pr, struct rd td)
+{
+	struct pf_track tr = { .tid = -2 };
+	struct rd sub, sub2;
+	uint32_t f, f2;
+	uint64_t v, v2;
+	while (rd_field(&td, &f, &v, &sub)) {
+		if (f == 1) {
+			tr.uuid = v;
+		} else if (f == 3) { /* ProcessDescriptor */
+			tr.tid = -1;
+			while (rd_field(&sub, &f2, &v2, &sub2))
+				if (f2 == 1)
+					pr->pid = (int64_t)v2;
+				else if (f2 == 6)
+					copy_str(pr->process_name, sizeof(pr->process_name), &sub2);
+		} else if (f == 4) { /* ThreadDescriptor */
+			while (rd_field(&sub, &f2, &v2, &sub2))
+				if (f2 == 2)
+					tr.tid = (int64_t)v2;
+				else if (f2 == 5)
+					copy_str(tr.name, sizeof(tr.name), &sub2);
+		}
+	}
+	CHECK(!td.bad);
+	if (CHECK(pr->ntracks < MAX_SEQ) && CHECK(tr.tid != -2) && CHECK(!track_of(pr, tr.uuid)))
+		pr->track[pr->ntracks++] = tr;
+}
+
+static void read_packet(struct pf_read *pr, struct rd pkt)
+{
+	uint32_t f, f2, f3;
+	uint64_t v, v2, v3, ts = 0, seq_id = 0, flags = 0;
+	struct rd sub, sub2, sub3, event = { NULL, NULL, false }, interned = event;
+	struct rd defaults = event, descriptor = event;
+	bool has_ts = false;
+	while (rd_field(&pkt, &f, &v, &sub)) {
+		if (f == 8)
+			ts = v, has_ts = true;
+		else if (f == 10)
+			seq_id = v;
+		else if (f == 13)
+			flags = v;
+		else if (f == 11)
+			event = sub;
+		else if (f == 12)
+			interned = sub;
+		else if (f == 59)
+			defaults = sub;
+		else if (f == 60)
+			descriptor = sub;
+	}
+	if (!CHECK(!pkt.bad) || !CHECK(seq_id != 0) || !CHECK(has_ts))
+		return;
+	struct pf_seq *s = NULL;
+	for (int i = 0; i < pr->nseq; i++)
+		if (pr->seq[i].id == seq_id)
+			s = &pr->seq[i];
+	if (!s) {
+		if (!CHECK(pr->nseq < MAX_SEQ))
+			return;
+		s = &pr->seq[pr->nseq++];
+		s->id = (uint32_t)seq_id;
+	}
+	CHECK(ts >= s->last_ts);
+	s->last_ts = ts;
+	if (flags & 1) {
+		CHECK_EQ_INT(s->npackets, 0); /* cleared once, by the first packet */
+		s->cleared = true;
+		s->nnames = 0;
+	}
+	s->npackets++;
+	if (descriptor.p)
+		read_descriptor(pr, descriptor);
+	while (defaults.p && rd_field(&defaults, &f, &v, &sub))
+		while (f == 11 && rd_field(&sub, &f2, &v2, &sub2))
+			if (f2 == 11)
+				s->default_track = v2;
+	while (interned.p && rd_field(&interned, &f, &v, &sub)) {
+		if (f != 2) /* InternedData.event_names */
+			continue;
+		uint64_t iid = 0;
+		char name[128] = "";
+		while (rd_field(&sub, &f2, &v2, &sub2))
+			if (f2 == 1)
+				iid = v2;
+			else if (f2 == 2)
+				copy_str(name, sizeof(name), &sub2);
+		CHECK(iid != 0);
+		CHECK(name_of(s, iid) == NULL); /* once per sequence */
+		if (CHECK(s->nnames < MAX_NAMES)) {
+			s->iid[s->nnames] = iid;
+			strcpy(s->name[s->nnames++], name);
+		}
+	}
+	if (!event.p)
+		return;
+	uint64_t type = 0, iid = 0, uuid = s->default_track;
+	while (rd_field(&event, &f3, &v3, &sub3))
+		if (f3 == 9)
+			type = v3;
+		else if (f3 == 10)
+			iid = v3;
+		else if (f3 == 11)
+			uuid = v3;
+	CHECK(!event.bad);
+	CHECK(flags & 2);  /* it needs the sequence's interned names */
+	CHECK(s->cleared); /* ...which a packet before cleared */
+	struct pf_track *tr = track_of(pr, uuid);
+	if (!CHECK(tr != NULL))
+		return;
+	if (type == 1 || type == 3)
+		if (!CHECK(iid && name_of(s, iid)))
+			test_fail(__FILE__, __LINE__, "name iid %llu not interned on sequence %u",
+				  (unsigned long long)iid, s->id);
+	if (type == 1) {
+		tr->depth++;
+		tr->begins++;
+	} else if (type == 2) {
+		CHECK(tr->depth > 0);
+		tr->depth--;
+	} else {
+		CHECK_EQ_U64(type, 3);
+		tr->instants++;
+	}
+}
+
+static bool interned_anywhere(const struct pf_read *pr, const char *name)
+{
+	for (int i = 0; i < pr->nseq; i++)
+		for (int k = 0; k < pr->seq[i].nnames; k++)
+			if (strstr(pr->seq[i].name[k], name))
+				return true;
+	return false;
+}
+
+TEST(export_perfetto_reads_back_balanced_and_interned)
+{
+	char trace[512];
+	size_t n = 0;
+	make_trace(trace, sizeof(trace));
+	uint8_t *pb = (uint8_t *)export_to(trace, agent_export_perfetto, "export.pftrace", &n);
+	if (!CHECK(pb != NULL))
+		return;
+	struct pf_read *pr = calloc(1, sizeof(*pr));
+	struct rd r = { pb, pb + n, false }, sub;
+	uint32_t f;
+	uint64_t v;
+	int packets = 0;
+	while (rd_field(&r, &f, &v, &sub)) {
+		CHECK_EQ_INT(f, 1); /* Trace.packet, length-delimited */
+		CHECK(sub.p != NULL);
+		if (sub.p)
+			read_packet(pr, sub);
+		packets++;
+	}
+	CHECK(!r.bad && r.p == r.end);
+	CHECK(packets > 30);
+	CHECK_EQ_INT(pr->ntracks, 4); /* the process and three threads */
+	CHECK_EQ_INT(pr->nseq, 4);
+	CHECK_STR(pr->process_name, "unit-tests: export test");
+	static const struct {
+		int64_t tid;
+		const char *name;
+		int begins;
+	} want[] = {
+		{ UI_TID, "ui;\"q\"\\\t\xef\xbf\xbd", UI_SLICES },
+		{ WORKER_TID, "worker", WORKER_SLICES },
+		{ IDLE_TID, "idle", 0 },
+	};
+	for (size_t i = 0; i < 3; i++) {
+		const struct pf_track *tr = NULL;
+		for (int k = 0; k < pr->ntracks; k++)
+			if (pr->track[k].tid == want[i].tid)
+				tr = &pr->track[k];
+		if (!CHECK(tr != NULL))
+			continue;
+		CHECK_STR(tr->name, want[i].name);
+		CHECK_EQ_INT(tr->depth, 0);
+		CHECK_EQ_INT(tr->begins, want[i].begins);
+	}
+	static const char *const names[] = {
+		"export_fn_main", "export_fn_a",     "export_fn_work", "?0x7f00abcdef00",
+		UNKNOWN,	  "blocked on 0x42", "anomaly: jank",  "wake 0x42",
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!interned_anywhere(pr, names[i]))
+			test_fail(__FILE__, __LINE__, "%s not interned", names[i]);
+	free(pr);
+	free(pb);
+}
+
+TEST(export_protobuf_encoder_varints_and_nesting)
+{
+	static const uint64_t values[] = { 0,	  1,	 127,	     128,	 300,
+					   16383, 16384, UINT32_MAX, 1ull << 35, UINT64_MAX };
+	struct agent_pb b = { 0 };
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++)
+		agent_pb_varint(&b, (uint32_t)i + 1, values[i]);
+	/* Nested bodies whose lengths take one, two and three bytes, inside one another. */
+	static char big[20000];
+	memset(big, 'x', sizeof(big) - 1);
+	size_t outer = agent_pb_open(&b, 100);
+	size_t mid = agent_pb_open(&b, 2000);
+	agent_pb_string(&b, 1, "short");
+	agent_pb_close(&b, mid);
+	size_t inner = agent_pb_open(&b, 3);
+	agent_pb_bytes(&b, 4, big, 200);
+	agent_pb_string(&b, 5, big);
+	agent_pb_close(&b, inner);
+	agent_pb_close(&b, outer);
+	if (!CHECK(!b.failed))
+		return;
+
+	struct rd r = { b.p, b.p + b.len, false }, sub, sub2, sub3;
+	uint32_t f, f2, f3;
+	uint64_t v, v2, v3;
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+		CHECK(rd_field(&r, &f, &v, &sub));
+		CHECK_EQ_INT(f, i + 1);
+		CHECK_EQ_U64(v, values[i]);
+	}
+	CHECK(rd_field(&r, &f, &v, &sub));
+	CHECK_EQ_INT(f, 100);
+	CHECK(rd_field(&sub, &f2, &v2, &sub2) && f2 == 2000);
+	CHECK(rd_field(&sub2, &f3, &v3, &sub3) && f3 == 1 && sub3.end - sub3.p == 5);
+	CHECK(rd_field(&sub, &f2, &v2, &sub2) && f2 == 3);
+	CHECK(rd_field(&sub2, &f3, &v3, &sub3) && f3 == 4 && sub3.end - sub3.p == 200);
+	CHECK(rd_field(&sub2, &f3, &v3, &sub3) && f3 == 5);
+	CHECK_EQ_U64((uint64_t)(sub3.end - sub3.p), sizeof(big) - 1);
+	CHECK(!rd_field(&sub2, &f3, &v3, &sub3) && !sub2.bad);
+	CHECK(!rd_field(&sub, &f2, &v2, &sub2) && !sub.bad);
+	CHECK(!rd_field(&r, &f, &v, &sub) && !r.bad);
+	agent_pb_free(&b);
+}
+
+/* ---- bad input ---- */
+
+TEST(export_of_a_bad_file_fails_cleanly)
+{
+	char trace[512], err[256];
+	struct rb_trace t;
+	make_trace(trace, sizeof(trace));
+	/* A torn file does not open: the command names it and stops (export-check.sh). */
+	size_t n = 0;
+	char *data = slurp(trace, &n);
+	if (!CHECK(data != NULL))
+		return;
+	char torn[600];
+	snprintf(torn, sizeof(torn), "%s.torn", trace);
+	FILE *f = fopen(torn, "wb");
+	if (CHECK(f != NULL)) {
+		fwrite(data, 1, n / 2, f);
+		fclose(f);
+	}
+	CHECK(rb_trace_open(torn, &t, err, sizeof(err)) != 0);
+	free(data);
+
+	/* A ring whose shape does not hold together (its end past its size): every export
+	 * says so instead of reading past the ring. */
+	static const export_fn fns[] = { agent_export_chrome, agent_export_folded,
+					 agent_export_perfetto };
+	for (size_t i = 0; i < 3; i++) {
+		if (!CHECK(rb_trace_open(trace, &t, err, sizeof(err)) == 0))
+			return;
+		struct agent_symbols s;
+		CHECK_EQ_INT(agent_symbols_open(&s, &t), 0);
+		t.threads[1].view.end = t.threads[1].view.nslots;
+		FILE *out = fopen("/dev/null", "w");
+		if (CHECK(out != NULL)) {
+			CHECK_EQ_INT(fns[i](out, &t, &s), -EINVAL);
+			fclose(out);
+		}
+		agent_symbols_close(&s);
+		rb_trace_close(&t);
+	}
+}

@@ -29,6 +29,8 @@ clang-14:/usr/bin/clang-14
 libtsan2:/usr/lib/x86_64-linux-gnu/libtsan.so.2
 valgrind:/usr/bin/valgrind
 libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
+python3:/usr/bin/python3
+protobuf-compiler:/usr/bin/protoc
 "
 
 missing_packages() {

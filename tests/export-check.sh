@@ -1,0 +1,202 @@
+#!/bin/sh
+# `jitt export` checked by readers that share no code with it: Chrome JSON by Python's json
+# module made strict (NaN and Infinity rejected, text must be UTF-8) with every B matched by
+# its E per thread, Perfetto protobuf by `protoc --decode_raw` with begins and ends counted,
+# folded stacks by their line format. The traces: the synthetic one tests/test_export.c
+# writes (kept with JITT_EXPORT_KEEP) and the committed golden one. Then the command line:
+# usage errors exit 2, bad trace files exit 1 naming the file, -o leaves no half file.
+# Host only (python3 and protoc come from board/common/deps.sh).
+#
+# usage: export-check.sh BIN_DIR     prints "ok what" / "FAIL what", then "N passed, N failed"
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+bin=${1:?usage: export-check.sh BIN_DIR}
+jitt=$bin/jitt
+passed=0 failed=0
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+ok() {
+	echo "ok   $1"
+	passed=$((passed + 1))
+}
+fail() {
+	echo "FAIL $1${2:+: $2}"
+	failed=$((failed + 1))
+}
+
+# Strict JSON, and the B/E stack of every (pid, tid) in file order. Prints "slices N".
+check_chrome() {
+	python3 - "$1" <<'EOF'
+import json, sys
+
+def no_constant(name):
+    raise ValueError("not JSON: " + name)
+
+with open(sys.argv[1], encoding="utf-8", errors="strict") as f:
+    doc = json.load(f, parse_constant=no_constant)
+events = doc["traceEvents"]
+stacks, last, begins = {}, {}, 0
+for e in events:
+    ph, key = e["ph"], (e["pid"], e["tid"])
+    if ph == "M":
+        continue
+    ts = e["ts"]
+    if not isinstance(ts, (int, float)) or ts < 0 or ts < last.get(key, 0):
+        sys.exit("bad or decreasing ts %r on %r" % (ts, key))
+    last[key] = ts
+    if ph == "B":
+        if not isinstance(e.get("name"), str) or not e["name"]:
+            sys.exit("B without a name")
+        stacks.setdefault(key, []).append(ts)
+        begins += 1
+    elif ph == "E":
+        if not stacks.get(key):
+            sys.exit("E without its B on %r at %r" % (key, ts))
+        if stacks[key].pop() > ts:
+            sys.exit("E before its B on %r" % (key,))
+    elif ph != "i":
+        sys.exit("unexpected phase %r" % ph)
+open_ = {k: len(v) for k, v in stacks.items() if v}
+if open_:
+    sys.exit("B without E: %r" % open_)
+names = [e for e in events if e["ph"] == "M" and e["name"] == "thread_name"]
+if not names:
+    sys.exit("no thread names")
+print("slices", begins)
+EOF
+}
+
+# protoc's raw decoding of the whole Trace, and the TrackEvent types counted: prints
+# "slices BEGINS ENDS" (TYPE_SLICE_BEGIN = 1, TYPE_SLICE_END = 2 in field 9 of field 11).
+check_perfetto() {
+	protoc --decode_raw <"$1" >"$tmp/raw.txt" || return 1
+	awk '
+		/^1 \{$/ { packets++ }
+		/^  11 \{$/ { ev = 1; next }
+		/^  [^ ]/ { ev = 0 }
+		ev && /^    9: 1$/ { b++ }
+		ev && /^    9: 2$/ { e++ }
+		END { if (packets == 0) exit 1; printf "slices %d %d\n", b, e }
+	' "$tmp/raw.txt"
+}
+
+# Folded stacks: "frame;...;frame COUNT", COUNT a positive integer, no empty frame.
+check_folded() {
+	python3 - "$1" <<'EOF'
+import re, sys
+data = open(sys.argv[1], "rb").read().decode("utf-8")
+lines = data.split("\n")
+if lines[-1] != "" or len(lines) < 2:
+    sys.exit("no lines, or no final newline")
+for line in lines[:-1]:
+    m = re.fullmatch(r"([^;\n]+(?:;[^;\n]+)*) ([1-9][0-9]*)", line)
+    if not m:
+        sys.exit("bad line %r" % line)
+print("lines", len(lines) - 1)
+EOF
+}
+
+# The synthetic trace of the unit test, and its exports made by the library.
+if JITT_EXPORT_KEEP=$tmp "$bin/unit-tests" export >"$tmp/unit.txt" 2>&1 &&
+	[ -s "$tmp/export.jtr" ]; then
+	ok "unit-tests export kept its trace and exports"
+else
+	fail "unit-tests export kept its trace and exports" "$(tail -n 3 "$tmp/unit.txt")"
+fi
+
+for trace in "$tmp/export.jtr" "$here/golden/decode-synthetic.jtr"; do
+	name=${trace##*/}
+	[ -f "$trace" ] || continue
+	for fmt in chrome perfetto folded; do
+		out=$tmp/$name.$fmt
+		if ! "$jitt" export --format=$fmt -o "$out" "$trace" 2>"$tmp/err.txt"; then
+			fail "jitt export --format=$fmt $name" "$(cat "$tmp/err.txt")"
+			continue
+		fi
+		case $fmt in
+		chrome) res=$(check_chrome "$out" 2>&1) ;;
+		perfetto) res=$(check_perfetto "$out" 2>&1) ;;
+		folded) res=$(check_folded "$out" 2>&1) ;;
+		esac
+		if [ $? -eq 0 ]; then
+			ok "jitt export --format=$fmt $name: $res"
+		else
+			fail "jitt export --format=$fmt $name" "$res"
+		fi
+		eval "res_$fmt=\$res"
+	done
+	# The same slices in both timeline formats, and every begin ended in Perfetto too.
+	set -- $res_perfetto
+	if [ "${2:-x}" = "${3:-y}" ] && [ "slices $2" = "$res_chrome" ]; then
+		ok "$name: Chrome and Perfetto agree ($res_chrome, all ended)"
+	else
+		fail "$name: Chrome and Perfetto agree" "chrome $res_chrome, perfetto $res_perfetto"
+	fi
+	# The command writes what the library writes.
+	if [ "$name" = export.jtr ]; then
+		if cmp -s "$out" "$tmp/export.folded"; then
+			ok "jitt export -o writes what agent_export_folded writes"
+		else
+			fail "jitt export -o writes what agent_export_folded writes"
+		fi
+	fi
+done
+for f in export.json export.pftrace; do
+	[ -f "$tmp/$f" ] || continue
+	case $f in
+	*.json) res=$(check_chrome "$tmp/$f" 2>&1) ;;
+	*) res=$(check_perfetto "$tmp/$f" 2>&1) ;;
+	esac
+	if [ $? -eq 0 ]; then
+		ok "unit test's $f: $res"
+	else
+		fail "unit test's $f" "$res"
+	fi
+done
+
+# The command line: usage errors, bad files, and -o.
+expect() { # what, expected status, stderr must contain (or ""), command...
+	what=$1 want=$2 says=$3
+	shift 3
+	"$@" >"$tmp/out.txt" 2>"$tmp/err.txt"
+	got=$?
+	if [ "$got" -eq "$want" ] && { [ -z "$says" ] || grep -qF -- "$says" "$tmp/err.txt"; }; then
+		ok "$what"
+	else
+		fail "$what" "exit $got (want $want): $(head -n 2 "$tmp/err.txt")"
+	fi
+}
+golden=$here/golden/decode-synthetic.jtr
+expect "jitt export with no arguments: usage" 2 "usage: jitt export" "$jitt" export
+expect "jitt export --format=svg: usage" 2 "usage: jitt export" \
+	"$jitt" export --format=svg "$golden"
+expect "jitt export without --format: usage" 2 "usage: jitt export" "$jitt" export "$golden"
+expect "jitt export -x: usage" 2 "usage: jitt export" "$jitt" export --format=chrome -x "$golden"
+expect "jitt export --help" 0 "" "$jitt" export --help
+head -c 4096 /dev/urandom >"$tmp/garbage.jtr"
+head -c 300 "$golden" >"$tmp/torn.jtr"
+for bad in garbage.jtr torn.jtr missing.jtr; do
+	for fmt in chrome folded perfetto; do
+		expect "jitt export --format=$fmt $bad: exit 1 naming the file" 1 "$tmp/$bad" \
+			"$jitt" export --format=$fmt "$tmp/$bad"
+	done
+done
+if [ ! -s "$tmp/out.txt" ]; then
+	ok "nothing written for a bad file"
+else
+	fail "nothing written for a bad file"
+fi
+expect "jitt export -o into a missing folder: exit 1" 1 "$tmp/no/such/dir/x.json" \
+	"$jitt" export --format=chrome -o "$tmp/no/such/dir/x.json" "$golden"
+expect "jitt export -o over a bad file: exit 1" 1 "$tmp/garbage.jtr" \
+	"$jitt" export --format=chrome -o "$tmp/never.json" "$tmp/garbage.jtr"
+leftovers=$(ls "$tmp" | grep -E '\.tmp-|^never\.json$')
+if [ -z "$leftovers" ]; then
+	ok "-o leaves no temporary or half file"
+else
+	fail "-o leaves no temporary or half file" "$leftovers"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
