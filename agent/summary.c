@@ -188,17 +188,38 @@ static int frames_of(const struct thread *th, struct frame_span **out, size_t *c
 	return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
+/* The k-th smallest of v[0..n) (0-based), moving values around: quickselect, linear on
+ * average, where sorting tens of thousands of frame times would cost more than the rest. */
+static uint64_t kth(uint64_t *v, size_t n, size_t k)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
+	size_t lo = 0, hi = n; /* k is in [lo, hi) */
+	while (hi - lo > 1) {
+		uint64_t pivot = v[lo + (hi - lo) / 2], t;
+		/* Three ways: [lo, lt) below the pivot, [lt, i) equal, [gt, hi) above. */
+		size_t lt = lo, i = lo, gt = hi;
+		while (i < gt) {
+			if (v[i] < pivot)
+				t = v[lt], v[lt++] = v[i], v[i++] = t;
+			else if (v[i] > pivot)
+				t = v[--gt], v[gt] = v[i], v[i] = t;
+			else
+				i++;
+		}
+		if (k < lt)
+			hi = lt;
+		else if (k >= gt)
+			lo = gt;
+		else
+			return pivot;
+	}
+	return v[lo];
 }
 
 /* Nearest rank: the smallest value with at least p% of the values at or below it. */
-static uint64_t percentile(const uint64_t *sorted, size_t n, unsigned p)
+static uint64_t percentile(uint64_t *v, size_t n, unsigned p)
 {
 	size_t rank = (n * p + 99) / 100;
-	return sorted[rank ? rank - 1 : 0];
+	return kth(v, n, rank ? rank - 1 : 0);
 }
 
 static void frame_stats(struct summary *s, const struct frame_span *f, size_t n, size_t slow)
@@ -225,7 +246,6 @@ static void frame_stats(struct summary *s, const struct frame_span *f, size_t n,
 	}
 	st->count = m;
 	if (m) {
-		qsort(len, m, sizeof(*len), cmp_u64);
 		st->median = percentile(len, m, 50);
 		st->p99 = percentile(len, m, 99);
 	}
