@@ -91,32 +91,15 @@ static char *json_escape(const char *s)
 
 /* ---- names ---- */
 
-static const char *detector_name(uint32_t arg)
-{
-	switch (arg & 0xffu) {
-	case AGENT_DETECT_HANG:
-		return "hang";
-	case AGENT_DETECT_JANK:
-		return "jank";
-	case AGENT_DETECT_EXPLICIT:
-		return "explicit";
-	case AGENT_DETECT_EXTERNAL:
-		return "external";
-	default:
-		return NULL;
-	}
-}
-
 void agent_mark_name(uint32_t arg, char *out, size_t size)
 {
-	const char *d = detector_name(arg);
 	if (arg == AGENT_MARK_FRAME_BEGIN)
 		snprintf(out, size, "frame begin");
 	else if (arg == AGENT_MARK_FRAME_END)
 		snprintf(out, size, "frame end");
-	else if (agent_mark_is_anomaly(arg) && d)
-		snprintf(out, size, "anomaly: %s", d);
-	else if (agent_mark_is_anomaly(arg))
+	else if (agent_mark_is_anomaly(arg) && strcmp(agent_detector_name(arg), "unknown") != 0)
+		snprintf(out, size, "anomaly: %s", agent_detector_name(arg));
+	else if (agent_mark_is_anomaly(arg)) /* a detector newer than this reader: its number */
 		snprintf(out, size, "anomaly: detector %u", arg & 0xffu);
 	else
 		snprintf(out, size, "mark 0x%x", arg);
