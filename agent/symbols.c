@@ -63,10 +63,14 @@ void agent_symbol_name(struct agent_symbols *s, int m, uint64_t vaddr, char *out
 	if (agent_symbols_ready(s, m)) {
 		const struct rb_symbol *sym = rb_elf_lookup(&s->elf[m], vaddr);
 		if (sym) {
+			/* LTO renames static functions "name.lto_priv.N": the source's name reads
+			 * better, and the build-id and offset still say which one. */
+			const char *lto = strstr(sym->name, ".lto_priv.");
+			int len = lto ? (int)(lto - sym->name) : (int)strlen(sym->name);
 			if (vaddr == sym->addr)
-				snprintf(out, size, "%s", sym->name);
+				snprintf(out, size, "%.*s", len, sym->name);
 			else
-				snprintf(out, size, "%s+0x%llx", sym->name,
+				snprintf(out, size, "%.*s+0x%llx", len, sym->name,
 					 (unsigned long long)(vaddr - sym->addr));
 			return;
 		}
