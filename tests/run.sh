@@ -108,6 +108,37 @@ if [ "$board" = host ]; then
 	rm -f "$out"
 fi
 
+# The summary in JSON of the committed trace, and what the commands answer to bad input:
+# a clear error and status 1 for a file that is not a trace, a usage line and status 2 for
+# bad arguments.
+golden_json=$golden/summarize-synthetic.json
+[ -f "$golden_json" ] && golden_check "jitt summarize --json decode-synthetic.jtr" \
+	"$golden_json" "$($qemu "$bin/jitt" summarize --json "$golden/decode-synthetic.jtr" 2>&1)"
+bad=$(mktemp)
+printf 'JITTRACE this is not a trace file at all\n' >"$bad"
+expect_status() { # what, wanted status, wanted text in stderr, command...
+	what=$1 want=$2 text=$3
+	shift 3
+	err=$($qemu "$bin/jitt" "$@" 2>&1 >/dev/null)
+	got=$?
+	if [ "$got" -eq "$want" ] && printf '%s' "$err" | grep -q -- "$text"; then
+		echo "ok   $what"
+		passed=$((passed + 1))
+	else
+		echo "FAIL $what: status $got (wanted $want), said: $err"
+		failed=$((failed + 1))
+	fi
+}
+expect_status "jitt summarize: bad file" 1 "$bad" summarize "$bad"
+expect_status "jitt summarize: missing file" 1 "No such file" summarize "$bad.missing"
+expect_status "jitt summarize: no file" 2 "usage" summarize
+expect_status "jitt summarize: bad -k" 2 "-k" summarize -k 0 "$bad"
+expect_status "jitt export: bad file" 1 "$bad" export --format=chrome "$bad"
+expect_status "jitt export: bad format" 2 "usage" export --format=svg "$bad"
+expect_status "jitt diff: bad file" 1 "$bad" diff "$bad" "$golden/decode-synthetic.jtr"
+expect_status "jitt diff: one file" 2 "usage" diff "$bad"
+rm -f "$bad"
+
 # Static musl links only: glibc's objects (/usr/lib/<triplet>-gnu/, /usr/<triplet>/lib/)
 # must never get in, so every input the linker loaded must come from an allowed place
 # (our build, musl, gcc, or gcc's own temporary LTO objects).
