@@ -84,6 +84,21 @@ static uint64_t step(uint64_t cur, uint64_t ts32)
 	return cur + (uint32_t)((uint32_t)ts32 - (uint32_t)cur);
 }
 
+/* Anchors whose segment needs planning, found newest first. */
+static int add_plan(struct rb_decoder *d, uint64_t pos)
+{
+	if (d->nplan == d->capplan) {
+		size_t cap = d->capplan ? 2 * d->capplan : 16;
+		uint64_t *p = realloc(d->plan, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		d->plan = p;
+		d->capplan = cap;
+	}
+	d->plan[d->nplan++] = pos;
+	return 0;
+}
+
 int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t ref_ticks,
 		    rb_special_fn special, void *ctx)
 {
@@ -106,7 +121,7 @@ int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t
 	 * anchor, from the reference), and how many calls the ring starts inside: the most
 	 * exits over entries of any prefix, which is the total minus the smallest suffix sum.
 	 */
-	uint64_t newer = ref_ticks, anchor = ref_ticks, back = 0, ahead = 0;
+	uint64_t newer = ref_ticks, anchor = ref_ticks, back = 0, ahead = 0, seg = 0;
 	bool seen_anchor = false;
 	int64_t suffix = 0, min_suffix = 0;
 	for (uint64_t k = 0; k < v->valid; k++) {
@@ -122,6 +137,7 @@ int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t
 			d->payload[p >> 3] |= (uint8_t)(1u << (p & 7));
 		}
 		struct rb_event e;
+		uint64_t start = p;
 		parse_at(d, &p, &e);
 		/* The step from this record to the next newer one (for the newest, to the ref). */
 		uint64_t to_newer = (uint32_t)((uint32_t)newer - (uint32_t)e.ts);
@@ -136,6 +152,12 @@ int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t
 			d->stats.anchors++;
 			if (!seen_anchor) /* the newest record, walked forward from the newest anchor */
 				d->end_ts = e.ts + ahead;
+			/* The walk from this anchor does not land on the newer one: the forward
+			 * pass must plan that segment (plan_segment). Rare: a silence of 2^32
+			 * ticks or more, or a torn record. */
+			else if (e.ts + seg + to_newer != anchor && add_plan(d, start) != 0)
+				goto nomem;
+			seg = 0;
 			seen_anchor = true;
 			anchor = e.ts;
 			back = 0;
@@ -143,6 +165,7 @@ int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t
 				special(ctx, &e);
 		} else {
 			back += to_newer;
+			seg += to_newer;
 		}
 		newer = e.ts;
 	}
@@ -151,12 +174,17 @@ int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t
 	d->pos = d->first;
 	d->fix_at = UINT64_MAX;
 	d->first_pass = true;
+	d->plan_left = d->nplan;
 	return 0;
+nomem:
+	rb_decoder_free(d);
+	return -ENOMEM;
 }
 
 void rb_decoder_rewind(struct rb_decoder *d)
 {
 	d->pos = d->first;
+	d->plan_left = d->nplan;
 	d->started = false;
 	d->fix_at = UINT64_MAX;
 	d->first_pass = false; /* gaps and conflicts are counted once */
@@ -165,7 +193,9 @@ void rb_decoder_rewind(struct rb_decoder *d)
 void rb_decoder_free(struct rb_decoder *d)
 {
 	free(d->payload);
+	free(d->plan);
 	d->payload = NULL;
+	d->plan = NULL;
 }
 
 /*
@@ -215,7 +245,11 @@ size_t rb_decoder_read(struct rb_decoder *d, struct rb_event *buf, size_t max)
 		if (is_anchor(e)) {
 			d->cur = e->ts;
 			d->started = true;
-			plan_segment(d);
+			d->fix_at = UINT64_MAX;
+			if (d->plan_left && d->plan[d->plan_left - 1] == here) {
+				d->plan_left--;
+				plan_segment(d);
+			}
 			continue;
 		}
 		if (!d->started)

@@ -75,6 +75,8 @@ struct rb_decoder {
 	/* private */
 	struct rb_ring_view view;
 	uint8_t *payload; /* bit per forward slot index: a payload, not a tag */
+	uint64_t *plan;   /* anchors (forward index) whose segment needs planning, descending */
+	size_t nplan, capplan, plan_left;
 	uint64_t base, first, pos, cur, fix_at, fix_add;
 	bool started, first_pass;
 };
