@@ -408,7 +408,24 @@ static uint64_t base_of(const struct summary *s, const struct cct_node *nd, doub
 	uint64_t b = nd->s[CCT_BASE].self;
 	if (s->base_frames)
 		return b / s->base_frames;
-	return (uint64_t)((double)b * scale);
+	double v = (double)b * scale, most = (double)(s->w1 - s->w0);
+	return (uint64_t)(v < most ? v : most); /* more than the window: only a torn trace */
+}
+
+/* One frame's part of a path's cost. Times beyond 2^52 ticks (52 days at 1 GHz) come only
+ * from torn traces; clamping them keeps the sums exact for every real one, and defined. */
+static int64_t frame_cost(uint64_t self, uint64_t base)
+{
+	const uint64_t most = (uint64_t)1 << 52;
+	return (int64_t)(self < most ? self : most) - (int64_t)(base < most ? base : most);
+}
+
+static int64_t add_saturated(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
 }
 
 /* IntroPerf Alg. 3, DiffRankPaths: every root-to-leaf path of the window, costed by the
@@ -430,8 +447,8 @@ static int rank_contexts(struct summary *s, const struct cct *c, double scale)
 			continue;
 		int64_t cost = 0;
 		for (uint32_t x = i; x != 0; x = c->node[x].parent)
-			cost += (int64_t)c->node[x].s[CCT_WINDOW].self -
-				(int64_t)base_of(s, &c->node[x], scale);
+			cost = add_saturated(cost, frame_cost(c->node[x].s[CCT_WINDOW].self,
+							      base_of(s, &c->node[x], scale)));
 		leaves[nl++] = (struct leaf){ i, cost };
 	}
 	qsort(leaves, nl, sizeof(*leaves), by_cost);

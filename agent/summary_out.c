@@ -4,6 +4,7 @@
 #include "hal/timer.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,9 +100,14 @@ static void json_u64s(FILE *out, const struct summary *s, const uint64_t *v, siz
 	fputc(']', out);
 }
 
+/* Signed ticks to signed ns (a path's cost may be negative), defined for every value. */
 static long long sns(const struct summary *s, int64_t ticks)
 {
-	return ticks < 0 ? -(long long)ns(s, (uint64_t)-ticks) : (long long)ns(s, (uint64_t)ticks);
+	uint64_t mag = ticks < 0 ? 0 - (uint64_t)ticks : (uint64_t)ticks;
+	uint64_t v = ns(s, mag);
+	if (v > INT64_MAX)
+		v = INT64_MAX;
+	return ticks < 0 ? -(long long)v : (long long)v;
 }
 
 /* The functions table last in the writing, first in the file: the body is written to a
@@ -345,7 +351,7 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 			if ((int64_t)(c->self[j] - c->base[j]) > (int64_t)(c->self[hot] - c->base[hot]))
 				hot = j;
 		fprintf(out, "  %zu. %s%s:", i + 1, c->cost < 0 ? "-" : "+",
-			H(c->cost < 0 ? (uint64_t)-c->cost : (uint64_t)c->cost));
+			H(c->cost < 0 ? 0 - (uint64_t)c->cost : (uint64_t)c->cost));
 		size_t from = c->n > 4 ? c->n - 4 : 0;
 		if (from > hot)
 			from = hot;
