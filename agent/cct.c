@@ -115,17 +115,6 @@ static uint64_t span_upto(const struct cct_span *s, uint64_t t)
 	return s->before[i] + (t < s->end[i] ? t : s->end[i]) - s->start[i];
 }
 
-uint64_t cct_span_overlap(const struct cct_span *s, uint64_t a, uint64_t b)
-{
-	if (!s || !s->n || b <= a)
-		return 0;
-	if (s->n == 1) { /* the window: no search */
-		uint64_t lo = a > s->start[0] ? a : s->start[0], hi = b < s->end[0] ? b : s->end[0];
-		return hi > lo ? hi - lo : 0;
-	}
-	return span_upto(s, b) - span_upto(s, a);
-}
-
 uint64_t cct_span_total(const struct cct_span *s)
 {
 	return s && s->n ? s->before[s->n - 1] + s->end[s->n - 1] - s->start[s->n - 1] : 0;

@@ -43,8 +43,6 @@ struct cct_span {
 /* 0 or -ENOMEM. Intervals must be sorted and disjoint; empty ones are dropped. */
 int cct_span_set(struct cct_span *s, const uint64_t *start, const uint64_t *end, size_t n);
 void cct_span_free(struct cct_span *s);
-/* Ticks of [a, b) inside the span. */
-uint64_t cct_span_overlap(const struct cct_span *s, uint64_t a, uint64_t b);
 uint64_t cct_span_total(const struct cct_span *s);
 
 struct cct_stat {

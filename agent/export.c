@@ -18,7 +18,6 @@
  * enough to stay in the cache. */
 #define BATCH	      1024
 #define NAME_MAX_TEXT 512
-#define UNKNOWN_CALL  "(entered before the ring's oldest record)"
 
 /* ---- strings ---- */
 
@@ -108,10 +107,6 @@ void agent_mark_name(uint32_t arg, char *out, size_t size)
 static void name_of(struct agent_names *n, uint64_t key, char *out, size_t size)
 {
 	uint32_t arg = (uint32_t)key;
-	if (key == CCT_UNKNOWN) {
-		snprintf(out, size, UNKNOWN_CALL);
-		return;
-	}
 	switch (key >> 48) {
 	case AGENT_NAME_WAIT(0) >> 48:
 		snprintf(out, size, "blocked on 0x%x", arg);

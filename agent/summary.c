@@ -252,11 +252,11 @@ static void frame_stats(struct summary *s, const struct frame_span *f, size_t n,
 	if (others) {
 		double mean = sum / (double)others;
 		double var = sum2 / (double)others - mean * mean;
+		double sigma = sqrt(var > 0 ? var : 0);
 		st->mean = (uint64_t)mean;
-		st->sigma = (uint64_t)sqrt(var > 0 ? var : 0);
+		st->sigma = (uint64_t)sigma;
 		/* With fewer than two others there is no spread to be an outlier of. */
-		st->outlier = st->have_this && others >= 2 &&
-			      (double)st->this_frame > mean + 3 * sqrt(var > 0 ? var : 0);
+		st->outlier = st->have_this && others >= 2 && (double)st->this_frame > mean + 3 * sigma;
 	}
 	free(len);
 }

@@ -8,18 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- names ---- */
-
-static void key_name(struct agent_symbols *syms, uint64_t key, char *out, size_t size)
-{
-	if (key == CCT_UNKNOWN)
-		snprintf(out, size, "(entered before the ring's oldest record)");
-	else if (key == CCT_ROOT)
-		snprintf(out, size, "(outside any traced function)");
-	else
-		agent_key_name(syms, key, out, size);
-}
-
 static uint64_t ns(const struct summary *s, uint64_t ticks)
 {
 	return hal_ticks_to_ns(ticks, s->trace->timer_hz);
@@ -207,12 +195,13 @@ int summary_write_json(FILE *out, const struct summary *s, struct agent_symbols 
 	for (size_t i = 0; i < ft.n; i++) {
 		char name[256] = "";
 		uint64_t k = ft.key[i];
-		int m = k == CCT_UNKNOWN || k == CCT_ROOT ? -1 : AGENT_KEY_MODULE(k);
-		if (m < 0 || agent_symbols_ready(syms, m) || k == CCT_UNKNOWN || k == CCT_ROOT)
-			key_name(syms, k, name, sizeof(name));
+		bool pseudo = k == CCT_UNKNOWN || k == CCT_ROOT;
+		int m = pseudo ? -1 : AGENT_KEY_MODULE(k);
+		/* A name only when it says more than {build-id, offset} already does. */
+		if (m < 0 || agent_symbols_ready(syms, m))
+			agent_key_name(syms, k, name, sizeof(name));
 		fprintf(out, "%s[%d,%llu,", i ? "," : "", m,
-			k == CCT_UNKNOWN || k == CCT_ROOT ? 0ull
-							  : (unsigned long long)AGENT_KEY_VADDR(k));
+			pseudo ? 0ull : (unsigned long long)AGENT_KEY_VADDR(k));
 		json_string(out, name);
 		fputc(']', out);
 	}
@@ -257,7 +246,7 @@ static void text_funcs(FILE *out, const struct summary *s, struct agent_symbols 
 	}
 	fprintf(out, "    %12s %6s %9s %12s  %s\n", "self", "self%", "calls", "blocked", "function");
 	for (size_t i = 0; i < n; i++) {
-		key_name(syms, f[i].key, name, sizeof(name));
+		agent_key_name(syms, f[i].key, name, sizeof(name));
 		fprintf(out, "    %12s %5.1f%% %9llu %12s  %s%s\n", H(f[i].self),
 			total ? 100.0 * (double)f[i].self / (double)total : 0.0,
 			(unsigned long long)f[i].calls, f[i].blocked ? H(f[i].blocked) : "-", name,
@@ -271,7 +260,7 @@ static void text_chain(FILE *out, const struct summary *s, struct agent_symbols 
 	char name[256];
 	for (size_t i = 0; i < c->n; i++) {
 		const struct summary_frame *f = &c->f[i];
-		key_name(syms, f->key, name, sizeof(name));
+		agent_key_name(syms, f->key, name, sizeof(name));
 		fprintf(out, "%s%*s%s  (%s incl, %s self%s%s)%s%s\n", indent, (int)(2 * i), "",
 			name, H(f->incl), H(f->self), f->blocked ? ", blocked " : "",
 			f->blocked ? H(f->blocked) : "", f->truncated ? " [cut by the ring]" : "",
@@ -309,7 +298,7 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 
 	for (size_t i = 0; i < s->nhops; i++) {
 		const struct summary_hop *h = &s->hops[i];
-		key_name(syms, h->waiter, name, sizeof(name));
+		agent_key_name(syms, h->waiter, name, sizeof(name));
 		fprintf(out, "\n%s \"%s\" was blocked %s of %s, longest on object 0x%x in %s (%s%s)\n",
 			i ? "then" : "blocked on:", thread_name(s, h->thread), H(h->blocked),
 			H(h->to - h->from), h->object, name, H(h->wait_end - h->wait_begin),
@@ -357,11 +346,11 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 			from = hot;
 		fprintf(out, "%s", from ? " ..." : "");
 		for (size_t j = from; j < c->n; j++) {
-			key_name(syms, c->key[j], name, sizeof(name));
+			agent_key_name(syms, c->key[j], name, sizeof(name));
 			fprintf(out, "%s %s%s", j > from ? " >" : "", name,
 				j == hot && c->n > 1 ? "*" : "");
 		}
-		key_name(syms, c->key[hot], name, sizeof(name));
+		agent_key_name(syms, c->key[hot], name, sizeof(name));
 		fprintf(out, "\n       %s: %s self now, %s normally\n", name, H(c->self[hot]),
 			H(c->base[hot]));
 	}

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "symbols.h"
+#include "cct.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -91,5 +92,10 @@ uint64_t agent_func_key(const struct rb_trace *t, const struct rb_event *e)
 
 void agent_key_name(struct agent_symbols *s, uint64_t key, char *out, size_t size)
 {
-	agent_symbol_name(s, AGENT_KEY_MODULE(key), AGENT_KEY_VADDR(key), out, size);
+	if (key == CCT_UNKNOWN)
+		snprintf(out, size, "(entered before the ring's oldest record)");
+	else if (key == CCT_ROOT)
+		snprintf(out, size, "(outside any traced function)");
+	else
+		agent_symbol_name(s, AGENT_KEY_MODULE(key), AGENT_KEY_VADDR(key), out, size);
 }

@@ -36,8 +36,8 @@ void agent_symbol_name(struct agent_symbols *s, int module, uint64_t vaddr, char
 uint64_t agent_func_key(const struct rb_trace *t, const struct rb_event *entry);
 #define AGENT_KEY_MODULE(k) ((int)((k) >> 48) - 1)
 #define AGENT_KEY_VADDR(k) ((k) & 0xffffffffffffull)
-/* The key's name (agent_symbol_name); CCT_UNKNOWN-style keys above every module are
- * the caller's to name. */
+/* The key's name (agent_symbol_name), and a name in parentheses for the tree's two
+ * pseudo-functions, CCT_UNKNOWN and CCT_ROOT (agent/cct.h). */
 void agent_key_name(struct agent_symbols *s, uint64_t key, char *out, size_t size);
 
 /* Lower-case hex of n bytes into out (2n + 1 bytes). */

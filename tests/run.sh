@@ -28,26 +28,34 @@ done
 echo "== tests for $board${qemu:+ (under $qemu)}"
 passed=0 failed=0
 
-# The unit tests count themselves; their last line is "N passed, N failed".
-out=$(mktemp)
-$qemu "$bin/unit-tests" --fakes "$fakes" >"$out" 2>&1
-status=$?
-cat "$out"
-line=$(tail -n 1 "$out")
-case $line in
-*" passed, "*" failed")
-	p=${line%% passed*}
-	f=${line#*passed, }
-	f=${f%% failed*}
-	passed=$((passed + p)) failed=$((failed + f))
-	[ "$status" -eq 0 ] || [ "$f" -gt 0 ] || failed=$((failed + 1))
-	;;
-*)
-	echo "FAIL unit-tests ended without a result line (exit status $status)"
-	failed=$((failed + 1))
-	;;
-esac
-rm -f "$out"
+# Runs a program that counts its own tests (its last line is "N passed, N failed"), shows
+# its output and adds its counts to ours; a failing status with no failure counted, or no
+# result line, is one failure more. usage: counted NAME COMMAND...
+counted() {
+	name=$1
+	shift
+	out=$(mktemp)
+	"$@" >"$out" 2>&1
+	status=$?
+	cat "$out"
+	line=$(tail -n 1 "$out")
+	rm -f "$out"
+	case $line in
+	*" passed, "*" failed")
+		p=${line%% passed*}
+		f=${line#*passed, }
+		f=${f%% failed*}
+		passed=$((passed + p)) failed=$((failed + f))
+		[ "$status" -eq 0 ] || [ "$f" -gt 0 ] || failed=$((failed + 1))
+		;;
+	*)
+		echo "FAIL $name ended without a result line (exit status $status)"
+		failed=$((failed + 1))
+		;;
+	esac
+}
+
+counted unit-tests $qemu "$bin/unit-tests" --fakes "$fakes"
 
 # One golden comparison: what (the test's name), the expected file, the output.
 golden_check() {
@@ -89,23 +97,7 @@ done
 # `jitt export` read back by independent tools (a strict JSON parser, protoc --decode_raw):
 # on the host board only, where board/common/deps.sh installed them. Its counts join ours.
 if [ "$board" = host ]; then
-	out=$(mktemp)
-	sh "$here/export-check.sh" "$bin" >"$out" 2>&1
-	cat "$out"
-	line=$(tail -n 1 "$out")
-	case $line in
-	*" passed, "*" failed")
-		p=${line%% passed*}
-		f=${line#*passed, }
-		f=${f%% failed*}
-		passed=$((passed + p)) failed=$((failed + f))
-		;;
-	*)
-		echo "FAIL export-check.sh ended without a result line"
-		failed=$((failed + 1))
-		;;
-	esac
-	rm -f "$out"
+	counted export-check.sh sh "$here/export-check.sh" "$bin"
 fi
 
 # The summary in JSON of the committed trace, and what the commands answer to bad input:
