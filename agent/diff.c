@@ -290,10 +290,7 @@ static int merge_cct(struct diff_side *s, struct agent_symbols *sym, const struc
 		const struct cct_node *x = &c->node[i];
 		char name[256];
 		uint32_t label;
-		if (x->func == CCT_UNKNOWN)
-			snprintf(name, sizeof(name), "%s", DIFF_UNKNOWN_NAME);
-		else
-			agent_key_name(sym, x->func, name, sizeof(name));
+		agent_key_name(sym, x->func, name, sizeof(name));
 		e = diff_intern(s->names, name, &label);
 		if (!e)
 			e = diff_side_child(s, map[x->parent], label, &map[i], NULL);

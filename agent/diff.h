@@ -30,8 +30,7 @@
 #define DIFF_NONE	      UINT32_MAX
 #define DIFF_ALPHA_MAX	      16		 /* Kconfig's range for AGENT_DIFF_ALPHA */
 #define DIFF_SUMMARY_MAX_SIZE (64u << 20)	 /* a summary is a few KiB */
-#define DIFF_UNKNOWN_NAME     "(unknown)"	 /* a call whose entry the ring's wrap lost */
-#define DIFF_UNNAMED_THREAD   "(unnamed thread)" /* a thread without a name */
+#define DIFF_UNNAMED_THREAD   "(unnamed)" /* a thread without a name, as summaries say */
 
 /* Names interned once for both runs, so paths compare as arrays of integers (labels). */
 struct diff_names {
