@@ -197,8 +197,11 @@ static void close_chain(struct cct *c, struct frame *f, struct frame *parent, ui
 		c->failed = true;
 		return;
 	}
-	*l = (struct cct_link){ .node = f->node, .start = f->start, .incl = incl,
-				.blocked = f->blocked[CCT_WINDOW], .truncated = cut };
+	*l = (struct cct_link){ .node = f->node,
+				.start = f->start,
+				.incl = incl,
+				.blocked = f->blocked[CCT_WINDOW],
+				.truncated = cut };
 	uint64_t busy = f->children[CCT_WINDOW] + l->blocked;
 	l->self = l->incl > busy ? l->incl - busy : 0;
 	uint64_t own = l->self > l->blocked ? l->self : l->blocked;
@@ -288,8 +291,10 @@ int cct_init(struct cct *c, const struct cct_opts *o, uint64_t open_at_start)
 		return -ENOMEM;
 	}
 	c->n = 1;
-	c->node[0] = (struct cct_node){ .func = CCT_ROOT, .parent = CCT_NONE,
-					.first_child = CCT_NONE, .next_sibling = CCT_NONE };
+	c->node[0] = (struct cct_node){ .func = CCT_ROOT,
+					.parent = CCT_NONE,
+					.first_child = CCT_NONE,
+					.next_sibling = CCT_NONE };
 	c->sp = 1;
 	c->stack[0] = (struct frame){ .node = 0 };
 	for (int l = 0; l < CCT_LANES; l++)
@@ -305,7 +310,8 @@ int cct_add(struct cct *c, const struct rb_event *e)
 		c->t0 = c->stack[0].start = e->ts;
 		for (int l = 0; l < CCT_LANES; l++)
 			c->stack[0].pos[l] = lane_pos(c, l, e->ts);
-		/* The calls the ring begins inside: unknown functions, open since the first event. */
+		/* The calls the ring begins inside: unknown functions, open since the first event.
+		 */
 		for (uint64_t k = 0; k < c->open_at_start; k++)
 			if (push(c, CCT_UNKNOWN, e->ts, true) != 0)
 				goto nomem;

@@ -27,9 +27,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CCT_ROOT UINT64_MAX          /* the root's function key */
+#define CCT_ROOT    UINT64_MAX	     /* the root's function key */
 #define CCT_UNKNOWN (UINT64_MAX - 1) /* a function whose entry is not in the ring */
-#define CCT_NONE UINT32_MAX
+#define CCT_NONE    UINT32_MAX
 
 enum cct_lane { CCT_WHOLE, CCT_WINDOW, CCT_BASE, CCT_LANES };
 
@@ -47,7 +47,7 @@ uint64_t cct_span_total(const struct cct_span *s);
 
 struct cct_stat {
 	uint32_t calls;
-	uint32_t truncated; /* instances cut by the ring's start or end */
+	uint32_t truncated;	      /* instances cut by the ring's start or end */
 	uint64_t incl, self, blocked; /* timer ticks */
 };
 

@@ -32,7 +32,8 @@ int cmd_summarize(int argc, char **argv)
 			char *end;
 			long v = strtol(argv[++i], &end, 10);
 			if (*end || v < 1 || v > SUMMARY_MAX_K) {
-				fprintf(stderr, "jitt summarize: -k takes 1 to %d\n", SUMMARY_MAX_K);
+				fprintf(stderr, "jitt summarize: -k takes 1 to %d\n",
+					SUMMARY_MAX_K);
 				return 2;
 			}
 			k = (int)v;
@@ -53,7 +54,8 @@ int cmd_summarize(int argc, char **argv)
 	char err[256] = "";
 	int e = rb_trace_open(path, &t, err, sizeof(err));
 	if (e) {
-		fprintf(stderr, "jitt summarize: %s: %s\n", path, e == -EINVAL ? err : strerror(-e));
+		fprintf(stderr, "jitt summarize: %s: %s\n", path,
+			e == -EINVAL ? err : strerror(-e));
 		return 1;
 	}
 	struct agent_symbols syms;
@@ -70,7 +72,8 @@ int cmd_summarize(int argc, char **argv)
 	} else {
 		if (!json)
 			printf("summary of %s\n", path);
-		e = json ? summary_write_json(stdout, &s, &syms) : summary_write_text(stdout, &s, &syms);
+		e = json ? summary_write_json(stdout, &s, &syms)
+			 : summary_write_text(stdout, &s, &syms);
 		if (fflush(stdout) != 0)
 			e = -EIO;
 		summary_free(&s);

@@ -15,12 +15,12 @@
 #include <stdint.h>
 
 #define AGENT_MARK_FRAME_BEGIN 1u
-#define AGENT_MARK_FRAME_END 2u
-#define AGENT_MARK_ANOMALY 0x100u
+#define AGENT_MARK_FRAME_END   2u
+#define AGENT_MARK_ANOMALY     0x100u
 
 enum agent_detector {
-	AGENT_DETECT_HANG = 1,     /* a frame still running past the hang threshold */
-	AGENT_DETECT_JANK = 2,     /* k consecutive frames over budget */
+	AGENT_DETECT_HANG = 1,	   /* a frame still running past the hang threshold */
+	AGENT_DETECT_JANK = 2,	   /* k consecutive frames over budget */
 	AGENT_DETECT_EXPLICIT = 3, /* jitt_anomaly() */
 	AGENT_DETECT_EXTERNAL = 4, /* jitt trigger PID */
 };

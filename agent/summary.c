@@ -113,8 +113,8 @@ static void end_wait(struct pass *p, size_t i, uint64_t end, bool open)
 		p->nwaits--;
 }
 
-static int run_pass(struct thread *th, const struct cct_opts *o,
-		    uint64_t keep_from, uint64_t keep_to, struct pass *p)
+static int run_pass(struct thread *th, const struct cct_opts *o, uint64_t keep_from,
+		    uint64_t keep_to, struct pass *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->keep_from = keep_from;
@@ -132,14 +132,16 @@ static int run_pass(struct thread *th, const struct cct_opts *o,
 		for (size_t i = 0; i < n && !err; i++) {
 			const struct rb_event *e = &ev[i];
 			if (e->kind == RB_EV_WAIT_BEGIN && e->ts <= keep_to) {
-				err = grow((void **)&p->waits, &p->cap, p->nwaits, sizeof(*p->waits));
+				err = grow((void **)&p->waits, &p->cap, p->nwaits,
+					   sizeof(*p->waits));
 				if (err)
 					break;
 				p->open = p->nwaits;
-				p->waits[p->nwaits++] = (struct wait){
-					.begin = e->ts, .key = e->arg, .open = true,
-					.waiter = p->c.node[cct_top(&p->c)].func
-				};
+				p->waits[p->nwaits++] =
+					(struct wait){ .begin = e->ts,
+						       .key = e->arg,
+						       .open = true,
+						       .waiter = p->c.node[cct_top(&p->c)].func };
 			} else if (e->kind == RB_EV_WAIT_END && p->open != SIZE_MAX) {
 				end_wait(p, p->open, e->ts, false);
 				p->open = SIZE_MAX;
@@ -256,7 +258,8 @@ static void frame_stats(struct summary *s, const struct frame_span *f, size_t n,
 		st->mean = (uint64_t)mean;
 		st->sigma = (uint64_t)sigma;
 		/* With fewer than two others there is no spread to be an outlier of. */
-		st->outlier = st->have_this && others >= 2 && (double)st->this_frame > mean + 3 * sigma;
+		st->outlier =
+			st->have_this && others >= 2 && (double)st->this_frame > mean + 3 * sigma;
 	}
 	free(len);
 }
@@ -318,7 +321,8 @@ static int find_window(struct summary *s, struct thread *ths, struct cct_span *b
 	if (slow != SIZE_MAX) {
 		s->window_kind = SUMMARY_WINDOW_FRAME;
 		s->w0 = f[slow].begin;
-		s->w1 = f[slow].complete && f[slow].end <= s->anomaly_ts ? f[slow].end : s->anomaly_ts;
+		s->w1 = f[slow].complete && f[slow].end <= s->anomaly_ts ? f[slow].end
+									 : s->anomaly_ts;
 		s->frames.have_this = true;
 		s->frames.this_frame = s->w1 - s->w0;
 		frame_stats(s, f, n, slow);
@@ -487,8 +491,8 @@ static int rank_contexts(struct summary *s, const struct cct *c, double scale)
 
 /* The thread whose wake-up of `key` ended a wait: the latest wake in [from, to] of
  * another thread. */
-static int find_waker(const struct summary *s, const struct thread *ths, int self,
-		      uint32_t key, uint64_t from, uint64_t to, uint64_t *when)
+static int find_waker(const struct summary *s, const struct thread *ths, int self, uint32_t key,
+		      uint64_t from, uint64_t to, uint64_t *when)
 {
 	int who = -1;
 	for (uint32_t i = 0; i < s->trace->nthreads; i++) {
@@ -529,12 +533,19 @@ static int follow_wakeups(struct summary *s, struct thread *ths, const struct wa
 		if (!w || 2 * blocked < to - from)
 			break; /* not mostly blocked: the thread's own work is the story */
 		struct summary_hop *h = &s->hops[s->nhops++];
-		*h = (struct summary_hop){ .thread = thread, .from = from, .to = to,
-					   .blocked = blocked, .object = w->key, .waiter = w->waiter,
-					   .wait_begin = w->begin, .wait_end = w->end,
-					   .still_waiting = w->open || w->end > to, .waker = -1 };
+		*h = (struct summary_hop){ .thread = thread,
+					   .from = from,
+					   .to = to,
+					   .blocked = blocked,
+					   .object = w->key,
+					   .waiter = w->waiter,
+					   .wait_begin = w->begin,
+					   .wait_end = w->end,
+					   .still_waiting = w->open || w->end > to,
+					   .waker = -1 };
 		if (!h->still_waiting)
-			h->waker = find_waker(s, ths, thread, w->key, w->begin, w->end, &h->wake_ts);
+			h->waker =
+				find_waker(s, ths, thread, w->key, w->begin, w->end, &h->wake_ts);
 		if (h->waker < 0)
 			break;
 		bool seen = h->waker == s->thread;

@@ -33,7 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SUMMARY_MAX_K 100
+#define SUMMARY_MAX_K	 100
 #define SUMMARY_MAX_HOPS 16
 
 struct summary_func {
@@ -56,21 +56,21 @@ struct summary_chain {
 struct summary_context {
 	int64_t cost; /* sum over the path of (window self - baseline self) */
 	size_t n;
-	uint64_t *key;  /* the path's functions, outermost first */
+	uint64_t *key;	/* the path's functions, outermost first */
 	uint64_t *self; /* each frame's self time in the window... */
 	uint64_t *base; /* ...and in the baseline, per frame (or scaled to the window) */
 };
 
 /* One hop of "blocked on": a thread that spent most of an interval waiting. */
 struct summary_hop {
-	int thread;       /* index into the trace's threads */
+	int thread;	   /* index into the trace's threads */
 	uint64_t from, to; /* the interval looked at */
 	uint64_t blocked;  /* ticks of it spent waiting */
 	uint32_t object;   /* the longest wait's object key */
 	uint64_t waiter;   /* the function that waited */
 	uint64_t wait_begin, wait_end;
 	bool still_waiting; /* no wait-end before the interval ended */
-	int waker;          /* the thread whose wake-up ended the wait; -1 none found */
+	int waker;	    /* the thread whose wake-up ended the wait; -1 none found */
 	uint64_t wake_ts;
 	/* What the waker did from the wait's start to the wake-up. */
 	size_t ntop;
@@ -82,9 +82,9 @@ struct summary_frames {
 	size_t count; /* completed frames of the window's thread */
 	uint64_t median, p99, mean, sigma, budget;
 	size_t over_budget;
-	bool have_this;   /* the window is a frame */
+	bool have_this;	     /* the window is a frame */
 	uint64_t this_frame; /* its length (up to the anomaly when still running) */
-	bool outlier;        /* above mean + 3 sigma of the other frames */
+	bool outlier;	     /* above mean + 3 sigma of the other frames */
 };
 
 enum summary_window_kind { SUMMARY_WINDOW_FRAME, SUMMARY_WINDOW_SPAN };
@@ -92,16 +92,16 @@ enum summary_window_kind { SUMMARY_WINDOW_FRAME, SUMMARY_WINDOW_SPAN };
 struct summary {
 	const struct rb_trace *trace;
 	unsigned k;
-	int thread;             /* the anomaly's thread: index into trace->threads */
-	bool anomaly_marked;    /* an anomaly mark was found (else: the end of the trace) */
-	uint32_t anomaly_arg;   /* the mark's argument (agent/marks.h) */
+	int thread;	      /* the anomaly's thread: index into trace->threads */
+	bool anomaly_marked;  /* an anomaly mark was found (else: the end of the trace) */
+	uint32_t anomaly_arg; /* the mark's argument (agent/marks.h) */
 	uint64_t anomaly_ts;
 	enum summary_window_kind window_kind;
-	uint64_t w0, w1;        /* the window [w0, w1) */
+	uint64_t w0, w1;	 /* the window [w0, w1) */
 	uint64_t window_blocked; /* of it, the thread's time waiting */
-	uint64_t base_frames;   /* frames in the baseline (0: the time before the window) */
-	uint64_t span;          /* the thread's first to last event */
-	uint64_t records;       /* decoded, all threads */
+	uint64_t base_frames;	 /* frames in the baseline (0: the time before the window) */
+	uint64_t span;		 /* the thread's first to last event */
+	uint64_t records;	 /* decoded, all threads */
 	uint64_t ncontexts_tree; /* calling contexts in the window thread's tree */
 	struct summary_frames frames;
 	size_t ntop_window, ntop_trace, nchains, ncontexts, nhops;

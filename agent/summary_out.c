@@ -75,7 +75,8 @@ static void json_chain(FILE *out, const struct summary *s, struct ftable *ft,
 	fputc('[', out);
 	for (size_t i = 0; i < c->n; i++)
 		fprintf(out, "%s[%d,%llu,%llu,%llu,%d]", i ? "," : "", fidx(ft, c->f[i].key),
-			(unsigned long long)ns(s, c->f[i].incl), (unsigned long long)ns(s, c->f[i].self),
+			(unsigned long long)ns(s, c->f[i].incl),
+			(unsigned long long)ns(s, c->f[i].self),
 			(unsigned long long)ns(s, c->f[i].blocked), c->f[i].truncated);
 	fputc(']', out);
 }
@@ -109,16 +110,21 @@ int summary_write_json(FILE *out, const struct summary *s, struct agent_symbols 
 		return -ENOMEM;
 	struct ftable ft = { 0 };
 	const struct summary_frames *fr = &s->frames;
-	fprintf(b, ",\"window\":{\"kind\":\"%s\",\"ns\":%llu,\"blocked_ns\":%llu,\"anomaly_marked\":%s}",
+	fprintf(b,
+		",\"window\":{\"kind\":\"%s\",\"ns\":%llu,\"blocked_ns\":%llu,\"anomaly_marked\":%"
+		"s}",
 		s->window_kind == SUMMARY_WINDOW_FRAME ? "frame" : "span",
-		(unsigned long long)ns(s, s->w1 - s->w0), (unsigned long long)ns(s, s->window_blocked),
-		s->anomaly_marked ? "true" : "false");
-	fprintf(b, ",\"frames\":{\"count\":%zu,\"median_ns\":%llu,\"p99_ns\":%llu,\"budget_ns\":%llu,"
-		   "\"over_budget\":%zu,\"mean_ns\":%llu,\"sigma_ns\":%llu,\"this_ns\":%llu,\"outlier\":%s}",
-		fr->count, (unsigned long long)ns(s, fr->median), (unsigned long long)ns(s, fr->p99),
-		(unsigned long long)ns(s, fr->budget), fr->over_budget,
-		(unsigned long long)ns(s, fr->mean), (unsigned long long)ns(s, fr->sigma),
-		(unsigned long long)ns(s, fr->this_frame), fr->outlier ? "true" : "false");
+		(unsigned long long)ns(s, s->w1 - s->w0),
+		(unsigned long long)ns(s, s->window_blocked), s->anomaly_marked ? "true" : "false");
+	fprintf(b,
+		",\"frames\":{\"count\":%zu,\"median_ns\":%llu,\"p99_ns\":%llu,\"budget_ns\":%llu,"
+		"\"over_budget\":%zu,\"mean_ns\":%llu,\"sigma_ns\":%llu,\"this_ns\":%llu,"
+		"\"outlier\":%s}",
+		fr->count, (unsigned long long)ns(s, fr->median),
+		(unsigned long long)ns(s, fr->p99), (unsigned long long)ns(s, fr->budget),
+		fr->over_budget, (unsigned long long)ns(s, fr->mean),
+		(unsigned long long)ns(s, fr->sigma), (unsigned long long)ns(s, fr->this_frame),
+		fr->outlier ? "true" : "false");
 	fputs(",\"top_window\":", b);
 	json_funcs(b, s, &ft, s->top_window, s->ntop_window);
 	fputs(",\"top_trace\":", b);
@@ -145,8 +151,9 @@ int summary_write_json(FILE *out, const struct summary *s, struct agent_symbols 
 		const struct summary_hop *h = &s->hops[i];
 		fprintf(b, "%s{\"thread\":", i ? "," : "");
 		json_string(b, thread_name(s, h->thread));
-		fprintf(b, ",\"blocked_ns\":%llu,\"object\":\"0x%x\",\"waiter\":%d,\"wait_ns\":%llu,"
-			   "\"still_waiting\":%s,\"woken_by\":",
+		fprintf(b,
+			",\"blocked_ns\":%llu,\"object\":\"0x%x\",\"waiter\":%d,\"wait_ns\":%llu,"
+			"\"still_waiting\":%s,\"woken_by\":",
 			(unsigned long long)ns(s, h->blocked), h->object, fidx(&ft, h->waiter),
 			(unsigned long long)ns(s, h->wait_end - h->wait_begin),
 			h->still_waiting ? "true" : "false");
@@ -244,7 +251,8 @@ static void text_funcs(FILE *out, const struct summary *s, struct agent_symbols 
 		fprintf(out, "    (no calls)\n");
 		return;
 	}
-	fprintf(out, "    %12s %6s %9s %12s  %s\n", "self", "self%", "calls", "blocked", "function");
+	fprintf(out, "    %12s %6s %9s %12s  %s\n", "self", "self%", "calls", "blocked",
+		"function");
 	for (size_t i = 0; i < n; i++) {
 		agent_key_name(syms, f[i].key, name, sizeof(name));
 		fprintf(out, "    %12s %5.1f%% %9llu %12s  %s%s\n", H(f[i].self),
@@ -285,11 +293,12 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 	else
 		fprintf(out, "no frame marks; the window is the last %s", H(wlen));
 	if (wlen)
-		fprintf(out, ", %.0f%% of it blocked", 100.0 * (double)s->window_blocked / (double)wlen);
+		fprintf(out, ", %.0f%% of it blocked",
+			100.0 * (double)s->window_blocked / (double)wlen);
 	fputc('\n', out);
 	if (fr->count) {
-		fprintf(out, "frames: %zu complete, median %s, p99 %s, %zu over the %s budget", fr->count,
-			H(fr->median), H(fr->p99), fr->over_budget, H(fr->budget));
+		fprintf(out, "frames: %zu complete, median %s, p99 %s, %zu over the %s budget",
+			fr->count, H(fr->median), H(fr->p99), fr->over_budget, H(fr->budget));
 		if (fr->have_this)
 			fprintf(out, "; this frame %s an outlier (mean %s + 3 sigma %s)",
 				fr->outlier ? "is" : "is not", H(fr->mean), H(3 * fr->sigma));
@@ -299,7 +308,8 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 	for (size_t i = 0; i < s->nhops; i++) {
 		const struct summary_hop *h = &s->hops[i];
 		agent_key_name(syms, h->waiter, name, sizeof(name));
-		fprintf(out, "\n%s \"%s\" was blocked %s of %s, longest on object 0x%x in %s (%s%s)\n",
+		fprintf(out,
+			"\n%s \"%s\" was blocked %s of %s, longest on object 0x%x in %s (%s%s)\n",
 			i ? "then" : "blocked on:", thread_name(s, h->thread), H(h->blocked),
 			H(h->to - h->from), h->object, name, H(h->wait_end - h->wait_begin),
 			h->still_waiting ? ", still waiting" : "");
@@ -337,7 +347,8 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 		/* The path's frame that changed most, and the path shortened to the last ones. */
 		size_t hot = 0;
 		for (size_t j = 1; j < c->n; j++)
-			if ((int64_t)(c->self[j] - c->base[j]) > (int64_t)(c->self[hot] - c->base[hot]))
+			if ((int64_t)(c->self[j] - c->base[j]) >
+			    (int64_t)(c->self[hot] - c->base[hot]))
 				hot = j;
 		fprintf(out, "  %zu. %s%s:", i + 1, c->cost < 0 ? "-" : "+",
 			H(c->cost < 0 ? 0 - (uint64_t)c->cost : (uint64_t)c->cost));

@@ -12,7 +12,7 @@
 
 #include <stdio.h>
 
-#define SUMMARY_SCHEMA "jitt.summary"
+#define SUMMARY_SCHEMA	"jitt.summary"
 #define SUMMARY_VERSION 1
 
 /* 0, or -EIO when writing failed. */

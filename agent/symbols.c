@@ -46,8 +46,9 @@ bool agent_symbols_ready(struct agent_symbols *s, int m)
 		s->state[m] = -1;
 		if (rb_elf_load(mod->path, &s->elf[m]) == 0) {
 			/* Without a build-id on both sides nothing proves it is the same file. */
-			bool same = mod->build_id_len && s->elf[m].build_id_len == mod->build_id_len &&
-				    memcmp(s->elf[m].build_id, mod->build_id, mod->build_id_len) == 0;
+			bool same =
+				mod->build_id_len && s->elf[m].build_id_len == mod->build_id_len &&
+				memcmp(s->elf[m].build_id, mod->build_id, mod->build_id_len) == 0;
 			if (same && s->elf[m].nsyms)
 				s->state[m] = 1;
 		}

@@ -17,7 +17,7 @@
 struct agent_symbols {
 	const struct rb_trace *trace;
 	struct rb_elf *elf; /* per module, loaded on first use */
-	int *state;         /* 0 not tried, 1 loaded and matching, -1 unusable */
+	int *state;	    /* 0 not tried, 1 loaded and matching, -1 unusable */
 };
 
 /* 0 or -ENOMEM. The trace must outlive the symbols. */
@@ -26,8 +26,7 @@ void agent_symbols_close(struct agent_symbols *s);
 /* True when module m's file is here, with the same build-id and a symbol table. */
 bool agent_symbols_ready(struct agent_symbols *s, int m);
 /* "name", "name+0x12", "<build-id>+0xoffset"; module < 0 gives "?0x<vaddr>". */
-void agent_symbol_name(struct agent_symbols *s, int module, uint64_t vaddr, char *out,
-		       size_t size);
+void agent_symbol_name(struct agent_symbols *s, int module, uint64_t vaddr, char *out, size_t size);
 /*
  * A function's key in the analysis: its module's index (plus one; 0 when no module holds
  * it) in the top 16 bits, its virtual address in that module below. Equal keys are the
@@ -35,7 +34,7 @@ void agent_symbol_name(struct agent_symbols *s, int module, uint64_t vaddr, char
  */
 uint64_t agent_func_key(const struct rb_trace *t, const struct rb_event *entry);
 #define AGENT_KEY_MODULE(k) ((int)((k) >> 48) - 1)
-#define AGENT_KEY_VADDR(k) ((k) & 0xffffffffffffull)
+#define AGENT_KEY_VADDR(k)  ((k)&0xffffffffffffull)
 /* The key's name (agent_symbol_name), and a name in parentheses for the tree's two
  * pseudo-functions, CCT_UNKNOWN and CCT_ROOT (agent/cct.h). */
 void agent_key_name(struct agent_symbols *s, uint64_t key, char *out, size_t size);

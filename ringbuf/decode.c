@@ -9,7 +9,7 @@
 
 const char *rb_ev_kind_name(enum rb_ev_kind kind)
 {
-	static const char *const names[] = { "entry",    "exit",       "sync", "mark",
+	static const char *const names[] = { "entry",	   "exit",     "sync", "mark",
 					     "wait-begin", "wait-end", "wake", "reserved" };
 	return kind <= RB_EV_RESERVED ? names[kind] : "?";
 }
@@ -104,7 +104,8 @@ int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t
 {
 	memset(d, 0, sizeof(*d));
 	if (!v->slots || v->nslots == 0 || v->end >= v->nslots || v->valid > v->nslots ||
-	    v->stored > v->nslots || (v->valid > v->end ? v->stored < v->nslots : v->stored < v->end))
+	    v->stored > v->nslots ||
+	    (v->valid > v->end ? v->stored < v->nslots : v->stored < v->end))
 		return -EINVAL;
 	d->view = *v;
 	d->base = v->end + v->nslots - v->valid;
@@ -150,7 +151,8 @@ int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t
 			min_suffix = suffix;
 		if (is_anchor(&e)) {
 			d->stats.anchors++;
-			if (!seen_anchor) /* the newest record, walked forward from the newest anchor */
+			if (!seen_anchor) /* the newest record, walked forward from the newest
+					     anchor */
 				d->end_ts = e.ts + ahead;
 			/* The walk from this anchor does not land on the newer one: the forward
 			 * pass must plan that segment (plan_segment). Rare: a silence of 2^32

@@ -52,9 +52,9 @@ struct rb_ring_view {
 
 struct rb_decode_stats {
 	uint64_t records;
-	uint64_t cut;       /* two-slot records whose payload the wrap overwrote: dropped */
+	uint64_t cut;	    /* two-slot records whose payload the wrap overwrote: dropped */
 	uint64_t anchors;   /* special records (exact timestamps) */
-	uint64_t gaps;      /* steps found longer than 2^32 ticks, and repaired */
+	uint64_t gaps;	    /* steps found longer than 2^32 ticks, and repaired */
 	uint64_t conflicts; /* anchors that disagreed by a non-multiple of 2^32 (torn data) */
 };
 
@@ -70,12 +70,12 @@ typedef void (*rb_special_fn)(void *ctx, const struct rb_event *e);
 struct rb_decoder {
 	struct rb_decode_stats stats; /* records, cut and anchors after init; gaps and
 				       * conflicts as the first forward pass finds them */
-	uint64_t open_at_start;       /* calls the ring starts inside: exits with no entry */
+	uint64_t open_at_start;	      /* calls the ring starts inside: exits with no entry */
 	uint64_t start_ts, end_ts;    /* the oldest and the newest record's times */
 	/* private */
 	struct rb_ring_view view;
 	uint8_t *payload; /* bit per forward slot index: a payload, not a tag */
-	uint64_t *plan;   /* anchors (forward index) whose segment needs planning, descending */
+	uint64_t *plan;	  /* anchors (forward index) whose segment needs planning, descending */
 	size_t nplan, capplan, plan_left;
 	uint64_t base, first, pos, cur, fix_at, fix_add;
 	bool started, first_pass;

@@ -201,8 +201,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	generate((uint64_t)1 << (shift - 3));
-	struct rb_frozen f = { .slots = ring, .nslots = nslots, .end = pos & (nslots - 1),
-			       .valid = nslots, .laps = (uint32_t)(pos / nslots), .tid = 1 };
+	struct rb_frozen f = { .slots = ring,
+			       .nslots = nslots,
+			       .end = pos & (nslots - 1),
+			       .valid = nslots,
+			       .laps = (uint32_t)(pos / nslots),
+			       .tid = 1 };
 	strcpy(f.name, "ui");
 	char path[512];
 	int err = rb_trace_write(dir, "bench: jank", &f, 1, path, sizeof(path));
@@ -233,12 +237,13 @@ int main(int argc, char **argv)
 	long rss;
 	int ok;
 	double t = median_run(sum_argv, out, &rss, &ok);
-	printf("  sequential read of the file (the limit) %8.1f ms  (%ld bytes)\n", limit[RUNS / 2] * 1e3,
-	       size);
-	printf("  jitt summarize --json                   %8.1f ms  %.1fx the limit, %.1f M records/s%s\n",
+	printf("  sequential read of the file (the limit) %8.1f ms  (%ld bytes)\n",
+	       limit[RUNS / 2] * 1e3, size);
+	printf("  jitt summarize --json                   %8.1f ms  %.1fx the limit, %.1f M "
+	       "records/s%s\n",
 	       t * 1e3, t / limit[RUNS / 2], recs / t / 1e6, ok ? "" : "  (FAILED)");
-	printf("  peak RSS %ld KiB: %ld KiB above the mapped file  (target: 100 ms, 16 MiB)\n",
-	       rss, rss - size / 1024);
+	printf("  peak RSS %ld KiB: %ld KiB above the mapped file  (target: 100 ms, 16 MiB)\n", rss,
+	       rss - size / 1024);
 	printf("  JSON summary: %ld bytes (K = 10; target 4096)\n", file_size(out));
 	FILE *js = fopen(out, "r");
 	char head[4096] = "";
@@ -257,8 +262,8 @@ int main(int argc, char **argv)
 		snprintf(out, sizeof(out), "%s/export.%s", dir, formats[i]);
 		char *exp_argv[] = { argv[1], "export", fmt, path, NULL };
 		t = median_run(exp_argv, out, &rss, &ok);
-		printf("  jitt export %-18s  %8.1f ms  %ld bytes, peak RSS %ld KiB%s\n", fmt, t * 1e3,
-		       file_size(out), rss, ok ? "" : "  (FAILED)");
+		printf("  jitt export %-18s  %8.1f ms  %ld bytes, peak RSS %ld KiB%s\n", fmt,
+		       t * 1e3, file_size(out), rss, ok ? "" : "  (FAILED)");
 	}
 	char cmd[600];
 	if (getenv("JITT_BENCH_KEEP"))

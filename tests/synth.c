@@ -19,8 +19,7 @@ static void put(struct synth_thread *t, uint64_t v)
 	t->slots[t->written++ % t->nslots] = v;
 }
 
-void synth_init(struct synth_thread *t, const char *name, int tid, uint64_t nslots,
-		uint64_t start)
+void synth_init(struct synth_thread *t, const char *name, int tid, uint64_t nslots, uint64_t start)
 {
 	memset(t, 0, sizeof(*t));
 	t->name = name;

@@ -25,8 +25,7 @@ struct synth_thread {
 
 /* A ring of nslots slots (0: large enough never to wrap), starting with a sync record at
  * `start` as rb_start writes one. */
-void synth_init(struct synth_thread *t, const char *name, int tid, uint64_t nslots,
-		uint64_t start);
+void synth_init(struct synth_thread *t, const char *name, int tid, uint64_t nslots, uint64_t start);
 void synth_free(struct synth_thread *t);
 void synth_entry(struct synth_thread *t, uint64_t ts, uint64_t id);
 void synth_exit(struct synth_thread *t, uint64_t ts);

@@ -6,9 +6,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define E(t, f) { .ts = (t), .id = (f), .kind = RB_EV_ENTRY }
-#define X(t) { .ts = (t), .kind = RB_EV_EXIT }
-#define W(t, k) { .ts = (t), .kind = (k) }
+#define E(t, f)                                           \
+	{                                                 \
+		.ts = (t), .id = (f), .kind = RB_EV_ENTRY \
+	}
+#define X(t)                                  \
+	{                                     \
+		.ts = (t), .kind = RB_EV_EXIT \
+	}
+#define W(t, k)                        \
+	{                              \
+		.ts = (t), .kind = (k) \
+	}
 
 static const struct cct_node *find(const struct cct *c, uint32_t parent, uint64_t func)
 {
@@ -22,8 +31,16 @@ TEST(cct_self_inclusive_blocked_to_the_tick)
 {
 	/* main [0,100): a [10,30) calls b [15,25); blocked [40,60); c [70,90). */
 	struct rb_event ev[] = {
-		E(0, 0x100),	       E(10, 0xa0), E(15, 0xb0), X(25), X(30),
-		W(40, RB_EV_WAIT_BEGIN), W(60, RB_EV_WAIT_END), E(70, 0xc0), X(90), X(100),
+		E(0, 0x100),
+		E(10, 0xa0),
+		E(15, 0xb0),
+		X(25),
+		X(30),
+		W(40, RB_EV_WAIT_BEGIN),
+		W(60, RB_EV_WAIT_END),
+		E(70, 0xc0),
+		X(90),
+		X(100),
 	};
 	struct cct c;
 	CHECK_EQ_INT(cct_build(&c, ev, sizeof(ev) / sizeof(ev[0]), NULL, NULL), 0);
@@ -51,7 +68,7 @@ TEST(cct_self_inclusive_blocked_to_the_tick)
 	CHECK_EQ_INT(cct_functions(&c, CCT_WHOLE, &f, &n), 0);
 	CHECK_EQ_INT(n, 4);
 	CHECK_EQ_U64(f[0].func, 0x100); /* 40 */
-	CHECK_EQ_U64(f[1].func, 0xc0);  /* 20 */
+	CHECK_EQ_U64(f[1].func, 0xc0);	/* 20 */
 	CHECK_EQ_U64(f[0].self, 40);
 	free(f);
 	cct_free(&c);
@@ -69,7 +86,7 @@ TEST(cct_wrapped_start_and_frozen_end_are_flagged)
 	const struct cct_node *u2 = find(&c, (uint32_t)(u1 - c.node), CCT_UNKNOWN);
 	if (!CHECK(u2 != NULL))
 		return;
-	CHECK_EQ_U64(u2->s[0].incl, 0);  /* known part: from the first event, its own exit */
+	CHECK_EQ_U64(u2->s[0].incl, 0);	 /* known part: from the first event, its own exit */
 	CHECK_EQ_U64(u1->s[0].incl, 15); /* 5 to 20, containing u2 (0) and a (2): self 13 */
 	CHECK_EQ_U64(u1->s[0].self, 13);
 	CHECK_EQ_U64(u1->s[0].truncated, 1);

@@ -18,10 +18,10 @@
 /* Functions of this program, so ids resolve to names; distinct bodies, so the compiler
  * cannot fold them into one. */
 static volatile int sink;
-#define FN(name, v)                                             \
+#define FN(name, v)                                            \
 	__attribute__((noinline, used)) static void name(void) \
-	{                                                       \
-		sink = v;                                       \
+	{                                                      \
+		sink = v;                                      \
 	}
 FN(fn_main, 1)
 FN(fn_loop, 2)
