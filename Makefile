@@ -102,6 +102,9 @@ progs-y :=
 include hal/Kbuild
 include ringbuf/Kbuild
 include agent/Kbuild
+include agent/runtime/Kbuild
+include agent/daemon/Kbuild
+include sim/Kbuild
 include tests/Kbuild
 
 PROGS := $(addprefix $(obj)/bin/,$(progs-y))

@@ -1,9 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * jitt.h - the one header an OEM includes to use jitt in a program built with
- * -finstrument-functions (and -flto, so the trace points are inlined).
+ * -finstrument-functions (and -flto, so the trace points are inlined), linked with
+ * libjitt and the wrap flags of the blocking calls (docs/agent.md).
  *
- * Functions return 0 or a negative errno. C11, usable from C++.
+ * The runtime starts by itself before main() (a constructor, CONFIG_AGENT_AUTO_INIT) with
+ * the Kconfig defaults, overridden by the config file (CONFIG_AGENT_CONFIG_FILE, or the
+ * file named by the JITT_CONFIG environment variable). Nothing is traced until a thread
+ * asks: jitt_trace_thread(true).
+ *
+ * Functions return 0 or a negative errno. Every function may be called from any thread,
+ * before or after init. C11, usable from C++. This interface is stable: new functions
+ * may be added, none changes.
  */
 #ifndef JITT_H
 #define JITT_H
@@ -14,6 +22,19 @@
 extern "C" {
 #endif
 
+/* The version of libjitt, "MAJOR.MINOR.PATCH". */
+const char *jitt_version(void);
+
+/*
+ * Start the runtime: read the configuration, start the control thread (which runs the
+ * detectors and persists traces). Done automatically before main() unless Kconfig turns
+ * that off; calling it again returns -EALREADY. config_file NULL: the default file (which
+ * may be absent).
+ */
+int jitt_init(const char *config_file);
+/* Stop the control thread and every ring of the process. Traces already persisted stay. */
+void jitt_shutdown(void);
+
 /*
  * Trace the calling thread's function calls (on) or stop (off). The first call maps the
  * thread's ring. At most CONFIG_RB_MAX_TRACED_THREADS threads are traced at once (Hubble
@@ -23,6 +44,27 @@ int jitt_trace_thread(bool on);
 
 /* Name the calling thread in trace files and summaries (at most 15 bytes kept). */
 int jitt_thread_name(const char *name);
+
+/*
+ * Frame (or loop iteration) marks, for the UI thread's loop: call jitt_frame_begin() and
+ * jitt_frame_end() around each iteration, or jitt_frame() once per iteration (it ends the
+ * previous one and begins the next). They feed the hang detector (an iteration still
+ * running past CONFIG_AGENT_HANG_MS) and the jank detector (CONFIG_AGENT_JANK_FRAMES
+ * consecutive frames over CONFIG_AGENT_FRAME_BUDGET_US), and mark the trace so that the
+ * summary finds the slow frame. One thread of the process at a time drives the detectors:
+ * the last one that called jitt_frame_begin().
+ */
+void jitt_frame_begin(void);
+void jitt_frame_end(void);
+void jitt_frame(void);
+
+/*
+ * Report an anomaly the program noticed itself: the calling thread's ring gets a mark and
+ * the whole process's rings are frozen and persisted with `reason` (at most 63 bytes
+ * kept). Returns 0 when the persist was requested, -EAGAIN during the cool-down after the
+ * previous one, -ENODEV when the runtime is not running.
+ */
+int jitt_anomaly(const char *reason);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: MIT */
+/* The settings file of agent/config.h: Kconfig defaults, then `key = value` lines. */
+#include "agent/config.h"
+#include "agent/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CFG __attribute__((no_instrument_function))
+
+CFG void agent_config_defaults(struct agent_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->data_dir, sizeof(c->data_dir), "%s", CONFIG_AGENT_DATA_DIR);
+	snprintf(c->run_dir, sizeof(c->run_dir), "%s", CONFIG_AGENT_RUN_DIR);
+	c->hang_ms = CONFIG_AGENT_HANG_MS;
+	c->jank_frames = CONFIG_AGENT_JANK_FRAMES;
+	c->frame_budget_us = CONFIG_AGENT_FRAME_BUDGET_US;
+	c->cooldown_ms = CONFIG_AGENT_COOLDOWN_MS;
+	c->max_traces = CONFIG_AGENT_MAX_TRACES;
+	c->max_trace_mb = CONFIG_AGENT_MAX_TRACE_MB;
+#ifdef CONFIG_AGENT_KEEP_TRACES
+	c->keep_traces = 1;
+#endif
+	c->system_uid = CONFIG_AGENT_SYSTEM_UID;
+	c->log_level = CONFIG_AGENT_LOG_LEVEL;
+}
+
+/* The numeric keys, their fields and ranges (the Kconfig ranges). */
+static const struct {
+	const char *key;
+	size_t off;
+	int64_t min, max;
+	int wide; /* int64_t field, else uint32_t (int for keep_traces) */
+} numbers[] = {
+	{ "hang_ms", offsetof(struct agent_config, hang_ms), 50, 60000, 0 },
+	{ "jank_frames", offsetof(struct agent_config, jank_frames), 1, 1000, 0 },
+	{ "frame_budget_us", offsetof(struct agent_config, frame_budget_us), 1000, 10000000, 0 },
+	{ "cooldown_ms", offsetof(struct agent_config, cooldown_ms), 0, 86400000, 0 },
+	{ "max_traces", offsetof(struct agent_config, max_traces), 1, 10000, 0 },
+	{ "max_trace_mb", offsetof(struct agent_config, max_trace_mb), 1, 100000, 0 },
+	{ "keep_traces", offsetof(struct agent_config, keep_traces), 0, 1, 0 },
+	{ "system_uid", offsetof(struct agent_config, system_uid), -1, 2147483647, 1 },
+};
+
+CFG static int fail(char *err, size_t size, unsigned line, const char *fmt, ...)
+{
+	char what[160];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	snprintf(err, size, "line %u: %s", line, what);
+	return -EINVAL;
+}
+
+/* Strict decimal, optionally negative: no trailing garbage, no overflow. */
+CFG static int parse_int(const char *s, int64_t *v)
+{
+	char *end;
+	errno = 0;
+	long long x = strtoll(s, &end, 10);
+	if (end == s || *end || errno)
+		return -EINVAL;
+	*v = x;
+	return 0;
+}
+
+CFG static int set(struct agent_config *c, const char *key, const char *val, unsigned line,
+		   char *err, size_t errsize)
+{
+	if (!strcmp(key, "data_dir") || !strcmp(key, "run_dir")) {
+		char *dst = key[0] == 'd' ? c->data_dir : c->run_dir;
+		if (val[0] != '/')
+			return fail(err, errsize, line, "%s must be an absolute path", key);
+		if (strlen(val) >= AGENT_PATH_MAX - 32) /* room for the names inside */
+			return fail(err, errsize, line, "%s is too long", key);
+		strcpy(dst, val);
+		return 0;
+	}
+	if (!strcmp(key, "log_level")) {
+		int l = agent_log_level_parse(val);
+		if (l < 0)
+			return fail(err, errsize, line, "log_level is error, warn, info or debug");
+		c->log_level = l;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++) {
+		if (strcmp(key, numbers[i].key))
+			continue;
+		int64_t v;
+		if (parse_int(val, &v) || v < numbers[i].min || v > numbers[i].max)
+			return fail(err, errsize, line, "%s wants a whole number in %lld..%lld", key,
+				    (long long)numbers[i].min, (long long)numbers[i].max);
+		char *field = (char *)c + numbers[i].off;
+		if (numbers[i].wide)
+			*(int64_t *)field = v;
+		else if (!strcmp(key, "keep_traces"))
+			*(int *)field = (int)v;
+		else
+			*(uint32_t *)field = (uint32_t)v;
+		return 0;
+	}
+	return fail(err, errsize, line, "unknown key '%.40s'", key);
+}
+
+CFG static char *trim(char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	size_t n = strlen(s);
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+		s[--n] = 0;
+	return s;
+}
+
+CFG int agent_config_parse(struct agent_config *c, const char *text, size_t size, char *err,
+			   size_t errsize)
+{
+	struct agent_config next = *c;
+	unsigned line = 0;
+	size_t at = 0;
+	while (at < size) {
+		line++;
+		const char *nl = memchr(text + at, '\n', size - at);
+		size_t len = nl ? (size_t)(nl - (text + at)) : size - at;
+		char buf[512];
+		if (len >= sizeof(buf))
+			return fail(err, errsize, line, "line too long");
+		memcpy(buf, text + at, len);
+		buf[len] = 0;
+		at += len + (nl != NULL);
+		if (strlen(buf) != len)
+			return fail(err, errsize, line, "NUL byte");
+		char *hash = strchr(buf, '#');
+		if (hash)
+			*hash = 0;
+		char *s = trim(buf);
+		if (!*s)
+			continue;
+		char *eq = strchr(s, '=');
+		if (!eq)
+			return fail(err, errsize, line, "expected key = value");
+		*eq = 0;
+		char *key = trim(s), *val = trim(eq + 1);
+		if (!*key || !*val)
+			return fail(err, errsize, line, "expected key = value");
+		int e = set(&next, key, val, line, err, errsize);
+		if (e)
+			return e;
+	}
+	*c = next;
+	return 0;
+}
+
+CFG int agent_config_load(struct agent_config *c, const char *path, char *err, size_t errsize)
+{
+	agent_config_defaults(c);
+	int named = 1;
+	if (!path)
+		path = getenv("JITT_CONFIG");
+	if (!path || !*path) {
+		path = CONFIG_AGENT_CONFIG_FILE;
+		named = 0;
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		int e = -errno;
+		if (e == -ENOENT && !named)
+			return 0;
+		snprintf(err, errsize, "%s: %s", path, strerror(-e));
+		return e;
+	}
+	char text[16384];
+	size_t n = 0;
+	for (;;) {
+		ssize_t r = read(fd, text + n, sizeof(text) - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = -errno;
+			close(fd);
+			snprintf(err, errsize, "%s: %s", path, strerror(-e));
+			return e;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+		if (n == sizeof(text)) {
+			close(fd);
+			snprintf(err, errsize, "%s: larger than %zu bytes", path, sizeof(text) - 1);
+			return -EFBIG;
+		}
+	}
+	close(fd);
+	char why[200];
+	int e = agent_config_parse(c, text, n, why, sizeof(why));
+	if (e)
+		snprintf(err, errsize, "%s: %s", path, why);
+	return e;
+}
+
+CFG int agent_config_path(const struct agent_config *c, const char *sub, char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "%s/%s", c->data_dir, sub);
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+CFG int agent_config_socket(const struct agent_config *c, pid_t pid, char *buf, size_t size)
+{
+	int n = pid ? snprintf(buf, size, "%s/jitt-%d.sock", c->run_dir, (int)pid)
+		    : snprintf(buf, size, "%s/jittd.sock", c->run_dir);
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agent/config.h - the runtime's and jittd's settings: Kconfig defaults, overridden by a
+ * small config file of `key = value` lines ('#' starts a comment). Unknown keys, bad
+ * numbers and values out of range are errors naming the line, never guesses.
+ *
+ *   data_dir      = /var/lib/jitt   spool/ (new traces), outbox/ (summaries), traces/
+ *                                   (raw traces kept), quarantine/ (bad files)
+ *   run_dir       = /run/jitt       control sockets: jittd.sock, jitt-<pid>.sock
+ *   hang_ms       = 400             a frame still running this long is a hang
+ *   jank_frames   = 3               this many consecutive frames over budget are jank
+ *   frame_budget_us = 16667
+ *   cooldown_ms   = 10000           at most one persisted trace per process per cool-down
+ *   max_traces    = 8               raw traces kept on disk (spool and traces/), oldest
+ *   max_trace_mb  = 128             removed first, by count and by bytes
+ *   keep_traces   = 1               jittd keeps a raw trace after summarising it (0: delete)
+ *   system_uid    = 1000            besides root, the user allowed to change anything
+ *   log_level     = info            error, warn, info, debug
+ */
+#ifndef JITT_AGENT_CONFIG_H
+#define JITT_AGENT_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define AGENT_PATH_MAX 256
+
+struct agent_config {
+	char data_dir[AGENT_PATH_MAX];
+	char run_dir[AGENT_PATH_MAX];
+	uint32_t hang_ms;
+	uint32_t jank_frames;
+	uint32_t frame_budget_us;
+	uint32_t cooldown_ms;
+	uint32_t max_traces;
+	uint32_t max_trace_mb;
+	int keep_traces;
+	int64_t system_uid; /* -1: none */
+	int log_level;      /* enum agent_log_level */
+};
+
+/* The Kconfig defaults. */
+void agent_config_defaults(struct agent_config *c);
+
+/*
+ * Apply a config file's text (size bytes, not NUL-terminated) over c. Returns 0, or
+ * -EINVAL with "line N: what is wrong" in err; c is then left unchanged.
+ */
+int agent_config_parse(struct agent_config *c, const char *text, size_t size, char *err,
+		       size_t errsize);
+
+/*
+ * Load the defaults, then the file: `path`, else $JITT_CONFIG, else
+ * CONFIG_AGENT_CONFIG_FILE. A missing default file is fine; a missing named one is
+ * -ENOENT. Errors name the file in err.
+ */
+int agent_config_load(struct agent_config *c, const char *path, char *err, size_t errsize);
+
+/* "<data_dir>/<sub>" into buf. 0 or -ENAMETOOLONG. */
+int agent_config_path(const struct agent_config *c, const char *sub, char *buf, size_t size);
+/* The control socket of a traced process, "<run_dir>/jitt-<pid>.sock", or jittd's
+ * ("<run_dir>/jittd.sock") for pid 0. 0 or -ENAMETOOLONG. */
+int agent_config_socket(const struct agent_config *c, pid_t pid, char *buf, size_t size);
+
+#endif
