@@ -125,13 +125,15 @@ $(obj)/%.o: %.c $(CONFIG_H) $(FLAGS_STAMP)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)$(CC) $(CFLAGS) $(CFLAGS_$*.o) -c $< -o $@
 
-# One link rule per program: $(name)-objs are its objects, $(name)-libs its libraries.
+# One link rule per program: $(name)-objs are its objects, $(name)-libs its libraries,
+# $(name)-ldflags its own link flags (libjitt's wrap flags, for instance).
 # The link map is kept: tests/check-static.sh reads it to prove no glibc object got in.
 define link_program
 $(obj)/bin/$(1): $(addprefix $(obj)/,$($(1)-objs)) $($(1)-libs)
 	$$(call say,LD,$(O)/bin/$(1))
 	$$(Q)mkdir -p $$(dir $$@)
-	$$(Q)$$(CC) $$(CFLAGS) $$(LDFLAGS) -Wl,-Map=$$@.map -o $$@ $$(filter %.o,$$^) $($(1)-libs)
+	$$(Q)$$(CC) $$(CFLAGS) $$(LDFLAGS) $($(1)-ldflags) -Wl,-Map=$$@.map -o $$@ \
+		$$(filter %.o,$$^) $($(1)-libs)
 endef
 $(foreach p,$(progs-y),$(eval $(call link_program,$(p))))
 
