@@ -25,6 +25,7 @@ CFG void agent_config_defaults(struct agent_config *c)
 	c->cooldown_ms = CONFIG_AGENT_COOLDOWN_MS;
 	c->max_traces = CONFIG_AGENT_MAX_TRACES;
 	c->max_trace_mb = CONFIG_AGENT_MAX_TRACE_MB;
+	c->max_threads = CONFIG_RB_MAX_TRACED_THREADS;
 #ifdef CONFIG_AGENT_KEEP_TRACES
 	c->keep_traces = 1;
 #endif
@@ -45,6 +46,7 @@ static const struct {
 	{ "cooldown_ms", offsetof(struct agent_config, cooldown_ms), 0, 86400000, 0 },
 	{ "max_traces", offsetof(struct agent_config, max_traces), 1, 10000, 0 },
 	{ "max_trace_mb", offsetof(struct agent_config, max_trace_mb), 1, 100000, 0 },
+	{ "max_threads", offsetof(struct agent_config, max_threads), 1, 64, 0 },
 	{ "keep_traces", offsetof(struct agent_config, keep_traces), 0, 1, 0 },
 	{ "system_uid", offsetof(struct agent_config, system_uid), -1, 2147483647, 1 },
 };

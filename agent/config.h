@@ -13,6 +13,7 @@
  *   cooldown_ms   = 10000           at most one persisted trace per process per cool-down
  *   max_traces    = 8               raw traces kept on disk (spool and traces/), oldest
  *   max_trace_mb  = 128             removed first, by count and by bytes
+ *   max_threads   = 2               threads traced at once (CONFIG_RB_MAX_TRACED_THREADS)
  *   keep_traces   = 1               jittd keeps a raw trace after summarising it (0: delete)
  *   system_uid    = 1000            besides root, the user allowed to change anything
  *   log_level     = info            error, warn, info, debug
@@ -35,6 +36,7 @@ struct agent_config {
 	uint32_t cooldown_ms;
 	uint32_t max_traces;
 	uint32_t max_trace_mb;
+	uint32_t max_threads;
 	int keep_traces;
 	int64_t system_uid; /* -1: none */
 	int log_level;      /* enum agent_log_level */

@@ -32,4 +32,24 @@ static inline int agent_mark_is_anomaly(uint32_t arg)
 
 const char *agent_detector_name(uint32_t mark_arg);
 
+/*
+ * The keys of wait and wake records (RB_WAIT_BEGIN/END, RB_WAKE): what a thread waited
+ * on, so a wake of the same key names who ended the wait (Argus 3.1). The blocking-call
+ * wrappers (agent/runtime/wrap.c) make them; the low 2 bits say what the key names:
+ *   0  a mutex or condition variable: its address folded to 32 bits, low bits cleared
+ *   1  a file descriptor: fd << 2 | 1 (poll and select: the first one)
+ *   2  a sleep: just 2
+ *   3  anything else (kept as written)
+ */
+#define AGENT_KEY_FD(fd)  ((uint32_t)(fd) << 2 | 1u)
+#define AGENT_KEY_SLEEP   2u
+static inline uint32_t agent_key_object(const void *p)
+{
+	uint64_t a = (uint64_t)(uintptr_t)p;
+	return (uint32_t)(a ^ a >> 32) & ~3u;
+}
+
+/* "fd 5", "a sleep" or "object 0x1234" into buf. */
+void agent_wait_key_name(uint32_t key, char *buf, unsigned size);
+
 #endif

@@ -308,10 +308,11 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 	for (size_t i = 0; i < s->nhops; i++) {
 		const struct summary_hop *h = &s->hops[i];
 		agent_key_name(syms, h->waiter, name, sizeof(name));
-		fprintf(out,
-			"\n%s \"%s\" was blocked %s of %s, longest on object 0x%x in %s (%s%s)\n",
+		char object[32];
+		agent_wait_key_name(h->object, object, sizeof(object));
+		fprintf(out, "\n%s \"%s\" was blocked %s of %s, longest on %s in %s (%s%s)\n",
 			i ? "then" : "blocked on:", thread_name(s, h->thread), H(h->blocked),
-			H(h->to - h->from), h->object, name, H(h->wait_end - h->wait_begin),
+			H(h->to - h->from), object, name, H(h->wait_end - h->wait_begin),
 			h->still_waiting ? ", still waiting" : "");
 		if (h->waker < 0) {
 			fprintf(out, "  no wake-up of that object was recorded%s\n",
@@ -370,4 +371,18 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 		thread_name(s, s->thread), H(s->span));
 	text_funcs(out, s, syms, s->top_trace, s->ntop_trace, s->span);
 	return ferror(out) ? -EIO : 0;
+}
+
+void agent_wait_key_name(uint32_t key, char *buf, unsigned size)
+{
+	switch (key & 3) {
+	case 1:
+		snprintf(buf, size, "fd %u", key >> 2);
+		break;
+	case 2:
+		snprintf(buf, size, "a sleep");
+		break;
+	default:
+		snprintf(buf, size, "object 0x%x", key);
+	}
 }

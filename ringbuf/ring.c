@@ -299,6 +299,11 @@ NO_INSTR static bool answered(const struct rb_ring *r, uintptr_t limit)
 	return limit != 0 && limit != r->end;
 }
 
+NO_INSTR pid_t rb_ring_tid(const struct rb_ring *r)
+{
+	return r->tid;
+}
+
 NO_INSTR int rb_start(struct rb_ring *r)
 {
 	struct rb_tls *t = r->tls;

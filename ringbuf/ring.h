@@ -65,6 +65,8 @@ int rb_thread_set_name(const char *name);
  * pointers stay valid until the ring's thread unregisters or exits: hold rb_lock() from
  * rb_rings() through every rb_start() and rb_stop() on them. */
 int rb_rings(struct rb_ring **rings, int max);
+/* The thread a ring belongs to (under rb_lock()). */
+pid_t rb_ring_tid(const struct rb_ring *r);
 void rb_lock(void);
 void rb_unlock(void);
 

@@ -56,6 +56,8 @@ counted() {
 }
 
 counted unit-tests $qemu "$bin/unit-tests" --fakes "$fakes"
+# libjitt's runtime, linked with the blocking-call wrappers as an app is.
+counted runtime-tests $qemu "$bin/runtime-tests"
 
 # One golden comparison: what (the test's name), the expected file, the output.
 golden_check() {

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The public API of agent/jitt.h: init and shutdown, threads, frame marks and the two
+ * detectors that run on the frame thread itself (jank; the hang detector runs on the
+ * control thread, because a hung frame never reaches its end), and explicit anomalies.
+ */
+#include "agent/jitt.h"
+#include "agent/log.h"
+#include "agent/runtime/runtime.h"
+#include "hal/timer.h"
+#include "ringbuf/ring.h"
+#include "ringbuf/trace.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define JITT_VERSION "0.6.0"
+
+struct agent_runtime agent_rt = { .wake_fd = -1, .listen_fd = -1 };
+
+RT const char *jitt_version(void)
+{
+	return JITT_VERSION;
+}
+
+RT uint64_t agent_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+RT void agent_wake_control(void)
+{
+	uint64_t one = 1;
+	if (agent_rt.wake_fd >= 0)
+		(void)syscall(SYS_write, agent_rt.wake_fd, &one, sizeof(one));
+}
+
+RT int jitt_init(const char *config_file)
+{
+	int expected = 0;
+	if (!atomic_compare_exchange_strong(&agent_rt.state, &expected, 1))
+		return -EALREADY;
+	struct agent_runtime *rt = &agent_rt;
+	/* A fresh start (after a jitt_shutdown too): counters, requests, frames. */
+	memset(&rt->status, 0, sizeof(rt->status));
+	atomic_store(&rt->request, 0);
+	atomic_store(&rt->last_persist_ns, 0);
+	atomic_store(&rt->frame_begin_ns, 0);
+	rt->slow_in_a_row = 0;
+	rt->last_trace[0] = 0;
+	char err[300];
+	int e = agent_config_load(&rt->cfg, config_file, err, sizeof(err));
+	agent_log_open("jitt", 0, rt->cfg.log_level);
+	if (e) {
+		log_err("jitt: %s", err);
+		atomic_store(&rt->state, 0);
+		return e;
+	}
+	rt->budget_ns = (uint64_t)rt->cfg.frame_budget_us * 1000u;
+	rt->hang_ns = (uint64_t)rt->cfg.hang_ms * 1000000u;
+	rt->cooldown_ns = (uint64_t)rt->cfg.cooldown_ms * 1000000u;
+	if (rt->cfg.max_threads)
+		rb_set_max_threads((int)rt->cfg.max_threads);
+	e = hal_timer_init();
+	if (!e)
+		e = agent_control_start();
+	if (e) {
+		log_err("jitt: cannot start the control thread: %s", strerror(-e));
+		atomic_store(&rt->state, 0);
+		return e;
+	}
+	atomic_store(&rt->state, 2);
+	return 0;
+}
+
+RT void jitt_shutdown(void)
+{
+	int expected = 2;
+	if (!atomic_compare_exchange_strong(&agent_rt.state, &expected, 3))
+		return;
+	agent_control_stop();
+	atomic_store(&agent_rt.state, 0);
+}
+
+RT int jitt_trace_thread(bool on)
+{
+	/* The timer must be probed before the first trace point reads it. */
+	int err = hal_timer_init();
+	if (err)
+		return err;
+	return rb_trace_self(on);
+}
+
+RT int jitt_thread_name(const char *name)
+{
+	if (!name)
+		return -EINVAL;
+	int err = rb_thread_set_name(name);
+	if (err == -ENOENT) {
+		err = rb_thread_register(name);
+	}
+	return err;
+}
+
+/* ---- frames: Hubble 4.2.1's two UI detectors ---- */
+
+RT void jitt_frame_begin(void)
+{
+	struct agent_runtime *rt = &agent_rt;
+	rb_special(RB_MARK, AGENT_MARK_FRAME_BEGIN);
+	/* seq_cst, paired with the control thread's in control.c: either it sees this frame
+	 * before it goes to sleep with no deadline, or this thread sees it asleep and wakes
+	 * it. A frame costs no system call while the control thread has a deadline. */
+	atomic_store(&rt->frame_begin_ns, agent_now_ns());
+	atomic_fetch_add_explicit(&rt->frame_seq, 1, memory_order_relaxed);
+	if (atomic_load(&rt->ctl_idle))
+		agent_wake_control();
+}
+
+RT void jitt_frame_end(void)
+{
+	struct agent_runtime *rt = &agent_rt;
+	uint64_t begin = atomic_load_explicit(&rt->frame_begin_ns, memory_order_relaxed);
+	rb_special(RB_MARK, AGENT_MARK_FRAME_END);
+	if (!begin)
+		return; /* no frame open */
+	uint64_t took = agent_now_ns() - begin;
+	atomic_store_explicit(&rt->frame_begin_ns, 0, memory_order_relaxed);
+	if (took <= rt->budget_ns || !rt->budget_ns) {
+		rt->slow_in_a_row = 0;
+		return;
+	}
+	if (++rt->slow_in_a_row < rt->cfg.jank_frames)
+		return;
+	rt->slow_in_a_row = 0;
+	/* The jank detector: k consecutive frames over budget (Hubble 4.2.1). The mark goes
+	 * into this thread's ring before the next frame begins, so the summary's slow frame
+	 * is the last of them. */
+	char reason[AGENT_REASON_MAX];
+	snprintf(reason, sizeof(reason), "jank: %u frames over %u us, the last %llu us",
+		 rt->cfg.jank_frames, rt->cfg.frame_budget_us, (unsigned long long)(took / 1000));
+	(void)agent_request_persist(AGENT_DETECT_JANK, reason, true);
+}
+
+RT void jitt_frame(void)
+{
+	if (atomic_load_explicit(&agent_rt.frame_begin_ns, memory_order_relaxed))
+		jitt_frame_end();
+	jitt_frame_begin();
+}
+
+RT int jitt_anomaly(const char *reason)
+{
+	if (atomic_load(&agent_rt.state) != 2)
+		return -ENODEV;
+	char r[AGENT_REASON_MAX];
+	snprintf(r, sizeof(r), "explicit: %s", reason ? reason : "");
+	return agent_request_persist(AGENT_DETECT_EXPLICIT, r, true);
+}
+
+RT int agent_request_persist(uint32_t detector, const char *reason, bool mark_self)
+{
+	struct agent_runtime *rt = &agent_rt;
+	if (atomic_load(&rt->state) != 2)
+		return -ENODEV;
+	static _Atomic uint64_t *const fired[] = {
+		[AGENT_DETECT_HANG] = &agent_rt.status.anomaly_hang,
+		[AGENT_DETECT_JANK] = &agent_rt.status.anomaly_jank,
+		[AGENT_DETECT_EXPLICIT] = &agent_rt.status.anomaly_explicit,
+		[AGENT_DETECT_EXTERNAL] = &agent_rt.status.anomaly_external,
+	};
+	if (detector >= 1 && detector <= AGENT_DETECT_EXTERNAL)
+		atomic_fetch_add(fired[detector], 1);
+	uint64_t last = atomic_load(&rt->last_persist_ns);
+	if (last && agent_now_ns() - last < rt->cooldown_ns) {
+		atomic_fetch_add(&rt->status.suppressed_cooldown, 1);
+		return -EAGAIN;
+	}
+	int expected = 0;
+	if (!atomic_compare_exchange_strong(&rt->request, &expected, 1)) {
+		atomic_fetch_add(&rt->status.suppressed_pending, 1);
+		return -EAGAIN;
+	}
+	/* The mark goes in before the request is published: the freeze cannot miss it. */
+	if (mark_self)
+		rb_special(RB_MARK, AGENT_MARK_ANOMALY | detector);
+	rt->request_detector = detector;
+	snprintf(rt->request_reason, sizeof(rt->request_reason), "%s", reason);
+	atomic_store_explicit(&rt->request, 2, memory_order_release);
+	agent_wake_control();
+	return 0;
+}

@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control thread: one per traced process, pinned to the LITTLE class at the lowest
+ * priority (Hubble 4.3), so it never competes with the app it watches. It runs the hang
+ * detector, serves the process's control socket, and does the stop/persist/restart cycle
+ * of Hubble 6 (Fig. 4) when a detector fires.
+ *
+ * How it wakes (no busy polling): it sleeps in poll() on an eventfd and the control
+ * socket, with a timeout only when something is due:
+ *   - a frame is open: its begin + hang_ms (the hang detector, Argus 2.2: the hang is
+ *     caught while the frame still runs, so the ring holds the hung moment itself);
+ *   - a ring's restart is pending (its thread was blocked during the freeze): 20 ms.
+ * With no frame open it sleeps with no deadline, and the next jitt_frame_begin() wakes
+ * it (one eventfd write). So a 60 Hz UI loop costs one wake-up per hang_ms (2.5 a second
+ * at 400 ms, each a few microseconds), and an idle process none at all; frames cost no
+ * system call. An anomaly request or a control request wakes it at once.
+ */
+#include "agent/ctl.h"
+#include "agent/jitt.h"
+#include "agent/log.h"
+#include "agent/runtime/runtime.h"
+#include "agent/spool.h"
+#include "hal/cpu.h"
+#include "ringbuf/ring.h"
+#include "ringbuf/tracefile.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* How long a freeze waits for the threads to answer before it copies a blocked one's ring
+ * (ringbuf/ring.h): a running thread answers within microseconds. */
+#define STOP_WAIT_MS 10
+#define RESTART_RETRY_MS 20
+#define MAX_RINGS 64
+
+/* Rings frozen by a copy whose thread has not answered yet: restarted when it does. */
+static pid_t restart_tids[MAX_RINGS];
+static int nrestart;
+static uint64_t hang_fired_seq; /* the frame the hang detector fired for */
+
+/* ---- stop, persist, restart ---- */
+
+RT static void restart(struct rb_ring **rings, int n)
+{
+	int kept = 0;
+	for (int k = 0; k < nrestart; k++) {
+		int e = -ENOENT;
+		for (int i = 0; i < n; i++)
+			if (rb_ring_tid(rings[i]) == restart_tids[k])
+				e = rb_start(rings[i]);
+		if (e == -EBUSY)
+			restart_tids[kept++] = restart_tids[k];
+		else if (e == 0)
+			atomic_fetch_add(&agent_rt.status.restart_retries, 1);
+	}
+	nrestart = kept;
+}
+
+RT static void retry_restarts(void)
+{
+	struct rb_ring *rings[MAX_RINGS];
+	rb_lock();
+	restart(rings, rb_rings(rings, MAX_RINGS));
+	rb_unlock();
+}
+
+/* Freeze every traced thread of the process together, write one trace file, restart. */
+RT static int persist(const char *reason, char *path, size_t path_size)
+{
+	struct agent_runtime *rt = &agent_rt;
+	struct agent_status *st = &rt->status;
+	uint64_t t0 = agent_now_ns();
+	struct rb_ring *rings[MAX_RINGS];
+	struct rb_frozen frozen[MAX_RINGS], ok[MAX_RINGS];
+	int errs[MAX_RINGS], nok = 0, e = 0;
+
+	rb_lock();
+	int n = rb_rings(rings, MAX_RINGS);
+	rb_stop_many(rings, n, STOP_WAIT_MS, frozen, errs);
+	uint64_t bytes = 4096;
+	for (int i = 0; i < n; i++) {
+		if (errs[i])
+			continue; /* not running (its thread turned tracing off), or too fast to copy */
+		atomic_fetch_add(frozen[i].copied ? &st->threads_copied : &st->threads_frozen, 1);
+		bytes += rb_frozen_stored(&frozen[i]) * 8;
+		ok[nok++] = frozen[i];
+	}
+	char spool[AGENT_PATH_MAX];
+	if (!nok)
+		e = -ENODATA;
+	if (!e)
+		e = agent_config_path(&rt->cfg, "spool", spool, sizeof(spool));
+	if (!e) {
+		int trimmed = agent_spool_trim(&rt->cfg, bytes, NULL);
+		if (trimmed > 0)
+			atomic_fetch_add(&st->trimmed, (uint64_t)trimmed);
+		e = rb_trace_write(spool, reason, ok, nok, path, path_size);
+	}
+	for (int i = 0; i < n; i++) {
+		if (errs[i])
+			continue;
+		rb_frozen_release(&frozen[i]);
+		if (rb_start(rings[i]) == -EBUSY && nrestart < MAX_RINGS)
+			restart_tids[nrestart++] = rb_ring_tid(rings[i]);
+	}
+	rb_unlock();
+
+	uint64_t us = (agent_now_ns() - t0) / 1000;
+	if (e) {
+		atomic_fetch_add(&st->persist_failed, 1);
+		log_err("jitt: cannot persist (%s): %s", reason,
+			e == -ENODATA ? "no thread is traced" : strerror(-e));
+		return e;
+	}
+	struct stat sb;
+	if (stat(path, &sb) == 0)
+		atomic_fetch_add(&st->bytes_written, (uint64_t)sb.st_size);
+	atomic_fetch_add(&st->persisted, 1);
+	atomic_store(&st->last_persist_us, us);
+	snprintf(rt->last_trace, sizeof(rt->last_trace), "%s", path);
+	log_info("jitt: %s: %d thread(s) persisted to %s in %llu us", reason, nok, path,
+		 (unsigned long long)us);
+	return 0;
+}
+
+/* Take the pending request, if any, and persist it. */
+RT static int handle_request(char *path, size_t path_size)
+{
+	struct agent_runtime *rt = &agent_rt;
+	if (atomic_load_explicit(&rt->request, memory_order_acquire) != 2)
+		return -ENOENT;
+	char reason[AGENT_REASON_MAX];
+	memcpy(reason, rt->request_reason, sizeof(reason));
+	/* The cool-down starts now: requests from here on are refused, so the slot is free. */
+	atomic_store(&rt->last_persist_ns, agent_now_ns());
+	atomic_store(&rt->request, 0);
+	return persist(reason, path, path_size);
+}
+
+/* ---- the control socket ---- */
+
+RT static int handle_ctl(void *ctx, const struct agent_ctl_peer *peer, const char *cmd,
+			 const char *arg, char *reply, size_t size)
+{
+	struct agent_runtime *rt = ctx;
+	if (!strcmp(cmd, "status")) {
+		size_t at = 0;
+		int w = snprintf(reply, size, "pid %d\nversion %s\n", (int)getpid(),
+				 jitt_version());
+		at = w > 0 ? (size_t)w : 0;
+#define AGENT_STATUS_LINE(name, help)                                                      \
+	if (at < size) {                                                                   \
+		w = snprintf(reply + at, size - at, "%s %llu\n", #name,                   \
+			     (unsigned long long)atomic_load(&rt->status.name));           \
+		at += w > 0 ? (size_t)w : 0;                                               \
+	}
+		AGENT_STATUS_COUNTERS(AGENT_STATUS_LINE)
+#undef AGENT_STATUS_LINE
+		if (at < size && rt->last_trace[0])
+			snprintf(reply + at, size - at, "last_trace %s\n", rt->last_trace);
+		return 0;
+	}
+	if (!strcmp(cmd, "trigger")) {
+		if (!agent_ctl_may_change(peer, rt->cfg.system_uid)) {
+			atomic_fetch_add(&rt->status.refused, 1);
+			snprintf(reply, size, "uid %u may not trigger this process", (unsigned)peer->uid);
+			return -EPERM;
+		}
+		char reason[AGENT_REASON_MAX];
+		snprintf(reason, sizeof(reason), "external: %s", arg && *arg ? arg : "jitt trigger");
+		int e = agent_request_persist(AGENT_DETECT_EXTERNAL, reason, false);
+		if (e == -EAGAIN) {
+			snprintf(reply, size, "not now: within the cool-down of the last trace");
+			return e;
+		}
+		char path[AGENT_PATH_MAX];
+		if (!e)
+			e = handle_request(path, sizeof(path));
+		if (e) {
+			snprintf(reply, size, "persist failed: %s", strerror(-e));
+			return e;
+		}
+		snprintf(reply, size, "trace %s\n", path);
+		return 0;
+	}
+	snprintf(reply, size, "unknown command '%.40s'", cmd);
+	return -EINVAL;
+}
+
+/* ---- the thread ---- */
+
+RT static void lower_priority(void)
+{
+	struct hal_topology *topo = malloc(sizeof(*topo));
+	if (topo && hal_topology_load(topo) == 0) {
+		int e = hal_pin_to_class(topo, 0, HAL_CPU_LITTLE);
+		if (e)
+			log_dbg("jitt: control thread not pinned: %s", strerror(-e));
+	}
+	free(topo);
+	/* SCHED_IDLE: runs only when the CPU has nothing else to do. musl's
+	 * sched_setscheduler is ENOSYS by design; the per-thread call works. */
+	struct sched_param sp = { 0 };
+	if (pthread_setschedparam(pthread_self(), SCHED_IDLE, &sp) != 0)
+		setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+}
+
+/* The poll timeout: the next deadline, or -1 (and ctl_idle set) when none. */
+RT static int next_timeout(struct agent_runtime *rt)
+{
+	for (;;) {
+		uint64_t begin = atomic_load(&rt->frame_begin_ns);
+		uint64_t seq = atomic_load(&rt->frame_seq);
+		int timeout = nrestart ? RESTART_RETRY_MS : -1;
+		if (begin && seq != hang_fired_seq) {
+			uint64_t now = agent_now_ns(), due = begin + rt->hang_ns;
+			int ms = due <= now ? 0 : (int)((due - now + 999999) / 1000000);
+			if (timeout < 0 || ms < timeout)
+				timeout = ms;
+		}
+		if (timeout >= 0)
+			return timeout;
+		/* seq_cst, paired with jitt_frame_begin(): set idle, then look again. */
+		atomic_store(&rt->ctl_idle, 1);
+		if (!atomic_load(&rt->frame_begin_ns))
+			return -1;
+		atomic_store(&rt->ctl_idle, 0);
+	}
+}
+
+RT static void check_hang(struct agent_runtime *rt)
+{
+	uint64_t begin = atomic_load(&rt->frame_begin_ns);
+	uint64_t seq = atomic_load(&rt->frame_seq);
+	if (!begin || seq == hang_fired_seq)
+		return;
+	uint64_t took = agent_now_ns() - begin;
+	if (took < rt->hang_ns)
+		return;
+	hang_fired_seq = seq;
+	char reason[AGENT_REASON_MAX];
+	snprintf(reason, sizeof(reason), "hang: a frame still running after %llu ms",
+		 (unsigned long long)(took / 1000000));
+	(void)agent_request_persist(AGENT_DETECT_HANG, reason, false);
+}
+
+RT static void *control_main(void *arg)
+{
+	struct agent_runtime *rt = arg;
+	lower_priority();
+	while (atomic_load(&rt->state) != 3) {
+		struct pollfd pfd[2] = { { rt->wake_fd, POLLIN, 0 }, { rt->listen_fd, POLLIN, 0 } };
+		int timeout = next_timeout(rt);
+		int r = poll(pfd, rt->listen_fd >= 0 ? 2 : 1, timeout);
+		atomic_store(&rt->ctl_idle, 0);
+		atomic_fetch_add_explicit(&rt->status.control_wakeups, 1, memory_order_relaxed);
+		if (r < 0 && errno != EINTR) {
+			log_err("jitt: control thread: poll: %s", strerror(errno));
+			break;
+		}
+		if (pfd[0].revents & POLLIN) {
+			uint64_t v;
+			(void)!read(rt->wake_fd, &v, sizeof(v));
+		}
+		if (atomic_load(&rt->state) == 3)
+			break;
+		if (rt->listen_fd >= 0 && (pfd[1].revents & POLLIN))
+			for (int i = 0; i < 8 && agent_ctl_serve_one(rt->listen_fd, handle_ctl, rt) == 0;
+			     i++)
+				;
+		check_hang(rt);
+		char path[AGENT_PATH_MAX];
+		handle_request(path, sizeof(path));
+		if (nrestart)
+			retry_restarts();
+	}
+	return NULL;
+}
+
+RT int agent_control_start(void)
+{
+	struct agent_runtime *rt = &agent_rt;
+	nrestart = 0;
+	hang_fired_seq = atomic_load(&rt->frame_seq);
+	rt->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (rt->wake_fd < 0)
+		return -errno;
+	/* The control socket is optional: status and trigger are lost without it, the
+	 * detectors are not. */
+	rt->listen_fd = -1;
+	if (agent_config_socket(&rt->cfg, getpid(), rt->socket_path, sizeof(rt->socket_path)) == 0) {
+		mkdir(rt->cfg.run_dir, 0755);
+		rt->listen_fd = agent_ctl_listen(rt->socket_path);
+		if (rt->listen_fd < 0)
+			log_warn("jitt: no control socket %s: %s", rt->socket_path,
+				 strerror(-rt->listen_fd));
+	}
+	char spool[AGENT_PATH_MAX];
+	if (agent_config_path(&rt->cfg, "spool", spool, sizeof(spool)) == 0)
+		mkdir(spool, 0700); /* jittd normally made it; a missing one fails the persist */
+
+	/* The control thread takes no signal of the app's. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int e = pthread_create(&rt->control, NULL, control_main, rt);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (e) {
+		agent_control_stop();
+		return -e;
+	}
+	return 0;
+}
+
+RT void agent_control_stop(void)
+{
+	struct agent_runtime *rt = &agent_rt;
+	if (rt->control) {
+		agent_wake_control();
+		pthread_join(rt->control, NULL);
+		rt->control = 0;
+	}
+	if (rt->listen_fd >= 0) {
+		close(rt->listen_fd);
+		unlink(rt->socket_path);
+		rt->listen_fd = -1;
+	}
+	if (rt->wake_fd >= 0) {
+		close(rt->wake_fd);
+		rt->wake_fd = -1;
+	}
+}

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agent/runtime/runtime.h - what libjitt's pieces share inside the process: the
+ * settings, the frame state the UI thread publishes for the detectors, the anomaly
+ * request handed to the control thread, and the status counters `jitt status PID` shows.
+ *
+ * Who writes what (every shared word is a C11 atomic):
+ *   frame_begin_ns, frame_seq   the thread in jitt_frame_begin/end (one frame thread)
+ *   request                     any thread (jitt_anomaly, the jank detector) or the
+ *                               control thread itself (hang, external trigger)
+ *   ctl_idle                    the control thread, when it sleeps with no deadline
+ */
+#ifndef JITT_AGENT_RUNTIME_H
+#define JITT_AGENT_RUNTIME_H
+
+#include "agent/config.h"
+#include "agent/marks.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#define RT __attribute__((no_instrument_function))
+#define AGENT_REASON_MAX 64
+
+/* The status counters, in the order `jitt status` prints them. */
+#define AGENT_STATUS_COUNTERS(X)                                                            \
+	X(anomaly_hang, "hang detector fired")                                             \
+	X(anomaly_jank, "jank detector fired")                                             \
+	X(anomaly_explicit, "jitt_anomaly() calls")                                        \
+	X(anomaly_external, "jitt trigger requests")                                       \
+	X(suppressed_cooldown, "anomalies within the cool-down, not persisted")            \
+	X(suppressed_pending, "anomalies while another was being persisted")               \
+	X(persisted, "trace files written")                                                \
+	X(persist_failed, "persists that failed (see the log)")                            \
+	X(threads_frozen, "rings frozen by a clean stop")                                  \
+	X(threads_copied, "rings copied because their thread was blocked")                 \
+	X(restart_retries, "rings restarted late (their thread answered late)")            \
+	X(trimmed, "old raw traces removed by the caps")                                   \
+	X(bytes_written, "bytes of trace files written")                                   \
+	X(last_persist_us, "freeze-to-file time of the last persist (us, with fsync)")     \
+	X(control_wakeups, "times the control thread woke up")                             \
+	X(refused, "control requests refused (not allowed)")
+
+struct agent_status {
+#define AGENT_STATUS_FIELD(name, help) _Atomic uint64_t name;
+	AGENT_STATUS_COUNTERS(AGENT_STATUS_FIELD)
+#undef AGENT_STATUS_FIELD
+};
+
+struct agent_runtime {
+	struct agent_config cfg;
+	_Atomic int state; /* 0 off, 1 starting, 2 running, 3 stopping */
+	pthread_t control;
+	int wake_fd;   /* eventfd: a request or a frame begin wakes the control thread */
+	int listen_fd; /* this process's control socket, -1 when it could not be made */
+	char socket_path[AGENT_PATH_MAX];
+
+	/* The frame thread's state, for the hang and jank detectors. */
+	_Atomic uint64_t frame_begin_ns; /* CLOCK_MONOTONIC of the open frame's begin; 0 none */
+	_Atomic uint64_t frame_seq;	 /* frames begun */
+	unsigned slow_in_a_row;	 /* consecutive frames over budget (frame thread only) */
+	uint64_t budget_ns, hang_ns, cooldown_ns;
+	_Atomic int ctl_idle; /* the control thread sleeps with no deadline: wake it */
+
+	/* One anomaly request at a time: 0 free, 1 being written, 2 ready for the control
+	 * thread. The detector is an enum agent_detector. */
+	_Atomic int request;
+	uint32_t request_detector;
+	char request_reason[AGENT_REASON_MAX];
+	_Atomic uint64_t last_persist_ns; /* CLOCK_MONOTONIC of the last persist's start */
+	char last_trace[AGENT_PATH_MAX];  /* control thread only */
+
+	struct agent_status status;
+};
+
+extern struct agent_runtime agent_rt;
+
+/* CLOCK_MONOTONIC in ns. */
+uint64_t agent_now_ns(void);
+
+/*
+ * Hand an anomaly to the control thread; mark_self: first put the anomaly mark into the
+ * calling thread's ring (a thread can only write its own). Returns 0, -EAGAIN within the
+ * cool-down or while another request waits (both counted, and then no mark is written),
+ * -ENODEV when the runtime is not running.
+ */
+int agent_request_persist(uint32_t detector, const char *reason, bool mark_self);
+
+/* Wake the control thread (one eventfd write, through the system call directly: an
+ * application's write() wrapper must not see it). */
+void agent_wake_control(void);
+
+/* The control thread (control.c). */
+int agent_control_start(void);
+void agent_control_stop(void);
+
+#endif

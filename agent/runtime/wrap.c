@@ -1,0 +1,269 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The blocking-call wrappers: wait-begin, wait-end and wake records around the calls a
+ * thread blocks in, so a summary can tell blocked from busy and who woke whom (Argus 3.1,
+ * AppInsight 5). They take effect when the program is linked with JITT_WRAP_LDFLAGS
+ * (agent/runtime/Kbuild: -Wl,--wrap=NAME for each function here), which sends every call
+ * of NAME, the C library's own included, to __wrap_NAME; __real_NAME is the original.
+ *
+ * Cost when the calling thread is not traced: one thread-local load and a branch, then
+ * the real call. When traced: two special records (2 slots each) around a wait; a mutex
+ * lock that does not have to wait records nothing (it tries first), and an unlock records
+ * a wake only when some traced thread may be waiting for that mutex.
+ *
+ * Keys name the object (agent/marks.h). A call inside another wrapped call (musl's sleep()
+ * calls nanosleep(); pthread_cond_wait() takes its mutex back) records nothing more.
+ */
+#define _GNU_SOURCE
+#include "agent/marks.h"
+#include "agent/runtime/runtime.h"
+#include "ringbuf/trace.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WRAP RT
+
+/* Inside a wrapped call already: the outer one records. */
+static __thread int in_wait __attribute__((tls_model(RB_TLS_MODEL)));
+
+WRAP static inline bool traced(void)
+{
+	return atomic_load_explicit(&rb_tls.pos, memory_order_relaxed) != 0;
+}
+
+/* Begins a wait record when the thread is traced; returns whether it did. */
+WRAP static inline bool wait_begin(uint32_t key)
+{
+	if (__builtin_expect(!traced(), 1) || in_wait)
+		return false;
+	in_wait = 1;
+	rb_special(RB_WAIT_BEGIN, key);
+	return true;
+}
+
+WRAP static inline void wait_end(bool began, uint32_t key)
+{
+	if (!began)
+		return;
+	rb_special(RB_WAIT_END, key);
+	in_wait = 0;
+}
+
+/* ---- mutexes ---- */
+
+/* Traced threads blocked on a mutex, by a hash of its key: an unlock looks here to know
+ * whether its wake record can matter. A collision costs only a spurious wake record. */
+static _Atomic unsigned mutex_waiters[256];
+#define WAITERS(key) (&mutex_waiters[((key) >> 2) & 255])
+
+int __real_pthread_mutex_lock(pthread_mutex_t *m);
+int __real_pthread_mutex_unlock(pthread_mutex_t *m);
+
+WRAP int __wrap_pthread_mutex_lock(pthread_mutex_t *m)
+{
+	if (__builtin_expect(!traced(), 1) || in_wait)
+		return __real_pthread_mutex_lock(m);
+	int r = pthread_mutex_trylock(m);
+	if (r != EBUSY)
+		return r;
+	uint32_t key = agent_key_object(m);
+	atomic_fetch_add_explicit(WAITERS(key), 1, memory_order_relaxed);
+	bool began = wait_begin(key);
+	r = __real_pthread_mutex_lock(m);
+	wait_end(began, key);
+	atomic_fetch_sub_explicit(WAITERS(key), 1, memory_order_relaxed);
+	return r;
+}
+
+WRAP int __wrap_pthread_mutex_unlock(pthread_mutex_t *m)
+{
+	int r = __real_pthread_mutex_unlock(m);
+	if (__builtin_expect(traced(), 0) && !in_wait) {
+		uint32_t key = agent_key_object(m);
+		if (atomic_load_explicit(WAITERS(key), memory_order_relaxed))
+			rb_special(RB_WAKE, key);
+	}
+	return r;
+}
+
+/* ---- condition variables ---- */
+
+int __real_pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m);
+int __real_pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
+				  const struct timespec *t);
+int __real_pthread_cond_signal(pthread_cond_t *c);
+int __real_pthread_cond_broadcast(pthread_cond_t *c);
+
+WRAP int __wrap_pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+{
+	uint32_t key = agent_key_object(c);
+	bool began = wait_begin(key);
+	int r = __real_pthread_cond_wait(c, m);
+	wait_end(began, key);
+	return r;
+}
+
+WRAP int __wrap_pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
+				       const struct timespec *t)
+{
+	uint32_t key = agent_key_object(c);
+	bool began = wait_begin(key);
+	int r = __real_pthread_cond_timedwait(c, m, t);
+	wait_end(began, key);
+	return r;
+}
+
+/* The wake is recorded before the signal, so its time is before the waiter's wait end. */
+WRAP int __wrap_pthread_cond_signal(pthread_cond_t *c)
+{
+	if (__builtin_expect(traced(), 0))
+		rb_special(RB_WAKE, agent_key_object(c));
+	return __real_pthread_cond_signal(c);
+}
+
+WRAP int __wrap_pthread_cond_broadcast(pthread_cond_t *c)
+{
+	if (__builtin_expect(traced(), 0))
+		rb_special(RB_WAKE, agent_key_object(c));
+	return __real_pthread_cond_broadcast(c);
+}
+
+/* ---- sleeps ---- */
+
+int __real_nanosleep(const struct timespec *req, struct timespec *rem);
+int __real_clock_nanosleep(clockid_t clk, int flags, const struct timespec *req,
+			   struct timespec *rem);
+int __real_usleep(useconds_t us);
+unsigned __real_sleep(unsigned s);
+
+WRAP int __wrap_nanosleep(const struct timespec *req, struct timespec *rem)
+{
+	bool began = wait_begin(AGENT_KEY_SLEEP);
+	int r = __real_nanosleep(req, rem);
+	wait_end(began, AGENT_KEY_SLEEP);
+	return r;
+}
+
+WRAP int __wrap_clock_nanosleep(clockid_t clk, int flags, const struct timespec *req,
+				struct timespec *rem)
+{
+	bool began = wait_begin(AGENT_KEY_SLEEP);
+	int r = __real_clock_nanosleep(clk, flags, req, rem);
+	wait_end(began, AGENT_KEY_SLEEP);
+	return r;
+}
+
+WRAP int __wrap_usleep(useconds_t us)
+{
+	bool began = wait_begin(AGENT_KEY_SLEEP);
+	int r = __real_usleep(us);
+	wait_end(began, AGENT_KEY_SLEEP);
+	return r;
+}
+
+WRAP unsigned __wrap_sleep(unsigned s)
+{
+	bool began = wait_begin(AGENT_KEY_SLEEP);
+	unsigned r = __real_sleep(s);
+	wait_end(began, AGENT_KEY_SLEEP);
+	return r;
+}
+
+/* ---- waiting for file descriptors (a zero timeout never blocks: nothing recorded) ---- */
+
+int __real_poll(struct pollfd *fds, nfds_t n, int timeout);
+int __real_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t, const sigset_t *mask);
+int __real_select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *t);
+int __real_pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t,
+		   const sigset_t *mask);
+int __real_epoll_wait(int ep, struct epoll_event *ev, int max, int timeout);
+int __real_epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout,
+		       const sigset_t *mask);
+ssize_t __real_read(int fd, void *buf, size_t n);
+ssize_t __real_write(int fd, const void *buf, size_t n);
+
+WRAP static inline uint32_t first_fd(const struct pollfd *fds, nfds_t n)
+{
+	return AGENT_KEY_FD(n ? fds[0].fd : -1);
+}
+
+WRAP int __wrap_poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+	uint32_t key = first_fd(fds, n);
+	bool began = timeout != 0 && wait_begin(key);
+	int r = __real_poll(fds, n, timeout);
+	wait_end(began, key);
+	return r;
+}
+
+WRAP int __wrap_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t,
+		      const sigset_t *mask)
+{
+	uint32_t key = first_fd(fds, n);
+	bool began = !(t && !t->tv_sec && !t->tv_nsec) && wait_begin(key);
+	int r = __real_ppoll(fds, n, t, mask);
+	wait_end(began, key);
+	return r;
+}
+
+WRAP int __wrap_select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *t)
+{
+	uint32_t key = AGENT_KEY_FD(n - 1);
+	bool began = !(t && !t->tv_sec && !t->tv_usec) && wait_begin(key);
+	int r = __real_select(n, rd, wr, ex, t);
+	wait_end(began, key);
+	return r;
+}
+
+WRAP int __wrap_pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *t,
+			const sigset_t *mask)
+{
+	uint32_t key = AGENT_KEY_FD(n - 1);
+	bool began = !(t && !t->tv_sec && !t->tv_nsec) && wait_begin(key);
+	int r = __real_pselect(n, rd, wr, ex, t, mask);
+	wait_end(began, key);
+	return r;
+}
+
+WRAP int __wrap_epoll_wait(int ep, struct epoll_event *ev, int max, int timeout)
+{
+	bool began = timeout != 0 && wait_begin(AGENT_KEY_FD(ep));
+	int r = __real_epoll_wait(ep, ev, max, timeout);
+	wait_end(began, AGENT_KEY_FD(ep));
+	return r;
+}
+
+WRAP int __wrap_epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout,
+			    const sigset_t *mask)
+{
+	bool began = timeout != 0 && wait_begin(AGENT_KEY_FD(ep));
+	int r = __real_epoll_pwait(ep, ev, max, timeout, mask);
+	wait_end(began, AGENT_KEY_FD(ep));
+	return r;
+}
+
+/* ---- reads and writes: a pipe, socket or slow device blocks here ---- */
+
+WRAP ssize_t __wrap_read(int fd, void *buf, size_t n)
+{
+	bool began = wait_begin(AGENT_KEY_FD(fd));
+	ssize_t r = __real_read(fd, buf, n);
+	wait_end(began, AGENT_KEY_FD(fd));
+	return r;
+}
+
+WRAP ssize_t __wrap_write(int fd, const void *buf, size_t n)
+{
+	bool began = wait_begin(AGENT_KEY_FD(fd));
+	ssize_t r = __real_write(fd, buf, n);
+	wait_end(began, AGENT_KEY_FD(fd));
+	return r;
+}

@@ -1,0 +1,443 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libjitt's runtime (agent/runtime/): the blocking-call wrappers, the detectors, the
+ * control thread's persist cycle, its cool-down and caps, and the control socket. Linked
+ * into runtime-tests with the wrap flags, as an app is.
+ */
+#include "harness.h"
+#include "agent/ctl.h"
+#include "agent/jitt.h"
+#include "agent/marks.h"
+#include "agent/runtime/runtime.h"
+#include "ringbuf/ring.h"
+#include "ringbuf/trace.h"
+#include "ringbuf/tracefile.h"
+#include "tests/traced.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- helpers ---- */
+
+static char conf_path[512], spool[512];
+
+/* A config in this test's temporary folder; extra: more `key = value` lines. */
+static const char *setup(const char *extra)
+{
+	const char *dir = test_tmpdir();
+	char data[400];
+	snprintf(data, sizeof(data), "%s/data", dir);
+	snprintf(spool, sizeof(spool), "%s/spool", data);
+	mkdir(data, 0700);
+	mkdir(spool, 0700);
+	snprintf(conf_path, sizeof(conf_path), "%s/jitt.conf", dir);
+	FILE *f = fopen(conf_path, "w");
+	fprintf(f, "data_dir = %s\nrun_dir = %s/run\nlog_level = error\nmax_threads = 8\n%s",
+		data, dir, extra);
+	fclose(f);
+	return conf_path;
+}
+
+static int count_traces(char *newest, size_t size)
+{
+	DIR *d = opendir(spool);
+	int n = 0;
+	time_t best = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (len < 4 || strcmp(e->d_name + len - 4, ".jtr"))
+			continue;
+		n++;
+		char p[1024];
+		struct stat st;
+		snprintf(p, sizeof(p), "%s/%s", spool, e->d_name);
+		if (newest && stat(p, &st) == 0 && st.st_mtime >= best) {
+			best = st.st_mtime;
+			snprintf(newest, size, "%s", p);
+		}
+	}
+	if (d)
+		closedir(d);
+	return n;
+}
+
+static void nap_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+	nanosleep(&ts, NULL);
+}
+
+/* Wait (up to 10 s) until the runtime has persisted `n` traces in all. */
+static int wait_persisted(uint64_t n)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (atomic_load(&agent_rt.status.persisted) +
+			    atomic_load(&agent_rt.status.persist_failed) >=
+		    n)
+			return 1;
+		nap_ms(10);
+	}
+	return 0;
+}
+
+/* Busy (not blocked) for about `ms` milliseconds, with a traced call now and then: few
+ * enough that the ring does not wrap over the frame marks. */
+static void busy_ms(int ms)
+{
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (unsigned i = 0;; i++) {
+		if (i % 256 == 0)
+			traced_empty();
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= ms)
+			break;
+	}
+}
+
+/* The events of one thread (by name) of a trace file; count of them, or -1. */
+static int thread_events(const struct rb_trace *t, const char *name, struct rb_event **ev)
+{
+	for (uint32_t i = 0; i < t->nthreads; i++) {
+		if (strcmp(t->threads[i].name, name))
+			continue;
+		size_t n;
+		if (rb_decode(&t->threads[i].view, t->ref_ticks, ev, &n, NULL))
+			return -1;
+		return (int)n;
+	}
+	return -1;
+}
+
+static int count_kind(const struct rb_event *ev, int n, int kind, uint32_t arg)
+{
+	int c = 0;
+	for (int i = 0; i < n; i++)
+		c += ev[i].kind == kind && ev[i].arg == arg;
+	return c;
+}
+
+/* ---- the wrappers ---- */
+
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int ready, done_fd[2];
+
+/* Signals the condition after a while, then holds the mutex for a while, then blocks in
+ * read() until the test is done with the freeze. */
+static void *waker(void *arg)
+{
+	(void)arg;
+	jitt_thread_name("t-waker");
+	jitt_trace_thread(true);
+	nap_ms(30);
+	pthread_mutex_lock(&m);
+	ready = 1;
+	pthread_cond_signal(&cv);
+	pthread_mutex_unlock(&m);
+	nap_ms(10);
+	pthread_mutex_lock(&m);
+	ready = 2;
+	nap_ms(30); /* the main thread is waiting for the mutex now */
+	pthread_mutex_unlock(&m);
+	char c;
+	(void)!read(done_fd[0], &c, 1);
+	jitt_trace_thread(false);
+	rb_thread_unregister();
+	return NULL;
+}
+
+/* Freeze every ring into a trace file in the folder given in arg (replaced by the file's
+ * path, or emptied on failure). */
+static void *freeze_all(void *arg)
+{
+	char *path = arg, dir[512];
+	snprintf(dir, sizeof(dir), "%s", path);
+	struct rb_ring *rings[8];
+	struct rb_frozen fr[8];
+	int errs[8], nok = 0;
+	rb_lock();
+	int n = rb_rings(rings, 8);
+	rb_stop_many(rings, n, 10, fr, errs);
+	for (int i = 0; i < n; i++)
+		if (!errs[i])
+			fr[nok++] = fr[i];
+	if (nok != 2 || rb_trace_write(dir, "wrappers", fr, nok, path, 512))
+		path[0] = 0;
+	for (int i = 0; i < nok; i++)
+		rb_frozen_release(&fr[i]);
+	rb_unlock();
+	return NULL;
+}
+
+TEST(runtime_wrappers_record_waits_and_who_woke_whom)
+{
+	const char *dir = test_tmpdir();
+	CHECK_EQ_INT(pipe(done_fd), 0);
+	CHECK_EQ_INT(jitt_thread_name("t-main"), 0);
+	CHECK_EQ_INT(jitt_trace_thread(true), 0);
+	pthread_t th;
+	pthread_create(&th, NULL, waker, NULL);
+	pthread_mutex_lock(&m);
+	while (ready != 1)
+		pthread_cond_wait(&cv, &m); /* a wait; the waker's signal is its wake */
+	pthread_mutex_unlock(&m);
+	while (ready != 2)
+		sched_yield();
+	pthread_mutex_lock(&m); /* contended: a wait, and the waker's unlock a wake */
+	pthread_mutex_unlock(&m);
+	usleep(1000); /* one sleep, though musl's usleep calls nanosleep */
+
+	/* Frozen by an untraced thread, as the control thread would: the freeze's own naps
+	 * must not land in this thread's ring. */
+	char path[512];
+	snprintf(path, sizeof(path), "%s", dir);
+	pthread_t fz;
+	pthread_create(&fz, NULL, freeze_all, path);
+	pthread_join(fz, NULL);
+	CHECK(path[0] != 0);
+	(void)!write(done_fd[1], "x", 1);
+	pthread_join(th, NULL);
+	jitt_trace_thread(false);
+	rb_thread_unregister();
+
+	struct rb_trace t;
+	char err[200];
+	CHECK_EQ_INT(rb_trace_open(path, &t, err, sizeof(err)), 0);
+	struct rb_event *me = NULL, *other = NULL;
+	int nme = thread_events(&t, "t-main", &me), nother = thread_events(&t, "t-waker", &other);
+	CHECK(nme > 0 && nother > 0);
+	uint32_t kc = agent_key_object(&cv), km = agent_key_object(&m);
+	CHECK_EQ_INT(count_kind(me, nme, RB_EV_WAIT_BEGIN, kc), 1);
+	CHECK_EQ_INT(count_kind(me, nme, RB_EV_WAIT_END, kc), 1);
+	CHECK_EQ_INT(count_kind(other, nother, RB_EV_WAKE, kc), 1);
+	CHECK_EQ_INT(count_kind(me, nme, RB_EV_WAIT_BEGIN, km), 1);
+	CHECK(count_kind(other, nother, RB_EV_WAKE, km) >= 1);
+	CHECK_EQ_INT(count_kind(me, nme, RB_EV_WAIT_BEGIN, AGENT_KEY_SLEEP), 1);
+	CHECK_EQ_INT(count_kind(me, nme, RB_EV_WAIT_END, AGENT_KEY_SLEEP), 1);
+	/* The wake comes before the wait's end, the wait's begin before the wake. */
+	uint64_t wb = 0, we = 0, wk = 0;
+	for (int i = 0; i < nme; i++)
+		if (me[i].arg == kc)
+			*(me[i].kind == RB_EV_WAIT_BEGIN ? &wb : &we) = me[i].ts;
+	for (int i = 0; i < nother; i++)
+		if (other[i].kind == RB_EV_WAKE && other[i].arg == kc)
+			wk = other[i].ts;
+	CHECK(wb < wk && wk <= we);
+	/* The waker's read() blocked through the freeze: its wait is still open. */
+	CHECK_EQ_INT(count_kind(other, nother, RB_EV_WAIT_BEGIN, AGENT_KEY_FD(done_fd[0])), 1);
+	free(me);
+	free(other);
+	rb_trace_close(&t);
+	close(done_fd[0]);
+	close(done_fd[1]);
+}
+
+TEST(runtime_wrappers_record_nothing_for_untraced_threads)
+{
+	/* Off: the real calls, nothing written (there is no ring to write into). */
+	CHECK_EQ_U64(atomic_load(&rb_tls.pos), 0);
+	pthread_mutex_lock(&m);
+	pthread_mutex_unlock(&m);
+	usleep(100);
+	CHECK_EQ_U64(atomic_load(&rb_tls.pos), 0);
+}
+
+/* ---- init, the detectors, the persist cycle ---- */
+
+TEST(runtime_init_errors)
+{
+	CHECK_EQ_INT(jitt_anomaly("too early"), -ENODEV);
+	const char *dir = test_tmpdir();
+	char bad[512];
+	snprintf(bad, sizeof(bad), "%s/bad.conf", dir);
+	FILE *f = fopen(bad, "w");
+	fprintf(f, "hang_ms = soon\n");
+	fclose(f);
+	CHECK_EQ_INT(jitt_init(bad), -EINVAL);
+	CHECK_EQ_INT(jitt_anomaly("not running"), -ENODEV);
+	snprintf(bad, sizeof(bad), "%s/missing.conf", dir);
+	CHECK_EQ_INT(jitt_init(bad), -ENOENT);
+	CHECK_EQ_INT(jitt_init(setup("")), 0);
+	CHECK_EQ_INT(jitt_init(conf_path), -EALREADY);
+	CHECK(strchr(jitt_version(), '.') != NULL);
+	jitt_shutdown();
+	jitt_shutdown(); /* twice is fine */
+}
+
+TEST(runtime_hang_detector_fires_while_the_frame_still_runs)
+{
+	CHECK_EQ_INT(jitt_init(setup("hang_ms = 100\n")), 0);
+	jitt_thread_name("ui");
+	jitt_trace_thread(true);
+	jitt_frame_begin();
+	for (int i = 0; i < 200 && !atomic_load(&agent_rt.status.persisted); i++)
+		busy_ms(10);
+	jitt_frame_end();
+	jitt_trace_thread(false);
+	CHECK_EQ_U64(atomic_load(&agent_rt.status.anomaly_hang), 1);
+	CHECK_EQ_U64(atomic_load(&agent_rt.status.persisted), 1);
+	char path[1024] = "";
+	CHECK_EQ_INT(count_traces(path, sizeof(path)), 1);
+	jitt_shutdown();
+	rb_thread_unregister();
+
+	struct rb_trace t;
+	char err[200];
+	CHECK_EQ_INT(rb_trace_open(path, &t, err, sizeof(err)), 0);
+	CHECK(strncmp(t.reason, "hang: a frame still running after ", 34) == 0);
+	struct rb_event *ev = NULL;
+	int n = thread_events(&t, "ui", &ev);
+	/* The ring was frozen inside the frame: it begins and never ends. */
+	CHECK_EQ_INT(count_kind(ev, n, RB_EV_MARK, AGENT_MARK_FRAME_BEGIN), 1);
+	CHECK_EQ_INT(count_kind(ev, n, RB_EV_MARK, AGENT_MARK_FRAME_END), 0);
+	free(ev);
+	rb_trace_close(&t);
+}
+
+static void frame_of(int ms)
+{
+	jitt_frame_begin();
+	busy_ms(ms);
+	jitt_frame_end();
+}
+
+TEST(runtime_jank_detector_needs_k_consecutive_slow_frames)
+{
+	CHECK_EQ_INT(jitt_init(setup("frame_budget_us = 1000\njank_frames = 3\n")), 0);
+	jitt_thread_name("ui");
+	jitt_trace_thread(true);
+	frame_of(3);
+	frame_of(3);
+	frame_of(0); /* the run of slow frames is broken */
+	frame_of(3);
+	frame_of(3);
+	nap_ms(50);
+	CHECK_EQ_U64(atomic_load(&agent_rt.status.anomaly_jank), 0);
+	frame_of(3); /* the third in a row */
+	CHECK(wait_persisted(1));
+	jitt_trace_thread(false);
+	CHECK_EQ_U64(atomic_load(&agent_rt.status.anomaly_jank), 1);
+	char path[1024] = "";
+	CHECK_EQ_INT(count_traces(path, sizeof(path)), 1);
+	jitt_shutdown();
+	rb_thread_unregister();
+
+	struct rb_trace t;
+	char err[200];
+	CHECK_EQ_INT(rb_trace_open(path, &t, err, sizeof(err)), 0);
+	CHECK(strncmp(t.reason, "jank: 3 frames over 1000 us", 27) == 0);
+	struct rb_event *ev = NULL;
+	int n = thread_events(&t, "ui", &ev);
+	CHECK_EQ_INT(count_kind(ev, n, RB_EV_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_JANK), 1);
+	/* The mark follows the sixth frame's end: the summary's slow frame is that one. */
+	int ends = 0;
+	for (int i = 0; i < n; i++) {
+		if (ev[i].kind == RB_EV_MARK && ev[i].arg == AGENT_MARK_FRAME_END)
+			ends++;
+		if (ev[i].kind == RB_EV_MARK && agent_mark_is_anomaly(ev[i].arg))
+			CHECK_EQ_INT(ends, 6);
+	}
+	free(ev);
+	rb_trace_close(&t);
+}
+
+static void *flood(void *arg)
+{
+	(void)arg;
+	jitt_trace_thread(true);
+	for (int i = 0; i < 100; i++)
+		jitt_anomaly("flood");
+	jitt_trace_thread(false);
+	rb_thread_unregister();
+	return NULL;
+}
+
+TEST(runtime_cooldown_holds_under_a_flood_of_anomalies)
+{
+	CHECK_EQ_INT(jitt_init(setup("cooldown_ms = 60000\n")), 0);
+	jitt_trace_thread(true); /* a ring to persist after the flood threads are gone */
+	pthread_t a, b;
+	pthread_create(&a, NULL, flood, NULL);
+	pthread_create(&b, NULL, flood, NULL);
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	CHECK(wait_persisted(1));
+	nap_ms(50);
+	struct agent_status *st = &agent_rt.status;
+	CHECK_EQ_U64(atomic_load(&st->anomaly_explicit), 200);
+	CHECK_EQ_U64(atomic_load(&st->persisted) + atomic_load(&st->persist_failed), 1);
+	CHECK_EQ_U64(atomic_load(&st->suppressed_cooldown) + atomic_load(&st->suppressed_pending),
+		     199);
+	CHECK_EQ_INT(count_traces(NULL, 0), 1);
+	jitt_trace_thread(false);
+	jitt_shutdown();
+	rb_thread_unregister();
+}
+
+TEST(runtime_cap_on_traces_kept_removes_the_oldest)
+{
+	CHECK_EQ_INT(jitt_init(setup("cooldown_ms = 0\nmax_traces = 3\n")), 0);
+	jitt_thread_name("ui");
+	jitt_trace_thread(true);
+	for (int i = 0; i < 10; i++) {
+		traced_empty();
+		CHECK_EQ_INT(jitt_anomaly("again"), 0);
+		CHECK(wait_persisted((uint64_t)i + 1));
+	}
+	jitt_trace_thread(false);
+	CHECK_EQ_U64(atomic_load(&agent_rt.status.persisted), 10);
+	CHECK_EQ_INT(count_traces(NULL, 0), 3);
+	CHECK_EQ_U64(atomic_load(&agent_rt.status.trimmed), 7);
+	jitt_shutdown();
+	rb_thread_unregister();
+}
+
+TEST(runtime_trigger_and_status_over_the_control_socket)
+{
+	CHECK_EQ_INT(jitt_init(setup("")), 0);
+	if (agent_rt.listen_fd < 0) {
+		printf("  (no control socket here: %s; the socket part is not tested)\n",
+		       agent_rt.socket_path);
+		jitt_shutdown();
+		return;
+	}
+	jitt_thread_name("ui");
+	jitt_trace_thread(true);
+	traced_empty();
+	char reply[AGENT_CTL_REPLY];
+	CHECK_EQ_INT(agent_ctl_request(agent_rt.socket_path, "trigger", "from a test", reply,
+				       sizeof(reply), 5000),
+		     0);
+	CHECK(strncmp(reply, "trace ", 6) == 0);
+	CHECK_EQ_INT(count_traces(NULL, 0), 1);
+	CHECK_EQ_INT(agent_ctl_request(agent_rt.socket_path, "status", NULL, reply, sizeof(reply),
+				       5000),
+		     0);
+	CHECK(strstr(reply, "anomaly_external 1\n") != NULL);
+	CHECK(strstr(reply, "persisted 1\n") != NULL);
+	CHECK_EQ_INT(agent_ctl_request(agent_rt.socket_path, "frobnicate", NULL, reply,
+				       sizeof(reply), 5000),
+		     -EINVAL);
+	jitt_trace_thread(false);
+	char sock[AGENT_PATH_MAX];
+	snprintf(sock, sizeof(sock), "%s", agent_rt.socket_path);
+	jitt_shutdown();
+	rb_thread_unregister();
+	CHECK(access(sock, F_OK) != 0); /* removed at shutdown */
+
+	struct rb_trace t;
+	char err[200], path[1024];
+	count_traces(path, sizeof(path));
+	CHECK_EQ_INT(rb_trace_open(path, &t, err, sizeof(err)), 0);
+	CHECK_STR(t.reason, "external: from a test");
+	rb_trace_close(&t);
+}
