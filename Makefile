@@ -253,10 +253,12 @@ endif
 # The trace point's instructions are counted in this board's build and in the aarch64 and
 # armv7 ones (tests/count-trace-insns.sh).
 INSN_BOARDS ?= $(sort $(BOARD) qemu-virt-aarch64 rpi3-armv7)
-bench: $(obj)/bin/bench-timer $(obj)/bin/bench-trace $(obj)/bin/bench-summary $(obj)/bin/jitt
+bench: $(obj)/bin/bench-timer $(obj)/bin/bench-trace $(obj)/bin/bench-summary $(obj)/bin/jitt \
+	$(obj)/bin/bench-freeze
 	$(Q)$(QEMU_USER) $(obj)/bin/bench-timer
 	$(Q)$(QEMU_USER) $(obj)/bin/bench-trace
 	$(Q)echo; $(if $(QEMU_USER),echo "bench-summary: host only",$(obj)/bin/bench-summary $(obj)/bin/jitt)
+	$(Q)echo; $(if $(QEMU_USER),echo "bench-freeze: host only",$(obj)/bin/bench-freeze $(obj)/bench-freeze)
 	$(Q)echo; $(if $(QEMU_USER),echo "callgrind: host only",sh tests/callgrind-trace.sh $(obj)/bin/bench-trace)
 	$(Q)for b in $(INSN_BOARDS); do \
 		$(MAKE) BOARD=$$b O=build/$$b all >/dev/null || exit 1; \

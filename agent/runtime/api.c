@@ -191,6 +191,7 @@ RT int agent_request_persist(uint32_t detector, const char *reason, bool mark_se
 	if (mark_self)
 		rb_special(RB_MARK, AGENT_MARK_ANOMALY | detector);
 	rt->request_detector = detector;
+	rt->request_ns = agent_now_ns();
 	snprintf(rt->request_reason, sizeof(rt->request_reason), "%s", reason);
 	atomic_store_explicit(&rt->request, 2, memory_order_release);
 	agent_wake_control();

@@ -39,7 +39,8 @@
 	X(restart_retries, "rings restarted late (their thread answered late)")            \
 	X(trimmed, "old raw traces removed by the caps")                                   \
 	X(bytes_written, "bytes of trace files written")                                   \
-	X(last_persist_us, "freeze-to-file time of the last persist (us, with fsync)")     \
+	X(last_freeze_us, "anomaly-to-freeze time of the last persist (us)")               \
+	X(last_persist_us, "anomaly-to-file time of the last persist (us, with fsync)")    \
 	X(control_wakeups, "times the control thread woke up")                             \
 	X(refused, "control requests refused (not allowed)")
 
@@ -68,6 +69,7 @@ struct agent_runtime {
 	 * thread. The detector is an enum agent_detector. */
 	_Atomic int request;
 	uint32_t request_detector;
+	uint64_t request_ns; /* when the request was published (CLOCK_MONOTONIC) */
 	char request_reason[AGENT_REASON_MAX];
 	_Atomic uint64_t last_persist_ns; /* CLOCK_MONOTONIC of the last persist's start */
 	char last_trace[AGENT_PATH_MAX];  /* control thread only */
