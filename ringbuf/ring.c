@@ -398,11 +398,15 @@ NO_INSTR static int finish_stop(struct rb_ring *r, bool answered_now, struct rb_
 {
 	struct rb_tls *t = r->tls;
 	if (answered_now) {
+		out->frozen_ticks = hal_timer_now();
 		freeze_in_place(r, atomic_load_explicit(&t->limit, memory_order_acquire), out);
 		r->state = RB_OFF;
 		return 0;
 	}
 	int err = validated_copy(r, out);
+	/* A copied thread was still inside its open calls (blocked, or busy without a trace
+	 * point) when the copy was validated: they ran at least until now. */
+	out->frozen_ticks = hal_timer_now();
 	if (err == -EINPROGRESS) {
 		/* It answered while we copied: pos went 0 after limit took the answer, both
 		 * with release, so the answer is visible now. */

@@ -30,6 +30,7 @@ struct rb_frozen {
 	uint64_t valid; /* slots before `end` (circularly) that hold whole records */
 	uint32_t laps;  /* times the ring wrapped since tracing started */
 	bool copied;    /* a validated copy: the thread did not reach a trace point in time */
+	uint64_t frozen_ticks; /* the timer when it was frozen: its open calls ran until then */
 	pid_t tid;
 	char name[RB_NAME_MAX];
 	void *copy; /* owned buffer of a copy, freed by rb_frozen_release */

@@ -34,7 +34,8 @@ struct file_header {
 	uint32_t nmodules;
 	uint32_t nthreads;
 	uint32_t reason_len;
-	uint8_t reserved[24];
+	uint64_t frozen_ticks;
+	uint8_t reserved[16];
 };
 
 struct file_module {
@@ -211,6 +212,9 @@ int rb_trace_write(const char *dir, const char *reason, const struct rb_frozen *
 	h.ref_ticks = hal_timer_now();
 	h.ref_monotonic_ns = clock_ns(CLOCK_MONOTONIC);
 	h.pid = (uint32_t)getpid();
+	for (int i = 0; i < nthreads; i++) /* the last of the rings' freezes */
+		if (threads[i].frozen_ticks > h.frozen_ticks && threads[i].frozen_ticks <= h.ref_ticks)
+			h.frozen_ticks = threads[i].frozen_ticks;
 	h.nmodules = mods->n;
 	h.nthreads = (uint32_t)nthreads;
 	h.reason_len = reason ? (uint32_t)strnlen(reason, 4096) : 0;
@@ -432,6 +436,8 @@ int rb_trace_parse(const void *data, size_t size, struct rb_trace *t, char *err,
 	t->ref_ticks = h.ref_ticks;
 	t->ref_realtime_ns = h.ref_realtime_ns;
 	t->ref_monotonic_ns = h.ref_monotonic_ns;
+	/* Only a freeze before the file was written makes sense; anything else is unknown. */
+	t->frozen_ticks = h.frozen_ticks <= h.ref_ticks ? h.frozen_ticks : 0;
 	t->pid = h.pid;
 	t->nmodules = h.nmodules;
 	t->nthreads = h.nthreads;

@@ -42,6 +42,7 @@ struct rb_trace {
 	uint64_t ref_ticks;           /* the timer when the file was written... */
 	uint64_t ref_realtime_ns;     /* ...with CLOCK_REALTIME... */
 	uint64_t ref_monotonic_ns;    /* ...and CLOCK_MONOTONIC, read together */
+	uint64_t frozen_ticks;        /* the timer when the rings were frozen; 0: not known */
 	uint32_t pid;
 	const char *reason;           /* NUL-terminated */
 	uint32_t nmodules, nthreads;
