@@ -19,6 +19,7 @@
 #include <semaphore.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -256,6 +257,10 @@ static SIM_UNTRACED void *peer_main(void *arg)
  */
 static SIM_UNTRACED void thread_setup(const char *name)
 {
+	/* Background priority, as Android gives its background threads (nice 10): a task
+	 * the UI thread posts must not preempt the frame that posted it. Linux's nice is
+	 * per thread. */
+	setpriority(PRIO_PROCESS, 0, 10);
 	int err = jitt_thread_name(name);
 	if (!err && sim_opt.trace)
 		err = jitt_trace_thread(true);
