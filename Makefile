@@ -142,8 +142,9 @@ FORCE:
 -include $(patsubst %.o,$(obj)/%.d,$(sort $(foreach p,$(progs-y),$($(p)-objs))))
 
 # ---- running ----
-run: $(obj)/bin/jitt
-	$(Q)$(QEMU_USER) $(obj)/bin/jitt hal
+# `run`: the story, end to end (sim/demo.sh): jittd, the sim app, a jank, its summary.
+run: $(obj)/bin/jitt $(obj)/bin/jittd $(obj)/bin/jank-sim
+	$(Q)sh sim/demo.sh $(obj)/bin "$(QEMU_USER)"
 
 # `check`: this board's tests, natively or under its qemu-user.
 check: all
@@ -292,7 +293,7 @@ distclean:
 help:
 	@echo "make [BOARD=name] [O=dir] [V=1] target"
 	@echo "  all (default)  build $(BOARD)'s programs into $(O)/bin"
-	@echo "  run            build and run jitt hal (under qemu-user for ARM boards)"
+	@echo "  run            the demo: jittd, the sim app, a jank, its summary (sim/demo.sh)"
 	@echo "  test           tests on the host, under qemu-user and in qemu-system boards"
 	@echo "  check          this board's tests only"
 	@echo "  boot-test      this board's tests inside its kernel under qemu-system"

@@ -100,8 +100,10 @@ static long long sns(const struct summary *s, int64_t ticks)
 }
 
 /* The functions table last in the writing, first in the file: the body is written to a
- * memory stream, then the header and the table, then the body. */
-int summary_write_json(FILE *out, const struct summary *s, struct agent_symbols *syms)
+ * memory stream, then the header and the table, then the body. Only the first ncontexts
+ * ranked contexts are written. */
+static int write_json(FILE *out, const struct summary *s, struct agent_symbols *syms,
+		      size_t ncontexts)
 {
 	char *body = NULL;
 	size_t size = 0;
@@ -135,7 +137,7 @@ int summary_write_json(FILE *out, const struct summary *s, struct agent_symbols 
 		json_chain(b, s, &ft, &s->chains[i]);
 	}
 	fputs("],\"contexts\":[", b);
-	for (size_t i = 0; i < s->ncontexts; i++) {
+	for (size_t i = 0; i < ncontexts; i++) {
 		const struct summary_context *c = &s->contexts[i];
 		fprintf(b, "%s{\"cost_ns\":%lld,\"path\":[", i ? "," : "", sns(s, c->cost));
 		for (size_t j = 0; j < c->n; j++)
@@ -167,7 +169,10 @@ int summary_write_json(FILE *out, const struct summary *s, struct agent_symbols 
 		json_chain(b, s, &ft, &h->chain);
 		fputc('}', b);
 	}
-	fputs("]}\n", b);
+	fputc(']', b);
+	if (ncontexts < s->ncontexts)
+		fprintf(b, ",\"contexts_left_out\":%zu", s->ncontexts - ncontexts);
+	fputs("}\n", b);
 	if (fclose(b) != 0) {
 		free(body);
 		free(ft.key);
@@ -217,6 +222,34 @@ int summary_write_json(FILE *out, const struct summary *s, struct agent_symbols 
 	free(body);
 	free(ft.key);
 	return ferror(out) ? -EIO : 0;
+}
+
+/*
+ * The summary is often the only thing that leaves the phone: it stays within
+ * SUMMARY_JSON_MAX bytes. Deep call paths make the ranked contexts the part that grows, so
+ * the lowest-ranked ones are left out (and counted) until it fits.
+ */
+int summary_write_json(FILE *out, const struct summary *s, struct agent_symbols *syms)
+{
+	size_t n = s->ncontexts;
+	for (;;) {
+		char *buf = NULL;
+		size_t size = 0;
+		FILE *m = open_memstream(&buf, &size);
+		if (!m)
+			return -ENOMEM;
+		int err = write_json(m, s, syms, n);
+		if (fclose(m) != 0 && !err)
+			err = -ENOMEM;
+		if (!err && (size <= SUMMARY_JSON_MAX || n == 0)) {
+			fwrite(buf, 1, size, out);
+			err = ferror(out) ? -EIO : 0;
+		}
+		free(buf);
+		if (err || size <= SUMMARY_JSON_MAX || n == 0)
+			return err;
+		n--;
+	}
 }
 
 /* ---- text ---- */

@@ -14,6 +14,9 @@
 
 #define SUMMARY_SCHEMA	"jitt.summary"
 #define SUMMARY_VERSION 1
+/* The most bytes of JSON a summary takes: the lowest-ranked contexts are left out (and
+ * counted in "contexts_left_out") until it fits. */
+#define SUMMARY_JSON_MAX 4096
 
 /* 0, or -EIO when writing failed. */
 int summary_write_json(FILE *out, const struct summary *s, struct agent_symbols *syms);

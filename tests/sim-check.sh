@@ -1,0 +1,86 @@
+#!/bin/sh
+# End to end, each jank scenario of the sim app (sim/README.md): the app runs with libjitt,
+# a detector fires during the jank and persists a trace, and `jitt summarize --json` of that
+# trace names the culprit the app says it injected:
+#   compute, many-short, hang: the culprit is rank 1 in the window's top self time and ends
+#     the first longest chain (hang: the hang detector fired, while the frame still ran);
+#   blocked: the UI thread was blocked, woken by the worker, whose top function in that
+#     time is the culprit.
+# usage: sim-check.sh BIN_DIR ["QEMU_CMD"]. Needs python3 (the host's) to read the JSON.
+# Ends with "N passed, N failed".
+set -u
+bin=$1
+qemu=${2:-}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0 failed=0
+
+ok() { echo "ok   sim $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL sim $1: $2"; failed=$((failed + 1)); }
+
+for scenario in compute blocked many-short hang; do
+	dir=$work/$scenario
+	mkdir -p "$dir/data/spool"
+	printf 'data_dir = %s/data\nrun_dir = %s/run\nmax_threads = 8\nlog_level = warn\n' \
+		"$dir" "$dir" >"$dir/jitt.conf"
+	JITT_CONFIG=$dir/jitt.conf $qemu "$bin/jank-sim" --scenario=$scenario --frames 80 \
+		>"$dir/out" 2>"$dir/err"
+	status=$?
+	injected=$(grep '^injected ' "$dir/out")
+	if [ $status -ne 0 ] || [ -z "$injected" ]; then
+		fail $scenario "jank-sim exited with $status; $(cat "$dir/err")"
+		continue
+	fi
+	set -- "$dir"/data/spool/*.jtr
+	if [ $# -ne 1 ] || [ ! -f "$1" ]; then
+		fail $scenario "expected one trace in the spool, found: $(ls "$dir/data/spool")"
+		continue
+	fi
+	if ! $qemu "$bin/jitt" summarize --json "$1" >"$dir/summary.json" 2>"$dir/err"; then
+		fail $scenario "jitt summarize failed: $(cat "$dir/err")"
+		continue
+	fi
+	why=$(python3 - "$scenario" "$dir/summary.json" "$injected" <<'PY'
+import json, sys
+scenario, path, injected = sys.argv[1], sys.argv[2], sys.argv[3]
+said = dict(kv.split("=", 1) for kv in injected.split()[1:])
+s = json.load(open(path))
+name = lambda f: s["functions"][f][2]
+def fail(msg):
+    print(msg)
+    sys.exit(1)
+culprit = said["culprit"]
+if scenario == "blocked":
+    if s["window"]["blocked_ns"] * 2 < s["window"]["ns"]:
+        fail("the window was not mostly blocked: %s" % s["window"])
+    if not s["blocked_on"]:
+        fail("no blocked_on in the summary")
+    hop = s["blocked_on"][0]
+    if hop["thread"] != "ui" or hop.get("woken_by") != said["thread"]:
+        fail("blocked_on names %s woken by %s, expected ui woken by %s"
+             % (hop["thread"], hop.get("woken_by"), said["thread"]))
+    if not hop["top"] or name(hop["top"][0][0]) != culprit:
+        fail("the waker's top function is %s, expected %s"
+             % (hop["top"] and name(hop["top"][0][0]), culprit))
+else:
+    expected = "hang" if scenario == "hang" else "jank"
+    if not s["reason"].startswith(expected):
+        fail("reason %r, expected the %s detector" % (s["reason"], expected))
+    if not s["top_window"] or name(s["top_window"][0][0]) != culprit:
+        fail("rank 1 in the window is %s, expected %s"
+             % (s["top_window"] and name(s["top_window"][0][0]), culprit))
+    if not s["chains"] or name(s["chains"][0][-1][0]) != culprit:
+        fail("the first chain ends in %s, expected %s"
+             % (s["chains"] and name(s["chains"][0][-1][0]), culprit))
+PY
+	)
+	if [ $? -eq 0 ]; then
+		ok "$scenario: ${injected#injected }"
+	else
+		fail $scenario "$why"
+		cp "$1" "/tmp/sim-check-$scenario.jtr" 2>/dev/null &&
+			echo "     (trace kept in /tmp/sim-check-$scenario.jtr)"
+	fi
+done
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]
