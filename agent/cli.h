@@ -9,5 +9,21 @@ int cmd_decode(int argc, char **argv);
 int cmd_summarize(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_trigger(int argc, char **argv);
+
+/* For the commands that talk to a control socket (agent/cli_ctl.c). */
+#include "agent/ctl.h"
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* A process id: decimal, 1..INT_MAX. 0 or -EINVAL. */
+int cli_parse_pid(const char *s, pid_t *pid);
+/* Send "cmd arg" to jittd's socket (pid 0) or a traced process's, per the settings file
+ * (NULL: the default). Returns 0 with the reply in reply, or prints "prog: why" and
+ * returns 1. */
+int cli_ctl_ask(const char *prog, const char *config, pid_t pid, const char *cmd,
+		const char *arg, char *reply, size_t size);
 
 #endif

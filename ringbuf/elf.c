@@ -179,11 +179,13 @@ int rb_elf_parse(const uint8_t *data, size_t size, struct rb_elf *elf)
 int rb_elf_load(const char *path, struct rb_elf *elf)
 {
 	memset(elf, 0, sizeof(*elf));
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* The path comes from a trace file, which jittd reads as another user: O_NONBLOCK so
+	 * a FIFO put there cannot hang the reader, and only regular files are mapped. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
 	struct stat st;
-	if (fstat(fd, &st) != 0 || st.st_size <= 0) {
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
 		close(fd);
 		return -EINVAL;
 	}

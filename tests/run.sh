@@ -100,6 +100,8 @@ done
 # on the host board only, where board/common/deps.sh installed them. Its counts join ours.
 if [ "$board" = host ]; then
 	counted export-check.sh sh "$here/export-check.sh" "$bin"
+	# jittd end to end: summaries, quarantine, a full disk, kill -9 rounds, jitt status.
+	counted jittd-check.sh sh "$here/jittd-check.sh" "$bin"
 fi
 
 # The summary in JSON of the committed trace, and what the commands answer to bad input:

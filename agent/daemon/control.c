@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * jittd's control socket commands (agent/daemon/jittd.h). Who asks comes from the kernel
+ * (SO_PEERCRED, agent/ctl.c): reading is for anyone, changing for root, the configured
+ * system user and jittd's own user.
+ */
+#include "agent/daemon/jittd.h"
+#include "agent/log.h"
+#include "agent/spool.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Appends to a reply buffer; a full buffer truncates (the reply still ends cleanly). */
+struct out {
+	char *buf;
+	size_t size, len;
+};
+
+__attribute__((format(printf, 2, 3))) static void put(struct out *o, const char *fmt, ...)
+{
+	if (o->len + 1 >= o->size)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(o->buf + o->len, o->size - o->len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		o->len = o->len + (size_t)n < o->size ? o->len + (size_t)n : o->size - 1;
+}
+
+static int status(struct jittd *d, char *reply, size_t size)
+{
+	const struct jittd_stats *s = &d->w.st;
+	struct out o = { reply, size, 0 };
+	put(&o, "pid %d\n", (int)getpid());
+	put(&o, "traces_seen %llu\n", (unsigned long long)s->seen);
+	put(&o, "summarised %llu\n", (unsigned long long)s->summarised);
+	put(&o, "quarantined %llu\n", (unsigned long long)s->quarantined);
+	put(&o, "retries %llu\n", (unsigned long long)s->retries);
+	put(&o, "kept %llu\n", (unsigned long long)s->kept);
+	put(&o, "deleted %llu\n", (unsigned long long)s->deleted);
+	put(&o, "trimmed %llu\n", (unsigned long long)s->trimmed);
+	put(&o, "summary_bytes %llu\n", (unsigned long long)s->summary_bytes);
+	struct agent_spool_file *files;
+	size_t n;
+	if (agent_spool_list(&d->c, "spool", &files, &n) == 0) {
+		free(files);
+		put(&o, "pending %zu\n", n);
+	}
+	put(&o, "last_summary %s\n", s->last_summary[0] ? s->last_summary : "-");
+	put(&o, "last_error %s\n", d->last_error ? strerror(-d->last_error) : "-");
+	return 0;
+}
+
+int jittd_control(void *ctx, const struct agent_ctl_peer *peer, const char *cmd, const char *arg,
+		  char *reply, size_t size)
+{
+	struct jittd *d = ctx;
+	if (!strcmp(cmd, "status"))
+		return *arg ? (snprintf(reply, size, "status takes no argument"), -EINVAL)
+			    : status(d, reply, size);
+
+	/* Everything else changes something: refused to other users before it is even looked
+	 * at, so they learn nothing about what jittd would do. */
+	if (!agent_ctl_may_change(peer, d->c.system_uid)) {
+		log_warn("refused '%.32s' to uid %u (pid %d)", cmd, (unsigned)peer->uid,
+			 (int)peer->pid);
+		snprintf(reply, size, "uid %u may not change jittd", (unsigned)peer->uid);
+		return -EPERM;
+	}
+	if (!strcmp(cmd, "scan")) {
+		log_info("scan asked by uid %u (pid %d)", (unsigned)peer->uid, (int)peer->pid);
+		jittd_retry_now(d);
+		return 0;
+	}
+	/* "consent on|off" (the uploader's) goes here, behind the same check. */
+	snprintf(reply, size, "unknown command");
+	return -EINVAL;
+}

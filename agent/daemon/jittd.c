@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * jittd [-f] [-c CONFIG] [--syslog]: summarises the traces instrumented programs persist
+ * into <data_dir>/spool (agent/daemon/worker.c), answers on <run_dir>/jittd.sock
+ * (agent/daemon/control.c), and otherwise sleeps: one poll() over the spool's inotify fd,
+ * the control socket and the retry timer of a failed write. It runs on the LITTLE cores at
+ * the lowest priority (Hubble section 4.3: the recorder never competes with the app), so
+ * summarising happens right here, one trace at a time.
+ */
+#define _GNU_SOURCE
+#include "agent/daemon/jittd.h"
+#include "agent/log.h"
+#include "agent/spool.h"
+#include "hal/cpu.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/inotify.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* After a failed write (a full disk), wait 1 s, then twice as long each time, up to a
+ * minute: quick to recover when space is freed, quiet in the log when it is not. */
+#define BACKOFF_FIRST_MS 1000
+#define BACKOFF_MAX_MS	 60000
+/* Control requests served per wake-up, so a flood of clients cannot starve the spool. */
+#define SERVE_BURST 16
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop(int sig)
+{
+	stop_signal = sig;
+}
+
+static int usage(FILE *out)
+{
+	fprintf(out, "usage: jittd [-f] [-c CONFIG] [--syslog]\n"
+		     "  -f          stay in the foreground and log to stderr\n"
+		     "  -c CONFIG   settings file (default $JITT_CONFIG, else %s)\n"
+		     "  --syslog    log to syslog even in the foreground\n",
+		CONFIG_AGENT_CONFIG_FILE);
+	return out == stderr ? 2 : 0;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void jittd_retry_now(struct jittd *d)
+{
+	d->scan = true;
+	d->retry_at_ms = 0;
+	d->backoff_ms = BACKOFF_FIRST_MS;
+}
+
+/* Lowest priority: SCHED_IDLE runs only when nothing else wants the CPU. musl's
+ * sched_setscheduler() is a stub (it is per thread on Linux), hence the system call; jittd
+ * has one thread. Where SCHED_IDLE is refused, nice 19. */
+static void lower_priority(void)
+{
+	struct sched_param p = { .sched_priority = 0 };
+	if (syscall(SYS_sched_setscheduler, 0, SCHED_IDLE, &p) == 0) {
+		log_info("scheduling: SCHED_IDLE");
+		return;
+	}
+	int e = errno;
+	if (setpriority(PRIO_PROCESS, 0, 19) == 0)
+		log_info("scheduling: SCHED_IDLE refused (%s), nice 19 instead", strerror(e));
+	else
+		log_warn("scheduling: neither SCHED_IDLE (%s) nor nice 19 (%s): normal priority",
+			 strerror(e), strerror(errno));
+}
+
+static void pin_little(void)
+{
+	static struct hal_topology topo;
+	int e = hal_topology_load(&topo);
+	if (e) {
+		log_warn("CPU topology unreadable (%s): not pinned", strerror(-e));
+		return;
+	}
+	unsigned ids[CONFIG_HAL_MAX_CPUS];
+	int n = hal_topology_class_cpus(&topo, HAL_CPU_LITTLE, ids, CONFIG_HAL_MAX_CPUS);
+	e = n < 0 ? n : hal_pin_to_class(&topo, 0, HAL_CPU_LITTLE);
+	if (e) {
+		log_warn("cannot pin to the LITTLE CPUs: %s", strerror(-e));
+		return;
+	}
+	char list[256];
+	hal_cpulist_format(ids, (unsigned)n, list, sizeof(list));
+	log_info("pinned to the %s CPUs %s (classes from %s, %u class%s)",
+		 hal_cpu_class_name(HAL_CPU_LITTLE), list, hal_cpu_source_name(topo.source),
+		 topo.nclasses, topo.nclasses == 1 ? "" : "es");
+}
+
+/* The usual double fork: no controlling terminal, not a process group leader. */
+static int daemonize(void)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0)
+		_exit(0);
+	if (setsid() < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0)
+		_exit(0);
+	if (chdir("/") != 0)
+		return -errno;
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	dup2(fd, 0);
+	dup2(fd, 1);
+	dup2(fd, 2);
+	if (fd > 2)
+		close(fd);
+	return 0;
+}
+
+static int make_run_dir(const char *dir)
+{
+	if (mkdir(dir, 0755) == 0)
+		return chmod(dir, 0755) == 0 ? 0 : -errno; /* under our umask 077 */
+	struct stat st;
+	if (errno == EEXIST && stat(dir, &st) == 0)
+		return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+	return -errno;
+}
+
+static void serve(struct jittd *d, int listen_fd)
+{
+	for (int i = 0; i < SERVE_BURST; i++) {
+		int e = agent_ctl_serve_one(listen_fd, jittd_control, d);
+		if (e == -EAGAIN)
+			return;
+		if (e)
+			log_warn("control socket: %s", strerror(-e));
+	}
+}
+
+/* A trace arrived (renamed in, or written in place and closed)? Writers' temporaries
+ * (".tmp-...") and other files are not work. An overflowed queue may have lost one. */
+static bool drain_inotify(int fd)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	bool work = false;
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n <= 0)
+			return work;
+		for (char *p = buf; p < buf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)p;
+			size_t len = ev->len ? strlen(ev->name) : 0;
+			if (ev->mask & IN_Q_OVERFLOW)
+				work = true;
+			else if (len > 4 && ev->name[0] != '.' && !strcmp(ev->name + len - 4, ".jtr"))
+				work = true;
+			p += sizeof(*ev) + ev->len;
+		}
+	}
+}
+
+/* Work through the spool, oldest first, until it is empty or a write fails. */
+static void run_pass(struct jittd *d, int listen_fd)
+{
+	d->scan = false;
+	struct agent_spool_file *files;
+	size_t n;
+	int e = agent_spool_list(&d->c, "spool", &files, &n);
+	if (e) {
+		log_err("cannot read %s: %s", d->w.spool, strerror(-e));
+	} else {
+		for (size_t i = 0; i < n && !stop_signal; i++) {
+			serve(d, listen_fd);
+			e = jittd_worker_process(&d->w, files[i].name);
+			if (e)
+				break;
+		}
+		free(files);
+	}
+	if (!e) {
+		d->retry_at_ms = 0;
+		d->backoff_ms = BACKOFF_FIRST_MS;
+		d->last_error = 0;
+		return;
+	}
+	d->last_error = e;
+	d->scan = true;
+	d->retry_at_ms = now_ms() + d->backoff_ms;
+	log_warn("next try in %u ms", d->backoff_ms);
+	d->backoff_ms = d->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : d->backoff_ms * 2;
+}
+
+int main(int argc, char **argv)
+{
+	bool foreground = false, use_syslog = false;
+	const char *config = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-f"))
+			foreground = true;
+		else if (!strcmp(argv[i], "--syslog"))
+			use_syslog = true;
+		else if (!strcmp(argv[i], "-c") && i + 1 < argc)
+			config = argv[++i];
+		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
+			return usage(stdout);
+		else
+			return usage(stderr);
+	}
+	if (!foreground)
+		use_syslog = true;
+	umask(077); /* summaries and kept traces are 0600, folders 0700 */
+
+	static struct jittd d;
+	char err[512] = "", sock[AGENT_PATH_MAX];
+	int e = agent_config_load(&d.c, config, err, sizeof(err));
+	if (e) {
+		fprintf(stderr, "jittd: %s\n", err);
+		return 1;
+	}
+	/* Until the daemon is detached, trouble goes to the terminal that started it. */
+	agent_log_open("jittd", 0, d.c.log_level);
+	if ((e = agent_spool_prepare(&d.c)) != 0) {
+		fprintf(stderr, "jittd: cannot prepare %s: %s\n", d.c.data_dir, strerror(-e));
+		return 1;
+	}
+	if ((e = jittd_worker_init(&d.w, &d.c)) != 0 ||
+	    (e = agent_config_socket(&d.c, 0, sock, sizeof(sock))) != 0) {
+		fprintf(stderr, "jittd: %s: %s\n", d.c.data_dir, strerror(-e));
+		return 1;
+	}
+	if ((e = make_run_dir(d.c.run_dir)) != 0) {
+		fprintf(stderr, "jittd: cannot create %s: %s\n", d.c.run_dir, strerror(-e));
+		return 1;
+	}
+	int listen_fd = agent_ctl_listen(sock);
+	if (listen_fd < 0) {
+		fprintf(stderr, "jittd: %s: %s\n", sock,
+			listen_fd == -EADDRINUSE ? "another jittd is listening there"
+						 : strerror(-listen_fd));
+		return 1;
+	}
+	int ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	if (ifd < 0 || inotify_add_watch(ifd, d.w.spool, IN_MOVED_TO | IN_CLOSE_WRITE) < 0) {
+		fprintf(stderr, "jittd: cannot watch %s: %s\n", d.w.spool, strerror(errno));
+		unlink(sock);
+		return 1;
+	}
+	if (!foreground && (e = daemonize()) != 0) {
+		fprintf(stderr, "jittd: cannot detach: %s\n", strerror(-e));
+		unlink(sock);
+		return 1;
+	}
+	agent_log_open("jittd", use_syslog, d.c.log_level);
+
+	struct sigaction sa = { .sa_handler = on_stop }; /* no SA_RESTART: poll() returns */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	log_info("jittd %d starting: data %s, socket %s, keep_traces %d, max_traces %u, "
+		 "max_trace_mb %u",
+		 (int)getpid(), d.c.data_dir, sock, d.c.keep_traces, d.c.max_traces,
+		 d.c.max_trace_mb);
+	pin_little();
+	lower_priority();
+	jittd_worker_recover(&d.w);
+	jittd_retry_now(&d); /* work left by an earlier run */
+
+	while (!stop_signal) {
+		if (d.scan && (!d.retry_at_ms || now_ms() >= d.retry_at_ms)) {
+			run_pass(&d, listen_fd);
+			continue; /* a signal may have come meanwhile */
+		}
+		int timeout = -1;
+		if (d.scan && d.retry_at_ms) {
+			int64_t left = d.retry_at_ms - now_ms();
+			timeout = left < 0 ? 0 : (int)left;
+		}
+		struct pollfd p[2] = { { .fd = ifd, .events = POLLIN },
+				       { .fd = listen_fd, .events = POLLIN } };
+		int r = poll(p, 2, timeout);
+		if (r < 0 && errno != EINTR) {
+			log_err("poll: %s", strerror(errno));
+			break;
+		}
+		if (r > 0 && (p[0].revents & POLLIN) && drain_inotify(ifd))
+			d.scan = true;
+		if (r > 0 && (p[1].revents & POLLIN))
+			serve(&d, listen_fd);
+	}
+	log_info("jittd stopping (%s): %llu summarised, %llu quarantined",
+		 stop_signal ? strsignal(stop_signal) : "error",
+		 (unsigned long long)d.w.st.summarised, (unsigned long long)d.w.st.quarantined);
+	unlink(sock);
+	close(listen_fd);
+	close(ifd);
+	return stop_signal ? 0 : 1;
+}

@@ -1,0 +1,457 @@
+#!/bin/sh
+# jittd end to end, with real trace files (copies of the committed golden trace, arriving by
+# rename as rb_trace_write makes them): each gets exactly one summary in the outbox (strict
+# JSON) and is kept or deleted per keep_traces; bad files go to quarantine with a .why and
+# jittd goes on; work left from a stopped run is done at start; a full disk (a small tmpfs)
+# leaves traces in the spool until space returns; kill -9 at random moments over 20 rounds
+# loses and repeats nothing; the caps trim; `jitt status` shows the counters; another user
+# reads the status but changes nothing; `jitt status` / `jitt trigger` errors.
+# Host only (python3 from board/common/deps.sh); POSIX sh.
+#
+# usage: jittd-check.sh BIN_DIR     prints "ok what" / "FAIL what" / "skip what", then
+#                                   "N passed, N failed"
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+self=$here/jittd-check.sh
+bin=${1:?usage: jittd-check.sh BIN_DIR}
+bin=$(cd "$bin" && pwd)
+jittd=$bin/jittd
+jitt=$bin/jitt
+golden=$here/golden/decode-synthetic.jtr
+passed=0 failed=0
+jpid=
+
+ok() {
+	echo "ok   $1"
+	passed=$((passed + 1))
+}
+fail() {
+	echo "FAIL $1${2:+: $2}"
+	failed=$((failed + 1))
+}
+check() { # what, then a command that must succeed
+	what=$1
+	shift
+	if "$@"; then ok "$what"; else fail "$what"; fi
+}
+
+# A data folder, a run folder and a settings file under $1. Extra settings as arguments.
+setup() {
+	d=$1
+	shift
+	mkdir -p "$d"
+	{
+		echo "data_dir = $d/data"
+		echo "run_dir = $d/run"
+		echo "max_traces = 1000"
+		echo "max_trace_mb = 1000"
+		echo "log_level = debug"
+		for kv in "$@"; do echo "$kv"; done
+	} >"$d/conf"
+}
+
+# Start jittd in the foreground on folder $1 (log appended to $1/log); wait until it answers.
+start() {
+	"$jittd" -f -c "$1/conf" >>"$1/log" 2>&1 &
+	jpid=$!
+	i=0
+	while [ $i -lt 200 ]; do
+		"$jitt" status -c "$1/conf" >/dev/null 2>&1 && return 0
+		kill -0 "$jpid" 2>/dev/null || return 1
+		sleep 0.02
+		i=$((i + 1))
+	done
+	return 1
+}
+stop() { # SIGTERM; jittd's exit status
+	kill -TERM "$jpid" 2>/dev/null
+	wait "$jpid"
+	s=$?
+	jpid=
+	return $s
+}
+
+# A trace arriving as the runtime writes one: a temporary name, then a rename.
+drop() { # folder name [source]
+	cp "${3:-$golden}" "$1/data/spool/.tmp-$2" && mv "$1/data/spool/.tmp-$2" "$1/data/spool/$2.jtr"
+}
+count() { # files matching a glob pattern
+	n=0
+	for f in "$@"; do [ -e "$f" ] && n=$((n + 1)); done
+	echo $n
+}
+# Poll (up to $1 seconds) until the command succeeds.
+wait_for() {
+	limit=$(($1 * 50))
+	shift
+	i=0
+	while [ $i -lt $limit ]; do
+		"$@" && return 0
+		sleep 0.02
+		i=$((i + 1))
+	done
+	return 1
+}
+counter() { # folder key: one value of `jitt status`
+	"$jitt" status -c "$1/conf" 2>/dev/null | awk -v k="$2" '$1 == k { print $2 }'
+}
+is() { [ "$1" = "$2" ]; }
+spool_empty() { [ "$(count "$1"/data/spool/*.jtr)" -eq 0 ]; }
+# The spool is empty and the last trace's move and trim are done: jittd serves a request only
+# between two traces, so a status asked for once the spool is empty comes after them.
+idle() { spool_empty "$1" && "$jitt" status -c "$1/conf" >/dev/null; }
+outbox_has() { [ "$(count "$1"/data/outbox/*.json)" -eq "$2" ]; }
+no_temporaries() { ! ls -A "$1/data/outbox" "$1/data/quarantine" | grep -q '^\.'; }
+matches() { printf '%s\n' "$1" | grep -q -- "$2"; } # text, pattern
+at_least() { v=$(counter "$1" "$2"); [ "${v:-0}" -ge "$3" ]; } # folder, key, value
+ntraces() { ls "$1" | grep -c '\.jtr$'; } # in a folder
+strict_json() { # every file named must be strict JSON, UTF-8, a jitt summary
+	python3 - "$@" <<'EOF'
+import json, sys
+def no_constant(name):
+    raise ValueError("not JSON: " + name)
+for path in sys.argv[1:]:
+    with open(path, encoding="utf-8", errors="strict") as f:
+        doc = json.load(f, parse_constant=no_constant)
+    if doc.get("schema") != "jitt.summary":
+        sys.exit("%s: not a jitt summary" % path)
+EOF
+}
+# A request on a control socket as another program would send it; prints the reply.
+ask() { # socket request
+	python3 - "$1" "$2" <<'EOF'
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(5)
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode() + b"\n")
+out = b""
+while True:
+    b = s.recv(4096)
+    if not b:
+        break
+    out += b
+sys.stdout.write(out.decode())
+EOF
+}
+
+# ---- the disk-full part runs in its own mount namespace: `jittd-check.sh --diskfull BIN DIR`
+if [ "${2:-}" = --diskfull ]; then
+	d=$3
+	setup "$d"
+	mkdir -p "$d/data"
+	mount -t tmpfs -o size=256k,mode=0700 tmpfs "$d/data" || { echo "skip disk full: no tmpfs"; exit 0; }
+	start "$d" || { fail "disk full: jittd starts"; exit 1; }
+	# Fill the disk, keeping back two pages for the traces themselves.
+	dd if=/dev/zero of="$d/data/reserve" bs=4096 count=2 2>/dev/null
+	dd if=/dev/zero of="$d/data/filler" bs=4096 2>/dev/null
+	rm -f "$d/data/reserve"
+	# Both copied before either is renamed in: jittd's first try must not take the second
+	# one's page.
+	cp "$golden" "$d/data/spool/.tmp-1" && cp "$golden" "$d/data/spool/.tmp-2" &&
+		mv "$d/data/spool/.tmp-1" "$d/data/spool/trace-full-1.jtr" &&
+		mv "$d/data/spool/.tmp-2" "$d/data/spool/trace-full-2.jtr"
+	check "disk full: summaries fail and are retried with back-off" wait_for 8 at_least "$d" retries 2
+	check "disk full: the traces stay in the spool" \
+		test -f "$d/data/spool/trace-full-1.jtr" -a -f "$d/data/spool/trace-full-2.jtr"
+	check "disk full: no summary, no temporary" is "$(ls -A "$d/data/outbox")" ""
+	check "disk full: status says why" matches "$("$jitt" status -c "$d/conf")" "^last_error No space"
+	check "disk full: the log says why" grep -q "cannot write .*No space left" "$d/log"
+	rm -f "$d/data/filler"
+	check "disk full: once space is back, both are summarised" wait_for 20 outbox_has "$d" 2
+	wait_for 10 idle "$d"
+	check "disk full: ... and kept, nothing lost" \
+		test -f "$d/data/traces/trace-full-1.jtr" -a -f "$d/data/traces/trace-full-2.jtr"
+	check "disk full: the summaries are strict JSON" strict_json "$d"/data/outbox/*.json
+	stop
+	umount "$d/data"
+	echo "$passed passed, $failed failed"
+	exit 0
+fi
+
+tmp=$(mktemp -d)
+chmod 0755 "$tmp" # another user must reach the sockets in the permission checks
+cleanup() {
+	[ -n "$jpid" ] && kill -9 "$jpid" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+# ---- summaries, kept traces, quarantine ----
+d=$tmp/basic
+setup "$d" "keep_traces = 1"
+if start "$d"; then ok "jittd starts and answers on its socket"; else
+	fail "jittd starts" "$(cat "$d/log")"
+	echo "$passed passed, $failed failed"
+	exit 1
+fi
+for n in 1 2 3 4 5; do drop "$d" "trace-100-1000$n-$n"; done
+# Written in place and closed (IN_CLOSE_WRITE), as a writer without rename would.
+cp "$golden" "$d/data/spool/trace-direct.jtr"
+check "6 traces: 6 summaries in the outbox" wait_for 10 outbox_has "$d" 6
+wait_for 10 idle "$d"
+check "6 traces: kept in traces/, the spool empty" \
+	is "$(ntraces "$d/data/traces") $(ntraces "$d/data/spool")" "6 0"
+check "summaries are strict JSON jitt summaries" strict_json "$d"/data/outbox/*.json
+check "summaries are mode 0600" is "$(find "$d/data/outbox" -type f ! -perm 0600)" ""
+check "status: summarised 6" is "$(counter "$d" summarised)" 6
+check "status: kept 6, seen 6, pending 0" \
+	is "$(counter "$d" kept) $(counter "$d" traces_seen) $(counter "$d" pending)" "6 6 0"
+check "status: summary bytes" is "$(counter "$d" summary_bytes)" \
+	"$(cat "$d"/data/outbox/*.json | wc -c | tr -d ' ')"
+last=$(counter "$d" last_summary)
+check "status: last summary names an outbox file" test -f "$d/data/outbox/$last"
+
+head -c 200 "$golden" >"$tmp/truncated"
+head -c 500 /dev/urandom >"$tmp/random"
+: >"$tmp/empty"
+drop "$d" trace-bad-truncated "$tmp/truncated"
+drop "$d" trace-bad-random "$tmp/random"
+drop "$d" trace-bad-empty "$tmp/empty"
+drop "$d" trace-after-bad
+three_quarantined() { [ "$(ntraces "$d/data/quarantine")" -eq 3 ]; }
+check "bad files: 3 in quarantine" wait_for 10 three_quarantined
+q=$d/data/quarantine
+why_ok() {
+	grep -q '^trace-bad-truncated.jtr: offset ' "$q/trace-bad-truncated.why" &&
+		grep -q '^trace-bad-random.jtr: offset ' "$q/trace-bad-random.why" &&
+		grep -q '^trace-bad-empty.jtr: ..' "$q/trace-bad-empty.why"
+}
+check "bad files: each with a .why naming the file and the fault" why_ok
+check "bad files: jittd keeps working" wait_for 10 test -f "$d/data/outbox/trace-after-bad.json"
+wait_for 10 idle "$d"
+check "bad files: no summary for them" is "$(ls "$d/data/outbox" | grep trace-bad)" ""
+check "status: quarantined 3, summarised 7" \
+	is "$(counter "$d" quarantined) $(counter "$d" summarised)" "3 7"
+check "the log names each quarantined file" is "$(grep -c 'trace-bad-.*quarantined' "$d/log")" 3
+out=$("$jitt" status -c "$d/conf")
+check "jitt status prints the counters" matches "$out" "^summarised 7$"
+check "jitt status: traces_seen 10, retries 0, deleted 0, trimmed 0" is \
+	"$(printf '%s\n' "$out" | awk '$1 ~ /^(traces_seen|retries|deleted|trimmed)$/' | tr '\n' ' ')" \
+	"traces_seen 10 retries 0 deleted 0 trimmed 0 "
+
+# ---- another user: reads the status, changes nothing ----
+sock=$d/run/jittd.sock
+reply=$(ask "$sock" scan)
+check "root may ask for a scan" is "$reply" "ok"
+reply=$(ask "$sock" frobnicate)
+check "root: an unknown command is EINVAL" is "$reply" "error EINVAL: unknown command"
+if [ "$(id -u)" -ne 0 ]; then
+	echo "skip another user's requests: not root, cannot switch uid"
+elif ! setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
+	echo "skip another user's requests: setpriv cannot switch uid here"
+else
+	chmod 0755 "$d"
+	chmod 0644 "$d/conf"
+	nobody="setpriv --reuid=65534 --regid=65534 --clear-groups"
+	check "another user: jitt status works" matches "$($nobody "$jitt" status -c "$d/conf")" "^summarised 7$"
+	py=
+	for p in python3 /usr/bin/python3; do
+		$nobody $p -c '' 2>/dev/null && py=$p && break
+	done
+	if [ -z "$py" ]; then
+		echo "skip another user's change request: no python3 that uid 65534 may run"
+	else
+		reply=$($nobody $py -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(5); s.connect(sys.argv[1])
+s.sendall(b"scan\n"); print(s.recv(4096).decode(), end="")' "$sock" 2>&1)
+		check "another user: a change is refused with EPERM" matches "$reply" "^error EPERM: "
+		check "another user: the refusal is logged" grep -q "refused 'scan' to uid 65534" "$d/log"
+	fi
+fi
+
+# ---- a second jittd, then stopping ----
+"$jittd" -f -c "$d/conf" >"$tmp/second" 2>&1
+s=$?
+check "a second jittd on the same socket exits 1" matches "$s $(cat "$tmp/second")" "^1 .*another jittd"
+stop
+s=$?
+check "SIGTERM: jittd exits 0 and removes its socket" is "$s $(ls "$d/run")" "0 "
+
+# ---- work left by an earlier run: spool, a committed summary, a half-written temporary ----
+drop "$d" trace-left-1
+drop "$d" trace-left-2
+drop "$d" trace-committed
+cp "$d/data/outbox/trace-after-bad.json" "$d/data/outbox/trace-committed.json"
+: >"$d/data/outbox/.jittd-trace-left-1.json.tmp"
+start "$d"
+check "at start: work left in the spool is done" wait_for 10 idle "$d"
+check "at start: a half-written summary is removed" no_temporaries "$d"
+check "at start: a committed summary is not made again, only finished" is \
+	"$(grep -c 'trace-committed.jtr: already summarised' "$d/log") $(grep -c 'trace-committed.jtr: summarised' "$d/log") $(ntraces "$d/data/traces")" \
+	"1 0 10"
+check "at start: status counts them" is "$(counter "$d" summarised) $(counter "$d" kept)" "2 3"
+stop
+
+# ---- keep_traces = 0, and the caps ----
+d=$tmp/nokeep
+setup "$d" "keep_traces = 0"
+start "$d"
+for n in 1 2 3; do drop "$d" "trace-200-$n-$n"; done
+check "keep_traces 0: summarised" wait_for 10 outbox_has "$d" 3
+wait_for 10 idle "$d"
+check "keep_traces 0: traces deleted" is "$(ls -A "$d/data/traces")$(ls -A "$d/data/spool")" ""
+check "status: deleted 3, kept 0" is "$(counter "$d" deleted) $(counter "$d" kept)" "3 0"
+stop
+
+d=$tmp/caps
+setup "$d" "keep_traces = 1"
+sed -i 's/^max_traces = .*/max_traces = 3/' "$d/conf"
+start "$d"
+for n in 1 2 3 4 5; do
+	drop "$d" "trace-300-$n-$n"
+	wait_for 10 test -f "$d/data/outbox/trace-300-$n-$n.json"
+done
+wait_for 10 idle "$d"
+check "caps: 5 summaries, 3 raw traces kept (the newest)" is \
+	"$(count "$d"/data/outbox/*.json) $(ls "$d/data/traces" | tr '\n' ' ')" \
+	"5 trace-300-3-3.jtr trace-300-4-4.jtr trace-300-5-5.jtr "
+check "status: trimmed 2" is "$(counter "$d" trimmed)" 2
+stop
+
+# ---- a full disk ----
+d=$tmp/full
+mkdir -p "$d"
+if [ "$(id -u)" -eq 0 ]; then ns="unshare --mount"; else ns="unshare --user --map-root-user --mount"; fi
+if $ns sh -c "mount -t tmpfs -o size=64k tmpfs '$d' && umount '$d'" 2>/dev/null; then
+	out=$($ns sh "$self" "$bin" --diskfull "$d" 2>&1)
+	echo "$out" | grep -v ' passed, .* failed$'
+	line=$(echo "$out" | tail -n 1)
+	case $line in
+	*" passed, "*" failed")
+		passed=$((passed + ${line%% passed*}))
+		f=${line#*passed, }
+		failed=$((failed + ${f%% failed*}))
+		;;
+	*) fail "disk full part ended without a result line" ;;
+	esac
+else
+	echo "skip disk full: cannot mount a small tmpfs (not root, no user namespaces)"
+fi
+
+# ---- kill -9 at random moments while traces arrive, 20 rounds ----
+d=$tmp/kill
+setup "$d" "keep_traces = 1" "log_level = info"
+mkdir -p "$d/data/spool"
+seed=$$
+names=
+n=0
+for round in $(seq 1 20); do
+	"$jittd" -f -c "$d/conf" >>"$d/log" 2>&1 &
+	jpid=$!
+	for k in 1 2 3; do
+		n=$((n + 1))
+		drop "$d" "trace-400-$round-$k"
+		names="$names trace-400-$round-$k"
+	done
+	# 0 to 40 ms: from before jittd is up to the middle of a summary.
+	seed=$(((seed * 1103515245 + 12345) % 2147483648))
+	sleep "$(printf '0.%03d' $((seed / 65536 % 41)))"
+	kill -9 "$jpid" 2>/dev/null
+	wait "$jpid" 2>/dev/null
+	jpid=
+	ls -i "$d/data/outbox" 2>/dev/null | awk '/\.json$/ { print $2, $1 }' >>"$d/inodes"
+done
+start "$d"
+check "kill -9: after the last restart the spool is emptied" wait_for 20 idle "$d"
+stop
+missing= repeated=
+for name in $names; do
+	[ -f "$d/data/outbox/$name.json" ] && [ -f "$d/data/traces/$name.jtr" ] || missing="$missing $name"
+	c=$(grep -c "$name.jtr: summarised into" "$d/log")
+	[ "$c" -le 1 ] || repeated="$repeated $name"
+done
+check "kill -9: all $n traces have their summary and their kept trace" is "$missing" ""
+check "kill -9: no summary was made twice (log)" is "$repeated" ""
+check "kill -9: no summary was rewritten (inode of each stays)" \
+	is "$(sort -u "$d/inodes" | awk '{ print $1 }' | uniq -d)" ""
+check "kill -9: exactly $n summaries, $n kept traces, nothing in quarantine" is \
+	"$(count "$d"/data/outbox/*.json) $(ntraces "$d/data/traces") $(ls -A "$d/data/quarantine")" \
+	"$n $n "
+check "kill -9: no temporary left" no_temporaries "$d"
+check "kill -9: summaries are strict JSON" strict_json "$d"/data/outbox/*.json
+echo "     ($(grep -c 'summarised into' "$d/log") summaries logged, $(grep -c 'already summarised' "$d/log") finished after a kill, $(grep -c 'half-written' "$d/log") temporaries removed)"
+
+# ---- the command line ----
+d=$tmp/cli
+setup "$d"
+mkdir -p "$d/run"
+expect() { # what, status, text in stderr, command...
+	what=$1 want=$2 text=$3
+	shift 3
+	err=$("$@" 2>&1 >/dev/null)
+	got=$?
+	if [ "$got" -eq "$want" ] && printf '%s' "$err" | grep -q -- "$text"; then
+		ok "$what"
+	else
+		fail "$what" "status $got (wanted $want), said: $err"
+	fi
+}
+expect "jitt status: no jittd" 1 "jitt status: no jittd listening on $d/run/jittd.sock" \
+	"$jitt" status -c "$d/conf"
+expect "jitt status PID: no such process" 1 "no traced process 12345 listening on" \
+	"$jitt" status 12345 -c "$d/conf"
+expect "jitt trigger: no such process" 1 "jitt trigger: no traced process 12345" \
+	"$jitt" trigger 12345 -c "$d/conf"
+expect "jitt status: missing config" 1 "jitt status: $d/nope" "$jitt" status -c "$d/nope"
+expect "jitt status: bad PID" 2 "usage: jitt status" "$jitt" status abc
+expect "jitt status: PID 0" 2 "usage: jitt status" "$jitt" status 0
+expect "jitt status: two PIDs" 2 "usage: jitt status" "$jitt" status 1 2
+expect "jitt trigger: no PID" 2 "usage: jitt trigger" "$jitt" trigger
+expect "jitt trigger: bad PID" 2 "usage: jitt trigger" "$jitt" trigger 12x
+expect "jitt trigger: too many" 2 "usage: jitt trigger" "$jitt" trigger 1 a b
+expect "jittd: bad option" 2 "usage: jittd" "$jittd" --bogus
+echo "hang_ms = 1" >"$d/bad.conf"
+expect "jittd: bad settings name the line" 1 "line 1: hang_ms" "$jittd" -f -c "$d/bad.conf"
+
+# `jitt trigger` against a stand-in for a traced process's socket: what goes on the wire.
+fake() { # socket, reply; prints the request it got
+	python3 - "$1" "$2" <<'EOF' &
+import os, socket, sys
+path, reply = sys.argv[1], sys.argv[2]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path + ".new"); os.rename(path + ".new", path); s.listen(1); s.settimeout(10)
+c, _ = s.accept()
+req = b""
+while not req.endswith(b"\n"):
+    b = c.recv(256)
+    if not b:
+        break
+    req += b
+c.sendall(reply.encode())
+c.close()
+with open(path + ".req", "w") as f:
+    f.write(req.decode())
+EOF
+	fpid=$!
+	wait_for 5 test -S "$1"
+}
+s4=$d/run/jitt-4242.sock
+fake "$s4" "ok
+"
+"$jitt" trigger 4242 -c "$d/conf" >"$tmp/out" 2>&1
+s=$?
+wait $fpid
+check "jitt trigger PID: sends 'trigger external'" is "$s $(cat "$s4.req") $(cat "$tmp/out")" \
+	"0 trigger external triggered 4242 (external)"
+rm -f "$s4" "$s4.req"
+fake "$s4" "ok
+saved trace-4242-1-1.jtr
+"
+"$jitt" trigger 4242 slow-scroll -c "$d/conf" >"$tmp/out" 2>&1
+s=$?
+wait $fpid
+check "jitt trigger PID REASON: sends the reason, prints the reply" is \
+	"$s $(cat "$s4.req") $(cat "$tmp/out")" "0 trigger slow-scroll saved trace-4242-1-1.jtr"
+rm -f "$s4" "$s4.req"
+fake "$s4" "error EPERM: uid 1234 may not trigger
+"
+expect "jitt trigger: refused is 'permission denied', status 1" 1 \
+	"jitt trigger: permission denied: uid 1234 may not trigger" "$jitt" trigger 4242 -c "$d/conf"
+wait $fpid
+rm -f "$s4" "$s4.req"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
