@@ -255,11 +255,12 @@ endif
 # armv7 ones (tests/count-trace-insns.sh).
 INSN_BOARDS ?= $(sort $(BOARD) qemu-virt-aarch64 rpi3-armv7)
 bench: $(obj)/bin/bench-timer $(obj)/bin/bench-trace $(obj)/bin/bench-summary $(obj)/bin/jitt \
-	$(obj)/bin/bench-freeze $(obj)/bin/jank-sim $(obj)/bin/jank-sim-plain
+	$(obj)/bin/bench-freeze $(obj)/bin/jittd $(obj)/bin/jank-sim $(obj)/bin/jank-sim-plain
 	$(Q)$(QEMU_USER) $(obj)/bin/bench-timer
 	$(Q)$(QEMU_USER) $(obj)/bin/bench-trace
 	$(Q)echo; $(if $(QEMU_USER),echo "bench-summary: host only",$(obj)/bin/bench-summary $(obj)/bin/jitt)
 	$(Q)echo; $(if $(QEMU_USER),echo "bench-freeze: host only",$(obj)/bin/bench-freeze $(obj)/bench-freeze)
+	$(Q)echo; $(if $(QEMU_USER),echo "bench-jittd: host only",sh tests/bench-jittd.sh $(obj)/bin)
 	$(Q)echo; $(if $(QEMU_USER),echo "bench-sim: host only",sh tests/bench_sim.sh $(obj)/bin)
 	$(Q)echo; $(if $(QEMU_USER),echo "callgrind: host only",sh tests/callgrind-trace.sh $(obj)/bin/bench-trace)
 	$(Q)for b in $(INSN_BOARDS); do \

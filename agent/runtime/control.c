@@ -307,9 +307,11 @@ RT int agent_control_start(void)
 			log_warn("jitt: no control socket %s: %s", rt->socket_path,
 				 strerror(-rt->listen_fd));
 	}
+	/* jittd normally made them; without them every persist would fail. */
 	char spool[AGENT_PATH_MAX];
+	mkdir(rt->cfg.data_dir, 0700);
 	if (agent_config_path(&rt->cfg, "spool", spool, sizeof(spool)) == 0)
-		mkdir(spool, 0700); /* jittd normally made it; a missing one fails the persist */
+		mkdir(spool, 0700);
 
 	/* The control thread takes no signal of the app's. */
 	sigset_t all, old;
