@@ -174,8 +174,9 @@ static SIM_UNTRACED uint64_t mono_ns(clockid_t clock)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* The fastest of three runs long enough (5 ms and more) to dwarf the clock's cost: a
- * slower one was interrupted or ran before the CPU's frequency went up. */
+/* The fastest of seven runs long enough (5 ms and more) to dwarf the clock's cost: a
+ * slower one was preempted or ran before the CPU's frequency went up (of three, all three
+ * were preempted now and then on a busy two-core host: a calibration 4x too low). */
 static volatile uint32_t calib_sink;
 
 SIM_UNTRACED uint64_t sim_calibrate(void)
@@ -189,7 +190,7 @@ SIM_UNTRACED uint64_t sim_calibrate(void)
 			break;
 		n *= 2;
 	}
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 7; i++) {
 		uint64_t t0 = mono_ns(CLOCK_MONOTONIC);
 		x = sim_mix(x, n);
 		uint64_t t = mono_ns(CLOCK_MONOTONIC) - t0;
