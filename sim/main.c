@@ -28,7 +28,7 @@ struct sim_opts sim_opt = {
 	.seed = 1,
 	.trace = true,
 };
-volatile int sim_stop;
+volatile sig_atomic_t sim_stop;
 
 static const char *const scenario_names[] = {
 	[SIM_NONE] = "none",

@@ -11,6 +11,7 @@
 #ifndef JITT_SIM_SIM_H
 #define JITT_SIM_SIM_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -45,7 +46,7 @@ struct sim_opts {
 };
 
 extern struct sim_opts sim_opt;
-extern volatile int sim_stop; /* set by SIGINT and SIGTERM */
+extern volatile sig_atomic_t sim_stop; /* set by SIGINT and SIGTERM */
 
 /* The generated tree (sim/gen-tree.awk): its roots and its size per frame. */
 extern const unsigned sim_tree_functions;
