@@ -25,8 +25,8 @@ int cli_parse_pid(const char *s, pid_t *pid)
 	return 0;
 }
 
-int cli_ctl_ask(const char *prog, const char *config, pid_t pid, const char *cmd,
-		const char *arg, char *reply, size_t size)
+int cli_ctl_ask(const char *prog, const char *config, pid_t pid, const char *cmd, const char *arg,
+		char *reply, size_t size)
 {
 	struct agent_config c;
 	char err[512], path[AGENT_PATH_MAX];

@@ -31,13 +31,13 @@ static const struct {
 	int err;
 	const char *name;
 } names[] = {
-	{ EPERM, "EPERM" },	{ ENOENT, "ENOENT" },	  { EIO, "EIO" },
-	{ E2BIG, "E2BIG" },	{ EAGAIN, "EAGAIN" },	  { ENOMEM, "ENOMEM" },
-	{ EACCES, "EACCES" },	{ EBUSY, "EBUSY" },	  { EEXIST, "EEXIST" },
-	{ EINVAL, "EINVAL" },	{ ENOSPC, "ENOSPC" },	  { ERANGE, "ERANGE" },
-	{ ENOSYS, "ENOSYS" },	{ ENOTSUP, "ENOTSUP" },	  { EALREADY, "EALREADY" },
+	{ EPERM, "EPERM" },	    { ENOENT, "ENOENT" },	{ EIO, "EIO" },
+	{ E2BIG, "E2BIG" },	    { EAGAIN, "EAGAIN" },	{ ENOMEM, "ENOMEM" },
+	{ EACCES, "EACCES" },	    { EBUSY, "EBUSY" },		{ EEXIST, "EEXIST" },
+	{ EINVAL, "EINVAL" },	    { ENOSPC, "ENOSPC" },	{ ERANGE, "ERANGE" },
+	{ ENOSYS, "ENOSYS" },	    { ENOTSUP, "ENOTSUP" },	{ EALREADY, "EALREADY" },
 	{ ETIMEDOUT, "ETIMEDOUT" }, { ECANCELED, "ECANCELED" }, { EPROTO, "EPROTO" },
-	{ EMSGSIZE, "EMSGSIZE" }, { ESRCH, "ESRCH" },	  { EDQUOT, "EDQUOT" },
+	{ EMSGSIZE, "EMSGSIZE" },   { ESRCH, "ESRCH" },		{ EDQUOT, "EDQUOT" },
 };
 
 CTL static const char *err_name(int err, char *buf, size_t size)

@@ -141,8 +141,7 @@ SPOOL int agent_spool_list(const struct agent_config *c, const char *sub,
 	return list(c, &sub, 1, files, n);
 }
 
-SPOOL int agent_spool_trim(const struct agent_config *c, uint64_t incoming,
-			   uint64_t *removed_bytes)
+SPOOL int agent_spool_trim(const struct agent_config *c, uint64_t incoming, uint64_t *removed_bytes)
 {
 	static const char *const subs[] = { "spool", "traces" };
 	struct agent_spool_file *files;

@@ -53,9 +53,9 @@ TEST(config_good_file)
 	CHECK_EQ_INT(c.system_uid, 1000);
 	CHECK_EQ_INT(c.log_level, AGENT_LOG_DEBUG);
 	/* A later file applies over the earlier settings; the last line of a key wins. */
-	CHECK_EQ_INT(parse(&c, "system_uid = -1\nmax_traces = 9\nmax_traces = 10\n", err,
-			   sizeof(err)),
-		     0);
+	CHECK_EQ_INT(
+		parse(&c, "system_uid = -1\nmax_traces = 9\nmax_traces = 10\n", err, sizeof(err)),
+		0);
 	CHECK_EQ_INT(c.system_uid, -1);
 	CHECK_EQ_INT(c.max_traces, 10);
 	CHECK_STR(c.data_dir, "/data/jitt");
@@ -86,7 +86,8 @@ TEST(config_errors_name_the_line)
 		{ "max_trace_mb = 1.5\n", "line 1: max_trace_mb wants" },
 		{ "log_level = loud\n", "line 1: log_level is error, warn, info or debug" },
 		{ "data_dir = relative/path\n", "line 1: data_dir must be an absolute path" },
-		{ "hang_ms = 400\r\nrun_dir = run\r\n", "line 2: run_dir must be an absolute path" },
+		{ "hang_ms = 400\r\nrun_dir = run\r\n",
+		  "line 2: run_dir must be an absolute path" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct agent_config c, before;

@@ -51,12 +51,12 @@ static int sockets_work(void)
 	else if (poll(&(struct pollfd){ .fd = l, .events = POLLIN }, 1, 2000) != 1 ||
 		 (a = accept(l, NULL, NULL)) < 0)
 		why = "accept";
-	else if (getsockopt(a, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
-		 len != sizeof(cred) || cred.pid != getpid() || cred.uid != geteuid())
+	else if (getsockopt(a, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof(cred) ||
+		 cred.pid != getpid() || cred.uid != geteuid())
 		why = "SO_PEERCRED";
 	if (why)
-		printf("    skipped: unix sockets do not work here (%s: %s); nothing checked\n", why,
-		       strerror(errno));
+		printf("    skipped: unix sockets do not work here (%s: %s); nothing checked\n",
+		       why, strerror(errno));
 	close(a);
 	close(c);
 	close(l);
@@ -65,8 +65,8 @@ static int sockets_work(void)
 	return state > 0;
 }
 
-static int handler(void *ctx, const struct agent_ctl_peer *peer, const char *cmd,
-		   const char *arg, char *reply, size_t size)
+static int handler(void *ctx, const struct agent_ctl_peer *peer, const char *cmd, const char *arg,
+		   char *reply, size_t size)
 {
 	(void)ctx;
 	if (!strcmp(cmd, "status")) {
@@ -331,8 +331,8 @@ TEST(ctl_peer_is_the_kernels_word)
 
 TEST(ctl_may_change)
 {
-	struct agent_ctl_peer root = { 1, 0, 0 }, sys = { 2, 1000, 1000 }, other = { 3, 4242, 4242 },
-			      self = { 4, geteuid(), getegid() };
+	struct agent_ctl_peer root = { 1, 0, 0 }, sys = { 2, 1000, 1000 },
+			      other = { 3, 4242, 4242 }, self = { 4, geteuid(), getegid() };
 	CHECK(agent_ctl_may_change(&root, -1));
 	CHECK(agent_ctl_may_change(&self, -1));
 	CHECK(agent_ctl_may_change(&sys, 1000));

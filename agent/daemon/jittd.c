@@ -45,10 +45,11 @@ static void on_stop(int sig)
 
 static int usage(FILE *out)
 {
-	fprintf(out, "usage: jittd [-f] [-c CONFIG] [--syslog]\n"
-		     "  -f          stay in the foreground and log to stderr\n"
-		     "  -c CONFIG   settings file (default $JITT_CONFIG, else %s)\n"
-		     "  --syslog    log to syslog even in the foreground\n",
+	fprintf(out,
+		"usage: jittd [-f] [-c CONFIG] [--syslog]\n"
+		"  -f          stay in the foreground and log to stderr\n"
+		"  -c CONFIG   settings file (default $JITT_CONFIG, else %s)\n"
+		"  --syslog    log to syslog even in the foreground\n",
 		CONFIG_AGENT_CONFIG_FILE);
 	return out == stderr ? 2 : 0;
 }
@@ -171,7 +172,8 @@ static bool drain_inotify(int fd)
 			size_t len = ev->len ? strlen(ev->name) : 0;
 			if (ev->mask & IN_Q_OVERFLOW)
 				work = true;
-			else if (len > 4 && ev->name[0] != '.' && !strcmp(ev->name + len - 4, ".jtr"))
+			else if (len > 4 && ev->name[0] != '.' &&
+				 !strcmp(ev->name + len - 4, ".jtr"))
 				work = true;
 			p += sizeof(*ev) + ev->len;
 		}

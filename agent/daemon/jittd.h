@@ -16,10 +16,10 @@
 struct jittd {
 	struct agent_config c;
 	struct jittd_worker w;
-	bool scan;	       /* the spool may hold work: look at it */
-	int64_t retry_at_ms;   /* CLOCK_MONOTONIC of the next try after a failure; 0 none */
-	unsigned backoff_ms;   /* the wait after the next failure */
-	int last_error;	       /* of the last failed try, 0 after a success */
+	bool scan;	     /* the spool may hold work: look at it */
+	int64_t retry_at_ms; /* CLOCK_MONOTONIC of the next try after a failure; 0 none */
+	unsigned backoff_ms; /* the wait after the next failure */
+	int last_error;	     /* of the last failed try, 0 after a success */
 };
 
 /* The control socket's commands (agent/ctl.h's handler): "status" for anyone; "scan" (look

@@ -184,8 +184,8 @@ static int quarantine(struct jittd_worker *w, const char *name, const char *why)
 	char text[512], whyname[160], from[AGENT_PATH_MAX + 160], to[AGENT_PATH_MAX + 160];
 	int n = snprintf(text, sizeof(text), "%s: %s\n", name, why);
 	snprintf(whyname, sizeof(whyname), "%.*s.why", (int)(strlen(name) - 4), name);
-	int e = write_atomic(w->quarantine, whyname, text, (size_t)n < sizeof(text) ? (size_t)n
-										    : sizeof(text) - 1);
+	int e = write_atomic(w->quarantine, whyname, text,
+			     (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1);
 	if (e) {
 		log_err("%s: cannot write %s/%s: %s", name, w->quarantine, whyname, strerror(-e));
 		return e;
