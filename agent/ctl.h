@@ -39,7 +39,9 @@ int agent_ctl_listen(const char *path);
 /*
  * The server's answer to one request: write the reply text (without the leading "ok")
  * into reply and return 0, or return a negative errno and put the reason (without
- * "error: ") into reply.
+ * "error: ") into reply (empty: strerror's text is sent). cmd is the request's first word,
+ * arg the rest after one space ("" when there is none); both are printable text, since
+ * requests with control characters are refused before the handler is called.
  */
 typedef int (*agent_ctl_handler)(void *ctx, const struct agent_ctl_peer *peer, const char *cmd,
 				 const char *arg, char *reply, size_t size);
