@@ -89,6 +89,10 @@ RT static int persist(const char *reason, uint64_t t0, char *path, size_t path_s
 
 	rb_lock();
 	int n = rb_rings(rings, MAX_RINGS);
+	/* A thread copied by the last persist may have answered since: restart it first, or
+	 * this persist would leave it out. */
+	if (nrestart)
+		restart(rings, n);
 	rb_stop_many(rings, n, STOP_WAIT_MS, frozen, errs);
 	atomic_store(&st->last_freeze_us, (agent_now_ns() - t0) / 1000);
 	uint64_t bytes = 4096;
@@ -182,7 +186,10 @@ RT static int handle_ctl(void *ctx, const struct agent_ctl_peer *peer, const cha
 			return -EPERM;
 		}
 		char reason[AGENT_REASON_MAX];
-		snprintf(reason, sizeof(reason), "external: %s", arg && *arg ? arg : "jitt trigger");
+		if (!*arg || !strcmp(arg, "external"))
+			snprintf(reason, sizeof(reason), "external");
+		else
+			snprintf(reason, sizeof(reason), "external: %s", arg);
 		int e = agent_request_persist(AGENT_DETECT_EXTERNAL, reason, false);
 		if (e == -EAGAIN) {
 			snprintf(reply, size, "not now: within the cool-down of the last trace");
