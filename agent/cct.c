@@ -51,6 +51,10 @@ static uint32_t child(struct cct *c, uint32_t parent, uint64_t func)
 		if (!nn)
 			return CCT_NONE;
 		c->node = nn;
+		struct cct_next *nx = realloc(c->next, cap * sizeof(*nx));
+		if (!nx)
+			return CCT_NONE;
+		c->next = nx;
 		c->cap = cap;
 	}
 	uint32_t i = c->n++;
@@ -63,6 +67,7 @@ static uint32_t child(struct cct *c, uint32_t parent, uint64_t func)
 	nd->next_sibling = c->node[parent].first_child;
 	c->node[parent].first_child = i;
 	c->hash[s] = (struct cct_slot){ func, parent, i };
+	c->next[i] = (struct cct_next){ CCT_NONE, CCT_NONE };
 	return i;
 }
 
@@ -124,10 +129,11 @@ uint64_t cct_span_total(const struct cct_span *s)
 
 struct frame {
 	uint32_t node;
+	uint32_t last; /* the child this instance pushed last (CCT_NONE: none yet) */
 	bool waiting, cut_start;
 	uint64_t start;
 	uint64_t pos[CCT_LANES];      /* lane_pos at the start */
-	uint64_t wait_pos[CCT_LANES]; /* lane_pos when the open wait began */
+	uint64_t wait_pos[CCT_LANES]; /* lane_pos when the open wait began (while waiting) */
 	uint64_t children[CCT_LANES], blocked[CCT_LANES];
 	struct cct_link *best; /* the longest child's chain so far, window lane */
 };
@@ -135,7 +141,10 @@ struct frame {
 /*
  * Ticks of lane l's span before t: a call's time in the lane is the difference of two of
  * these. Events come in time order, so a cursor per lane walks forward through the
- * intervals (a search only when time goes backwards, in a corrupt trace).
+ * intervals (a search only when time goes backwards, in a corrupt trace). With sorted,
+ * disjoint intervals that is span_upto; a corrupt trace can give the summary a baseline of
+ * frames out of order, where the answer depends on the cursor's way so far, and results
+ * are kept exactly as this walk gives them.
  */
 static uint64_t lane_pos(struct cct *c, int l, uint64_t t)
 {
@@ -153,6 +162,80 @@ static uint64_t lane_pos(struct cct *c, int l, uint64_t t)
 	if (s->start[i] > t)
 		return 0;
 	return s->before[i] + (t < s->end[i] ? t : s->end[i]) - s->start[i];
+}
+
+/*
+ * Every lane's position is an affine function of time between two ends of its intervals:
+ * t - start + before inside one, a constant between two. The clock keeps the piece that
+ * holds the latest time asked, for all lanes at once, as [lo, hi) and, per lane, a mask
+ * and an addend: lane_pos = (t & mask) + add. Events come in time order and the pieces
+ * change only at interval ends (a few thousand in a trace of millions of events), so a
+ * lane's position is two instructions with no search and no branch per lane; a per-lane
+ * cursor finds the next piece (a search only when time goes backwards, in a corrupt
+ * trace). Measured on bench-summary (4.0 M records, 3 lanes; callgrind): lane_pos with
+ * its cursor and branches at every call was 214 M instructions, the clock 61 M.
+ */
+static void clock_set(struct cct *c, uint64_t t)
+{
+	struct cct_clock *k = &c->clock;
+	if (c->unsorted) { /* lane_pos's walk for every question: an empty piece */
+		k->lo = 1;
+		k->hi = 0;
+		for (int l = 0; l < CCT_LANES; l++) {
+			k->mask[l] = 0;
+			k->add[l] = lane_pos(c, l, t);
+		}
+		return;
+	}
+	k->lo = 0;
+	k->hi = UINT64_MAX;
+	for (int l = 0; l < CCT_LANES; l++) {
+		const struct cct_span *s = c->o.span[l];
+		k->mask[l] = l == CCT_WHOLE ? UINT64_MAX : 0;
+		k->add[l] = 0;
+		if (l == CCT_WHOLE || !s || !s->n)
+			continue;
+		size_t i = c->cursor[l];
+		if (s->start[i] > t && i > 0) { /* back in time: search */
+			size_t lo = 0, hi = s->n;
+			while (lo < hi) {
+				size_t mid = (lo + hi) / 2;
+				if (s->start[mid] <= t)
+					lo = mid + 1;
+				else
+					hi = mid;
+			}
+			i = lo ? lo - 1 : 0;
+		}
+		while (i + 1 < s->n && s->start[i + 1] <= t)
+			i++;
+		c->cursor[l] = i;
+		uint64_t lo, hi;
+		if (t < s->start[i]) { /* before the first interval: 0 */
+			lo = 0, hi = s->start[i];
+		} else if (t < s->end[i]) { /* inside interval i */
+			lo = s->start[i], hi = s->end[i];
+			k->mask[l] = UINT64_MAX;
+			k->add[l] = s->before[i] - s->start[i];
+		} else { /* after it: all of it */
+			lo = s->end[i], hi = i + 1 < s->n ? s->start[i + 1] : UINT64_MAX;
+			k->add[l] = s->before[i] + s->end[i] - s->start[i];
+		}
+		k->lo = lo > k->lo ? lo : k->lo;
+		k->hi = hi < k->hi ? hi : k->hi;
+	}
+}
+
+/* Make the clock tell lane positions at t. */
+static inline void clock_at(struct cct *c, uint64_t t)
+{
+	if (t < c->clock.lo || t >= c->clock.hi)
+		clock_set(c, t);
+}
+
+static inline uint64_t clock_pos(const struct cct *c, int l, uint64_t t)
+{
+	return (t & c->clock.mask[l]) + c->clock.add[l];
 }
 
 static void release(struct cct_link *l)
@@ -223,33 +306,62 @@ static void close_frame(struct cct *c, struct frame *f, struct frame *parent, ui
 			bool cut_end)
 {
 	uint64_t window_incl = 0;
-	bool window_touched = false;
+	bool window_touched = false, cut = f->cut_start || cut_end;
+	struct cct_node *nd = &c->node[f->node];
+	clock_at(c, end);
 	for (int l = 0; l < CCT_LANES; l++) {
-		if (l != CCT_WHOLE && (!c->o.span[l] || !c->o.span[l]->n))
+		if (!(c->lanes >> l & 1))
 			continue;
-		uint64_t at_end = lane_pos(c, l, end);
+		uint64_t at_end = clock_pos(c, l, end);
 		if (f->waiting) /* a wait still open when the frame closes: blocked until then */
 			f->blocked[l] += at_end - f->wait_pos[l];
 		uint64_t incl = at_end - f->pos[l];
 		/* A call of no length counts where it happened. */
 		if (!incl && (end != f->start || lane_pos(c, l, end + 1) == at_end))
 			continue;
-		struct cct_stat *st = &c->node[f->node].s[l];
+		struct cct_stat *st = &nd->s[l];
 		st->calls++;
 		st->incl += incl;
 		st->blocked += f->blocked[l];
 		uint64_t busy = f->children[l] + f->blocked[l];
 		st->self += incl > busy ? incl - busy : 0;
-		if (l == CCT_WHOLE && incl > c->node[f->node].longest)
-			c->node[f->node].longest = incl;
-		st->truncated += f->cut_start || cut_end;
+		if (l == CCT_WHOLE && incl > nd->longest)
+			nd->longest = incl;
+		st->truncated += cut;
 		if (parent)
 			parent->children[l] += incl;
 		if (l == CCT_WINDOW)
 			window_incl = incl, window_touched = true;
 	}
 	if (c->o.chains && parent)
-		close_chain(c, f, parent, window_incl, window_touched, f->cut_start || cut_end);
+		close_chain(c, f, parent, window_incl, window_touched, cut);
+}
+
+/*
+ * The node of func called from the frame at the top. A program's calls repeat: what a
+ * function calls first, and what it calls after a given callee, is usually what it did
+ * the previous time. So each node remembers the child its frames called first (next[].first)
+ * and, for each child, the sibling called after it (next[].after); the guess is checked by
+ * its function (a guess is always a child of the right parent). Only a wrong guess probes
+ * the hash table, whose slots are spread over a megabyte for a big tree: on bench-summary
+ * 94.6% of 1.9 M calls are guessed right.
+ */
+static uint32_t callee(struct cct *c, struct frame *top, uint64_t func)
+{
+	uint32_t *guess = top->last == CCT_NONE ? &c->next[top->node].first
+						 : &c->next[top->last].after;
+	uint32_t nd = *guess;
+	if (nd == CCT_NONE || c->node[nd].func != func) {
+		nd = child(c, top->node, func);
+		if (nd == CCT_NONE)
+			return CCT_NONE;
+		/* child() may have moved the array */
+		guess = top->last == CCT_NONE ? &c->next[top->node].first
+					      : &c->next[top->last].after;
+		*guess = nd;
+	}
+	top->last = nd;
+	return nd;
 }
 
 static int push(struct cct *c, uint64_t func, uint64_t ts, bool cut)
@@ -262,16 +374,22 @@ static int push(struct cct *c, uint64_t func, uint64_t ts, bool cut)
 		c->stack = s;
 		c->stack_cap = cap;
 	}
-	uint32_t nd = child(c, c->stack[c->sp - 1].node, func);
+	uint32_t nd = callee(c, &c->stack[c->sp - 1], func);
 	if (nd == CCT_NONE)
 		return -ENOMEM;
 	struct frame *f = &c->stack[c->sp++];
-	memset(f, 0, sizeof(*f));
 	f->node = nd;
-	f->start = ts;
+	f->last = CCT_NONE;
+	f->waiting = false;
 	f->cut_start = cut;
-	for (int l = 0; l < CCT_LANES; l++)
-		f->pos[l] = lane_pos(c, l, ts);
+	f->start = ts;
+	f->best = NULL;
+	clock_at(c, ts);
+	for (int l = 0; l < CCT_LANES; l++) {
+		f->pos[l] = clock_pos(c, l, ts);
+		f->children[l] = 0;
+		f->blocked[l] = 0;
+	}
 	return 0;
 }
 
@@ -284,9 +402,10 @@ int cct_init(struct cct *c, const struct cct_opts *o, uint64_t open_at_start)
 	c->cap = 1024;
 	c->stack_cap = 64;
 	c->node = calloc(c->cap, sizeof(*c->node));
+	c->next = malloc(c->cap * sizeof(*c->next));
 	c->stack = malloc(c->stack_cap * sizeof(*c->stack));
 	c->chain = calloc(c->o.chains + 1, sizeof(*c->chain));
-	if (!c->node || !c->stack || !c->chain || grow_hash(c) != 0) {
+	if (!c->node || !c->next || !c->stack || !c->chain || grow_hash(c) != 0) {
 		cct_free(c);
 		return -ENOMEM;
 	}
@@ -295,10 +414,21 @@ int cct_init(struct cct *c, const struct cct_opts *o, uint64_t open_at_start)
 					.parent = CCT_NONE,
 					.first_child = CCT_NONE,
 					.next_sibling = CCT_NONE };
+	c->next[0] = (struct cct_next){ CCT_NONE, CCT_NONE };
 	c->sp = 1;
-	c->stack[0] = (struct frame){ .node = 0 };
-	for (int l = 0; l < CCT_LANES; l++)
+	c->stack[0] = (struct frame){ .node = 0, .last = CCT_NONE };
+	c->lanes = 1u << CCT_WHOLE;
+	for (int l = 0; l < CCT_LANES; l++) {
 		c->cursor[l] = 0;
+		const struct cct_span *sp = c->o.span[l];
+		if (l == CCT_WHOLE || !sp || !sp->n)
+			continue;
+		c->lanes |= 1u << l;
+		for (size_t i = 0; i + 1 < sp->n; i++)
+			c->unsorted |= sp->end[i] > sp->start[i + 1];
+	}
+	c->clock.lo = 1; /* an empty piece: the first event sets the clock */
+	c->clock.hi = 0;
 	return 0;
 }
 
@@ -308,8 +438,9 @@ int cct_add(struct cct *c, const struct rb_event *e)
 		return -ENOMEM;
 	if (c->events++ == 0) {
 		c->t0 = c->stack[0].start = e->ts;
+		clock_at(c, e->ts);
 		for (int l = 0; l < CCT_LANES; l++)
-			c->stack[0].pos[l] = lane_pos(c, l, e->ts);
+			c->stack[0].pos[l] = clock_pos(c, l, e->ts);
 		/* The calls the ring begins inside: unknown functions, open since the first event.
 		 */
 		for (uint64_t k = 0; k < c->open_at_start; k++)
@@ -331,13 +462,15 @@ int cct_add(struct cct *c, const struct rb_event *e)
 		break;
 	case RB_EV_WAIT_BEGIN:
 		top->waiting = true;
+		clock_at(c, e->ts);
 		for (int l = 0; l < CCT_LANES; l++)
-			top->wait_pos[l] = lane_pos(c, l, e->ts);
+			top->wait_pos[l] = clock_pos(c, l, e->ts);
 		break;
 	case RB_EV_WAIT_END:
 		/* With no wait-begin seen, the wait began before this frame's known part. */
+		clock_at(c, e->ts);
 		for (int l = 0; l < CCT_LANES; l++)
-			top->blocked[l] += lane_pos(c, l, e->ts) -
+			top->blocked[l] += clock_pos(c, l, e->ts) -
 					   (top->waiting ? top->wait_pos[l] : top->pos[l]);
 		top->waiting = false;
 		break;
@@ -401,6 +534,7 @@ void cct_free(struct cct *c)
 	free(c->chain);
 	free(c->stack);
 	free(c->node);
+	free(c->next);
 	free(c->hash);
 	memset(c, 0, sizeof(*c));
 }

@@ -87,6 +87,18 @@ struct cct_slot {
 	uint32_t parent, node;
 };
 
+/* Per node, the callee guessed next (cct.c, callee). */
+struct cct_next {
+	uint32_t first; /* what the node's frames called first */
+	uint32_t after; /* what the parent called after this node */
+};
+
+/* The lanes' positions over the piece of time [lo, hi): (t & mask) + add (cct.c). */
+struct cct_clock {
+	uint64_t lo, hi;
+	uint64_t mask[CCT_LANES], add[CCT_LANES];
+};
+
 struct cct {
 	struct cct_node *node; /* node[0] is the root */
 	uint32_t n, cap;
@@ -98,6 +110,10 @@ struct cct {
 	struct cct_opts o;
 	struct cct_slot *hash; /* (parent, func) -> node, open addressing */
 	uint32_t hcap;
+	struct cct_next *next; /* per node */
+	struct cct_clock clock;
+	unsigned lanes; /* bit per lane that counts: the whole trace, and those with a span */
+	bool unsorted;	/* a span's intervals overlap or are out of order (a corrupt trace) */
 	struct frame *stack;
 	size_t sp, stack_cap;
 	uint64_t open_at_start;

@@ -74,7 +74,7 @@ struct rb_decoder {
 	uint64_t start_ts, end_ts;    /* the oldest and the newest record's times */
 	/* private */
 	struct rb_ring_view view;
-	uint8_t *payload; /* bit per forward slot index: a payload, not a tag */
+	uint64_t *payload; /* bit per forward slot index: a payload, not a tag */
 	uint64_t *plan;	  /* anchors (forward index) whose segment needs planning, descending */
 	size_t nplan, capplan, plan_left;
 	uint64_t base, first, pos, cur, fix_at, fix_add;
