@@ -89,8 +89,9 @@ struct cct_slot {
 
 /* Per node, the callee guessed next (cct.c, callee). */
 struct cct_next {
-	uint32_t first; /* what the node's frames called first */
-	uint32_t after; /* what the parent called after this node */
+	uint64_t func;	   /* the node's function (a copy: checking a guess leaves the node be) */
+	uint32_t guess[2]; /* [0]: what the node's frames called first; [1]: what the parent
+			    * called after this node */
 };
 
 /* The lanes' positions over the piece of time [lo, hi): (t & mask) + add (cct.c). */
@@ -126,6 +127,8 @@ struct cct {
 int cct_init(struct cct *c, const struct cct_opts *o, uint64_t open_at_start);
 /* The next event (oldest first). 0 or -ENOMEM (the tree is then unusable). */
 int cct_add(struct cct *c, const struct rb_event *e);
+/* The next n events, as cct_add each: the fast way for a batch from the decoder. */
+int cct_add_n(struct cct *c, const struct rb_event *ev, size_t n);
 /* Close the calls still open at the last event. 0 or -ENOMEM. */
 int cct_finish(struct cct *c);
 void cct_free(struct cct *c);

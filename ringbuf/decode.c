@@ -338,17 +338,20 @@ size_t rb_decoder_read(struct rb_decoder *d, struct rb_event *buf, size_t max)
 			p++;
 			i = j + 1 == nslots ? 0 : j + 1;
 			cur = step(cur, rb_tag_ts32(tag)) + (here == fix_at ? fix_add : 0);
+			/* Entries and exits alternate with no pattern a predictor could learn: one
+			 * record for both, with no branch (an exit's low half is 0, its id): 22 ms
+			 * for the bench's 4.0 M records with a branch, 11.5 ms without. */
 			struct rb_event *e = &buf[n++];
-			if (low == RB_EXIT)
-				*e = (struct rb_event){ .ts = cur, .kind = RB_EV_EXIT };
-			else if (low == RB_WIDE)
+			if (low == RB_WIDE)
 				*e = (struct rb_event){
 					.ts = cur, .id = payload, .kind = RB_EV_ENTRY, .wide = 1
 				};
 			else
-				*e = (struct rb_event){
-					.ts = cur, .id = low, .kind = RB_EV_ENTRY, .wide = narrow_wide
-				};
+				*e = (struct rb_event){ .ts = cur,
+							.id = low,
+							.kind = low == RB_EXIT ? RB_EV_EXIT
+									       : RB_EV_ENTRY,
+							.wide = low == RB_EXIT ? 0 : narrow_wide };
 		}
 		d->pos = p;
 		d->cur = cur;
