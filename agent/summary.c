@@ -389,6 +389,39 @@ static int top_functions(const struct cct *c, enum cct_lane lane, unsigned k,
 	return 0;
 }
 
+/*
+ * Where a chain ends, the frame's own time outlasted each of its children. But many short
+ * calls of one child can add up to more than that own time, with no single long one
+ * (Hubble section 3's first case): then the chain goes on into that child's calls, all of
+ * them as one link, so it ends where the time went. The child's calls come from its node
+ * in the window; only when they fit inside this one instance (else they belong to other
+ * instances of the frame too, and the link would claim too much).
+ */
+static int add_many_calls(const struct cct *c, const struct cct_link *last,
+			  struct summary_chain *out)
+{
+	const struct cct_stat *best = NULL;
+	uint64_t func = 0;
+	for (uint32_t ch = c->node[last->node].first_child; ch != CCT_NONE;
+	     ch = c->node[ch].next_sibling) {
+		const struct cct_stat *st = &c->node[ch].s[CCT_WINDOW];
+		if (!best || st->incl > best->incl) {
+			best = st;
+			func = c->node[ch].func;
+		}
+	}
+	if (!best || best->calls < 2 || best->incl <= last->self + last->blocked ||
+	    best->incl > last->incl)
+		return 0;
+	struct summary_frame *f = realloc(out->f, (out->n + 1) * sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	out->f = f;
+	f[out->n++] = (struct summary_frame){ func, best->incl, best->self, best->blocked,
+					      best->truncated > 0, best->calls };
+	return 0;
+}
+
 static int chain_of(const struct cct *c, const struct cct_link *l, struct summary_chain *out)
 {
 	size_t n = 0;
@@ -398,10 +431,11 @@ static int chain_of(const struct cct *c, const struct cct_link *l, struct summar
 	if (!out->f)
 		return -ENOMEM;
 	out->n = n;
-	for (size_t i = 0; l; l = l->next, i++)
+	const struct cct_link *last = NULL;
+	for (size_t i = 0; l; last = l, l = l->next, i++)
 		out->f[i] = (struct summary_frame){ c->node[l->node].func, l->incl, l->self,
-						    l->blocked, l->truncated };
-	return 0;
+						    l->blocked, l->truncated, 0 };
+	return last ? add_many_calls(c, last, out) : 0;
 }
 
 struct leaf {

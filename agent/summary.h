@@ -45,6 +45,8 @@ struct summary_func {
 struct summary_frame {
 	uint64_t key, incl, self, blocked;
 	bool truncated;
+	uint32_t calls; /* 0: one call; more: the chain's last link stands for that many
+			 * calls of one function (many short calls that add up) */
 };
 
 struct summary_chain {

@@ -73,11 +73,15 @@ static void json_chain(FILE *out, const struct summary *s, struct ftable *ft,
 		       const struct summary_chain *c)
 {
 	fputc('[', out);
-	for (size_t i = 0; i < c->n; i++)
-		fprintf(out, "%s[%d,%llu,%llu,%llu,%d]", i ? "," : "", fidx(ft, c->f[i].key),
+	for (size_t i = 0; i < c->n; i++) {
+		fprintf(out, "%s[%d,%llu,%llu,%llu,%d", i ? "," : "", fidx(ft, c->f[i].key),
 			(unsigned long long)ns(s, c->f[i].incl),
 			(unsigned long long)ns(s, c->f[i].self),
 			(unsigned long long)ns(s, c->f[i].blocked), c->f[i].truncated);
+		if (c->f[i].calls > 1)
+			fprintf(out, ",%u", c->f[i].calls);
+		fputc(']', out);
+	}
 	fputc(']', out);
 }
 
@@ -302,8 +306,11 @@ static void text_chain(FILE *out, const struct summary *s, struct agent_symbols 
 	for (size_t i = 0; i < c->n; i++) {
 		const struct summary_frame *f = &c->f[i];
 		agent_key_name(syms, f->key, name, sizeof(name));
-		fprintf(out, "%s%*s%s  (%s incl, %s self%s%s)%s%s\n", indent, (int)(2 * i), "",
-			name, H(f->incl), H(f->self), f->blocked ? ", blocked " : "",
+		char calls[40] = "";
+		if (f->calls > 1)
+			snprintf(calls, sizeof(calls), " in %u calls", f->calls);
+		fprintf(out, "%s%*s%s  (%s incl%s, %s self%s%s)%s%s\n", indent, (int)(2 * i), "",
+			name, H(f->incl), calls, H(f->self), f->blocked ? ", blocked " : "",
 			f->blocked ? H(f->blocked) : "", f->truncated ? " [cut by the ring]" : "",
 			i + 1 == c->n ? "  <- where the time went" : "");
 	}

@@ -58,6 +58,11 @@ counted() {
 counted unit-tests $qemu "$bin/unit-tests" --fakes "$fakes"
 # libjitt's runtime, linked with the blocking-call wrappers as an app is.
 counted runtime-tests $qemu "$bin/runtime-tests"
+# Each jank scenario of the sim app, end to end (python3 reads the summaries: on the build
+# machine, natively or under qemu-user; not inside a qemu board).
+if [ "$board" = host ] || [ -n "$qemu" ]; then
+	counted sim-check sh "$here/sim-check.sh" "$bin" "$qemu"
+fi
 
 # One golden comparison: what (the test's name), the expected file, the output.
 golden_check() {
