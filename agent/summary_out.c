@@ -105,9 +105,9 @@ static long long sns(const struct summary *s, int64_t ticks)
 
 /* The functions table last in the writing, first in the file: the body is written to a
  * memory stream, then the header and the table, then the body. Only the first ncontexts
- * ranked contexts are written. */
+ * ranked contexts and nchains chains are written. */
 static int write_json(FILE *out, const struct summary *s, struct agent_symbols *syms,
-		      size_t ncontexts)
+		      size_t ncontexts, size_t nchains)
 {
 	char *body = NULL;
 	size_t size = 0;
@@ -136,7 +136,7 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 	fputs(",\"top_trace\":", b);
 	json_funcs(b, s, &ft, s->top_trace, s->ntop_trace);
 	fputs(",\"chains\":[", b);
-	for (size_t i = 0; i < s->nchains; i++) {
+	for (size_t i = 0; i < nchains; i++) {
 		fputs(i ? "," : "", b);
 		json_chain(b, s, &ft, &s->chains[i]);
 	}
@@ -176,6 +176,8 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 	fputc(']', b);
 	if (ncontexts < s->ncontexts)
 		fprintf(b, ",\"contexts_left_out\":%zu", s->ncontexts - ncontexts);
+	if (nchains < s->nchains)
+		fprintf(b, ",\"chains_left_out\":%zu", s->nchains - nchains);
 	fputs("}\n", b);
 	if (fclose(b) != 0) {
 		free(body);
@@ -230,29 +232,34 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 
 /*
  * The summary is often the only thing that leaves the phone: it stays within
- * SUMMARY_JSON_MAX bytes. Deep call paths make the ranked contexts the part that grows, so
- * the lowest-ranked ones are left out (and counted) until it fits.
+ * SUMMARY_JSON_MAX bytes. Deep call paths make the ranked contexts and the chains the
+ * parts that grow, so the lowest-ranked contexts are left out first, then the shortest
+ * chains (the longest is always kept), each counted, until it fits.
  */
 int summary_write_json(FILE *out, const struct summary *s, struct agent_symbols *syms)
 {
-	size_t n = s->ncontexts;
+	size_t nctx = s->ncontexts, nch = s->nchains;
 	for (;;) {
 		char *buf = NULL;
 		size_t size = 0;
 		FILE *m = open_memstream(&buf, &size);
 		if (!m)
 			return -ENOMEM;
-		int err = write_json(m, s, syms, n);
+		int err = write_json(m, s, syms, nctx, nch);
 		if (fclose(m) != 0 && !err)
 			err = -ENOMEM;
-		if (!err && (size <= SUMMARY_JSON_MAX || n == 0)) {
+		bool last = nctx == 0 && nch <= 1;
+		if (!err && (size <= SUMMARY_JSON_MAX || last)) {
 			fwrite(buf, 1, size, out);
 			err = ferror(out) ? -EIO : 0;
 		}
 		free(buf);
-		if (err || size <= SUMMARY_JSON_MAX || n == 0)
+		if (err || size <= SUMMARY_JSON_MAX || last)
 			return err;
-		n--;
+		if (nctx)
+			nctx--;
+		else
+			nch--;
 	}
 }
 

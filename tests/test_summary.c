@@ -481,3 +481,84 @@ TEST(summary_json_is_small)
 	release(&fx);
 	synth_free(&ui);
 }
+
+/* Many short calls that add up, no single long one (Hubble section 3's first case): the
+ * chain goes on into them as one link, counted, exact to the tick. */
+TEST(summary_many_short_calls_end_the_chain_as_one_link)
+{
+	struct synth_thread ui;
+	synth_init(&ui, "ui", 100, 0, 0);
+	uint64_t t = 1000;
+	for (int f = 0; f < 5; f++, t += 1000)
+		normal_frame(&ui, t);
+	synth_special(&ui, t, RB_MARK, AGENT_MARK_FRAME_BEGIN);
+	synth_entry(&ui, t + 10, ID(fn_frame));
+	synth_entry(&ui, t + 20, ID(fn_draw));
+	uint64_t u = t + 30;
+	for (int i = 0; i < 1000; i++, u += 110) { /* 1000 calls of 100 ticks, 10 apart */
+		synth_entry(&ui, u, ID(fn_culprit));
+		synth_exit(&ui, u + 100);
+	}
+	synth_exit(&ui, u);
+	synth_exit(&ui, u + 10);
+	synth_special(&ui, u + 20, RB_MARK, AGENT_MARK_FRAME_END);
+	synth_special(&ui, u + 21, RB_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_JANK);
+	struct fixture fx;
+	if (!summarise(&ui, 1, "many-short", 3, &fx))
+		return;
+	if (CHECK(fx.s.nchains >= 1)) {
+		const struct summary_chain *c = &fx.s.chains[0];
+		CHECK_EQ_INT(c->n, 3); /* frame > draw > 1000 x culprit */
+		if (c->n == 3) {
+			CHECK_EQ_U64(c->f[1].key, key(fn_draw));
+			CHECK_EQ_U64(c->f[1].self, 10 + 999 * 10 + 10);
+			CHECK_EQ_U64(c->f[2].key, key(fn_culprit));
+			CHECK_EQ_U64(c->f[2].calls, 1000);
+			CHECK_EQ_U64(c->f[2].incl, 100000);
+			CHECK_EQ_U64(c->f[2].self, 100000);
+		}
+	}
+	release(&fx);
+	synth_free(&ui);
+}
+
+/* Deep call paths: the ranked contexts, then the shorter chains, are left out until the
+ * JSON fits in SUMMARY_JSON_MAX, and the summary says how many went. */
+TEST(summary_json_leaves_out_contexts_to_stay_within_4_kib)
+{
+	struct synth_thread ui;
+	synth_init(&ui, "ui", 100, 0, 0);
+	void (*fns[])(void) = { fn_layout, fn_draw, fn_culprit, fn_io, fn_slow_task,
+				fn_recurse, fn_worker, fn_loop };
+	synth_special(&ui, 10, RB_MARK, AGENT_MARK_FRAME_BEGIN);
+	uint64_t t = 100;
+	for (int path = 0; path < 10; path++) { /* 10 distinct paths, 40 deep */
+		for (int d = 0; d < 40; d++)
+			synth_entry(&ui, t++, ID(fns[(d * (path + 1) + path) % 8]));
+		t += 1000000 + 12345 * (uint64_t)path;
+		for (int d = 0; d < 40; d++)
+			synth_exit(&ui, t++);
+	}
+	synth_special(&ui, t, RB_MARK, AGENT_MARK_FRAME_END);
+	synth_special(&ui, t + 1, RB_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_EXPLICIT);
+	struct fixture fx;
+	if (!summarise(&ui, 1, "deep", 10, &fx))
+		return;
+	struct agent_symbols syms;
+	char *buf = NULL;
+	size_t size = 0;
+	FILE *m = open_memstream(&buf, &size);
+	if (CHECK(m && agent_symbols_open(&syms, &fx.t) == 0)) {
+		CHECK_EQ_INT(summary_write_json(m, &fx.s, &syms), 0);
+		fclose(m);
+		printf("    JSON summary of 10 contexts 40 deep: %zu bytes\n", size);
+		CHECK(size <= SUMMARY_JSON_MAX);
+		CHECK(strstr(buf, "\"contexts_left_out\":") != NULL);
+		CHECK(strstr(buf, "\"chains_left_out\":") != NULL);
+		CHECK(strstr(buf, "\"chains\":[[[") != NULL); /* the longest chain stays */
+		agent_symbols_close(&syms);
+	}
+	free(buf);
+	release(&fx);
+	synth_free(&ui);
+}
