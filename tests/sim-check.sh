@@ -91,5 +91,46 @@ PY
 			echo "     (trace kept in /tmp/sim-check-$scenario.jtr)"
 	fi
 done
+# The external detector through the app's own control socket: `jitt trigger PID` persists
+# a trace and `jitt status PID` counts it; another user may read the status but not
+# trigger (as root, through setpriv; on the host only).
+if [ -z "$qemu" ] && [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+	dir=$work/external
+	mkdir -p "$dir/data/spool"
+	chmod 755 "$work" "$dir"
+	printf 'data_dir = %s/data\nrun_dir = %s/run\nmax_threads = 8\nlog_level = warn\n' \
+		"$dir" "$dir" >"$dir/jitt.conf"
+	chmod 644 "$dir/jitt.conf"
+	JITT_CONFIG=$dir/jitt.conf "$bin/jank-sim" --scenario=none --frames 0 >/dev/null 2>&1 &
+	app=$!
+	i=0
+	while [ ! -S "$dir/run/jitt-$app.sock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	chmod 755 "$dir/run" 2>/dev/null
+	nobody="setpriv --reuid=65534 --regid=65534 --clear-groups"
+	out=$($nobody "$bin/jitt" trigger -c "$dir/jitt.conf" $app 2>&1)
+	status=$?
+	if [ $status -eq 1 ] && echo "$out" | grep -q 'permission denied'; then
+		ok "external: another user is refused a trigger ($out)"
+	else
+		fail external "another user's trigger: status $status, $out"
+	fi
+	if $nobody "$bin/jitt" status -c "$dir/jitt.conf" $app | grep -q '^refused 1$'; then
+		ok "external: another user reads the status, which counts the refusal"
+	else
+		fail external "another user could not read the status, or no refusal counted"
+	fi
+	out=$("$bin/jitt" trigger -c "$dir/jitt.conf" $app "from sim-check" 2>&1)
+	set -- "$dir"/data/spool/*.jtr
+	if echo "$out" | grep -q '^trace ' && [ -f "$1" ] &&
+		"$bin/jitt" status -c "$dir/jitt.conf" $app | grep -q '^anomaly_external 1$' &&
+		"$bin/jitt" summarize "$1" | grep -q '^anomaly: external: from sim-check'; then
+		ok "external: jitt trigger persisted ${1##*/}, counted in jitt status"
+	else
+		fail external "jitt trigger: $out"
+	fi
+	kill $app
+	wait $app 2>/dev/null
+fi
+
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
