@@ -6,14 +6,16 @@
 # leaves traces in the spool until space returns; kill -9 at random moments over 20 rounds
 # loses and repeats nothing; the caps trim; `jitt status` shows the counters; another user
 # reads the status but changes nothing; `jitt status` / `jitt trigger` errors.
-# Host only (python3 from board/common/deps.sh); POSIX sh.
+# On the build machine (python3 from board/common/deps.sh), natively or under qemu-user
+# (inotify, unix sockets and SO_PEERCRED work there); POSIX sh.
 #
-# usage: jittd-check.sh BIN_DIR     prints "ok what" / "FAIL what" / "skip what", then
-#                                   "N passed, N failed"
+# usage: jittd-check.sh BIN_DIR ["QEMU_CMD"]   prints "ok what" / "FAIL what" / "skip what",
+#                                              then "N passed, N failed"
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 self=$here/jittd-check.sh
-bin=${1:?usage: jittd-check.sh BIN_DIR}
+bin=${1:?usage: jittd-check.sh BIN_DIR [QEMU_CMD]}
+qemu=${2:-}
 bin=$(cd "$bin" && pwd)
 jittd=$bin/jittd
 jitt=$bin/jitt
@@ -52,11 +54,11 @@ setup() {
 
 # Start jittd in the foreground on folder $1 (log appended to $1/log); wait until it answers.
 start() {
-	"$jittd" -f -c "$1/conf" >>"$1/log" 2>&1 &
+	$qemu "$jittd" -f -c "$1/conf" >>"$1/log" 2>&1 &
 	jpid=$!
 	i=0
 	while [ $i -lt 200 ]; do
-		"$jitt" status -c "$1/conf" >/dev/null 2>&1 && return 0
+		$qemu "$jitt" status -c "$1/conf" >/dev/null 2>&1 && return 0
 		kill -0 "$jpid" 2>/dev/null || return 1
 		sleep 0.02
 		i=$((i + 1))
@@ -93,13 +95,13 @@ wait_for() {
 	return 1
 }
 counter() { # folder key: one value of `jitt status`
-	"$jitt" status -c "$1/conf" 2>/dev/null | awk -v k="$2" '$1 == k { print $2 }'
+	$qemu "$jitt" status -c "$1/conf" 2>/dev/null | awk -v k="$2" '$1 == k { print $2 }'
 }
 is() { [ "$1" = "$2" ]; }
 spool_empty() { [ "$(count "$1"/data/spool/*.jtr)" -eq 0 ]; }
 # The spool is empty and the last trace's move and trim are done: jittd serves a request only
 # between two traces, so a status asked for once the spool is empty comes after them.
-idle() { spool_empty "$1" && "$jitt" status -c "$1/conf" >/dev/null; }
+idle() { spool_empty "$1" && $qemu "$jitt" status -c "$1/conf" >/dev/null; }
 outbox_has() { [ "$(count "$1"/data/outbox/*.json)" -eq "$2" ]; }
 no_temporaries() { ! ls -A "$1/data/outbox" "$1/data/quarantine" | grep -q '^\.'; }
 matches() { printf '%s\n' "$1" | grep -q -- "$2"; } # text, pattern
@@ -135,9 +137,10 @@ sys.stdout.write(out.decode())
 EOF
 }
 
-# ---- the disk-full part runs in its own mount namespace: `jittd-check.sh --diskfull BIN DIR`
-if [ "${2:-}" = --diskfull ]; then
-	d=$3
+# ---- the disk-full part runs in its own mount namespace:
+# `JITTD_CHECK_DISKFULL=DIR jittd-check.sh BIN [QEMU]`
+if [ -n "${JITTD_CHECK_DISKFULL:-}" ]; then
+	d=$JITTD_CHECK_DISKFULL
 	setup "$d"
 	mkdir -p "$d/data"
 	mount -t tmpfs -o size=256k,mode=0700 tmpfs "$d/data" || { echo "skip disk full: no tmpfs"; exit 0; }
@@ -155,7 +158,7 @@ if [ "${2:-}" = --diskfull ]; then
 	check "disk full: the traces stay in the spool" \
 		test -f "$d/data/spool/trace-full-1.jtr" -a -f "$d/data/spool/trace-full-2.jtr"
 	check "disk full: no summary, no temporary" is "$(ls -A "$d/data/outbox")" ""
-	check "disk full: status says why" matches "$("$jitt" status -c "$d/conf")" "^last_error No space"
+	check "disk full: status says why" matches "$($qemu "$jitt" status -c "$d/conf")" "^last_error No space"
 	check "disk full: the log says why" grep -q "cannot write .*No space left" "$d/log"
 	rm -f "$d/data/filler"
 	check "disk full: once space is back, both are summarised" wait_for 20 outbox_has "$d" 2
@@ -225,7 +228,7 @@ check "bad files: no summary for them" is "$(ls "$d/data/outbox" | grep trace-ba
 check "status: quarantined 3, summarised 7" \
 	is "$(counter "$d" quarantined) $(counter "$d" summarised)" "3 7"
 check "the log names each quarantined file" is "$(grep -c 'trace-bad-.*quarantined' "$d/log")" 3
-out=$("$jitt" status -c "$d/conf")
+out=$($qemu "$jitt" status -c "$d/conf")
 check "jitt status prints the counters" matches "$out" "^summarised 7$"
 check "jitt status: traces_seen 10, retries 0, deleted 0, trimmed 0" is \
 	"$(printf '%s\n' "$out" | awk '$1 ~ /^(traces_seen|retries|deleted|trimmed)$/' | tr '\n' ' ')" \
@@ -245,7 +248,7 @@ else
 	chmod 0755 "$d"
 	chmod 0644 "$d/conf"
 	nobody="setpriv --reuid=65534 --regid=65534 --clear-groups"
-	check "another user: jitt status works" matches "$($nobody "$jitt" status -c "$d/conf")" "^summarised 7$"
+	check "another user: jitt status works" matches "$($nobody $qemu "$jitt" status -c "$d/conf")" "^summarised 7$"
 	py=
 	for p in python3 /usr/bin/python3; do
 		$nobody $p -c '' 2>/dev/null && py=$p && break
@@ -263,7 +266,7 @@ s.sendall(b"scan\n"); print(s.recv(4096).decode(), end="")' "$sock" 2>&1)
 fi
 
 # ---- a second jittd, then stopping ----
-"$jittd" -f -c "$d/conf" >"$tmp/second" 2>&1
+$qemu "$jittd" -f -c "$d/conf" >"$tmp/second" 2>&1
 s=$?
 check "a second jittd on the same socket exits 1" matches "$s $(cat "$tmp/second")" "^1 .*another jittd"
 stop
@@ -316,7 +319,7 @@ d=$tmp/full
 mkdir -p "$d"
 if [ "$(id -u)" -eq 0 ]; then ns="unshare --mount"; else ns="unshare --user --map-root-user --mount"; fi
 if $ns sh -c "mount -t tmpfs -o size=64k tmpfs '$d' && umount '$d'" 2>/dev/null; then
-	out=$($ns sh "$self" "$bin" --diskfull "$d" 2>&1)
+	out=$($ns env JITTD_CHECK_DISKFULL="$d" sh "$self" "$bin" "$qemu" 2>&1)
 	echo "$out" | grep -v ' passed, .* failed$'
 	line=$(echo "$out" | tail -n 1)
 	case $line in
@@ -339,7 +342,7 @@ seed=$$
 names=
 n=0
 for round in $(seq 1 20); do
-	"$jittd" -f -c "$d/conf" >>"$d/log" 2>&1 &
+	$qemu "$jittd" -f -c "$d/conf" >>"$d/log" 2>&1 &
 	jpid=$!
 	for k in 1 2 3; do
 		n=$((n + 1))
@@ -390,21 +393,21 @@ expect() { # what, status, text in stderr, command...
 	fi
 }
 expect "jitt status: no jittd" 1 "jitt status: no jittd listening on $d/run/jittd.sock" \
-	"$jitt" status -c "$d/conf"
+	$qemu "$jitt" status -c "$d/conf"
 expect "jitt status PID: no such process" 1 "no traced process 12345 listening on" \
-	"$jitt" status 12345 -c "$d/conf"
+	$qemu "$jitt" status 12345 -c "$d/conf"
 expect "jitt trigger: no such process" 1 "jitt trigger: no traced process 12345" \
-	"$jitt" trigger 12345 -c "$d/conf"
-expect "jitt status: missing config" 1 "jitt status: $d/nope" "$jitt" status -c "$d/nope"
-expect "jitt status: bad PID" 2 "usage: jitt status" "$jitt" status abc
-expect "jitt status: PID 0" 2 "usage: jitt status" "$jitt" status 0
-expect "jitt status: two PIDs" 2 "usage: jitt status" "$jitt" status 1 2
-expect "jitt trigger: no PID" 2 "usage: jitt trigger" "$jitt" trigger
-expect "jitt trigger: bad PID" 2 "usage: jitt trigger" "$jitt" trigger 12x
-expect "jitt trigger: too many" 2 "usage: jitt trigger" "$jitt" trigger 1 a b
-expect "jittd: bad option" 2 "usage: jittd" "$jittd" --bogus
+	$qemu "$jitt" trigger 12345 -c "$d/conf"
+expect "jitt status: missing config" 1 "jitt status: $d/nope" $qemu "$jitt" status -c "$d/nope"
+expect "jitt status: bad PID" 2 "usage: jitt status" $qemu "$jitt" status abc
+expect "jitt status: PID 0" 2 "usage: jitt status" $qemu "$jitt" status 0
+expect "jitt status: two PIDs" 2 "usage: jitt status" $qemu "$jitt" status 1 2
+expect "jitt trigger: no PID" 2 "usage: jitt trigger" $qemu "$jitt" trigger
+expect "jitt trigger: bad PID" 2 "usage: jitt trigger" $qemu "$jitt" trigger 12x
+expect "jitt trigger: too many" 2 "usage: jitt trigger" $qemu "$jitt" trigger 1 a b
+expect "jittd: bad option" 2 "usage: jittd" $qemu "$jittd" --bogus
 echo "hang_ms = 1" >"$d/bad.conf"
-expect "jittd: bad settings name the line" 1 "line 1: hang_ms" "$jittd" -f -c "$d/bad.conf"
+expect "jittd: bad settings name the line" 1 "line 1: hang_ms" $qemu "$jittd" -f -c "$d/bad.conf"
 
 # `jitt trigger` against a stand-in for a traced process's socket: what goes on the wire.
 fake() { # socket, reply; prints the request it got
@@ -431,7 +434,7 @@ EOF
 s4=$d/run/jitt-4242.sock
 fake "$s4" "ok
 "
-"$jitt" trigger 4242 -c "$d/conf" >"$tmp/out" 2>&1
+$qemu "$jitt" trigger 4242 -c "$d/conf" >"$tmp/out" 2>&1
 s=$?
 wait $fpid
 check "jitt trigger PID: sends 'trigger external'" is "$s $(cat "$s4.req") $(cat "$tmp/out")" \
@@ -440,7 +443,7 @@ rm -f "$s4" "$s4.req"
 fake "$s4" "ok
 saved trace-4242-1-1.jtr
 "
-"$jitt" trigger 4242 slow-scroll -c "$d/conf" >"$tmp/out" 2>&1
+$qemu "$jitt" trigger 4242 slow-scroll -c "$d/conf" >"$tmp/out" 2>&1
 s=$?
 wait $fpid
 check "jitt trigger PID REASON: sends the reason, prints the reply" is \
@@ -449,7 +452,7 @@ rm -f "$s4" "$s4.req"
 fake "$s4" "error EPERM: uid 1234 may not trigger
 "
 expect "jitt trigger: refused is 'permission denied', status 1" 1 \
-	"jitt trigger: permission denied: uid 1234 may not trigger" "$jitt" trigger 4242 -c "$d/conf"
+	"jitt trigger: permission denied: uid 1234 may not trigger" $qemu "$jitt" trigger 4242 -c "$d/conf"
 wait $fpid
 rm -f "$s4" "$s4.req"
 

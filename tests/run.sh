@@ -105,8 +105,11 @@ done
 # on the host board only, where board/common/deps.sh installed them. Its counts join ours.
 if [ "$board" = host ]; then
 	counted export-check.sh sh "$here/export-check.sh" "$bin"
-	# jittd end to end: summaries, quarantine, a full disk, kill -9 rounds, jitt status.
-	counted jittd-check.sh sh "$here/jittd-check.sh" "$bin"
+fi
+# jittd end to end: summaries, quarantine, a full disk, kill -9 rounds, jitt status; on the
+# build machine, natively or under qemu-user (not inside a qemu board: no python3 there).
+if [ "$board" = host ] || [ -n "$qemu" ]; then
+	counted jittd-check.sh sh "$here/jittd-check.sh" "$bin" "$qemu"
 fi
 
 # The summary in JSON of the committed trace, and what the commands answer to bad input:
