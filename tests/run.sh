@@ -105,6 +105,8 @@ done
 # on the host board only, where board/common/deps.sh installed them. Its counts join ours.
 if [ "$board" = host ]; then
 	counted export-check.sh sh "$here/export-check.sh" "$bin"
+	# An app built the way an OEM would, from $(O)/lib/libjitt.a and its flags file.
+	counted libjitt-check.sh sh "$here/libjitt-check.sh" "$bin/../lib" "$bin" musl-gcc
 fi
 # jittd end to end: summaries, quarantine, a full disk, kill -9 rounds, jitt status; on the
 # build machine, natively or under qemu-user (not inside a qemu board: no python3 there).

@@ -8,7 +8,10 @@
 #include "agent/runtime/runtime.h"
 
 #ifdef CONFIG_AGENT_AUTO_INIT
-RT __attribute__((constructor)) static void jitt_auto_init(void)
+/* Not static: libjitt.ldflags names it (-u), so a link from libjitt.a keeps this object,
+ * which nothing else refers to. */
+void jitt_auto_init(void);
+RT __attribute__((constructor)) void jitt_auto_init(void)
 {
 	(void)jitt_init(NULL); /* failures are logged; the app runs on untraced */
 }
