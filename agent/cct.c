@@ -271,7 +271,7 @@ static void offer_top(struct cct *c, struct cct_link *l)
 
 /* The chain of a call that touched the window. */
 static void close_chain(struct cct *c, struct frame *f, struct frame *parent, uint64_t incl,
-			bool cut)
+			bool cut, bool running)
 {
 	struct cct_link *best = f->best;
 	f->best = NULL;
@@ -285,7 +285,8 @@ static void close_chain(struct cct *c, struct frame *f, struct frame *parent, ui
 				.start = f->start,
 				.incl = incl,
 				.blocked = f->blocked[CCT_WINDOW],
-				.truncated = cut };
+				.truncated = cut,
+				.running = running };
 	uint64_t busy = f->children[CCT_WINDOW] + l->blocked;
 	l->self = l->incl > busy ? l->incl - busy : 0;
 	uint64_t own = l->self > l->blocked ? l->self : l->blocked;
@@ -347,7 +348,7 @@ CCT_HOT void close_frame(struct cct *c, struct frame *f, struct frame *parent, u
 	}
 	if (c->o.chains && parent) {
 		if (window_touched) {
-			close_chain(c, f, parent, window_incl, cut);
+			close_chain(c, f, parent, window_incl, cut, cut_end);
 		} else if (f->best) { /* outside the window: no chain */
 			release(f->best);
 			f->best = NULL;

@@ -67,7 +67,8 @@ struct cct_node {
 struct cct_link {
 	uint32_t node;
 	uint64_t start, incl, self, blocked;
-	bool truncated;
+	bool truncated; /* cut by the ring's start, or still running at its end... */
+	bool running;	/* ...the latter: still running when the ring was frozen */
 	struct cct_link *next;
 };
 

@@ -418,7 +418,7 @@ static int add_many_calls(const struct cct *c, const struct cct_link *last,
 		return -ENOMEM;
 	out->f = f;
 	f[out->n++] = (struct summary_frame){ func, best->incl, best->self, best->blocked,
-					      best->truncated > 0, best->calls };
+					      best->truncated > 0, false, best->calls };
 	return 0;
 }
 
@@ -434,7 +434,8 @@ static int chain_of(const struct cct *c, const struct cct_link *l, struct summar
 	const struct cct_link *last = NULL;
 	for (size_t i = 0; l; last = l, l = l->next, i++)
 		out->f[i] = (struct summary_frame){ c->node[l->node].func, l->incl, l->self,
-						    l->blocked, l->truncated, 0 };
+						    l->blocked, l->truncated, l->running,
+						    0 };
 	return last ? add_many_calls(c, last, out) : 0;
 }
 

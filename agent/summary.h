@@ -45,6 +45,7 @@ struct summary_func {
 struct summary_frame {
 	uint64_t key, incl, self, blocked;
 	bool truncated;
+	bool running; /* still running when the rings were frozen (truncated too) */
 	uint32_t calls; /* 0: one call; more: the chain's last link stands for that many
 			 * calls of one function (many short calls that add up) */
 };

@@ -318,7 +318,10 @@ static void text_chain(FILE *out, const struct summary *s, struct agent_symbols 
 			snprintf(calls, sizeof(calls), " in %u calls", f->calls);
 		fprintf(out, "%s%*s%s  (%s incl%s, %s self%s%s)%s%s\n", indent, (int)(2 * i), "",
 			name, H(f->incl), calls, H(f->self), f->blocked ? ", blocked " : "",
-			f->blocked ? H(f->blocked) : "", f->truncated ? " [cut by the ring]" : "",
+			f->blocked ? H(f->blocked) : "",
+			f->running	  ? " [still running when frozen]"
+			: f->truncated ? " [cut by the ring]"
+				       : "",
 			i + 1 == c->n ? "  <- where the time went" : "");
 	}
 }
