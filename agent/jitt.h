@@ -32,7 +32,9 @@ const char *jitt_version(void);
  * may be absent).
  */
 int jitt_init(const char *config_file);
-/* Stop the control thread and every ring of the process. Traces already persisted stay. */
+/* Stop the control thread and close the control socket: nothing is detected or persisted
+ * any more. Threads keep tracing into their rings until they turn it off or exit; traces
+ * already persisted stay. jitt_init() may start the runtime again. */
 void jitt_shutdown(void);
 
 /*
