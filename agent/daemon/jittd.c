@@ -278,6 +278,15 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* SIGTERM and SIGINT are taken only inside ppoll(): one arriving between the loop's
+	 * check and the wait cannot be lost, and a trace being summarised is finished first. */
+	sigset_t stops, waiting;
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGTERM);
+	sigaddset(&stops, SIGINT);
+	sigprocmask(SIG_BLOCK, &stops, &waiting);
+	sigdelset(&waiting, SIGTERM);
+	sigdelset(&waiting, SIGINT);
 
 	log_info("jittd %d starting: data %s, socket %s, keep_traces %d, max_traces %u, "
 		 "max_trace_mb %u",
@@ -293,14 +302,16 @@ int main(int argc, char **argv)
 			run_pass(&d, listen_fd);
 			continue; /* a signal may have come meanwhile */
 		}
-		int timeout = -1;
+		struct timespec ts, *timeout = NULL;
 		if (d.scan && d.retry_at_ms) {
 			int64_t left = d.retry_at_ms - now_ms();
-			timeout = left < 0 ? 0 : (int)left;
+			left = left < 0 ? 0 : left;
+			ts = (struct timespec){ left / 1000, (long)(left % 1000) * 1000000 };
+			timeout = &ts;
 		}
 		struct pollfd p[2] = { { .fd = ifd, .events = POLLIN },
 				       { .fd = listen_fd, .events = POLLIN } };
-		int r = poll(p, 2, timeout);
+		int r = ppoll(p, 2, timeout, &waiting);
 		if (r < 0 && errno != EINTR) {
 			log_err("poll: %s", strerror(errno));
 			break;
