@@ -173,7 +173,8 @@ test:
 # host's libc; a test tool, never shipped. `make fuzz` runs long, make test briefly. ----
 FUZZ_TIME ?= 600
 FUZZ_SRCS := tests/fuzz_tracefile.c ringbuf/crc32.c ringbuf/decode.c ringbuf/tracefile.c \
-	ringbuf/elf.c hal/timer.c agent/cct.c agent/symbols.c agent/summary.c agent/summary_out.c
+	ringbuf/elf.c hal/fs.c hal/timer.c agent/cct.c agent/symbols.c agent/summary.c \
+	agent/summary_out.c
 FUZZER := $(obj)/fuzz/fuzz-tracefile
 $(FUZZER): $(FUZZ_SRCS) $(wildcard ringbuf/*.h hal/*.h agent/*.h) $(CONFIG_H)
 	$(call say,FUZZCC,$(O)/fuzz/fuzz-tracefile)

@@ -103,10 +103,10 @@ void cct_span_free(struct cct_span *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* Ticks of the span before t. */
-static uint64_t span_upto(const struct cct_span *s, uint64_t t)
+/* The first interval of the span that starts after t (s->n when none does). */
+static size_t span_after(const struct cct_span *s, uint64_t t)
 {
-	size_t lo = 0, hi = s->n; /* the first interval starting after t is at lo */
+	size_t lo = 0, hi = s->n;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
 		if (s->start[mid] <= t)
@@ -114,6 +114,13 @@ static uint64_t span_upto(const struct cct_span *s, uint64_t t)
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+/* Ticks of the span before t. */
+static uint64_t span_upto(const struct cct_span *s, uint64_t t)
+{
+	size_t lo = span_after(s, t);
 	if (lo == 0)
 		return 0;
 	size_t i = lo - 1;
@@ -201,14 +208,7 @@ static void clock_set(struct cct *c, uint64_t t)
 			continue;
 		size_t i = c->cursor[l];
 		if (s->start[i] > t && i > 0) { /* back in time: search */
-			size_t lo = 0, hi = s->n;
-			while (lo < hi) {
-				size_t mid = (lo + hi) / 2;
-				if (s->start[mid] <= t)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
+			size_t lo = span_after(s, t);
 			i = lo ? lo - 1 : 0;
 		}
 		while (i + 1 < s->n && s->start[i + 1] <= t)
@@ -520,10 +520,12 @@ int cct_add_n(struct cct *c, const struct rb_event *ev, size_t n)
 	return err;
 }
 
-int cct_finish(struct cct *c)
+int cct_finish(struct cct *c, uint64_t end)
 {
 	if (c->failed)
 		return -ENOMEM;
+	if (end > c->t1)
+		c->t1 = end;
 	/* Calls still running when the ring was frozen: their known part, up to the end. */
 	for (; c->sp > 1; c->sp--)
 		close_frame(c, &c->stack[c->sp - 1], &c->stack[c->sp - 2], c->t1, true);
@@ -554,7 +556,7 @@ int cct_build(struct cct *c, const struct rb_event *ev, size_t n, cct_key_fn key
 	for (size_t i = 0; i < n && !err; i++)
 		err = cct_add(c, &ev[i]);
 	if (!err)
-		err = cct_finish(c);
+		err = cct_finish(c, 0);
 	if (err)
 		cct_free(c);
 	return err;

@@ -130,8 +130,9 @@ int cct_init(struct cct *c, const struct cct_opts *o, uint64_t open_at_start);
 int cct_add(struct cct *c, const struct rb_event *e);
 /* The next n events, as cct_add each: the fast way for a batch from the decoder. */
 int cct_add_n(struct cct *c, const struct rb_event *ev, size_t n);
-/* Close the calls still open at the last event. 0 or -ENOMEM. */
-int cct_finish(struct cct *c);
+/* Close the calls still open at `end` (the decoder's end_ts: a copied ring's calls ran
+ * until its freeze), or at the last event when that is later. 0 or -ENOMEM. */
+int cct_finish(struct cct *c, uint64_t end);
 void cct_free(struct cct *c);
 /* The node of the innermost call open now (0, the root, when none). */
 uint32_t cct_top(const struct cct *c);

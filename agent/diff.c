@@ -334,7 +334,7 @@ int diff_side_add_trace(struct diff_side *s, const struct rb_trace *t, char *err
 				for (size_t i = 0; i < n && !e; i++)
 					e = cct_add(&c, &buf[i]);
 			if (!e)
-				e = cct_finish(&c);
+				e = cct_finish(&c, 0);
 			if (!e)
 				e = merge_cct(s, &sym, &c, top, t->timer_hz);
 			cct_free(&c);

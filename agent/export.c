@@ -647,7 +647,7 @@ int agent_export_folded(FILE *out, const struct rb_trace *t, struct agent_symbol
 			for (size_t k = 0; k < n && !err; k++)
 				err = cct_add(&c, &buf[k]);
 		if (!err)
-			err = cct_finish(&c);
+			err = cct_finish(&c, 0);
 		rb_decoder_free(&d);
 		char raw[64], label[64];
 		snprintf(raw, sizeof(raw), "%s-%u", th->name[0] ? th->name : "thread", th->tid);

@@ -159,10 +159,8 @@ static int run_pass(struct thread *th, const struct cct_opts *o, uint64_t keep_f
 		}
 	}
 	free(ev);
-	if (p->c.t1 < th->dec.end_ts) /* the calls still open ran until then (see above) */
-		p->c.t1 = th->dec.end_ts;
 	if (!err)
-		err = cct_finish(&p->c);
+		err = cct_finish(&p->c, th->dec.end_ts);
 	if (!err && p->open != SIZE_MAX)
 		end_wait(p, p->open, th->dec.end_ts, true);
 	return err;
@@ -645,11 +643,6 @@ int summary_build(struct summary *s, const struct rb_trace *t, unsigned k)
 				      &ths[i]);
 		if (!err)
 			err = ths[i].failed;
-		/* A copied ring's thread did not reach a trace point before the freeze (blocked,
-		 * or busy in code without one, like a hang): its open calls and wait ran on
-		 * until the rings were frozen, not just to its last record. */
-		if (!err && t->threads[i].copied && t->frozen_ticks > ths[i].dec.end_ts)
-			ths[i].dec.end_ts = t->frozen_ticks;
 		reverse(ths[i].marks, ths[i].nmarks, sizeof(*ths[i].marks));
 		reverse(ths[i].wakes, ths[i].nwakes, sizeof(*ths[i].wakes));
 		s->records += ths[i].dec.stats.records;

@@ -135,3 +135,28 @@ bool hal_exists(const char *rel)
 	struct stat st;
 	return hal_path(path, sizeof(path), rel) == 0 && stat(path, &st) == 0;
 }
+
+int hal_fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int err = fsync(fd) ? -errno : 0;
+	close(fd);
+	return err;
+}
+
+int hal_file_commit(int fd, int err, const char *tmp, const char *final, const char *dir)
+{
+	if (!err && fsync(fd) != 0)
+		err = -errno;
+	if (close(fd) != 0 && !err)
+		err = -errno;
+	if (!err && rename(tmp, final) != 0)
+		err = -errno;
+	if (err) {
+		unlink(tmp);
+		return err;
+	}
+	return hal_fsync_dir(dir);
+}

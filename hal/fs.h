@@ -49,4 +49,16 @@ FILE *hal_fopen(const char *rel);
 /* True when "<root>/<rel>" exists (any type). */
 bool hal_exists(const char *rel);
 
+/*
+ * Files that must survive a crash (trace files, summaries) are written to a temporary
+ * name in their folder, then committed: fsync, close, rename to the final name, fsync of
+ * the folder. These paths are the caller's own (the spool, the outbox), not under the
+ * root above.
+ */
+/* Commit the temporary written through fd (closed in any case). err: an error the writing
+ * already met, which commits nothing. On any error the temporary is removed. 0 or -errno. */
+int hal_file_commit(int fd, int err, const char *tmp, const char *final, const char *dir);
+/* fsync a folder, so that renames and removals in it survive a crash. 0 or -errno. */
+int hal_fsync_dir(const char *dir);
+
 #endif

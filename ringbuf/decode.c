@@ -212,6 +212,8 @@ int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t
 	d->stats.records = records;
 	if (records && !seen_anchor)
 		d->end_ts = ref_ticks - tn0;
+	if (records && v->frozen_ticks > d->end_ts)
+		d->end_ts = v->frozen_ticks;
 	d->open_at_start = (uint64_t)(suffix - min_suffix);
 	d->start_ts = anchor - seg;
 	d->pos = d->first;

@@ -48,6 +48,9 @@ struct rb_ring_view {
 	const uint64_t *slots;
 	uint64_t nslots, stored, end, valid;
 	uint8_t word_size; /* 4: every entry id is an absolute address (Hubble 5.1.2) */
+	/* A copied ring (its thread did not answer the stop: blocked, or busy without a trace
+	 * point): the timer when it was frozen, since its open calls ran until then; else 0. */
+	uint64_t frozen_ticks;
 };
 
 struct rb_decode_stats {
@@ -71,7 +74,8 @@ struct rb_decoder {
 	struct rb_decode_stats stats; /* records, cut and anchors after init; gaps and
 				       * conflicts as the first forward pass finds them */
 	uint64_t open_at_start;	      /* calls the ring starts inside: exits with no entry */
-	uint64_t start_ts, end_ts;    /* the oldest and the newest record's times */
+	uint64_t start_ts, end_ts;    /* the oldest and the newest record's times; a copied
+				       * ring ends at its freeze (rb_ring_view.frozen_ticks) */
 	/* private */
 	struct rb_ring_view view;
 	uint64_t *payload; /* bit per forward slot index: a payload, not a tag */

@@ -47,7 +47,7 @@ static inline uint64_t rb_frozen_stored(const struct rb_frozen *f)
 static inline struct rb_ring_view rb_frozen_view(const struct rb_frozen *f)
 {
 	return (struct rb_ring_view){ f->slots, f->nslots, rb_frozen_stored(f), f->end, f->valid,
-				      sizeof(void *) };
+				      sizeof(void *), f->copied ? f->frozen_ticks : 0 };
 }
 
 /* Give the calling thread a ring (tracing stays off until rb_start). Returns 0, -EALREADY,

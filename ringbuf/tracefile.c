@@ -2,6 +2,7 @@
 #define _GNU_SOURCE /* dl_iterate_phdr */
 #include "tracefile.h"
 #include "crc32.h"
+#include "hal/fs.h"
 #include "hal/timer.h"
 
 #include <errno.h>
@@ -181,16 +182,6 @@ static uint64_t clock_ns(clockid_t id)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static int sync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int err = fsync(fd) ? -errno : 0;
-	close(fd);
-	return err;
-}
-
 int rb_trace_write(const char *dir, const char *reason, const struct rb_frozen *threads,
 		   int nthreads, char *path_out, size_t path_size)
 {
@@ -269,18 +260,8 @@ int rb_trace_write(const char *dir, const char *reason, const struct rb_frozen *
 	int err = w.err;
 	if (!err && w.size != size)
 		err = -EIO;
-	if (!err && fsync(w.fd) != 0)
-		err = -errno;
-	if (close(w.fd) != 0 && !err)
-		err = -errno;
-	if (!err && rename(tmp, final) != 0)
-		err = -errno;
-	if (err) {
-		unlink(tmp);
-		return err;
-	}
-	err = sync_dir(dir);
-	if (path_out)
+	err = hal_file_commit(w.fd, err, tmp, final, dir);
+	if (!err && path_out)
 		snprintf(path_out, path_size, "%s", final);
 	return err;
 }
@@ -424,7 +405,11 @@ int rb_trace_parse(const void *data, size_t size, struct rb_trace *t, char *err,
 						  .stored = ft.stored,
 						  .end = ft.end,
 						  .valid = ft.valid,
-						  .word_size = h.word_size };
+						  .word_size = h.word_size,
+						  .frozen_ticks = th->copied &&
+									  h.frozen_ticks <= h.ref_ticks
+								  ? h.frozen_ticks
+								  : 0 };
 		off += ft.stored * 8;
 	}
 	if (off != limit) {

@@ -83,6 +83,25 @@ static void release(struct fixture *fx)
 	}
 }
 
+/* The fixture's summary as JSON, in a malloc'd buffer (NULL on failure), its size in *size. */
+static char *json_of(struct fixture *fx, size_t *size)
+{
+	struct agent_symbols syms;
+	char *buf = NULL;
+	*size = 0;
+	FILE *m = open_memstream(&buf, size);
+	if (!CHECK(m && agent_symbols_open(&syms, &fx->t) == 0)) {
+		if (m)
+			fclose(m);
+		free(buf);
+		return NULL;
+	}
+	CHECK_EQ_INT(summary_write_json(m, &fx->s, &syms), 0);
+	fclose(m);
+	agent_symbols_close(&syms);
+	return buf;
+}
+
 /* One normal frame at t: frame { layout 100; draw 200 }, 400 ticks in all. */
 static void normal_frame(struct synth_thread *ui, uint64_t t)
 {
@@ -465,17 +484,12 @@ TEST(summary_json_is_small)
 	struct fixture fx;
 	if (!summarise(&ui, 1, "jank", 10, &fx))
 		return;
-	struct agent_symbols syms;
-	char *buf = NULL;
-	size_t size = 0;
-	FILE *m = open_memstream(&buf, &size);
-	if (CHECK(m && agent_symbols_open(&syms, &fx.t) == 0)) {
-		CHECK_EQ_INT(summary_write_json(m, &fx.s, &syms), 0);
-		fclose(m);
+	size_t size;
+	char *buf = json_of(&fx, &size);
+	if (buf) {
 		printf("    JSON summary, K = 10: %zu bytes\n", size);
 		CHECK(size <= 4096);
 		CHECK(strncmp(buf, "{\"schema\":\"jitt.summary\",\"version\":1,", 37) == 0);
-		agent_symbols_close(&syms);
 	}
 	free(buf);
 	release(&fx);
@@ -544,19 +558,14 @@ TEST(summary_json_leaves_out_contexts_to_stay_within_4_kib)
 	struct fixture fx;
 	if (!summarise(&ui, 1, "deep", 10, &fx))
 		return;
-	struct agent_symbols syms;
-	char *buf = NULL;
-	size_t size = 0;
-	FILE *m = open_memstream(&buf, &size);
-	if (CHECK(m && agent_symbols_open(&syms, &fx.t) == 0)) {
-		CHECK_EQ_INT(summary_write_json(m, &fx.s, &syms), 0);
-		fclose(m);
+	size_t size;
+	char *buf = json_of(&fx, &size);
+	if (buf) {
 		printf("    JSON summary of 10 contexts 40 deep: %zu bytes\n", size);
 		CHECK(size <= SUMMARY_JSON_MAX);
 		CHECK(strstr(buf, "\"contexts_left_out\":") != NULL);
 		CHECK(strstr(buf, "\"chains_left_out\":") != NULL);
 		CHECK(strstr(buf, "\"chains\":[[[") != NULL); /* the longest chain stays */
-		agent_symbols_close(&syms);
 	}
 	free(buf);
 	release(&fx);

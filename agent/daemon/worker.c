@@ -18,6 +18,7 @@
 #include "agent/summary.h"
 #include "agent/summary_out.h"
 #include "agent/symbols.h"
+#include "hal/fs.h"
 #include "ringbuf/tracefile.h"
 
 #include <dirent.h>
@@ -53,17 +54,6 @@ static int join(char *buf, size_t size, const char *dir, const char *a, const ch
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
-/* A rename or unlink is durable once its folder is synced. */
-static int sync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int e = fsync(fd) == 0 ? 0 : -errno;
-	close(fd);
-	return e;
-}
-
 /* dir/name, whole or not at all: a temporary, fsync'd, renamed, the folder fsync'd. */
 static int write_atomic(const char *dir, const char *name, const char *buf, size_t len)
 {
@@ -86,17 +76,7 @@ static int write_atomic(const char *dir, const char *name, const char *buf, size
 		else if (n == 0)
 			e = -EIO;
 	}
-	if (!e && fsync(fd) != 0)
-		e = -errno;
-	if (close(fd) != 0 && !e)
-		e = -errno;
-	if (!e && rename(tmp, final) != 0)
-		e = -errno;
-	if (e) {
-		unlink(tmp);
-		return e;
-	}
-	return sync_dir(dir);
+	return hal_file_commit(fd, e, tmp, final, dir);
 }
 
 static int ends_with(const char *s, const char *suffix)
@@ -148,8 +128,8 @@ static int finish(struct jittd_worker *w, const char *name)
 			return e;
 		}
 		/* The new name first: with only the spool synced, a crash could lose both. */
-		sync_dir(w->traces);
-		sync_dir(w->spool);
+		hal_fsync_dir(w->traces);
+		hal_fsync_dir(w->spool);
 		w->st.kept++;
 		log_dbg("%s: kept in %s", name, w->traces);
 	} else {
@@ -160,7 +140,7 @@ static int finish(struct jittd_worker *w, const char *name)
 			log_err("%s: cannot delete: %s", name, strerror(-e));
 			return e;
 		}
-		sync_dir(w->spool);
+		hal_fsync_dir(w->spool);
 		w->st.deleted++;
 		log_dbg("%s: deleted", name);
 	}
@@ -199,8 +179,8 @@ static int quarantine(struct jittd_worker *w, const char *name, const char *why)
 		log_err("%s: cannot move to %s: %s", name, w->quarantine, strerror(-e));
 		return e;
 	}
-	sync_dir(w->quarantine);
-	sync_dir(w->spool);
+	hal_fsync_dir(w->quarantine);
+	hal_fsync_dir(w->spool);
 	w->st.quarantined++;
 	log_warn("%s: quarantined: %s", name, why);
 	return 0;
