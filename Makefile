@@ -82,7 +82,7 @@ savedefconfig: $(obj)/.config
 	$(Q)cd $(obj) && $(KCONFIG_ENV) kconfig-conf -s --savedefconfig=defconfig $(srctree)/Kconfig
 	@echo "  wrote $(O)/defconfig: copy it to board/$(BOARD)/defconfig to keep it"
 
-KCONFIGS := Kconfig $(wildcard */Kconfig)
+KCONFIGS := Kconfig $(wildcard */Kconfig */*/Kconfig)
 
 # --olddefconfig gives options added since the .config was written their defaults (no
 # questions asked, so it works without a terminal); --silentoldconfig then writes the header
@@ -102,6 +102,8 @@ progs-y :=
 include hal/Kbuild
 include ringbuf/Kbuild
 include agent/Kbuild
+include agent/analysis/Kbuild
+include agent/cli/Kbuild
 include agent/runtime/Kbuild
 include agent/daemon/Kbuild
 include sim/Kbuild
@@ -173,10 +175,10 @@ test:
 # host's libc; a test tool, never shipped. `make fuzz` runs long, make test briefly. ----
 FUZZ_TIME ?= 600
 FUZZ_SRCS := tests/fuzz_tracefile.c ringbuf/crc32.c ringbuf/decode.c ringbuf/tracefile.c \
-	ringbuf/elf.c hal/fs.c hal/timer.c agent/cct.c agent/symbols.c agent/summary.c \
-	agent/summary_out.c
+	ringbuf/elf.c hal/fs.c hal/timer.c agent/analysis/cct.c agent/analysis/symbols.c agent/analysis/summary.c \
+	agent/analysis/summary_out.c
 FUZZER := $(obj)/fuzz/fuzz-tracefile
-$(FUZZER): $(FUZZ_SRCS) $(wildcard ringbuf/*.h hal/*.h agent/*.h) $(CONFIG_H)
+$(FUZZER): $(FUZZ_SRCS) $(wildcard ringbuf/*.h hal/*.h agent/*.h agent/analysis/*.h) $(CONFIG_H)
 	$(call say,FUZZCC,$(O)/fuzz/fuzz-tracefile)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)clang-14 -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
@@ -311,3 +313,5 @@ help:
 	@echo "  clean          remove $(O)'s objects and programs (keeps .config and mbedtls)"
 	@echo "  distclean      remove build/"
 	@echo "boards: $(BOARDS)"
+	@echo "sources: hal/ ringbuf/ agent/ (shared) agent/analysis/ agent/cli/ agent/runtime/"
+	@echo "         agent/daemon/ sim/ tests/; each folder's Kbuild lists its objects"

@@ -72,7 +72,12 @@ struct rb_tls {
 #endif
 extern __thread struct rb_tls rb_tls __attribute__((tls_model(RB_TLS_MODEL)));
 
-/* The rare path: wrap (with a sync record) or stop. Never inlined. */
+/*
+ * The rare path: wrap (with a sync record) or stop. Never inlined. These two live in
+ * ring.c, which includes this header, while this header's inline trace point calls them:
+ * one module split in two on purpose, the few instructions inlined into every traced
+ * function here, everything cold out of line beside the ring's other code.
+ */
 void rb_slow_path(uintptr_t p) __attribute__((cold, noinline));
 /* A wide entry (id beyond 32 bits) or a special record: two slots. Never inlined. */
 void rb_put2(uint64_t payload, uint32_t low) __attribute__((noinline));

@@ -119,7 +119,13 @@ int sim_workers_start(void);
 void sim_workers_stop(void);
 /* Background work the UI posts each frame (dropped when the queue is full). */
 void sim_post_frame_work(unsigned frame);
-/* The blocked scenario: worker-1 runs sim_culprit_slow_task for ms; the caller waits. */
+/*
+ * The blocked scenario: worker-1 runs sim_culprit_slow_task for ms; the caller waits.
+ * culprit.c calls into workers.c (the wait) and workers.c back into culprit.c (the slow
+ * task), on purpose: that round trip is the scenario (the UI blocked on a worker that runs
+ * the culprit), and keeping every culprit in culprit.c lets a reader find all four in one
+ * place. Either file moving the other's function in would hide one culprit among workers.
+ */
 uint32_t sim_wait_for_worker(unsigned ms, uint32_t x);
 uint32_t sim_culprit_slow_task(unsigned ms, uint32_t x);
 

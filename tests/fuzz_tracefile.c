@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target for the trace-file parser, the decoder, the summariser (agent/summary.h,
+ * libFuzzer target for the trace-file parser, the decoder, the summariser (agent/analysis/summary.h,
  * with its JSON writer) and the ELF reader. Each input is
  * tried twice: as it is (the CRC check must turn garbage away cleanly), and with its CRC
  * made to match, so that mutations reach the structural checks and the decoder behind it.
  * Built with clang -fsanitize=fuzzer,address,undefined (make fuzz; a short run in make test).
  */
-#include "agent/summary.h"
-#include "agent/summary_out.h"
-#include "agent/symbols.h"
+#include "agent/analysis/summary.h"
+#include "agent/analysis/summary_out.h"
+#include "agent/analysis/symbols.h"
 #include "ringbuf/crc32.h"
 #include "ringbuf/decode.h"
 #include "ringbuf/elf.h"

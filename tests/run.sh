@@ -104,6 +104,7 @@ done
 # `jitt export` read back by independent tools (a strict JSON parser, protoc --decode_raw):
 # on the host board only, where board/common/deps.sh installed them. Its counts join ours.
 if [ "$board" = host ]; then
+	counted rooms-check.sh sh "$here/rooms-check.sh" "$here/.."
 	counted export-check.sh sh "$here/export-check.sh" "$bin"
 	# An app built the way an OEM would, from $(O)/lib/libjitt.a and its flags file.
 	counted libjitt-check.sh sh "$here/libjitt-check.sh" "$bin/../lib" "$bin" musl-gcc

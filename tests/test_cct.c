@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The calling-context tree on synthetic events with exactly known times. */
 #include "harness.h"
-#include "agent/cct.h"
+#include "agent/analysis/cct.h"
 
 #include <stdlib.h>
 #include <string.h>

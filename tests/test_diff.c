@@ -6,9 +6,9 @@
  */
 #include "harness.h"
 #include "synth.h"
-#include "agent/diff.h"
-#include "agent/json.h"
-#include "agent/symbols.h"
+#include "agent/analysis/diff.h"
+#include "agent/analysis/json.h"
+#include "agent/analysis/symbols.h"
 #include "hal/timer.h"
 #include "ringbuf/tracefile.h"
 

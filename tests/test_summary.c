@@ -7,9 +7,9 @@
 #include "harness.h"
 #include "synth.h"
 #include "agent/marks.h"
-#include "agent/summary.h"
-#include "agent/summary_out.h"
-#include "agent/symbols.h"
+#include "agent/analysis/summary.h"
+#include "agent/analysis/summary_out.h"
+#include "agent/analysis/symbols.h"
 #include "ringbuf/tracefile.h"
 
 #include <stdlib.h>

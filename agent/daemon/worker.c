@@ -15,9 +15,9 @@
 #include "agent/daemon/worker.h"
 #include "agent/log.h"
 #include "agent/spool.h"
-#include "agent/summary.h"
-#include "agent/summary_out.h"
-#include "agent/symbols.h"
+#include "agent/analysis/summary.h"
+#include "agent/analysis/summary_out.h"
+#include "agent/analysis/symbols.h"
 #include "hal/fs.h"
 #include "ringbuf/tracefile.h"
 

@@ -94,7 +94,12 @@ int agent_request_persist(uint32_t detector, const char *reason, bool mark_self)
  * application's write() wrapper must not see it). */
 void agent_wake_control(void);
 
-/* The control thread (control.c). */
+/*
+ * The control thread (control.c). api.c starts and stops it; it calls back into api.c
+ * (agent_request_persist, agent_now_ns) for the hang and external detectors. The cycle is
+ * kept: both halves share one state (agent_rt, above) and one way to ask for a persist,
+ * whoever asks, and splitting that out would make a third file with nothing of its own.
+ */
 int agent_control_start(void);
 void agent_control_stop(void);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#include "symbols.h"
-#include "cct.h"
+#include "agent/analysis/symbols.h"
+#include "agent/analysis/cct.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/summary.h - what a trace says about its slow moment: the model behind
- * `jitt summarize` (text and JSON, agent/summary_out.c) and jittd.
+ * The room agent/analysis/ turns a trace file into models and reports: the calling-context
+ * tree (cct), this summary and its text and JSON (summary_out), `jitt diff` (diff, json),
+ * the exports (export, perfetto) and function names (symbols). jittd and the `jitt` command
+ * both use it, so it may include hal/, ringbuf/ and the shared pieces of agent/ (marks.h),
+ * never cli/, daemon/ or runtime/: it must not know who asked.
+ *
+ * agent/analysis/summary.h - what a trace says about its slow moment: the model behind
+ * `jitt summarize` (text and JSON, agent/analysis/summary_out.c) and jittd.
  *
  * The anomaly window runs from the start of the slow frame (its frame mark) to the anomaly
  * mark (agent/marks.h); with no frame marks, CONFIG_AGENT_WINDOW_MS before the anomaly
@@ -26,7 +32,7 @@
 #ifndef JITT_AGENT_SUMMARY_H
 #define JITT_AGENT_SUMMARY_H
 
-#include "agent/cct.h"
+#include "agent/analysis/cct.h"
 #include "ringbuf/tracefile.h"
 
 #include <stdbool.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/perfetto.h - a trace file as Perfetto's native protobuf trace (a Trace of
+ * agent/analysis/perfetto.h - a trace file as Perfetto's native protobuf trace (a Trace of
  * TracePackets with TrackDescriptors and TrackEvents), which the Perfetto maintainers
  * recommend over JSON for large traces: smaller, and names are interned once.
  *
@@ -11,7 +11,7 @@
 #ifndef JITT_AGENT_PERFETTO_H
 #define JITT_AGENT_PERFETTO_H
 
-#include "agent/symbols.h"
+#include "agent/analysis/symbols.h"
 #include "ringbuf/tracefile.h"
 
 #include <stdbool.h>

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/diff.c - two runs' calling contexts, matched (DiffProf section 3.4) and ranked by
+ * agent/analysis/diff.c - two runs' calling contexts, matched (DiffProf section 3.4) and ranked by
  * impact (IntroPerf section 3.4.2). See diff.h for what a context and its cost are.
  */
-#include "diff.h"
-#include "cct.h"
-#include "json.h"
-#include "symbols.h"
+#include "agent/analysis/diff.h"
+#include "agent/analysis/cct.h"
+#include "agent/analysis/json.h"
+#include "agent/analysis/symbols.h"
 #include "hal/timer.h"
 
 #include <errno.h>

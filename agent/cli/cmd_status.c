@@ -4,7 +4,7 @@
  * ...; docs/agent.md), or with PID that traced process's own status, one "key value" per
  * line, as the control socket answers it (agent/ctl.h).
  */
-#include "cli.h"
+#include "agent/cli/cli.h"
 
 #include <stdio.h>
 #include <string.h>

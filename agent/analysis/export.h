@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/export.h - a trace file for the viewers people already use (issue 5, Exports):
+ * agent/analysis/export.h - a trace file for the viewers people already use (issue 5, Exports):
  * Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing), folded stacks weighted by
- * self time (flamegraph.pl, speedscope), and Perfetto's own protobuf (agent/perfetto.h).
+ * self time (flamegraph.pl, speedscope), and Perfetto's own protobuf (agent/analysis/perfetto.h).
  *
  * Every export streams: one thread at a time, events straight from the streaming decoder,
  * so memory is the decoder's bit per slot, the stack of open calls and (folded only) the
@@ -16,7 +16,7 @@
 #ifndef JITT_AGENT_EXPORT_H
 #define JITT_AGENT_EXPORT_H
 
-#include "agent/symbols.h"
+#include "agent/analysis/symbols.h"
 #include "ringbuf/tracefile.h"
 
 #include <stdbool.h>

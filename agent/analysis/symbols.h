@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/symbols.h - names for {module, virtual address}: from the module's ELF symbol table
+ * agent/analysis/symbols.h - names for {module, virtual address}: from the module's ELF symbol table
  * when the file on this machine has the same build-id, else "<build-id>+0xoffset", which
  * can be symbolised elsewhere from the unstripped binary.
  */
@@ -36,7 +36,7 @@ uint64_t agent_func_key(const struct rb_trace *t, const struct rb_event *entry);
 #define AGENT_KEY_MODULE(k) ((int)((k) >> 48) - 1)
 #define AGENT_KEY_VADDR(k)  ((k)&0xffffffffffffull)
 /* The key's name (agent_symbol_name), and a name in parentheses for the tree's two
- * pseudo-functions, CCT_UNKNOWN and CCT_ROOT (agent/cct.h). */
+ * pseudo-functions, CCT_UNKNOWN and CCT_ROOT (agent/analysis/cct.h). */
 void agent_key_name(struct agent_symbols *s, uint64_t key, char *out, size_t size);
 
 /* Lower-case hex of n bytes into out (2n + 1 bytes). */

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `jitt summarize FILE [--json] [-k N]`: what a developer reads first (agent/summary.h):
+ * `jitt summarize FILE [--json] [-k N]`: what a developer reads first (agent/analysis/summary.h):
  * the anomaly's window, what it was blocked on, the longest call chains, the top self-time
  * functions and what changed against normal frames; --json for the form that may leave
  * the device (docs/summary-format.md).
  */
-#include "cli.h"
-#include "agent/summary.h"
-#include "agent/summary_out.h"
-#include "agent/symbols.h"
+#include "agent/cli/cli.h"
+#include "agent/analysis/summary.h"
+#include "agent/analysis/summary_out.h"
+#include "agent/analysis/symbols.h"
 #include "ringbuf/tracefile.h"
 
 #include <errno.h>

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/perfetto.c - Perfetto's protobuf trace from a trace file, and the small protobuf
+ * agent/analysis/perfetto.c - Perfetto's protobuf trace from a trace file, and the small protobuf
  * encoder it is written with (perfetto.h).
  */
-#include "perfetto.h"
-#include "export.h"
+#include "agent/analysis/perfetto.h"
+#include "agent/analysis/export.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* What `jitt status` and `jitt trigger` share: asking a control socket (agent/ctl.h) and
  * saying clearly why that failed. */
-#include "cli.h"
+#include "agent/cli/cli.h"
 #include "agent/config.h"
 #include "agent/ctl.h"
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* `jitt decode FILE`: a trace file as people read it: every thread's calls, in order, with
  * whole timestamps, names where the binary on this machine has symbols. */
-#include "cli.h"
-#include "agent/symbols.h"
+#include "agent/cli/cli.h"
+#include "agent/analysis/symbols.h"
 #include "hal/timer.h"
 #include "ringbuf/decode.h"
 #include "ringbuf/tracefile.h"

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "cct.h"
+#include "agent/analysis/cct.h"
 
 #include <errno.h>
 #include <stdbool.h>

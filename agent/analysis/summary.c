@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-#include "summary.h"
-#include "marks.h"
-#include "symbols.h"
+#include "agent/analysis/summary.h"
+#include "agent/marks.h"
+#include "agent/analysis/symbols.h"
 #include "hal/timer.h"
 
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/diff.h - comparing the calling contexts of two runs (A before or normal, B after or
+ * agent/analysis/diff.h - comparing the calling contexts of two runs (A before or normal, B after or
  * slow): which contexts got slower or faster, which are new in B and which are gone.
  *
  * Each run becomes a `struct diff_side`: a tree whose nodes are calling contexts, a path
@@ -82,7 +82,7 @@ uint32_t diff_side_find(const struct diff_side *s, const uint32_t *path, uint32_
 
 /*
  * Add every thread of a trace: each ring decoded by the streaming decoder into a calling-
- * context tree (agent/cct.h), named with agent_key_name, merged by name. 0, -ENOMEM, or
+ * context tree (agent/analysis/cct.h), named with agent_key_name, merged by name. 0, -ENOMEM, or
  * -EINVAL with a message in err (a ring that cannot be decoded).
  */
 int diff_side_add_trace(struct diff_side *s, const struct rb_trace *t, char *err, size_t errsize);

@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/summary_out.h - a summary (agent/summary.h) for people (text) and for machines
+ * agent/analysis/summary_out.h - a summary (agent/analysis/summary.h) for people (text) and for machines
  * (JSON, schema "jitt.summary" version 1, documented in docs/summary-format.md). The JSON
  * is what may leave the device: function names and build-ids, no paths, no ids of people.
  */
 #ifndef JITT_AGENT_SUMMARY_OUT_H
 #define JITT_AGENT_SUMMARY_OUT_H
 
-#include "agent/summary.h"
-#include "agent/symbols.h"
+#include "agent/analysis/summary.h"
+#include "agent/analysis/symbols.h"
 
 #include <stdio.h>
 

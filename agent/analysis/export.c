@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/export.c - Chrome trace-event JSON and folded stacks from a trace file, and what
+ * agent/analysis/export.c - Chrome trace-event JSON and folded stacks from a trace file, and what
  * every export shares: names made once per key, the trace's first event, and the walk of
  * a thread's events into properly nested slices (export.h).
  */
-#include "export.h"
-#include "agent/cct.h"
+#include "agent/analysis/export.h"
+#include "agent/analysis/cct.h"
 #include "agent/marks.h"
 #include "hal/timer.h"
 #include "ringbuf/decode.h"

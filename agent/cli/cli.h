@@ -1,5 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* agent/cli.h - the `jitt` command's subcommands, one file each (cmd_<name>.c). */
+/*
+ * agent/cli/cli.h - the `jitt` command's subcommands, one file each (cmd_<name>.c).
+ *
+ * The room agent/cli/ is the command line and nothing else: parsing arguments, printing for
+ * people, exit codes. The work is done by agent/analysis/ (summaries, diffs, exports) and by
+ * jittd or a traced process over their control sockets (agent/ctl.h); nothing else includes
+ * this room.
+ */
 #ifndef JITT_AGENT_CLI_H
 #define JITT_AGENT_CLI_H
 
@@ -12,7 +19,7 @@ int cmd_diff(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_trigger(int argc, char **argv);
 
-/* For the commands that talk to a control socket (agent/cli_ctl.c). */
+/* For the commands that talk to a control socket (agent/cli/cli_ctl.c). */
 #include "agent/ctl.h"
 
 #include <stddef.h>

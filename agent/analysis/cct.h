@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/cct.h - the calling-context tree of one thread's decoded events (IntroPerf
+ * agent/analysis/cct.h - the calling-context tree of one thread's decoded events (IntroPerf
  * section 3.2, Alg. 1): a node per distinct call path, whose index is the path id. Per node:
  * calls, inclusive time, self time (IntroPerf's top-down normalisation, Alg. 3: inclusive
  * minus the children's), time blocked (between a wait-begin and its wait-end, which is not

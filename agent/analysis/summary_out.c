@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-#include "summary_out.h"
-#include "marks.h"
+#include "agent/analysis/summary_out.h"
+#include "agent/marks.h"
 #include "hal/timer.h"
 
 #include <errno.h>

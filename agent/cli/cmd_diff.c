@@ -2,13 +2,13 @@
 /*
  * `jitt diff [-k N] [--alpha N] [--json] A B`: what changed between two runs, A before (or
  * normal) and B after (or slow), each a trace file or a summary from `jitt summarize
- * --json`. Calling contexts are matched (agent/diff.h: equal paths, then DiffProf's relaxed
+ * --json`. Calling contexts are matched (agent/analysis/diff.h: equal paths, then DiffProf's relaxed
  * path condition) and listed by the impact of their self-time change, largest first: a
  * context that got slower and one that is new come before anything unchanged.
  */
-#include "cli.h"
-#include "agent/diff.h"
-#include "agent/json.h"
+#include "agent/cli/cli.h"
+#include "agent/analysis/diff.h"
+#include "agent/analysis/json.h"
 
 #include <errno.h>
 #include <stdio.h>

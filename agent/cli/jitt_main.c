@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* jitt: the command-line front end. One subcommand per file (agent/cmd_*.c). */
-#include "cli.h"
+/* jitt: the command-line front end. One subcommand per file (agent/cli/cmd_*.c). */
+#include "agent/cli/cli.h"
 
 #include <stdio.h>
 #include <string.h>

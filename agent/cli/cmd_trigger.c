@@ -4,7 +4,7 @@
  * as if an anomaly had been detected (its control socket's "trigger REASON", agent/ctl.h).
  * REASON is stored in the trace file; "external" when none is given.
  */
-#include "cli.h"
+#include "agent/cli/cli.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* `jitt hal`: what the HAL found on this machine, and why. */
-#include "cli.h"
+#include "agent/cli/cli.h"
 #include "hal/cpu.h"
 #include "hal/fs.h"
 #include "hal/net.h"

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `jitt export --format=chrome|folded|perfetto [-o OUT] FILE`: a trace file for the viewers
- * people already use (agent/export.h, agent/perfetto.h): ui.perfetto.dev and
+ * people already use (agent/analysis/export.h, agent/analysis/perfetto.h): ui.perfetto.dev and
  * chrome://tracing, flamegraph.pl and speedscope. To standard output, or to OUT, which is
  * written under a temporary name and renamed when whole, so a failed export leaves no
  * half file where a viewer would pick it up.
  */
-#include "cli.h"
-#include "agent/export.h"
-#include "agent/perfetto.h"
-#include "agent/symbols.h"
+#include "agent/cli/cli.h"
+#include "agent/analysis/export.h"
+#include "agent/analysis/perfetto.h"
+#include "agent/analysis/symbols.h"
 #include "ringbuf/tracefile.h"
 
 #include <errno.h>
