@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* The levelled logger of agent/log.h. */
 #include "agent/log.h"
+#include "agent/escape.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -27,11 +28,14 @@ LOG void agent_log(int level, const char *fmt, ...)
 {
 	if (level > log_level)
 		return;
-	char line[512];
+	char raw[512], line[1024];
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	/* Names in a message come from files and requests others wrote: no byte of theirs may
+	 * end the line early, forge another or drive the terminal (agent/escape.h). */
+	agent_escape(line, sizeof(line), raw);
 	if (log_syslog) {
 		static const int prio[] = { LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG };
 		syslog(prio[level], "%s", line);
