@@ -136,6 +136,40 @@ bool hal_exists(const char *rel)
 	return hal_path(path, sizeof(path), rel) == 0 && stat(path, &st) == 0;
 }
 
+int hal_open_file(int dirfd, const char *path, bool follow, struct stat *st)
+{
+	int flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW);
+	int fd = openat(dirfd, path, flags);
+	if (fd < 0)
+		return -errno;
+	int err = 0;
+	if (fstat(fd, st) != 0)
+		err = -errno;
+	else if (S_ISDIR(st->st_mode))
+		err = -EISDIR;
+	else if (!S_ISREG(st->st_mode))
+		err = -EINVAL;
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+const char *hal_file_kind(unsigned mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG: return "a regular file";
+	case S_IFDIR: return "a directory";
+	case S_IFIFO: return "a FIFO";
+	case S_IFSOCK: return "a socket";
+	case S_IFCHR: return "a character device";
+	case S_IFBLK: return "a block device";
+	case S_IFLNK: return "a symbolic link";
+	default: return "not a regular file";
+	}
+}
+
 int hal_fsync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

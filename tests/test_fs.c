@@ -3,7 +3,10 @@
 #include "hal/fs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void write_file(const char *dir, const char *name, const void *data, size_t len)
 {
@@ -90,4 +93,42 @@ TEST(fs_read_u64_accepts_only_plain_numbers)
 				  (unsigned long long)v);
 	}
 	hal_root_set(NULL);
+}
+
+/* The one safe open: a FIFO, a folder or a device is refused at once (never blocks), a
+ * symlink only when asked to follow it, and the stat describes what was opened. */
+TEST(fs_open_file_refuses_what_is_not_a_regular_file)
+{
+	char path[512], link[512], fifo[512];
+	snprintf(path, sizeof(path), "%s/trace.jtr", test_tmpdir());
+	snprintf(link, sizeof(link), "%s/link.jtr", test_tmpdir());
+	snprintf(fifo, sizeof(fifo), "%s/fifo.jtr", test_tmpdir());
+	FILE *f = fopen(path, "w");
+	CHECK(f && fputs("data", f) >= 0 && fclose(f) == 0);
+	CHECK(symlink(path, link) == 0);
+	CHECK(mkfifo(fifo, 0600) == 0);
+
+	struct stat st;
+	int fd = hal_open_file(AT_FDCWD, path, false, &st);
+	CHECK(fd >= 0 && S_ISREG(st.st_mode) && st.st_size == 4);
+	if (fd >= 0)
+		close(fd);
+	CHECK_EQ_INT(hal_open_file(AT_FDCWD, link, false, &st), -ELOOP);
+	fd = hal_open_file(AT_FDCWD, link, true, &st);
+	CHECK(fd >= 0);
+	if (fd >= 0)
+		close(fd);
+	CHECK_EQ_INT(hal_open_file(AT_FDCWD, fifo, true, &st), -EINVAL); /* and did not block */
+	CHECK_STR(hal_file_kind(st.st_mode), "a FIFO");
+	CHECK_EQ_INT(hal_open_file(AT_FDCWD, test_tmpdir(), true, &st), -EISDIR);
+	CHECK_STR(hal_file_kind(st.st_mode), "a directory");
+	CHECK_EQ_INT(hal_open_file(AT_FDCWD, "/dev/null", true, &st), -EINVAL);
+	CHECK_STR(hal_file_kind(st.st_mode), "a character device");
+	int dfd = open(test_tmpdir(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = hal_open_file(dfd, "trace.jtr", false, &st);
+	CHECK(fd >= 0);
+	if (fd >= 0)
+		close(fd);
+	CHECK_EQ_INT(hal_open_file(dfd, "missing.jtr", false, &st), -ENOENT);
+	close(dfd);
 }
