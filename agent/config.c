@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The settings file of agent/config.h: Kconfig defaults, then `key = value` lines. */
+#define _GNU_SOURCE /* secure_getenv */
 #include "agent/config.h"
 #include "agent/log.h"
+#include "hal/fs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -165,21 +167,38 @@ CFG int agent_config_load(struct agent_config *c, const char *path, char *err, s
 {
 	agent_config_defaults(c);
 	int named = 1;
+	/* In a set-uid or set-gid program the environment is the caller's: it must not choose
+	 * the settings (a data_dir of theirs) of a program running with more rights. */
 	if (!path)
-		path = getenv("JITT_CONFIG");
+		path = secure_getenv("JITT_CONFIG");
 	if (!path || !*path) {
 		path = CONFIG_AGENT_CONFIG_FILE;
 		named = 0;
 	}
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* The settings file is the OEM's (or the admin's), never a user's, so a symlink is
+	 * followed: /etc/jitt.conf may be one in an image. But it is read before main() by
+	 * every traced app and by jittd at start: a FIFO or a device there must not block the
+	 * open or feed an endless read, so hal_open_file (O_NONBLOCK, regular files only). */
+	struct stat st;
+	int fd = hal_open_file(AT_FDCWD, path, true, &st);
 	if (fd < 0) {
-		int e = -errno;
-		if (e == -ENOENT && !named)
+		if (fd == -ENOENT && !named)
 			return 0;
-		snprintf(err, errsize, "%s: %s", path, strerror(-e));
-		return e;
+		if (fd == -EISDIR || fd == -EINVAL)
+			snprintf(err, errsize, "%s: %s, not a settings file", path,
+				 hal_file_kind(st.st_mode));
+		else
+			snprintf(err, errsize, "%s: %s", path, strerror(-fd));
+		return fd;
 	}
-	char text[16384];
+	char text[AGENT_CONFIG_MAX_SIZE + 1];
+	if (st.st_size > AGENT_CONFIG_MAX_SIZE) {
+		close(fd);
+		snprintf(err, errsize, "%s: larger than %d bytes", path, AGENT_CONFIG_MAX_SIZE);
+		return -EFBIG;
+	}
+	/* One byte more than the cap is asked for, so a file that grew since fstat is still
+	 * caught as too large rather than cut into a valid one. */
 	size_t n = 0;
 	for (;;) {
 		ssize_t r = read(fd, text + n, sizeof(text) - n);
@@ -196,7 +215,8 @@ CFG int agent_config_load(struct agent_config *c, const char *path, char *err, s
 		n += (size_t)r;
 		if (n == sizeof(text)) {
 			close(fd);
-			snprintf(err, errsize, "%s: larger than %zu bytes", path, sizeof(text) - 1);
+			snprintf(err, errsize, "%s: larger than %d bytes", path,
+				 AGENT_CONFIG_MAX_SIZE);
 			return -EFBIG;
 		}
 	}

@@ -52,10 +52,16 @@ void agent_config_defaults(struct agent_config *c);
 int agent_config_parse(struct agent_config *c, const char *text, size_t size, char *err,
 		       size_t errsize);
 
+/* The largest settings file read: a few dozen lines are all there is to say, and it sits
+ * on the stack of a traced app's constructor. */
+#define AGENT_CONFIG_MAX_SIZE 16383
+
 /*
- * Load the defaults, then the file: `path`, else $JITT_CONFIG, else
- * CONFIG_AGENT_CONFIG_FILE. A missing default file is fine; a missing named one is
- * -ENOENT. Errors name the file in err.
+ * Load the defaults, then the file: `path`, else $JITT_CONFIG (ignored in a set-uid or
+ * set-gid program), else CONFIG_AGENT_CONFIG_FILE. A missing default file is fine; a
+ * missing named one is -ENOENT. Only a regular file is read (symlinks followed): a folder
+ * is -EISDIR, a FIFO or a device -EINVAL, never waited on; a file over
+ * AGENT_CONFIG_MAX_SIZE is -EFBIG. Errors name the file (and what it is) in err.
  */
 int agent_config_load(struct agent_config *c, const char *path, char *err, size_t errsize);
 

@@ -5,13 +5,16 @@
  * never crash and never half-apply; loading names the file.
  */
 #include "harness.h"
+#include "deadline.h"
 #include "agent/config.h"
+#include "agent/jitt.h"
 #include "agent/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static int parse(struct agent_config *c, const char *text, char *err, size_t size)
@@ -214,6 +217,67 @@ TEST(config_load_names_the_file)
 	close(fd);
 	CHECK_EQ_INT(agent_config_load(&c, path, err, sizeof(err)), -EFBIG);
 	CHECK(strstr(err, path) != NULL);
+}
+
+/* Issue 12, item 10: a FIFO as the settings file hung jittd, and every traced app before
+ * main(); a folder, /dev/zero or a huge file is refused by what it is, naming it. */
+TEST(config_load_refuses_what_is_not_a_file)
+{
+	char path[512], err[512];
+	struct agent_config c;
+	snprintf(path, sizeof(path), "%s/jitt.fifo", test_tmpdir());
+	CHECK_EQ_INT(mkfifo(path, 0600), 0);
+	deadline_start(); /* without the fix, open() waits for a writer: EINTR, not a hang */
+	int e = agent_config_load(&c, path, err, sizeof(err));
+	deadline_stop();
+	CHECK_EQ_INT(e, -EINVAL);
+	CHECK(strstr(err, path) != NULL && strstr(err, "a FIFO, not a settings file") != NULL);
+	/* ... and named by $JITT_CONFIG, as the runtime's constructor finds it. */
+	setenv("JITT_CONFIG", path, 1);
+	deadline_start();
+	e = agent_config_load(&c, NULL, err, sizeof(err));
+	deadline_stop();
+	unsetenv("JITT_CONFIG");
+	CHECK_EQ_INT(e, -EINVAL);
+
+	CHECK_EQ_INT(agent_config_load(&c, test_tmpdir(), err, sizeof(err)), -EISDIR);
+	CHECK(strstr(err, "a directory, not a settings file") != NULL);
+	CHECK_EQ_INT(agent_config_load(&c, "/dev/zero", err, sizeof(err)), -EINVAL);
+	CHECK(strstr(err, "/dev/zero: a character device, not a settings file") != NULL);
+
+	/* A sparse 1 GiB file: refused by its size, before a byte is read. */
+	snprintf(path, sizeof(path), "%s/huge.conf", test_tmpdir());
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(fd >= 0 && ftruncate(fd, 1 << 30) == 0);
+	close(fd);
+	CHECK_EQ_INT(agent_config_load(&c, path, err, sizeof(err)), -EFBIG);
+	CHECK(strstr(err, path) != NULL && strstr(err, "larger than 16383 bytes") != NULL);
+	/* A symlink to a good file is followed: /etc/jitt.conf may be one in an image. */
+	char good[512];
+	snprintf(good, sizeof(good), "%s/good.conf", test_tmpdir());
+	fd = open(good, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(write(fd, "max_traces = 5\n", 15) == 15);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/link.conf", test_tmpdir());
+	CHECK_EQ_INT(symlink(good, path), 0);
+	CHECK_EQ_INT(agent_config_load(&c, path, err, sizeof(err)), 0);
+	CHECK_EQ_INT(c.max_traces, 5);
+}
+
+/* The runtime's constructor calls jitt_init(NULL), which reads $JITT_CONFIG: with a FIFO
+ * there the app must run on, untraced, not wait before main() for a writer. */
+TEST(config_fifo_does_not_hold_the_app)
+{
+	char path[512];
+	snprintf(path, sizeof(path), "%s/jitt.fifo", test_tmpdir());
+	CHECK_EQ_INT(mkfifo(path, 0600), 0);
+	setenv("JITT_CONFIG", path, 1);
+	deadline_start();
+	int e = jitt_init(NULL);
+	deadline_stop();
+	unsetenv("JITT_CONFIG");
+	CHECK_EQ_INT(e, -EINVAL);
+	jitt_shutdown(); /* nothing to stop: init failed */
 }
 
 TEST(config_paths)
