@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "elf.h"
+#include "hal/fs.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -7,15 +8,21 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Every field is read through these, with bounds checked: the file may be anything. */
+/*
+ * Every byte is read through img_read, bounds checked against the size the caller saw: the
+ * file may be anything. A file is read with pread, never mapped: one that shrinks while it
+ * is read gives a short read (-EINVAL), where a mapping would give SIGBUS.
+ */
 struct image {
-	const uint8_t *d;
-	size_t size;
+	const uint8_t *d; /* the image in memory, or NULL: read through fd */
+	int fd;
+	uint64_t size;
 	bool is64;
+	uint64_t note_bytes; /* note bytes read so far, against RB_ELF_MAX_NOTES */
+	size_t budget;	     /* bytes the symbols may still take */
 };
 
 static bool in_bounds(const struct image *im, uint64_t off, uint64_t len)
@@ -23,10 +30,32 @@ static bool in_bounds(const struct image *im, uint64_t off, uint64_t len)
 	return off <= im->size && len <= im->size - off;
 }
 
-static uint64_t rd(const struct image *im, uint64_t off, int width)
+static int img_read(const struct image *im, uint64_t off, void *buf, size_t len)
+{
+	if (!in_bounds(im, off, len))
+		return -EINVAL;
+	if (im->d) {
+		memcpy(buf, im->d + off, len);
+		return 0;
+	}
+	size_t n = 0;
+	while (n < len) {
+		ssize_t r = pread(im->fd, (uint8_t *)buf + n, len - n, (off_t)(off + n));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -EINVAL; /* shorter than fstat said: it shrank under us */
+		n += (size_t)r;
+	}
+	return 0;
+}
+
+static uint64_t rd(const uint8_t *p, int width)
 {
 	uint64_t v = 0;
-	memcpy(&v, im->d + off, (size_t)width); /* same byte order: checked in parse */
+	memcpy(&v, p, (size_t)width); /* same byte order: checked in parse */
 	return width == 4 ? (uint32_t)v : width == 2 ? (uint16_t)v : v;
 }
 
@@ -35,44 +64,60 @@ struct section {
 	uint64_t offset, size, entsize;
 };
 
-static bool section_at(const struct image *im, uint64_t shoff, uint64_t shentsize, uint64_t i,
-		       struct section *s)
+static int section_at(const struct image *im, uint64_t shoff, uint64_t shentsize, uint64_t i,
+		      struct section *s)
 {
+	uint8_t b[64];
 	uint64_t off = shoff + i * shentsize;
 	if (!in_bounds(im, off, shentsize))
-		return false;
+		return -EINVAL;
+	int err = img_read(im, off, b, im->is64 ? 64 : 40);
+	if (err)
+		return err;
 	if (im->is64) {
-		s->type = (uint32_t)rd(im, off + 4, 4);
-		s->offset = rd(im, off + 24, 8);
-		s->size = rd(im, off + 32, 8);
-		s->link = (uint32_t)rd(im, off + 40, 4);
-		s->entsize = rd(im, off + 56, 8);
+		s->type = (uint32_t)rd(b + 4, 4);
+		s->offset = rd(b + 24, 8);
+		s->size = rd(b + 32, 8);
+		s->link = (uint32_t)rd(b + 40, 4);
+		s->entsize = rd(b + 56, 8);
 	} else {
-		s->type = (uint32_t)rd(im, off + 4, 4);
-		s->offset = rd(im, off + 16, 4);
-		s->size = rd(im, off + 20, 4);
-		s->link = (uint32_t)rd(im, off + 24, 4);
-		s->entsize = rd(im, off + 36, 4);
+		s->type = (uint32_t)rd(b + 4, 4);
+		s->offset = rd(b + 16, 4);
+		s->size = rd(b + 20, 4);
+		s->link = (uint32_t)rd(b + 24, 4);
+		s->entsize = rd(b + 36, 4);
 	}
-	return in_bounds(im, s->offset, s->type == SHT_NOBITS ? 0 : s->size);
+	return in_bounds(im, s->offset, s->type == SHT_NOBITS ? 0 : s->size) ? 0 : -EINVAL;
 }
 
-static void read_build_id(const struct image *im, const struct section *s, struct rb_elf *elf)
+/* The GNU build-id, from the notes of one SHT_NOTE section. Note sections past what is
+ * left of RB_ELF_MAX_NOTES are skipped: a file of many large overlapping note sections
+ * cannot make the reader go through gigabytes. */
+static int read_build_id(struct image *im, const struct section *s, struct rb_elf *elf)
 {
-	uint64_t p = s->offset, end = s->offset + s->size;
-	while (p + 12 <= end) {
-		uint32_t namesz = (uint32_t)rd(im, p, 4), descsz = (uint32_t)rd(im, p + 4, 4),
-			 type = (uint32_t)rd(im, p + 8, 4);
+	if (s->size > RB_ELF_MAX_NOTES - im->note_bytes)
+		return 0;
+	im->note_bytes += s->size;
+	uint8_t *d = malloc(s->size ? s->size : 1);
+	if (!d)
+		return -ENOMEM;
+	int err = img_read(im, s->offset, d, s->size);
+	uint64_t p = 0, end = s->size;
+	while (!err && p + 12 <= end) {
+		uint32_t namesz = (uint32_t)rd(d + p, 4), descsz = (uint32_t)rd(d + p + 4, 4),
+			 type = (uint32_t)rd(d + p + 8, 4);
 		uint64_t name = p + 12, desc = name + (((uint64_t)namesz + 3) & ~3ull);
 		if (desc > end || descsz > end - desc)
-			return;
-		if (type == NT_GNU_BUILD_ID && namesz == 4 && memcmp(im->d + name, "GNU", 4) == 0) {
+			break;
+		if (type == NT_GNU_BUILD_ID && namesz == 4 && memcmp(d + name, "GNU", 4) == 0) {
 			elf->build_id_len = descsz > 32 ? 32 : (uint8_t)descsz;
-			memcpy(elf->build_id, im->d + desc, elf->build_id_len);
-			return;
+			memcpy(elf->build_id, d + desc, elf->build_id_len);
+			break;
 		}
 		p = desc + (((uint64_t)descsz + 3) & ~3ull);
 	}
+	free(d);
+	return err;
 }
 
 static int by_addr(const void *a, const void *b)
@@ -81,77 +126,111 @@ static int by_addr(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
+/* The function symbols of a symbol table. Both tables are checked against their caps and
+ * the budget before anything is allocated; the table itself is read a chunk at a time, and
+ * only its function symbols are kept. */
 static int read_symbols(const struct image *im, const struct section *symtab,
 			const struct section *strtab, struct rb_elf *elf)
 {
+	enum { CHUNK = 2048 };
 	uint64_t entsize = im->is64 ? 24 : 16;
 	if (symtab->entsize != entsize || strtab->type != SHT_STRTAB)
 		return -EINVAL;
 	uint64_t n = symtab->size / entsize;
-	elf->syms = calloc(n ? n : 1, sizeof(*elf->syms));
+	/* At worst every entry is a function: what is kept is the strings and n symbols. */
+	if (symtab->size > RB_ELF_MAX_SYMTAB || strtab->size > RB_ELF_MAX_STRTAB ||
+	    strtab->size + 1 + n * sizeof(struct rb_symbol) > im->budget)
+		return -EFBIG;
 	elf->strings = malloc(strtab->size + 1);
-	if (!elf->syms || !elf->strings)
-		return -ENOMEM;
-	memcpy(elf->strings, im->d + strtab->offset, strtab->size);
-	elf->strings[strtab->size] = '\0'; /* every name ends inside the copy */
-	for (uint64_t i = 0; i < n; i++) {
-		uint64_t off = symtab->offset + i * entsize, name, value, size;
-		uint8_t info;
-		uint16_t shndx;
-		if (im->is64) {
-			name = rd(im, off, 4);
-			info = im->d[off + 4];
-			shndx = (uint16_t)rd(im, off + 6, 2);
-			value = rd(im, off + 8, 8);
-			size = rd(im, off + 16, 8);
-		} else {
-			name = rd(im, off, 4);
-			value = rd(im, off + 4, 4);
-			size = rd(im, off + 8, 4);
-			info = im->d[off + 12];
-			shndx = (uint16_t)rd(im, off + 14, 2);
+	uint8_t *chunk = malloc(CHUNK * entsize);
+	size_t cap = 0;
+	int err = !elf->strings || !chunk ? -ENOMEM : 0;
+	if (!err)
+		err = img_read(im, strtab->offset, elf->strings, strtab->size);
+	if (!err)
+		elf->strings[strtab->size] = '\0'; /* every name ends inside the copy */
+	for (uint64_t i = 0; i < n && !err; i += CHUNK) {
+		uint64_t m = n - i < CHUNK ? n - i : CHUNK;
+		if ((err = img_read(im, symtab->offset + i * entsize, chunk, m * entsize)) != 0)
+			break;
+		for (uint64_t j = 0; j < m; j++) {
+			const uint8_t *e = chunk + j * entsize;
+			uint64_t name, value, size;
+			uint8_t info;
+			uint16_t shndx;
+			if (im->is64) {
+				name = rd(e, 4);
+				info = e[4];
+				shndx = (uint16_t)rd(e + 6, 2);
+				value = rd(e + 8, 8);
+				size = rd(e + 16, 8);
+			} else {
+				name = rd(e, 4);
+				value = rd(e + 4, 4);
+				size = rd(e + 8, 4);
+				info = e[12];
+				shndx = (uint16_t)rd(e + 14, 2);
+			}
+			if ((info & 0xf) != STT_FUNC || shndx == SHN_UNDEF || name >= strtab->size)
+				continue;
+			if (elf->nsyms == cap) {
+				size_t grow = cap ? 2 * cap : 256;
+				if (grow > n)
+					grow = (size_t)n;
+				struct rb_symbol *more = realloc(elf->syms, grow * sizeof(*more));
+				if (!more) {
+					err = -ENOMEM;
+					break;
+				}
+				elf->syms = more;
+				cap = grow;
+			}
+			elf->syms[elf->nsyms++] =
+				(struct rb_symbol){ value, size, elf->strings + name };
 		}
-		if ((info & 0xf) != STT_FUNC || shndx == SHN_UNDEF || name >= strtab->size)
-			continue;
-		elf->syms[elf->nsyms++] = (struct rb_symbol){ value, size, elf->strings + name };
 	}
+	free(chunk);
+	if (err)
+		return err;
 	qsort(elf->syms, elf->nsyms, sizeof(*elf->syms), by_addr);
+	elf->bytes = strtab->size + 1 + cap * sizeof(struct rb_symbol);
 	return 0;
 }
 
-int rb_elf_parse(const uint8_t *data, size_t size, struct rb_elf *elf)
+static int parse(struct image *im, struct rb_elf *elf)
 {
 	memset(elf, 0, sizeof(*elf));
-	struct image im = { data, size, false };
-	if (size < 52 || memcmp(data, ELFMAG, SELFMAG) != 0)
+	uint8_t h[64];
+	if (im->size < 52 || img_read(im, 0, h, 52) != 0 || memcmp(h, ELFMAG, SELFMAG) != 0)
 		return -EINVAL;
-	if (data[EI_CLASS] != ELFCLASS32 && data[EI_CLASS] != ELFCLASS64)
+	if (h[EI_CLASS] != ELFCLASS32 && h[EI_CLASS] != ELFCLASS64)
 		return -EINVAL;
-	im.is64 = data[EI_CLASS] == ELFCLASS64;
+	im->is64 = h[EI_CLASS] == ELFCLASS64;
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	if (data[EI_DATA] != ELFDATA2LSB)
+	if (h[EI_DATA] != ELFDATA2LSB)
 #else
-	if (data[EI_DATA] != ELFDATA2MSB)
+	if (h[EI_DATA] != ELFDATA2MSB)
 #endif
 		return -EINVAL;
-	if (im.is64 && size < 64)
+	if (im->is64 && (im->size < 64 || img_read(im, 52, h + 52, 12) != 0))
 		return -EINVAL;
-	uint64_t shoff = rd(&im, im.is64 ? 40 : 32, im.is64 ? 8 : 4);
-	uint64_t shentsize = rd(&im, im.is64 ? 58 : 46, 2);
-	uint64_t shnum = rd(&im, im.is64 ? 60 : 48, 2);
+	uint64_t shoff = rd(h + (im->is64 ? 40 : 32), im->is64 ? 8 : 4);
+	uint64_t shentsize = rd(h + (im->is64 ? 58 : 46), 2);
+	uint64_t shnum = rd(h + (im->is64 ? 60 : 48), 2);
 	if (shnum == 0)
 		return 0; /* no sections: nothing to name */
-	if (shentsize < (im.is64 ? 64u : 40u) || !in_bounds(&im, shoff, shnum * shentsize))
+	if (shentsize < (im->is64 ? 64u : 40u) || !in_bounds(im, shoff, shnum * shentsize))
 		return -EINVAL;
 
 	struct section sym = { 0 }, dynsym = { 0 };
 	bool have_sym = false, have_dynsym = false;
-	for (uint64_t i = 0; i < shnum; i++) {
+	int err = 0;
+	for (uint64_t i = 0; i < shnum && !err; i++) {
 		struct section s;
-		if (!section_at(&im, shoff, shentsize, i, &s))
-			return -EINVAL;
+		if ((err = section_at(im, shoff, shentsize, i, &s)) != 0)
+			break;
 		if (s.type == SHT_NOTE && !elf->build_id_len)
-			read_build_id(&im, &s, elf);
+			err = read_build_id(im, &s, elf);
 		if (s.type == SHT_SYMTAB && !have_sym) {
 			sym = s;
 			have_sym = true;
@@ -161,40 +240,44 @@ int rb_elf_parse(const uint8_t *data, size_t size, struct rb_elf *elf)
 			have_dynsym = true;
 		}
 	}
+	if (err)
+		return err;
 	/* .symtab names every function; a stripped file may still have .dynsym. */
 	const struct section *table = have_sym ? &sym : have_dynsym ? &dynsym : NULL;
 	if (!table)
 		return 0;
 	struct section strtab;
-	if (table->link >= shnum || !section_at(&im, shoff, shentsize, table->link, &strtab)) {
+	err = table->link < shnum ? section_at(im, shoff, shentsize, table->link, &strtab) : -EINVAL;
+	if (!err)
+		err = read_symbols(im, table, &strtab, elf);
+	if (err) {
 		rb_elf_free(elf);
-		return -EINVAL;
+		return err;
 	}
-	int err = read_symbols(&im, table, &strtab, elf);
-	if (err)
-		rb_elf_free(elf);
-	return err;
+	return 0;
+}
+
+int rb_elf_parse(const uint8_t *data, size_t size, struct rb_elf *elf)
+{
+	struct image im = { .d = data, .fd = -1, .size = size, .budget = SIZE_MAX };
+	return parse(&im, elf);
+}
+
+int rb_elf_read(int fd, uint64_t size, size_t budget, struct rb_elf *elf)
+{
+	struct image im = { .d = NULL, .fd = fd, .size = size, .budget = budget };
+	return parse(&im, elf);
 }
 
 int rb_elf_load(const char *path, struct rb_elf *elf)
 {
 	memset(elf, 0, sizeof(*elf));
-	/* The path comes from a trace file, which jittd reads as another user: O_NONBLOCK so
-	 * a FIFO put there cannot hang the reader, and only regular files are mapped. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
 	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) {
-		close(fd);
-		return -EINVAL;
-	}
-	void *map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	int fd = hal_open_file(AT_FDCWD, path, true, &st);
+	if (fd < 0)
+		return fd;
+	int err = rb_elf_read(fd, (uint64_t)st.st_size, SIZE_MAX, elf);
 	close(fd);
-	if (map == MAP_FAILED)
-		return -errno;
-	int err = rb_elf_parse(map, (size_t)st.st_size, elf); /* copies what it keeps */
-	munmap(map, (size_t)st.st_size);
 	return err;
 }
 

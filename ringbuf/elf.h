@@ -21,12 +21,32 @@ struct rb_elf {
 	struct rb_symbol *syms; /* function symbols, sorted by address */
 	size_t nsyms;
 	char *strings;
+	size_t bytes; /* the memory syms and strings take */
 };
 
-/* Read path. Returns 0, a negative errno, or -EINVAL for a file that is not a well-formed
- * ELF file of this byte order. A file without symbols loads with nsyms == 0. */
+/*
+ * Caps on what one file may make the reader read and keep, whatever its headers claim (the
+ * file is named by a trace another user wrote): a table over its cap is -EFBIG, and the
+ * function is then shown by module and offset. A symbol table of 32 MiB holds about 1.4
+ * million ELF64 symbols and a string table of 32 MiB their names, far past any binary a
+ * phone runs; notes are a few dozen bytes (the build-id), 64 KiB in all is read at most.
+ */
+#define RB_ELF_MAX_NOTES (64u << 10)
+#define RB_ELF_MAX_SYMTAB (32u << 20)
+#define RB_ELF_MAX_STRTAB (32u << 20)
+
+/*
+ * Read the ELF file open on fd, of size bytes (its fstat), with pread: never mapped, so a
+ * file truncated meanwhile is a short read (-EINVAL), not SIGBUS. Tables over the caps
+ * above, or needing more than budget bytes in memory, are -EFBIG. Returns 0, a negative
+ * errno, or -EINVAL for a file that is not a well-formed ELF file of this byte order. A
+ * file without symbols loads with nsyms == 0.
+ */
+int rb_elf_read(int fd, uint64_t size, size_t budget, struct rb_elf *elf);
+/* Open path (hal_open_file, symlinks followed) and rb_elf_read it with no budget: for
+ * callers that trust the path. */
 int rb_elf_load(const char *path, struct rb_elf *elf);
-/* Parse an ELF image in memory (for the fuzzer). */
+/* Parse an ELF image in memory (for the fuzzer and tests); the same caps, no budget. */
 int rb_elf_parse(const uint8_t *data, size_t size, struct rb_elf *elf);
 void rb_elf_free(struct rb_elf *elf);
 /* The function containing addr (a virtual address), or NULL. */

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 #include "agent/analysis/symbols.h"
 #include "agent/analysis/cct.h"
+#include "hal/fs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 void agent_hex(const uint8_t *b, unsigned n, char *out)
 {
@@ -17,6 +21,8 @@ void agent_hex(const uint8_t *b, unsigned n, char *out)
 int agent_symbols_open(struct agent_symbols *s, const struct rb_trace *t)
 {
 	s->trace = t;
+	s->owner = (uid_t)-1;
+	s->budget = AGENT_SYMBOLS_BUDGET;
 	s->elf = calloc(t->nmodules + 1, sizeof(*s->elf));
 	s->state = calloc(t->nmodules + 1, sizeof(*s->state));
 	if (!s->elf || !s->state) {
@@ -37,22 +43,48 @@ void agent_symbols_close(struct agent_symbols *s)
 	s->state = NULL;
 }
 
+void agent_symbols_set_owner(struct agent_symbols *s, uid_t uid)
+{
+	s->owner = uid;
+}
+
+/* Load module m's symbols if its file may be used (symbols.h). 1 when they match, else -1. */
+static int load(struct agent_symbols *s, const struct rb_module *mod, struct rb_elf *elf)
+{
+	/* Without a build-id in the trace nothing could prove the file is the one that ran:
+	 * it is not even opened. A relative path means nothing on the reader's side. */
+	if (!mod->build_id_len || mod->path[0] != '/')
+		return -1;
+	/* Symlinks are followed: system libraries are reached through them (libc.so.6 ->
+	 * libc-2.36.so), and the file is trusted by its build-id, not by where it is. What
+	 * hal_open_file guarantees is enough here: O_NONBLOCK (a FIFO cannot block the open),
+	 * regular files only (a device is never read), one open and then its descriptor. */
+	struct stat st;
+	int fd = hal_open_file(AT_FDCWD, mod->path, true, &st);
+	if (fd < 0)
+		return -1;
+	int err = -EACCES;
+	if (s->owner == (uid_t)-1 || st.st_uid == s->owner || (st.st_mode & S_IROTH))
+		err = rb_elf_read(fd, (uint64_t)st.st_size, s->budget, elf);
+	close(fd);
+	if (err)
+		return -1;
+	bool same = elf->build_id_len == mod->build_id_len &&
+		    memcmp(elf->build_id, mod->build_id, mod->build_id_len) == 0;
+	if (!same || !elf->nsyms) {
+		rb_elf_free(elf);
+		return -1;
+	}
+	s->budget -= elf->bytes;
+	return 1;
+}
+
 bool agent_symbols_ready(struct agent_symbols *s, int m)
 {
 	if (m < 0 || (uint32_t)m >= s->trace->nmodules)
 		return false;
-	if (s->state[m] == 0) {
-		const struct rb_module *mod = &s->trace->modules[m];
-		s->state[m] = -1;
-		if (rb_elf_load(mod->path, &s->elf[m]) == 0) {
-			/* Without a build-id on both sides nothing proves it is the same file. */
-			bool same =
-				mod->build_id_len && s->elf[m].build_id_len == mod->build_id_len &&
-				memcmp(s->elf[m].build_id, mod->build_id, mod->build_id_len) == 0;
-			if (same && s->elf[m].nsyms)
-				s->state[m] = 1;
-		}
-	}
+	if (s->state[m] == 0)
+		s->state[m] = load(s, &s->trace->modules[m], &s->elf[m]);
 	return s->state[m] == 1;
 }
 

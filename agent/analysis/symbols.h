@@ -13,15 +13,35 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+
+/*
+ * A module path comes from a trace file, which its writer controls: it may name a device,
+ * a FIFO, a folder, /etc/shadow or a file crafted to be huge. So (docs/security.md) a module
+ * is opened only when the trace gives its build-id and its path is absolute, only as a
+ * regular file (hal_open_file: O_NONBLOCK, nothing blocks or is read from a device), read
+ * with pread under caps (ringbuf/elf.h) and within one budget for the whole trace, and its
+ * symbols used only when its build-id is the trace's. Anything else is shown by module and
+ * offset. With an owner set (jittd), the file must also be one the trace's writer could
+ * read itself: theirs, or world-readable.
+ */
+#define AGENT_SYMBOLS_BUDGET (96u << 20) /* bytes of symbol tables held for one trace */
 
 struct agent_symbols {
 	const struct rb_trace *trace;
 	struct rb_elf *elf; /* per module, loaded on first use */
 	int *state;	    /* 0 not tried, 1 loaded and matching, -1 unusable */
+	uid_t owner;	    /* (uid_t)-1: any file; else only files this uid could read */
+	size_t budget;	    /* bytes of symbol tables still allowed */
 };
 
-/* 0 or -ENOMEM. The trace must outlive the symbols. */
+/* 0 or -ENOMEM. The trace must outlive the symbols. No owner check (the `jitt` command:
+ * its user reads what they can read anyway). */
 int agent_symbols_open(struct agent_symbols *s, const struct rb_trace *t);
+/* Use only module files that uid (the trace file's owner) could read: owned by uid, or
+ * readable by anyone. For a reader with more rights than the trace's writer (jittd as
+ * root), so one app cannot learn another's private function names. Before first use. */
+void agent_symbols_set_owner(struct agent_symbols *s, uid_t uid);
 void agent_symbols_close(struct agent_symbols *s);
 /* True when module m's file is here, with the same build-id and a symbol table. */
 bool agent_symbols_ready(struct agent_symbols *s, int m);
