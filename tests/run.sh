@@ -144,6 +144,31 @@ expect_status "jitt export: bad file" 1 "$bad" export --format=chrome "$bad"
 expect_status "jitt export: bad format" 2 "usage" export --format=svg "$bad"
 expect_status "jitt diff: bad file" 1 "$bad" diff "$bad" "$golden/decode-synthetic.jtr"
 expect_status "jitt diff: one file" 2 "usage" diff "$bad"
+# A FIFO, a folder or a device named as a trace is refused at once, by what it is (issue 12,
+# item 10: a FIFO waited for a writer forever, a folder said "No such device"). `timeout`
+# only turns a hang into a failure; it measures nothing.
+limit=
+command -v timeout >/dev/null 2>&1 && limit="timeout 10"
+mkfifo "$bad.fifo" && mkdir "$bad.dir"
+for cmd in decode summarize "export --format=folded" diff; do
+	for file in "$bad.fifo=a FIFO" "$bad.dir=a directory" "/dev/zero=a character device"; do
+		kind=${file#*=} file=${file%%=*}
+		set -- $cmd "$file"
+		[ "$cmd" = diff ] && set -- diff "$golden/decode-synthetic.jtr" "$file"
+		err=$($limit $qemu "$bin/jitt" "$@" 2>&1 >/dev/null)
+		got=$?
+		what="jitt $cmd: $kind is refused"
+		if [ "$got" -eq 1 ] && printf '%s' "$err" | grep -qF -- "$file: $kind, not a trace file"
+		then
+			echo "ok   $what"
+			passed=$((passed + 1))
+		else
+			echo "FAIL $what: status $got (wanted 1), said: $err"
+			failed=$((failed + 1))
+		fi
+	done
+done
+rm -rf "$bad.fifo" "$bad.dir"
 rm -f "$bad"
 
 # Static musl links only: glibc's objects (/usr/lib/<triplet>-gnu/, /usr/<triplet>/lib/)

@@ -7,6 +7,7 @@
 #include "agent/analysis/cct.h"
 #include "agent/analysis/json.h"
 #include "agent/analysis/symbols.h"
+#include "hal/fs.h"
 #include "hal/timer.h"
 
 #include <errno.h>
@@ -623,11 +624,17 @@ static int read_all(int fd, char **out, size_t *len, char *err, size_t errsize)
 
 int diff_side_load(struct diff_side *s, const char *path, char *err, size_t errsize)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Once, never waiting (a FIFO named as A or B hung the command), regular files only,
+	 * named by what they are otherwise (hal/fs.h); symlinks followed: the user's own. */
+	struct stat st;
+	int fd = hal_open_file(AT_FDCWD, path, true, &st);
 	if (fd < 0) {
-		int e = errno;
-		say(err, errsize, "%s", strerror(e));
-		return -e;
+		if (fd == -EISDIR || fd == -EINVAL)
+			say(err, errsize, "%s, not a trace file or a summary",
+			    hal_file_kind(st.st_mode));
+		else
+			say(err, errsize, "%s", strerror(-fd));
+		return fd;
 	}
 	char head[8];
 	ssize_t got;

@@ -19,6 +19,17 @@ int cmd_diff(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_trigger(int argc, char **argv);
 
+/* For the commands that read trace files (agent/cli/cli_file.c). */
+struct rb_trace;
+/* Open path as a trace file, or print "prog: PATH: why" and return 1: a folder, a FIFO or
+ * a device is refused by what it is ("a directory, not a trace file"), without waiting on
+ * it. 0 with t open. */
+int cli_trace_open(const char *prog, const char *path, struct rb_trace *t);
+/* Trace files are mapped: one truncated by another process while it is read raises
+ * SIGBUS. Installed by main(), this ends the command with "jitt: a file being read was
+ * truncated by another process" and status 1 instead. 0 or -errno. */
+int cli_sigbus_install(void);
+
 /* For the commands that talk to a control socket (agent/cli/cli_ctl.c). */
 #include "agent/ctl.h"
 

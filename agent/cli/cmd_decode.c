@@ -102,12 +102,8 @@ int cmd_decode(int argc, char **argv)
 		return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
 	}
 	struct rb_trace t;
-	char err[256] = "";
-	int e = rb_trace_open(argv[1], &t, err, sizeof(err));
-	if (e) {
-		fprintf(stderr, "jitt decode: %s: %s\n", argv[1], e == -EINVAL ? err : strerror(-e));
+	if (cli_trace_open("jitt decode", argv[1], &t) != 0)
 		return 1;
-	}
 	time_t secs = (time_t)(t.ref_realtime_ns / 1000000000u);
 	struct tm tm;
 	char when[64];

@@ -82,12 +82,8 @@ int cmd_export(int argc, char **argv)
 		return usage();
 
 	struct rb_trace t;
-	char err[256] = "";
-	int e = rb_trace_open(path, &t, err, sizeof(err));
-	if (e) {
-		fprintf(stderr, "jitt export: %s: %s\n", path, e == -EINVAL ? err : strerror(-e));
+	if (cli_trace_open("jitt export", path, &t) != 0)
 		return 1;
-	}
 	struct agent_symbols s;
 	if (agent_symbols_open(&s, &t) != 0) {
 		fprintf(stderr, "jitt export: out of memory\n");
@@ -102,7 +98,7 @@ int cmd_export(int argc, char **argv)
 		rb_trace_close(&t);
 		return 1;
 	}
-	e = formats[f].run(out, &t, &s);
+	int e = formats[f].run(out, &t, &s);
 	if (outpath) {
 		if (fclose(out) != 0 && !e)
 			e = -EIO;

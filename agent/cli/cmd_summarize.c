@@ -51,13 +51,8 @@ int cmd_summarize(int argc, char **argv)
 	if (!path)
 		return usage();
 	struct rb_trace t;
-	char err[256] = "";
-	int e = rb_trace_open(path, &t, err, sizeof(err));
-	if (e) {
-		fprintf(stderr, "jitt summarize: %s: %s\n", path,
-			e == -EINVAL ? err : strerror(-e));
+	if (cli_trace_open("jitt summarize", path, &t) != 0)
 		return 1;
-	}
 	struct agent_symbols syms;
 	struct summary s;
 	if (agent_symbols_open(&syms, &t) != 0) {
@@ -65,7 +60,7 @@ int cmd_summarize(int argc, char **argv)
 		fprintf(stderr, "jitt summarize: out of memory\n");
 		return 1;
 	}
-	e = summary_build(&s, &t, (unsigned)k);
+	int e = summary_build(&s, &t, (unsigned)k);
 	if (e) {
 		fprintf(stderr, "jitt summarize: %s: %s\n", path,
 			e == -EINVAL ? "a ring cannot be decoded" : strerror(-e));
