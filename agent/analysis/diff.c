@@ -629,12 +629,12 @@ int diff_side_load(struct diff_side *s, const char *path, char *err, size_t errs
 	struct stat st;
 	int fd = hal_open_file(AT_FDCWD, path, true, &st);
 	if (fd < 0) {
-		if (fd == -EISDIR || fd == -EINVAL)
-			say(err, errsize, "%s, not a trace file or a summary",
-			    hal_file_kind(st.st_mode));
-		else
+		if (fd != -EISDIR && fd != -EINVAL) {
 			say(err, errsize, "%s", strerror(-fd));
-		return fd;
+			return fd;
+		}
+		say(err, errsize, "%s, not a trace file or a summary", hal_file_kind(st.st_mode));
+		return -EINVAL; /* as for any file that is neither */
 	}
 	char head[8];
 	ssize_t got;
