@@ -138,7 +138,9 @@ bool hal_exists(const char *rel)
 
 int hal_open_file(int dirfd, const char *path, bool follow, struct stat *st)
 {
-	int flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW);
+	/* O_NOCTTY: a terminal planted in a file's place is refused below, but without it the
+	 * open alone makes it the controlling terminal of a daemon that has none (jittd). */
+	int flags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | (follow ? 0 : O_NOFOLLOW);
 	int fd = openat(dirfd, path, flags);
 	if (fd < 0)
 		return -errno;

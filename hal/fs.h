@@ -52,13 +52,14 @@ bool hal_exists(const char *rel);
 
 /*
  * Open a file for reading the one safe way (docs/security.md): once, with O_NONBLOCK (a
- * FIFO or a device planted in its place cannot block the open) and O_CLOEXEC, and with
- * O_NOFOLLOW unless follow is set (in folders another user can write, a symlink is an
- * attack); then fstat on that descriptor, which everything after works on. dirfd is a
- * folder's descriptor or AT_FDCWD. Only a regular file is opened: anything else is closed
- * and refused with -EISDIR (a folder) or -EINVAL (a FIFO, socket or device); a symlink
- * without follow is -ELOOP. The file's stat is in *st (also on -EISDIR and -EINVAL, so the
- * caller can name the kind with hal_file_kind). Returns the fd or a negative errno.
+ * FIFO or a device planted in its place cannot block the open), O_NOCTTY (nor a terminal
+ * become the controlling one), O_CLOEXEC, and O_NOFOLLOW unless follow is set (in folders
+ * another user can write, a symlink is an attack); then fstat on that descriptor, which
+ * everything after works on. dirfd is a folder's descriptor or AT_FDCWD. Only a regular
+ * file is opened: anything else is closed and refused with -EISDIR (a folder) or -EINVAL
+ * (a FIFO, socket or device); a symlink without follow is -ELOOP. The file's stat is in
+ * *st (also on -EISDIR and -EINVAL, so the caller can name the kind with hal_file_kind).
+ * Returns the fd or a negative errno.
  */
 int hal_open_file(int dirfd, const char *path, bool follow, struct stat *st);
 /* "a directory", "a FIFO", "a socket", "a character device", ... for a stat's st_mode. */

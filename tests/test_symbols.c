@@ -7,6 +7,7 @@
  * for jittd, a file the trace's writer could not read, all give module and offset. The
  * ELF reader's caps hold against a file that claims huge tables or shrinks while read.
  */
+#define _GNU_SOURCE /* posix_openpt, ptsname */
 #include "harness.h"
 #include "deadline.h"
 #include "agent/analysis/symbols.h"
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* A copy of this test program (an ELF with a build-id and symbols) in the test's folder,
@@ -293,4 +295,46 @@ TEST(symbols_budget_bounds_a_whole_trace)
 	CHECK_EQ_U64(s.budget, AGENT_SYMBOLS_BUDGET - self.bytes);
 	agent_symbols_close(&s);
 	rb_elf_free(&self);
+}
+
+/* In a new session without a terminal, as a daemon is: a module path naming a terminal
+ * (refused, as a device) must not have made it the controlling terminal, whose hangup
+ * would then kill the reader. Exits 0 when it did not. */
+static void module_is_a_terminal(const char *tty)
+{
+	if (setsid() < 0)
+		_exit(2);
+	struct rb_module mod;
+	module(&mod, tty, NULL);
+	mod.build_id_len = 1; /* any: the path is opened before the build-id is compared */
+	struct rb_trace t = { .nmodules = 1, .modules = &mod };
+	struct agent_symbols s;
+	if (agent_symbols_open(&s, &t) != 0 || agent_symbols_ready(&s, 0))
+		_exit(3);
+	agent_symbols_close(&s);
+	int fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC);
+	_exit(fd >= 0 ? 1 : 0);
+}
+
+TEST(symbols_a_terminal_named_as_a_module_is_not_taken)
+{
+	int master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (master < 0 || grantpt(master) != 0 || unlockpt(master) != 0 || !ptsname(master)) {
+		printf("    no pseudo-terminal here (%s): skipped\n", strerror(errno));
+		if (master >= 0)
+			close(master);
+		return;
+	}
+	char tty[128];
+	snprintf(tty, sizeof(tty), "%s", ptsname(master));
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0)
+		module_is_a_terminal(tty);
+	int status = -1;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	close(master);
+	if (!CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0))
+		printf("    status %#x: %s became the reader's controlling terminal\n", status, tty);
 }
