@@ -247,7 +247,8 @@ static int parse(struct image *im, struct rb_elf *elf)
 	if (!table)
 		return 0;
 	struct section strtab;
-	err = table->link < shnum ? section_at(im, shoff, shentsize, table->link, &strtab) : -EINVAL;
+	err = table->link < shnum ? section_at(im, shoff, shentsize, table->link, &strtab)
+				  : -EINVAL;
 	if (!err)
 		err = read_symbols(im, table, &strtab, elf);
 	if (err) {

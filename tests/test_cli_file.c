@@ -104,7 +104,8 @@ TEST(cli_trace_open_names_what_is_not_a_trace)
 		{ "/dev/zero", "jitt test: /dev/zero: a character device, not a trace file\n" },
 		{ "/dev/null", "jitt test: /dev/null: a character device, not a trace file\n" },
 		{ "/", "jitt test: /: a directory, not a trace file\n" },
-		{ "/nonexistent/x.jtr", "jitt test: /nonexistent/x.jtr: No such file or directory\n" },
+		{ "/nonexistent/x.jtr",
+		  "jitt test: /nonexistent/x.jtr: No such file or directory\n" },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const char *path = cases[i].path ? cases[i].path : fifo;

@@ -336,5 +336,6 @@ TEST(symbols_a_terminal_named_as_a_module_is_not_taken)
 		;
 	close(master);
 	if (!CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0))
-		printf("    status %#x: %s became the reader's controlling terminal\n", status, tty);
+		printf("    status %#x: %s became the reader's controlling terminal\n", status,
+		       tty);
 }
