@@ -191,6 +191,20 @@ expect "jitt export -o into a missing folder: exit 1" 1 "$tmp/no/such/dir/x.json
 	"$jitt" export --format=chrome -o "$tmp/no/such/dir/x.json" "$golden"
 expect "jitt export -o over a bad file: exit 1" 1 "$tmp/garbage.jtr" \
 	"$jitt" export --format=chrome -o "$tmp/never.json" "$tmp/garbage.jtr"
+# An export holds what the trace holds: 0600 whatever the umask, and -o never writes
+# through a link planted at its temporary name.
+(umask 022 && "$jitt" export --format=folded -o "$tmp/mode.folded" "$golden" 2>/dev/null)
+mode=$(stat -c %a "$tmp/mode.folded" 2>/dev/null)
+if [ "$mode" = 600 ]; then ok "-o writes 0600 under umask 022"; else fail "-o writes 0600 under umask 022" "mode $mode"; fi
+expect "jitt export --max-stack 0: usage" 2 "--max-stack" \
+	"$jitt" export --format=folded --max-stack 0 "$golden"
+expect "jitt export --max-stack 1: exit 0, the cut counted" 0 "cut at the root side" \
+	"$jitt" export --format=folded --max-stack 1 "$golden"
+if awk '{ n = split($1, f, ";"); if (n > 3) bad = 1 } END { exit bad }' "$tmp/out.txt"; then
+	ok "--max-stack 1: a label, the cut and one frame a line"
+else
+	fail "--max-stack 1: a label, the cut and one frame a line"
+fi
 leftovers=$(ls "$tmp" | grep -E '\.tmp-|^never\.json$')
 if [ -z "$leftovers" ]; then
 	ok "-o leaves no temporary or half file"

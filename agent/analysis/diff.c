@@ -861,23 +861,37 @@ static int relaxed_round(const struct diff_side *a, const struct diff_side *b, u
 		return 0;
 	qsort(x->sp, nsp, sizeof(*x->sp), spot_cmp);
 
+	/* Spots looked at per context and round (DIFF_CANDIDATES_MAX, diff.h): each
+	 * unmatched w has at most 2d + 1 of them. */
+	const size_t budget = (size_t)DIFF_CANDIDATES_MAX * (2 * d + 1);
 	for (uint32_t v = 1; v < a->n; v++) {
 		if (x->ma[v] != DIFF_NONE)
 			continue;
 		uint32_t lv = diff_path(a, v, x->pa, a->maxdepth + 1);
 		x->query++; /* a new mark: each w is verified once per v and round */
-		for (uint32_t k = 0; k <= d && k < lv; k++) {
+		size_t seen = 0, found = 0;
+		for (uint32_t k = 0; k <= d && k < lv && seen < budget && found < DIFF_CANDIDATES_MAX;
+		     k++) {
 			uint32_t i = lv - 1 - k, lab = x->pa[i];
-			for (size_t at = spot_find(x->sp, nsp, x->ta[v], lab, i > d ? i - d : 0);
-			     at < nsp && x->sp[at].thread == x->ta[v] && x->sp[at].label == lab &&
-			     x->sp[at].j <= i + d;
-			     at++) {
+			size_t lo = spot_find(x->sp, nsp, x->ta[v], lab, i > d ? i - d : 0);
+			size_t hi = spot_find(x->sp, nsp, x->ta[v], lab, i + d + 1);
+			/* More spots than the budget (thousands of contexts sharing this label
+			 * here): a slice of them, starting at a place that depends on v, so that
+			 * the contexts asking spread over those that answer. */
+			size_t start = 0;
+			if (hi - lo > budget - seen)
+				start = (size_t)(mix(v) % (hi - lo));
+			for (size_t step = 0; step < hi - lo && seen < budget &&
+					      found < DIFF_CANDIDATES_MAX;
+			     step++, seen++) {
+				size_t at = lo + (start + step) % (hi - lo);
 				const struct spot *p = &x->sp[at];
 				uint32_t dj = p->j > i ? p->j - i : i - p->j;
 				uint32_t dk = p->k > k ? p->k - k : k - p->k;
 				if (dj + dk > d || x->mark[p->w] == x->query)
 					continue;
 				x->mark[p->w] = x->query;
+				found++;
 				uint32_t lw = diff_path(b, p->w, x->pb, b->maxdepth + 1);
 				unsigned dist = diff_path_distance(x->pa, lv, x->pb, lw, d);
 				if (dist > d)
