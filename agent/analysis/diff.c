@@ -813,6 +813,7 @@ struct relax {
 	struct spot *sp;
 	struct cand *cand;
 	size_t ccap;
+	size_t compared; /* paths whose distance was computed */
 };
 
 /*
@@ -892,6 +893,7 @@ static int relaxed_round(const struct diff_side *a, const struct diff_side *b, u
 					continue;
 				x->mark[p->w] = x->query;
 				found++;
+				x->compared++;
 				uint32_t lw = diff_path(b, p->w, x->pb, b->maxdepth + 1);
 				unsigned dist = diff_path_distance(x->pa, lv, x->pb, lw, d);
 				if (dist > d)
@@ -920,7 +922,7 @@ static int relaxed_round(const struct diff_side *a, const struct diff_side *b, u
 }
 
 static int match_relaxed(const struct diff_side *a, const struct diff_side *b, unsigned alpha,
-			 uint32_t *ma, uint32_t *mb, uint8_t *dist)
+			 uint32_t *ma, uint32_t *mb, uint8_t *dist, size_t *compared)
 {
 	struct relax x = { .ma = ma, .mb = mb, .dist = dist };
 	int e = -ENOMEM;
@@ -941,6 +943,7 @@ static int match_relaxed(const struct diff_side *a, const struct diff_side *b, u
 			goto out;
 	e = 0;
 out:
+	*compared = x.compared;
 	free(x.ta);
 	free(x.tb);
 	free(x.pa);
@@ -991,7 +994,7 @@ int diff_match(const struct diff_side *a, const struct diff_side *b, unsigned al
 			mb[w] = v;
 		}
 	}
-	if (alpha && (e = match_relaxed(a, b, alpha, ma, mb, dist)) != 0)
+	if (alpha && (e = match_relaxed(a, b, alpha, ma, mb, dist, &r->compared)) != 0)
 		goto out;
 	e = -ENOMEM;
 	r->e = malloc(((size_t)a->n + b->n) * sizeof(*r->e));

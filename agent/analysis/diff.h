@@ -124,6 +124,7 @@ struct diff_result {
 	struct diff_entry *e;
 	size_t n;
 	size_t exact, relaxed, added, gone;
+	size_t compared; /* pairs of paths whose edit distance was computed */
 };
 
 /*
