@@ -450,3 +450,45 @@ TEST(bounded_diff_of_contexts_sharing_a_leaf_is_linear)
 	diff_side_free(&b);
 	diff_names_free(&names);
 }
+
+/* The summary's elided deep paths read back by `jitt diff`: the elided middle is one frame
+ * of its own, so the deep paths of two runs (10,000 and 10,003 deep) still match exactly. */
+TEST(bounded_diff_reads_elided_paths_of_summaries)
+{
+	static const unsigned depths[2] = { 10000, 10003 };
+	struct diff_names names;
+	struct diff_side side[2];
+	if (!CHECK(diff_names_init(&names) == 0))
+		return;
+	for (int k = 0; k < 2; k++) {
+		struct synth_thread t;
+		char path[512], err[256] = "";
+		deep(&t, "deep", depths[k]);
+		CHECK(synth_write(&t, 1, "deep diff", path, sizeof(path)) == 0);
+		synth_free(&t);
+		struct out text, json;
+		struct summary s;
+		CHECK(diff_side_init(&side[k], &names) == 0);
+		if (summarise(path, 10, &text, &json, &s) != 0)
+			continue;
+		if (!CHECK(diff_side_add_summary(&side[k], json.buf, json.size, err,
+						 sizeof(err)) == 0))
+			printf("    %s\n", err);
+		summary_release(&s);
+		free(text.buf);
+		free(json.buf);
+	}
+	/* thread, the 64 frames kept and the one for the elided middle */
+	CHECK_EQ_U64(side[0].maxdepth, 1 + SUMMARY_MAX_DEPTH + 1);
+	uint32_t label;
+	CHECK(diff_intern(&names, DIFF_ELIDED_FRAMES, &label) == 0);
+	struct diff_result r;
+	if (CHECK(diff_match(&side[0], &side[1], 0, &r) == 0)) {
+		CHECK_EQ_U64(r.exact, side[0].n - 1);
+		CHECK_EQ_U64(r.added + r.gone, 0);
+		diff_result_free(&r);
+	}
+	diff_side_free(&side[0]);
+	diff_side_free(&side[1]);
+	diff_names_free(&names);
+}

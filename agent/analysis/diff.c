@@ -500,11 +500,29 @@ static int read_contexts(struct summary *m, struct diff_side *s, uint32_t top, u
 			return -EINVAL;
 		if (json_len(&m->doc, path) != json_len(&m->doc, self))
 			return bad(m, self, "context %u: self_ns and path differ in length", i);
-		uint32_t v = top;
-		for (uint32_t p = json_first(&m->doc, path), q = json_first(&m->doc, self);
-		     p != JSON_NONE; p = json_next(&m->doc, p), q = json_next(&m->doc, q)) {
+		/* A path deeper than the summary keeps has its middle elided (summary.h): one
+		 * frame of its own stands for it, so that two runs' deep paths still align. */
+		int64_t at = -1, count;
+		uint32_t el = json_get(&m->doc, c, "elided"), el_at;
+		if (el != JSON_NONE) {
+			if (integer(m, el, 1, INT64_MAX, "elided", &count) ||
+			    member(m, c, "elided_at", JSON_NUMBER, &el_at) ||
+			    integer(m, el_at, 0, json_len(&m->doc, path), "elided_at", &at))
+				return -EINVAL;
+		}
+		uint32_t v = top, pos = 0;
+		for (uint32_t p = json_first(&m->doc, path), q = json_first(&m->doc, self);;
+		     p = json_next(&m->doc, p), q = json_next(&m->doc, q), pos++) {
 			int64_t f, ns;
 			bool made;
+			if (pos == at) {
+				uint32_t label;
+				if (diff_intern(s->names, DIFF_ELIDED_FRAMES, &label) != 0 ||
+				    diff_side_child(s, v, label, &v, NULL) != 0)
+					return -ENOMEM;
+			}
+			if (p == JSON_NONE)
+				break;
 			if (integer(m, p, 0, (int64_t)nfuncs - 1, "a function index", &f) ||
 			    integer(m, q, 0, INT64_MAX, "self_ns", &ns))
 				return -EINVAL;

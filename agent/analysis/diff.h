@@ -31,6 +31,7 @@
 #define DIFF_ALPHA_MAX	      16		 /* Kconfig's range for AGENT_DIFF_ALPHA */
 #define DIFF_SUMMARY_MAX_SIZE (64u << 20)	 /* a summary is a few KiB */
 #define DIFF_UNNAMED_THREAD   "(unnamed)" /* a thread without a name, as summaries say */
+#define DIFF_ELIDED_FRAMES    "(calls elided)" /* the elided middle of a summary's deep path */
 /*
  * Relaxed matching compares a context with at most this many unmatched contexts of the
  * other run per round (those sharing one of its last labels at a nearby depth). Without a
