@@ -492,3 +492,48 @@ TEST(bounded_diff_reads_elided_paths_of_summaries)
 	diff_side_free(&side[1]);
 	diff_names_free(&names);
 }
+
+/* Two traces of one call path 3,000 deep, nothing equal below the top: relaxed matching
+ * read every candidate's whole path, the depth times the contexts. Contexts deeper than
+ * DIFF_RELAXED_MAX_DEPTH are now matched exactly only, so the work is bounded. */
+TEST(bounded_diff_of_deep_traces_compares_only_shallow_contexts)
+{
+	enum { D = 3000 };
+	struct diff_names names;
+	struct diff_side side[2];
+	char err[256] = "";
+	if (!CHECK(diff_names_init(&names) == 0))
+		return;
+	for (int k = 0; k < 2; k++) {
+		struct synth_thread t;
+		char path[512];
+		synth_init(&t, "deep", 7, 0, 0);
+		uint64_t ts = 10;
+		for (unsigned i = 0; i < D; i++)
+			synth_entry(&t, ts += 10, k ? ID(bd_a) : ID(i % 2 ? bd_b : bd_c));
+		for (unsigned i = 0; i < D; i++)
+			synth_exit(&t, ts += 10);
+		CHECK(synth_write(&t, 1, "deep diff", path, sizeof(path)) == 0);
+		synth_free(&t);
+		struct rb_trace tr;
+		CHECK(diff_side_init(&side[k], &names) == 0);
+		if (CHECK(rb_trace_open(path, &tr, err, sizeof(err)) == 0)) {
+			CHECK(diff_side_add_trace(&side[k], &tr, err, sizeof(err)) == 0);
+			rb_trace_close(&tr);
+		}
+	}
+	struct diff_result r;
+	if (CHECK(diff_match(&side[0], &side[1], 2, &r) == 0)) {
+		printf("    %u deep: %zu frames read, %zu compared, %zu relaxed, %zu gone, %zu new\n",
+		       D, r.frames, r.compared, r.relaxed, r.gone, r.added);
+		/* each of 2 rounds reads the paths of the contexts at most 128 deep (128 of
+		 * them here) and of their candidates; all of them were 9 M frames */
+		CHECK_EQ_INT(DIFF_RELAXED_MAX_DEPTH, 128);
+		CHECK(r.frames <= (size_t)2 * (DIFF_CANDIDATES_MAX + 1) * 128 * 128);
+		CHECK_EQ_U64(r.n, r.exact + r.relaxed + r.gone + r.added);
+		diff_result_free(&r);
+	}
+	diff_side_free(&side[0]);
+	diff_side_free(&side[1]);
+	diff_names_free(&names);
+}

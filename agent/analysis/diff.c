@@ -832,6 +832,7 @@ struct relax {
 	struct cand *cand;
 	size_t ccap;
 	size_t compared; /* paths whose distance was computed */
+	size_t frames;	 /* frames of the paths read */
 };
 
 /*
@@ -869,7 +870,7 @@ static int relaxed_round(const struct diff_side *a, const struct diff_side *b, u
 {
 	size_t nsp = 0, ncand = 0;
 	for (uint32_t w = 1; w < b->n; w++) {
-		if (x->mb[w] != DIFF_NONE)
+		if (x->mb[w] != DIFF_NONE || b->node[w].depth > DIFF_RELAXED_MAX_DEPTH)
 			continue;
 		uint32_t y = w;
 		for (uint32_t k = 0; k <= 2 * d && y != 0; k++, y = b->node[y].parent)
@@ -884,9 +885,10 @@ static int relaxed_round(const struct diff_side *a, const struct diff_side *b, u
 	 * unmatched w has at most 2d + 1 of them. */
 	const size_t budget = (size_t)DIFF_CANDIDATES_MAX * (2 * d + 1);
 	for (uint32_t v = 1; v < a->n; v++) {
-		if (x->ma[v] != DIFF_NONE)
+		if (x->ma[v] != DIFF_NONE || a->node[v].depth > DIFF_RELAXED_MAX_DEPTH)
 			continue;
 		uint32_t lv = diff_path(a, v, x->pa, a->maxdepth + 1);
+		x->frames += lv;
 		x->query++; /* a new mark: each w is verified once per v and round */
 		size_t seen = 0, found = 0;
 		for (uint32_t k = 0; k <= d && k < lv && seen < budget && found < DIFF_CANDIDATES_MAX;
@@ -913,6 +915,7 @@ static int relaxed_round(const struct diff_side *a, const struct diff_side *b, u
 				found++;
 				x->compared++;
 				uint32_t lw = diff_path(b, p->w, x->pb, b->maxdepth + 1);
+				x->frames += lw;
 				unsigned dist = diff_path_distance(x->pa, lv, x->pb, lw, d);
 				if (dist > d)
 					continue;
@@ -940,7 +943,7 @@ static int relaxed_round(const struct diff_side *a, const struct diff_side *b, u
 }
 
 static int match_relaxed(const struct diff_side *a, const struct diff_side *b, unsigned alpha,
-			 uint32_t *ma, uint32_t *mb, uint8_t *dist, size_t *compared)
+			 uint32_t *ma, uint32_t *mb, uint8_t *dist, struct diff_result *r)
 {
 	struct relax x = { .ma = ma, .mb = mb, .dist = dist };
 	int e = -ENOMEM;
@@ -961,7 +964,8 @@ static int match_relaxed(const struct diff_side *a, const struct diff_side *b, u
 			goto out;
 	e = 0;
 out:
-	*compared = x.compared;
+	r->compared = x.compared;
+	r->frames = x.frames;
 	free(x.ta);
 	free(x.tb);
 	free(x.pa);
@@ -1012,7 +1016,7 @@ int diff_match(const struct diff_side *a, const struct diff_side *b, unsigned al
 			mb[w] = v;
 		}
 	}
-	if (alpha && (e = match_relaxed(a, b, alpha, ma, mb, dist, &r->compared)) != 0)
+	if (alpha && (e = match_relaxed(a, b, alpha, ma, mb, dist, r)) != 0)
 		goto out;
 	e = -ENOMEM;
 	r->e = malloc(((size_t)a->n + b->n) * sizeof(*r->e));

@@ -43,6 +43,14 @@
  * same function at the same depth.
  */
 #define DIFF_CANDIDATES_MAX 64
+/*
+ * Contexts deeper than this are matched exactly only. Relaxed matching reads each
+ * candidate's whole path (and the edit distance walks it): on two traces of one call
+ * path 100,000 and 30,000 deep, nothing equal below the top, that was the depth times the
+ * contexts, 15.6 s. 128 frames is as deep as perf keeps a stack (--max-stack 127, and the
+ * thread), and a summary's paths are at most 66 (summary.h).
+ */
+#define DIFF_RELAXED_MAX_DEPTH 128
 
 /* Names interned once for both runs, so paths compare as arrays of integers (labels). */
 struct diff_names {
@@ -126,6 +134,7 @@ struct diff_result {
 	size_t n;
 	size_t exact, relaxed, added, gone;
 	size_t compared; /* pairs of paths whose edit distance was computed */
+	size_t frames;	 /* frames of paths relaxed matching read: its work */
 };
 
 /*
