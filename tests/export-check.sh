@@ -205,6 +205,33 @@ if awk '{ n = split($1, f, ";"); if (n > 3) bad = 1 } END { exit bad }' "$tmp/ou
 else
 	fail "--max-stack 1: a label, the cut and one frame a line"
 fi
+# Names from a summary's JSON and file names reach the terminal escaped (issue 12 item 8):
+# no ESC, CR, BEL, C1 CSI or bidi override in what jitt diff, summarize and decode print.
+for side in a b; do
+	printf '%s' '{"schema":"jitt.summary","version":1,"thread":"ui\u001b[2J","modules":[],' \
+		'"functions":[[-1,0,"f\u001b]0;pwn\u0007\r\n\u009b\u202e"],[-1,16,"'$side'"]],' \
+		'"contexts":[{"path":[1,0],"self_ns":[1,2],"base_ns":[0,0]}]}' >"$tmp/evil-$side.json"
+done
+evil=$(printf '%s/x\033[2J\r.jtr' "$tmp")
+cp "$golden" "$evil"
+raw=$(printf '[\033\r\007]|\302\233|\342\200\256')
+for json in "" --json; do
+	"$jitt" diff $json "$tmp/evil-a.json" "$tmp/evil-b.json" >"$tmp/out.txt" 2>&1
+	st=$?
+	if [ $st -eq 0 ] && ! grep -qE "$raw" "$tmp/out.txt" && grep -qE 'x1b|u001b' "$tmp/out.txt"; then
+		ok "jitt diff${json:+ $json}: names from summaries escaped"
+	else
+		fail "jitt diff${json:+ $json}: names from summaries escaped" "status $st"
+	fi
+done
+for cmd in summarize decode; do
+	"$jitt" $cmd "$evil" >"$tmp/out.txt" 2>&1
+	if grep -qE "$raw" "$tmp/out.txt" || ! grep -qF 'x\x1b[2J\x0d.jtr' "$tmp/out.txt"; then
+		fail "jitt $cmd: a file name with escapes is printed escaped"
+	else
+		ok "jitt $cmd: a file name with escapes is printed escaped"
+	fi
+done
 leftovers=$(ls "$tmp" | grep -E '\.tmp-|^never\.json$')
 if [ -z "$leftovers" ]; then
 	ok "-o leaves no temporary or half file"
