@@ -170,7 +170,7 @@ TEST(bounded_deep_chains_are_elided_and_the_summary_stays_small)
 			size_t kept = calls < SUMMARY_MAX_DEPTH ? calls : SUMMARY_MAX_DEPTH;
 			CHECK_EQ_U64(c->n, kept);
 			CHECK_EQ_U64(c->elided, calls - kept);
-			CHECK_EQ_U64(c->f[0].key >> 48, 1); /* main, outermost, kept */
+			CHECK_EQ_U64(c->f[0].key >> 48, 1);	 /* main, outermost, kept */
 			CHECK_EQ_U64(c->f[c->n - 1].self, 1000); /* the leaf, where the time went */
 		}
 		if (CHECK(s.ncontexts == 1)) {
@@ -317,7 +317,8 @@ TEST(bounded_names_with_escapes_reach_no_export_raw)
 			unsigned char c = (unsigned char)folded[i];
 			lines += c == '\n';
 			if ((c < 0x20 && c != '\n') || c == 0x7f)
-				test_fail(__FILE__, __LINE__, "byte 0x%02x in the folded stacks", c);
+				test_fail(__FILE__, __LINE__, "byte 0x%02x in the folded stacks",
+					  c);
 		}
 		CHECK(strstr(folded, "\xc2\x9b") == NULL && strstr(folded, "\xe2\x80\xae") == NULL);
 		/* three lines a thread (its time outside calls, main's, a's): the ';' and the
@@ -325,7 +326,8 @@ TEST(bounded_names_with_escapes_reach_no_export_raw)
 		CHECK_EQ_INT(lines, 6);
 		static const char first[] = "a\\x3bb\\x0d\\x0ac 1\\x1b[2J-1 ";
 		CHECK(strncmp(folded, first, sizeof(first) - 1) == 0);
-		CHECK(strstr(folded, "\n\\xc2\\x9b\\xe2\\x80\\xae\\x1b]0\\x3bx\\x07-2;bd_main;bd_a ") !=
+		CHECK(strstr(folded,
+			     "\n\\xc2\\x9b\\xe2\\x80\\xae\\x1b]0\\x3bx\\x07-2;bd_main;bd_a ") !=
 		      NULL);
 		free(folded);
 	}
@@ -334,8 +336,8 @@ TEST(bounded_names_with_escapes_reach_no_export_raw)
 		for (size_t i = 0; i < n; i++) {
 			unsigned char c = (unsigned char)chrome[i];
 			if ((c < 0x20 && c != '\n') || c >= 0x7f) {
-				test_fail(__FILE__, __LINE__, "byte 0x%02x at %zu of the Chrome JSON", c,
-					  i);
+				test_fail(__FILE__, __LINE__,
+					  "byte 0x%02x at %zu of the Chrome JSON", c, i);
 				break;
 			}
 		}
@@ -394,8 +396,8 @@ TEST(bounded_folded_stacks_keep_max_stack_frames)
 		}
 		printf("    --max-stack %u: %llu lines, %zu bytes, %llu cut\n", caps[k],
 		       (unsigned long long)lines, o.size, (unsigned long long)cut);
-		CHECK_EQ_U64(lines, D + 3); /* every frame has self time, and the root */
-		CHECK(most <= caps[k] + 2); /* the label and the cut besides */
+		CHECK_EQ_U64(lines, D + 3);	    /* every frame has self time, and the root */
+		CHECK(most <= caps[k] + 2);	    /* the label and the cut besides */
 		CHECK_EQ_U64(cut, D + 2 - caps[k]); /* main is at depth 1 */
 		CHECK_EQ_U64(marked, cut);
 		/* from the sync record at 0 to the anomaly mark (deep()) */
@@ -471,8 +473,8 @@ TEST(bounded_diff_reads_elided_paths_of_summaries)
 		CHECK(diff_side_init(&side[k], &names) == 0);
 		if (summarise(path, 10, &text, &json, &s) != 0)
 			continue;
-		if (!CHECK(diff_side_add_summary(&side[k], json.buf, json.size, err,
-						 sizeof(err)) == 0))
+		if (!CHECK(diff_side_add_summary(&side[k], json.buf, json.size, err, sizeof(err)) ==
+			   0))
 			printf("    %s\n", err);
 		summary_release(&s);
 		free(text.buf);
@@ -524,7 +526,8 @@ TEST(bounded_diff_of_deep_traces_compares_only_shallow_contexts)
 	}
 	struct diff_result r;
 	if (CHECK(diff_match(&side[0], &side[1], 2, &r) == 0)) {
-		printf("    %u deep: %zu frames read, %zu compared, %zu relaxed, %zu gone, %zu new\n",
+		printf("    %u deep: %zu frames read, %zu compared, %zu relaxed, %zu gone, %zu "
+		       "new\n",
 		       D, r.frames, r.compared, r.relaxed, r.gone, r.added);
 		/* each of 2 rounds reads the paths of the contexts at most 128 deep (128 of
 		 * them here) and of their candidates; all of them were 9 M frames */
