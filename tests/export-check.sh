@@ -191,6 +191,47 @@ expect "jitt export -o into a missing folder: exit 1" 1 "$tmp/no/such/dir/x.json
 	"$jitt" export --format=chrome -o "$tmp/no/such/dir/x.json" "$golden"
 expect "jitt export -o over a bad file: exit 1" 1 "$tmp/garbage.jtr" \
 	"$jitt" export --format=chrome -o "$tmp/never.json" "$tmp/garbage.jtr"
+# An export holds what the trace holds: 0600 whatever the umask, and -o never writes
+# through a link planted at its temporary name.
+(umask 022 && "$jitt" export --format=folded -o "$tmp/mode.folded" "$golden" 2>/dev/null)
+mode=$(stat -c %a "$tmp/mode.folded" 2>/dev/null)
+if [ "$mode" = 600 ]; then ok "-o writes 0600 under umask 022"; else fail "-o writes 0600 under umask 022" "mode $mode"; fi
+expect "jitt export --max-stack 0: usage" 2 "--max-stack" \
+	"$jitt" export --format=folded --max-stack 0 "$golden"
+expect "jitt export --max-stack 1: exit 0, the cut counted" 0 "cut at the root side" \
+	"$jitt" export --format=folded --max-stack 1 "$golden"
+if awk '{ n = split($1, f, ";"); if (n > 3) bad = 1 } END { exit bad }' "$tmp/out.txt"; then
+	ok "--max-stack 1: a label, the cut and one frame a line"
+else
+	fail "--max-stack 1: a label, the cut and one frame a line"
+fi
+# Names from a summary's JSON and file names reach the terminal escaped (issue 12 item 8):
+# no ESC, CR, BEL, C1 CSI or bidi override in what jitt diff, summarize and decode print.
+for side in a b; do
+	printf '%s' '{"schema":"jitt.summary","version":1,"thread":"ui\u001b[2J","modules":[],' \
+		'"functions":[[-1,0,"f\u001b]0;pwn\u0007\r\n\u009b\u202e"],[-1,16,"'$side'"]],' \
+		'"contexts":[{"path":[1,0],"self_ns":[1,2],"base_ns":[0,0]}]}' >"$tmp/evil-$side.json"
+done
+evil=$(printf '%s/x\033[2J\r.jtr' "$tmp")
+cp "$golden" "$evil"
+raw=$(printf '[\033\r\007]|\302\233|\342\200\256')
+for json in "" --json; do
+	"$jitt" diff $json "$tmp/evil-a.json" "$tmp/evil-b.json" >"$tmp/out.txt" 2>&1
+	st=$?
+	if [ $st -eq 0 ] && ! grep -qE "$raw" "$tmp/out.txt" && grep -qE 'x1b|u001b' "$tmp/out.txt"; then
+		ok "jitt diff${json:+ $json}: names from summaries escaped"
+	else
+		fail "jitt diff${json:+ $json}: names from summaries escaped" "status $st"
+	fi
+done
+for cmd in summarize decode; do
+	"$jitt" $cmd "$evil" >"$tmp/out.txt" 2>&1
+	if grep -qE "$raw" "$tmp/out.txt" || ! grep -qF 'x\x1b[2J\x0d.jtr' "$tmp/out.txt"; then
+		fail "jitt $cmd: a file name with escapes is printed escaped"
+	else
+		ok "jitt $cmd: a file name with escapes is printed escaped"
+	fi
+done
 leftovers=$(ls "$tmp" | grep -E '\.tmp-|^never\.json$')
 if [ -z "$leftovers" ]; then
 	ok "-o leaves no temporary or half file"

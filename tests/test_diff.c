@@ -966,13 +966,15 @@ TEST(json_every_truncation_and_mutation_of_a_summary_fails_cleanly)
 
 TEST(json_escapes_what_it_writes)
 {
-	char out[128] = "";
+	char out[256] = "";
 	FILE *f = fmemopen(out, sizeof(out), "w");
 	if (!CHECK(f != NULL))
 		return;
-	json_fput_string(f, "a\"b\\c\n\x01\xc3\xa9\xff", 10);
+	/* plain ASCII out (agent_json_fput): DEL, a C1 control (U+009B, CSI) and a bidi
+	 * override (U+202E) escaped like the C0 ones, never raw */
+	json_fput_string(f, "a\"b\\c\n\x01\xc3\xa9\xff\x7f\xc2\x9b\xe2\x80\xae", 16);
 	fclose(f);
-	CHECK_STR(out, "\"a\\\"b\\\\c\\u000a\\u0001\xc3\xa9\\ufffd\"");
+	CHECK_STR(out, "\"a\\\"b\\\\c\\u000a\\u0001\\u00e9\\ufffd\\u007f\\u009b\\u202e\"");
 	struct json_doc d;
 	char err[64];
 	CHECK_EQ_INT(json_parse(&d, out, strlen(out), err, sizeof(err)), 0);

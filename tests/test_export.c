@@ -311,8 +311,9 @@ TEST(export_chrome_every_begin_has_its_end)
 		"\"wake 0x42\"",
 		"\"record kind 0x7, argument 0x5\"",
 		"\"process_name\"",
-		/* the name: ';' kept, '"' and '\' escaped, the tab as \u0009, 0xff as U+FFFD */
-		"{\"name\":\"ui;\\\"q\\\"\\\\\\u0009\xef\xbf\xbd\"}",
+		/* the name: ';' kept, '"' and '\' escaped, the tab as \u0009, 0xff as U+FFFD,
+		 * written \ufffd: the JSON is plain ASCII (agent_json_fput) */
+		"{\"name\":\"ui;\\\"q\\\"\\\\\\u0009\\ufffd\"}",
 		"{\"name\":\"idle\"}",
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -351,7 +352,8 @@ TEST(export_folded_sums_to_the_self_time_of_the_tree)
 		free(text);
 		return;
 	}
-	static const char *const labels[3] = { "ui:\"q\"\\?\xef\xbf\xbd-101", "worker-102",
+	/* ';' as \x3b, '\' doubled, the tab as \x09, 0xff as U+FFFD (agent_escape) */
+	static const char *const labels[3] = { "ui\\x3b\"q\"\\\\\\x09\xef\xbf\xbd-101", "worker-102",
 					       "idle-103" };
 	uint64_t sum[3] = { 0 };
 	int per[3] = { 0 };

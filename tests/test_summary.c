@@ -423,7 +423,8 @@ TEST(summary_edge_cases)
 	}
 	synth_free(&a);
 
-	/* Recursion 10,000 deep in the slow frame: the chain follows it all the way. */
+	/* Recursion 10,000 deep in the slow frame: the chain follows it all the way, and
+	 * keeps its outermost and innermost links with the middle elided and counted. */
 	enum { D = 10000 };
 	synth_init(&a, "deep", 1, 0, 0);
 	synth_special(&a, 5, RB_MARK, AGENT_MARK_FRAME_BEGIN);
@@ -434,8 +435,12 @@ TEST(summary_edge_cases)
 	synth_special(&a, 200000, RB_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_HANG);
 	if (summarise(&a, 1, "deep", 10, &fx)) {
 		if (CHECK(fx.s.nchains == 1)) {
-			CHECK_EQ_U64(fx.s.chains[0].n, D);
-			CHECK_EQ_U64(fx.s.chains[0].f[D - 1].self, 100000 - (10 + D - 1));
+			const struct summary_chain *c = &fx.s.chains[0];
+			CHECK_EQ_U64(c->n, SUMMARY_MAX_DEPTH);
+			CHECK_EQ_U64(c->elided, D - SUMMARY_MAX_DEPTH);
+			CHECK_EQ_U64(c->at, SUMMARY_KEEP_OUTER);
+			CHECK_EQ_U64(c->f[0].incl, 100000 + D - 1 - 10);
+			CHECK_EQ_U64(c->f[c->n - 1].self, 100000 - (10 + D - 1));
 		}
 		if (CHECK(fx.s.ntop_window == 1))
 			CHECK_EQ_U64(fx.s.top_window[0].calls, D);

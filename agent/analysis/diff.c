@@ -501,11 +501,29 @@ static int read_contexts(struct summary *m, struct diff_side *s, uint32_t top, u
 			return -EINVAL;
 		if (json_len(&m->doc, path) != json_len(&m->doc, self))
 			return bad(m, self, "context %u: self_ns and path differ in length", i);
-		uint32_t v = top;
-		for (uint32_t p = json_first(&m->doc, path), q = json_first(&m->doc, self);
-		     p != JSON_NONE; p = json_next(&m->doc, p), q = json_next(&m->doc, q)) {
+		/* A path deeper than the summary keeps has its middle elided (summary.h): one
+		 * frame of its own stands for it, so that two runs' deep paths still align. */
+		int64_t at = -1, count;
+		uint32_t el = json_get(&m->doc, c, "elided"), el_at;
+		if (el != JSON_NONE) {
+			if (integer(m, el, 1, INT64_MAX, "elided", &count) ||
+			    member(m, c, "elided_at", JSON_NUMBER, &el_at) ||
+			    integer(m, el_at, 0, json_len(&m->doc, path), "elided_at", &at))
+				return -EINVAL;
+		}
+		uint32_t v = top, pos = 0;
+		for (uint32_t p = json_first(&m->doc, path), q = json_first(&m->doc, self);;
+		     p = json_next(&m->doc, p), q = json_next(&m->doc, q), pos++) {
 			int64_t f, ns;
 			bool made;
+			if (pos == at) {
+				uint32_t label;
+				if (diff_intern(s->names, DIFF_ELIDED_FRAMES, &label) != 0 ||
+				    diff_side_child(s, v, label, &v, NULL) != 0)
+					return -ENOMEM;
+			}
+			if (p == JSON_NONE)
+				break;
 			if (integer(m, p, 0, (int64_t)nfuncs - 1, "a function index", &f) ||
 			    integer(m, q, 0, INT64_MAX, "self_ns", &ns))
 				return -EINVAL;
@@ -820,6 +838,8 @@ struct relax {
 	struct spot *sp;
 	struct cand *cand;
 	size_t ccap;
+	size_t compared; /* paths whose distance was computed */
+	size_t frames;	 /* frames of the paths read */
 };
 
 /*
@@ -857,7 +877,7 @@ static int relaxed_round(const struct diff_side *a, const struct diff_side *b, u
 {
 	size_t nsp = 0, ncand = 0;
 	for (uint32_t w = 1; w < b->n; w++) {
-		if (x->mb[w] != DIFF_NONE)
+		if (x->mb[w] != DIFF_NONE || b->node[w].depth > DIFF_RELAXED_MAX_DEPTH)
 			continue;
 		uint32_t y = w;
 		for (uint32_t k = 0; k <= 2 * d && y != 0; k++, y = b->node[y].parent)
@@ -868,24 +888,41 @@ static int relaxed_round(const struct diff_side *a, const struct diff_side *b, u
 		return 0;
 	qsort(x->sp, nsp, sizeof(*x->sp), spot_cmp);
 
+	/* Spots looked at per context and round (DIFF_CANDIDATES_MAX, diff.h): each
+	 * unmatched w has at most 2d + 1 of them. */
+	const size_t budget = (size_t)DIFF_CANDIDATES_MAX * (2 * d + 1);
 	for (uint32_t v = 1; v < a->n; v++) {
-		if (x->ma[v] != DIFF_NONE)
+		if (x->ma[v] != DIFF_NONE || a->node[v].depth > DIFF_RELAXED_MAX_DEPTH)
 			continue;
 		uint32_t lv = diff_path(a, v, x->pa, a->maxdepth + 1);
+		x->frames += lv;
 		x->query++; /* a new mark: each w is verified once per v and round */
-		for (uint32_t k = 0; k <= d && k < lv; k++) {
+		size_t seen = 0, found = 0;
+		for (uint32_t k = 0; k <= d && k < lv && seen < budget && found < DIFF_CANDIDATES_MAX;
+		     k++) {
 			uint32_t i = lv - 1 - k, lab = x->pa[i];
-			for (size_t at = spot_find(x->sp, nsp, x->ta[v], lab, i > d ? i - d : 0);
-			     at < nsp && x->sp[at].thread == x->ta[v] && x->sp[at].label == lab &&
-			     x->sp[at].j <= i + d;
-			     at++) {
+			size_t lo = spot_find(x->sp, nsp, x->ta[v], lab, i > d ? i - d : 0);
+			size_t hi = spot_find(x->sp, nsp, x->ta[v], lab, i + d + 1);
+			/* More spots than the budget (thousands of contexts sharing this label
+			 * here): a slice of them, starting at a place that depends on v, so that
+			 * the contexts asking spread over those that answer. */
+			size_t start = 0;
+			if (hi - lo > budget - seen)
+				start = (size_t)(mix(v) % (hi - lo));
+			for (size_t step = 0; step < hi - lo && seen < budget &&
+					      found < DIFF_CANDIDATES_MAX;
+			     step++, seen++) {
+				size_t at = lo + (start + step) % (hi - lo);
 				const struct spot *p = &x->sp[at];
 				uint32_t dj = p->j > i ? p->j - i : i - p->j;
 				uint32_t dk = p->k > k ? p->k - k : k - p->k;
 				if (dj + dk > d || x->mark[p->w] == x->query)
 					continue;
 				x->mark[p->w] = x->query;
+				found++;
+				x->compared++;
 				uint32_t lw = diff_path(b, p->w, x->pb, b->maxdepth + 1);
+				x->frames += lw;
 				unsigned dist = diff_path_distance(x->pa, lv, x->pb, lw, d);
 				if (dist > d)
 					continue;
@@ -913,7 +950,7 @@ static int relaxed_round(const struct diff_side *a, const struct diff_side *b, u
 }
 
 static int match_relaxed(const struct diff_side *a, const struct diff_side *b, unsigned alpha,
-			 uint32_t *ma, uint32_t *mb, uint8_t *dist)
+			 uint32_t *ma, uint32_t *mb, uint8_t *dist, struct diff_result *r)
 {
 	struct relax x = { .ma = ma, .mb = mb, .dist = dist };
 	int e = -ENOMEM;
@@ -934,6 +971,8 @@ static int match_relaxed(const struct diff_side *a, const struct diff_side *b, u
 			goto out;
 	e = 0;
 out:
+	r->compared = x.compared;
+	r->frames = x.frames;
 	free(x.ta);
 	free(x.tb);
 	free(x.pa);
@@ -984,7 +1023,7 @@ int diff_match(const struct diff_side *a, const struct diff_side *b, unsigned al
 			mb[w] = v;
 		}
 	}
-	if (alpha && (e = match_relaxed(a, b, alpha, ma, mb, dist)) != 0)
+	if (alpha && (e = match_relaxed(a, b, alpha, ma, mb, dist, r)) != 0)
 		goto out;
 	e = -ENOMEM;
 	r->e = malloc(((size_t)a->n + b->n) * sizeof(*r->e));

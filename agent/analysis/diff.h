@@ -31,6 +31,26 @@
 #define DIFF_ALPHA_MAX	      16		 /* Kconfig's range for AGENT_DIFF_ALPHA */
 #define DIFF_SUMMARY_MAX_SIZE (64u << 20)	 /* a summary is a few KiB */
 #define DIFF_UNNAMED_THREAD   "(unnamed)" /* a thread without a name, as summaries say */
+#define DIFF_ELIDED_FRAMES    "(calls elided)" /* the elided middle of a summary's deep path */
+/*
+ * Relaxed matching compares a context with at most this many unmatched contexts of the
+ * other run per round (those sharing one of its last labels at a nearby depth). Without a
+ * cap, thousands of contexts sharing a leaf made every pair a candidate: quadratic in time
+ * and memory (4,000 a side took 44 s and 500 MB). Under the cap nothing changes; above
+ * it a context sees a slice of those in reach (a different slice per context), so its
+ * closest partner may be missed: it is then matched farther, in a later round, or not at
+ * all (new / gone). Real trees rarely have 64 unmatched contexts of one thread with the
+ * same function at the same depth.
+ */
+#define DIFF_CANDIDATES_MAX 64
+/*
+ * Contexts deeper than this are matched exactly only. Relaxed matching reads each
+ * candidate's whole path (and the edit distance walks it): on two traces of one call
+ * path 100,000 and 30,000 deep, nothing equal below the top, that was the depth times the
+ * contexts, 15.6 s. 128 frames is as deep as perf keeps a stack (--max-stack 127, and the
+ * thread), and a summary's paths are at most 66 (summary.h).
+ */
+#define DIFF_RELAXED_MAX_DEPTH 128
 
 /* Names interned once for both runs, so paths compare as arrays of integers (labels). */
 struct diff_names {
@@ -113,6 +133,8 @@ struct diff_result {
 	struct diff_entry *e;
 	size_t n;
 	size_t exact, relaxed, added, gone;
+	size_t compared; /* pairs of paths whose edit distance was computed */
+	size_t frames;	 /* frames of paths relaxed matching read: its work */
 };
 
 /*

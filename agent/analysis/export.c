@@ -6,6 +6,7 @@
  */
 #include "agent/analysis/export.h"
 #include "agent/analysis/cct.h"
+#include "agent/escape.h"
 #include "agent/marks.h"
 #include "hal/timer.h"
 #include "ringbuf/decode.h"
@@ -68,24 +69,23 @@ void agent_utf8_clean(const char *s, char *out, size_t size)
 	out[o] = '\0';
 }
 
-/* s (valid UTF-8) as the inside of a JSON string (RFC 8259 section 7), malloc'd. */
+/* s as the inside of a JSON string, malloc'd: agent_json_fput's escaping (plain ASCII, no
+ * control byte raw, C1 and bidi characters too), without its quotes. */
 static char *json_escape(const char *s)
 {
-	char *out = malloc(6 * strlen(s) + 1), *o = out;
-	if (!out)
+	char *buf = NULL;
+	size_t size = 0;
+	FILE *f = open_memstream(&buf, &size);
+	if (!f)
 		return NULL;
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\') {
-			*o++ = '\\';
-			*o++ = (char)*p;
-		} else if (*p < 0x20) {
-			o += sprintf(o, "\\u%04x", *p);
-		} else {
-			*o++ = (char)*p;
-		}
+	agent_json_fput(f, s, strlen(s));
+	if (fclose(f) != 0 || size < 2) {
+		free(buf);
+		return NULL;
 	}
-	*o = '\0';
-	return out;
+	memmove(buf, buf + 1, size - 2);
+	buf[size - 2] = '\0';
+	return buf;
 }
 
 /* ---- names ---- */
@@ -539,8 +539,40 @@ out:
 /*
  * Brendan Gregg's folded format: "frame;frame;...;frame count" a line, the count after the
  * last space. A frame may hold spaces (C++ signatures do), but a ';' would split it and a
- * line break would end the line: those become ':' and '?'.
+ * line break would end the line: frames are escaped as a terminal's text (agent_escape:
+ * controls, bidi and invalid bytes as \xNN, '\' doubled) and a ';' as \x3b, so a name
+ * from a trace can neither add a frame nor a line.
+ *
+ * A line holds at most max_stack frames, as perf's --max-stack (127 by default): a deeper
+ * context keeps its innermost frames, where the self time is, and the outer ones give way
+ * to one frame "(outer frames cut)", of a fixed text so that the stacks of one deep
+ * recursion still merge in a flame graph (the caller gets the count). Without the cap a trace
+ * 10,000 calls deep made a 1 GB file (each line repeats its whole path); with it the
+ * output is at most max_stack frames per context, linear in the trace.
  */
+#define FOLD_CUT_FRAME "(outer frames cut)"
+
+/* A frame's text in the folded format (above), malloc'd. */
+static char *fold_frame(const char *s)
+{
+	/* Every byte becomes at most 4 characters (\xNN, or \x3b for a ';'). */
+	size_t size = 4 * strlen(s) + 4;
+	char *e = malloc(size), *out = e ? malloc(size) : NULL, *o = out;
+	if (!out) {
+		free(e);
+		return NULL;
+	}
+	agent_escape(e, size, s);
+	for (const char *p = e; *p; p++)
+		if (*p == ';')
+			o = memcpy(o, "\\x3b", 4), o += 4;
+		else
+			*o++ = *p;
+	*o = '\0';
+	free(e);
+	return out;
+}
+
 struct fold_path {
 	char *buf;
 	size_t len, cap;
@@ -562,8 +594,8 @@ static int fold_append(struct fold_path *p, const char *s)
 	}
 	if (p->len)
 		p->buf[p->len++] = ';';
-	for (; *s; s++)
-		p->buf[p->len++] = *s == ';' ? ':' : (unsigned char)*s < 0x20 ? '?' : *s;
+	memcpy(p->buf + p->len, s, n - 2);
+	p->len += n - 2;
 	p->buf[p->len] = '\0';
 	return 0;
 }
@@ -573,14 +605,43 @@ static uint64_t key_of(void *ctx, const struct rb_event *e)
 	return agent_func_key(ctx, e);
 }
 
+/* Each key's frame text, made once (fold_frame), by the key's name slot. */
+struct fold_names {
+	struct agent_names *names;
+	char **text; /* per name iid */
+	size_t cap;
+};
+
+static const char *fold_name(struct fold_names *f, uint64_t key)
+{
+	struct agent_name *nm = agent_names_get(f->names, key);
+	if (!nm)
+		return NULL;
+	if (nm->iid >= f->cap) {
+		size_t cap = f->cap ? 2 * f->cap : 256;
+		while (cap <= nm->iid)
+			cap *= 2;
+		char **t = realloc(f->text, cap * sizeof(*t));
+		if (!t)
+			return NULL;
+		memset(t + f->cap, 0, (cap - f->cap) * sizeof(*t));
+		f->text = t;
+		f->cap = cap;
+	}
+	if (!f->text[nm->iid])
+		f->text[nm->iid] = fold_frame(nm->text);
+	return f->text[nm->iid];
+}
+
 /* One thread's tree, depth first. The counts are each node's self time in ns, rounded so
  * that every prefix of the lines sums to the floor of its ticks in ns: the whole sums to
  * the tree's self time exactly, and no line is off by a nanosecond or more. */
 static int fold_tree(FILE *out, const struct cct *c, const char *label, uint64_t hz,
-		     struct agent_names *names)
+		     struct fold_names *names, unsigned max_stack, uint64_t *cut)
 {
-	struct fold_path p = { 0 };
+	struct fold_path p = { 0 }, deep = { 0 };
 	size_t *at = NULL, at_cap = 0; /* at[d]: the path's length down to depth d */
+	const char **frame = NULL;     /* frame[d]: the text of the frame at depth d */
 	uint64_t cum = 0, done_ns = 0;
 	int err = fold_append(&p, label);
 	for (uint32_t i = 0; !err && i != CCT_NONE;) {
@@ -588,25 +649,51 @@ static int fold_tree(FILE *out, const struct cct *c, const char *label, uint64_t
 		if (nd->depth >= at_cap) {
 			size_t cap = at_cap ? 2 * at_cap : 64;
 			size_t *a = realloc(at, cap * sizeof(*a));
-			if (!a) {
+			const char **fr = a ? realloc(frame, cap * sizeof(*fr)) : NULL;
+			if (a)
+				at = a;
+			if (fr)
+				frame = fr;
+			if (!a || !fr) {
 				err = -ENOMEM;
 				break;
 			}
-			at = a;
 			at_cap = cap;
 		}
+		const char *line = p.buf;
 		if (i) {
-			struct agent_name *nm = agent_names_get(names, nd->func);
-			p.len = at[nd->depth - 1];
-			err = nm ? fold_append(&p, nm->text) : -ENOMEM;
+			frame[nd->depth] = fold_name(names, nd->func);
+			if (!frame[nd->depth]) {
+				err = -ENOMEM;
+				break;
+			}
+			if (nd->depth <= max_stack) {
+				p.len = at[nd->depth - 1];
+				err = fold_append(&p, frame[nd->depth]);
+				line = p.buf;
+			} else if (nd->s[CCT_WHOLE].self) {
+				/* Only a line that is written is made: the label, the cut, and
+				 * the innermost max_stack frames. */
+				deep.len = 0;
+				err = fold_append(&deep, label);
+				if (!err)
+					err = fold_append(&deep, FOLD_CUT_FRAME);
+				for (uint32_t d = nd->depth - max_stack + 1; !err && d <= nd->depth;
+				     d++)
+					err = fold_append(&deep, frame[d]);
+				line = deep.buf;
+			}
 			if (err)
 				break;
 		}
-		at[nd->depth] = p.len;
+		if (nd->depth <= max_stack)
+			at[nd->depth] = p.len;
 		cum += nd->s[CCT_WHOLE].self;
 		uint64_t ns = hal_ticks_to_ns(cum, hz);
-		if (ns > done_ns)
-			fprintf(out, "%s %llu\n", p.buf, (unsigned long long)(ns - done_ns));
+		if (ns > done_ns) {
+			fprintf(out, "%s %llu\n", line, (unsigned long long)(ns - done_ns));
+			*cut += nd->depth > max_stack;
+		}
 		done_ns = ns;
 		/* Next: the first child, else the next sibling of the nearest ancestor that has
 		 * one (the root has none). */
@@ -619,15 +706,28 @@ static int fold_tree(FILE *out, const struct cct *c, const char *label, uint64_t
 		i = i ? c->node[i].next_sibling : CCT_NONE;
 	}
 	free(p.buf);
+	free(deep.buf);
 	free(at);
+	free(frame);
 	return err;
 }
 
 int agent_export_folded(FILE *out, const struct rb_trace *t, struct agent_symbols *s)
 {
+	uint64_t cut = 0;
+	return agent_export_folded_max(out, t, s, AGENT_FOLDED_MAX_STACK, &cut);
+}
+
+int agent_export_folded_max(FILE *out, const struct rb_trace *t, struct agent_symbols *s,
+			    unsigned max_stack, uint64_t *cut)
+{
 	struct agent_names names;
+	struct fold_names fn = { .names = &names };
 	struct rb_event *buf = malloc(BATCH * sizeof(*buf));
 	int err = buf ? 0 : -ENOMEM;
+	*cut = 0;
+	if (max_stack < 1)
+		max_stack = 1;
 	agent_names_init(&names, s);
 	for (uint32_t i = 0; i < t->nthreads && !err; i++) {
 		const struct rb_file_thread *th = &t->threads[i];
@@ -649,14 +749,21 @@ int agent_export_folded(FILE *out, const struct rb_trace *t, struct agent_symbol
 		if (!err)
 			err = cct_finish(&c, 0);
 		rb_decoder_free(&d);
-		char raw[64], label[64];
+		char raw[64], clean[64], *label;
 		snprintf(raw, sizeof(raw), "%s-%u", th->name[0] ? th->name : "thread", th->tid);
-		agent_utf8_clean(raw, label, sizeof(label));
+		agent_utf8_clean(raw, clean, sizeof(clean)); /* as the names of functions */
+		label = fold_frame(clean);
+		if (!err && !label)
+			err = -ENOMEM;
 		if (!err && c.events)
-			err = fold_tree(out, &c, label, t->timer_hz, &names);
+			err = fold_tree(out, &c, label, t->timer_hz, &fn, max_stack, cut);
+		free(label);
 		cct_free(&c);
 	}
 	free(buf);
+	for (size_t i = 0; i < fn.cap; i++)
+		free(fn.text[i]);
+	free(fn.text);
 	agent_names_free(&names);
 	if (!err && (fflush(out) != 0 || ferror(out)))
 		err = -EIO;

@@ -26,6 +26,13 @@
 /* Each returns 0, -EINVAL (a ring that does not decode), -ENOMEM or -EIO (writing out). */
 int agent_export_chrome(FILE *out, const struct rb_trace *t, struct agent_symbols *s);
 int agent_export_folded(FILE *out, const struct rb_trace *t, struct agent_symbols *s);
+/* Folded stacks of at most max_stack frames each (the thread's label aside), as perf's
+ * --max-stack: a deeper context keeps its innermost max_stack frames after one
+ * "(outer frames cut)" frame; *cut counts the lines cut so. agent_export_folded is this with
+ * AGENT_FOLDED_MAX_STACK. */
+#define AGENT_FOLDED_MAX_STACK 127 /* perf's default */
+int agent_export_folded_max(FILE *out, const struct rb_trace *t, struct agent_symbols *s,
+			    unsigned max_stack, uint64_t *cut);
 
 /* ---- shared by the exports ---- */
 

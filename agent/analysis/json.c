@@ -5,6 +5,7 @@
  * the recursion within a few kilobytes of stack whatever the input.
  */
 #include "agent/analysis/json.h"
+#include "agent/escape.h"
 
 #include <errno.h>
 #include <math.h>
@@ -568,27 +569,5 @@ size_t json_offset(const struct json_doc *d, uint32_t v)
 
 void json_fput_string(FILE *f, const char *s, size_t len)
 {
-	const unsigned char *u = (const unsigned char *)s;
-	putc('"', f);
-	for (size_t i = 0; i < len;) {
-		unsigned char c = u[i];
-		if (c == '"' || c == '\\') {
-			putc('\\', f);
-			putc(c, f);
-			i++;
-		} else if (c < 0x20) {
-			fprintf(f, "\\u%04x", c);
-			i++;
-		} else {
-			size_t k = utf8_len(u + i, len - i);
-			if (k) {
-				fwrite(u + i, 1, k, f);
-				i += k;
-			} else {
-				fputs("\\ufffd", f);
-				i++;
-			}
-		}
-	}
-	putc('"', f);
+	agent_json_fput(f, s, len); /* one escaping for every JSON jitt writes */
 }

@@ -395,8 +395,8 @@ static int top_functions(const struct cct *c, enum cct_lane lane, unsigned k,
  * in the window; only when they fit inside this one instance (else they belong to other
  * instances of the frame too, and the link would claim too much).
  */
-static int add_many_calls(const struct cct *c, const struct cct_link *last,
-			  struct summary_chain *out)
+static bool many_calls(const struct cct *c, const struct cct_link *last,
+		       struct summary_frame *out)
 {
 	const struct cct_stat *best = NULL;
 	uint64_t func = 0;
@@ -410,31 +410,52 @@ static int add_many_calls(const struct cct *c, const struct cct_link *last,
 	}
 	if (!best || best->calls < 2 || best->incl <= last->self + last->blocked ||
 	    best->incl > last->incl)
-		return 0;
-	struct summary_frame *f = realloc(out->f, (out->n + 1) * sizeof(*f));
-	if (!f)
-		return -ENOMEM;
-	out->f = f;
-	f[out->n++] = (struct summary_frame){ func, best->incl, best->self, best->blocked,
-					      best->truncated > 0, false, best->calls };
-	return 0;
+		return false;
+	*out = (struct summary_frame){ func, best->incl, best->self, best->blocked,
+				       best->truncated > 0, false, best->calls };
+	return true;
 }
 
+/* Which of n frames a chain or path keeps: the first SUMMARY_KEEP_OUTER and the last
+ * ones, SUMMARY_MAX_DEPTH in all (summary.h). Sets *kept, *at and *elided. */
+static void elide(size_t n, size_t *kept, size_t *at, size_t *elided)
+{
+	if (n <= SUMMARY_MAX_DEPTH) {
+		*kept = *at = n;
+		*elided = 0;
+		return;
+	}
+	*kept = SUMMARY_MAX_DEPTH;
+	*at = SUMMARY_KEEP_OUTER;
+	*elided = n - SUMMARY_MAX_DEPTH;
+}
+
+/* The chain from link l on, its middle elided when deep: linear in its links. */
 static int chain_of(const struct cct *c, const struct cct_link *l, struct summary_chain *out)
 {
 	size_t n = 0;
-	for (const struct cct_link *x = l; x; x = x->next)
+	const struct cct_link *last = NULL;
+	for (const struct cct_link *x = l; x; last = x, x = x->next)
 		n++;
-	out->f = calloc(n ? n : 1, sizeof(*out->f));
+	struct summary_frame extra;
+	bool more = last && many_calls(c, last, &extra);
+	size_t total = n + more, kept, at, elided;
+	elide(total, &kept, &at, &elided);
+	out->f = calloc(kept ? kept : 1, sizeof(*out->f));
 	if (!out->f)
 		return -ENOMEM;
-	out->n = n;
-	const struct cct_link *last = NULL;
-	for (size_t i = 0; l; last = l, l = l->next, i++)
-		out->f[i] = (struct summary_frame){ c->node[l->node].func, l->incl, l->self,
-						    l->blocked, l->truncated, l->running,
-						    0 };
-	return last ? add_many_calls(c, last, out) : 0;
+	out->n = kept;
+	out->at = at;
+	out->elided = elided;
+	size_t o = 0, i = 0;
+	for (; l; l = l->next, i++)
+		if (i < at || i >= at + elided)
+			out->f[o++] = (struct summary_frame){ c->node[l->node].func, l->incl,
+							      l->self, l->blocked, l->truncated,
+							      l->running, 0 };
+	if (more)
+		out->f[o++] = extra;
+	return 0;
 }
 
 struct leaf {
@@ -468,22 +489,32 @@ static int64_t frame_cost(uint64_t self, uint64_t base)
 	return (int64_t)(self < most ? self : most) - (int64_t)(base < most ? base : most);
 }
 
-static int64_t add_saturated(int64_t a, int64_t b)
-{
-	int64_t r;
-	if (__builtin_add_overflow(a, b, &r))
-		return b > 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
-
 /* IntroPerf Alg. 3, DiffRankPaths: every root-to-leaf path of the window, costed by the
- * sum of its frames' self time minus the baseline's; the K costliest. */
+ * sum of its frames' self time minus the baseline's; the K costliest. Linear in the tree:
+ * a node's path cost is its parent's plus its own (parents come before their children),
+ * summed exactly in 128 bits and clamped once, where walking each leaf's path up to the
+ * root was quadratic on a deep trace (a path of a million calls with a leaf at each). */
 static int rank_contexts(struct summary *s, const struct cct *c, double scale)
 {
 	struct leaf *leaves = malloc((c->n ? c->n : 1) * sizeof(*leaves));
-	if (!leaves)
+	__int128 *sum = malloc((c->n ? c->n : 1) * sizeof(*sum));
+	uint32_t *outer = malloc((c->n ? c->n : 1) * sizeof(*outer));
+	if (!leaves || !sum || !outer) {
+		free(leaves);
+		free(sum);
+		free(outer);
 		return -ENOMEM;
+	}
 	size_t nl = 0;
+	sum[0] = 0;
+	outer[0] = 0;
+	for (uint32_t i = 1; i < c->n; i++) {
+		const struct cct_node *nd = &c->node[i];
+		sum[i] = sum[nd->parent] +
+			 frame_cost(nd->s[CCT_WINDOW].self, base_of(s, nd, scale));
+		/* The path's last frame kept on the outer side: its ancestor at that depth. */
+		outer[i] = nd->depth <= SUMMARY_KEEP_OUTER ? i : outer[nd->parent];
+	}
 	for (uint32_t i = 1; i < c->n; i++) {
 		if (!c->node[i].s[CCT_WINDOW].calls)
 			continue;
@@ -493,42 +524,49 @@ static int rank_contexts(struct summary *s, const struct cct *c, double scale)
 			leaf = c->node[ch].s[CCT_WINDOW].calls == 0;
 		if (!leaf)
 			continue;
-		int64_t cost = 0;
-		for (uint32_t x = i; x != 0; x = c->node[x].parent)
-			cost = add_saturated(cost, frame_cost(c->node[x].s[CCT_WINDOW].self,
-							      base_of(s, &c->node[x], scale)));
+		__int128 v = sum[i];
+		int64_t cost = v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : (int64_t)v;
 		leaves[nl++] = (struct leaf){ i, cost };
 	}
+	free(sum);
 	qsort(leaves, nl, sizeof(*leaves), by_cost);
 	size_t m = nl < s->k ? nl : s->k;
 	s->contexts = calloc(m ? m : 1, sizeof(*s->contexts));
-	if (!s->contexts) {
-		free(leaves);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < m; i++) {
+	int err = s->contexts ? 0 : -ENOMEM;
+	for (size_t i = 0; i < m && !err; i++) {
 		struct summary_context *x = &s->contexts[i];
 		uint32_t leaf = leaves[i].node;
 		x->cost = leaves[i].cost;
-		x->n = c->node[leaf].depth;
+		elide(c->node[leaf].depth, &x->n, &x->at, &x->elided);
 		x->key = malloc(x->n * sizeof(*x->key));
 		x->self = malloc(x->n * sizeof(*x->self));
 		x->base = malloc(x->n * sizeof(*x->base));
 		s->ncontexts++;
 		if (!x->key || !x->self || !x->base) {
-			free(leaves);
-			return -ENOMEM;
+			err = -ENOMEM;
+			break;
 		}
+		/* The inner frames up from the leaf, then, when the middle is elided, the outer
+		 * ones up from the ancestor kept last on that side: never the middle. */
 		size_t j = x->n;
-		for (uint32_t nd = leaf; nd != 0; nd = c->node[nd].parent) {
+		uint32_t nd = leaf;
+		for (size_t k = x->elided ? x->n - x->at : x->n; k > 0; k--) {
+			j--;
+			x->key[j] = c->node[nd].func;
+			x->self[j] = c->node[nd].s[CCT_WINDOW].self;
+			x->base[j] = base_of(s, &c->node[nd], scale);
+			nd = c->node[nd].parent;
+		}
+		for (nd = outer[leaf]; j > 0; nd = c->node[nd].parent) {
 			j--;
 			x->key[j] = c->node[nd].func;
 			x->self[j] = c->node[nd].s[CCT_WINDOW].self;
 			x->base[j] = base_of(s, &c->node[nd], scale);
 		}
 	}
+	free(outer);
 	free(leaves);
-	return 0;
+	return err;
 }
 
 /* ---- blocked on: wait and wake-up edges ---- */

@@ -41,6 +41,17 @@
 
 #define SUMMARY_MAX_K	 100
 #define SUMMARY_MAX_HOPS 16
+/*
+ * The most frames a chain or a context's path keeps: the SUMMARY_KEEP_OUTER outermost and
+ * the rest innermost, with the middle elided and counted (`elided`). A crafted trace can
+ * nest a million calls; kept whole, one chain made the summary grow with the square of the
+ * depth (text indents each link) and broke the 4 KiB promise of the JSON. 64 holds every
+ * real stack we have seen whole (the sim app's are 8 to 13 deep; Android UI stacks are
+ * mostly under 60), and 64 links of JSON (about 25 bytes each) leave half of the 4 KiB for
+ * the rest. The inner frames are the ones that say where the time went, so they get most.
+ */
+#define SUMMARY_MAX_DEPTH  64
+#define SUMMARY_KEEP_OUTER 16
 
 struct summary_func {
 	uint64_t key; /* agent_func_key; CCT_UNKNOWN for calls the ring starts inside */
@@ -56,9 +67,12 @@ struct summary_frame {
 			 * calls of one function (many short calls that add up) */
 };
 
+/* A chain or path of more than SUMMARY_MAX_DEPTH frames keeps f[0..at) (the outermost),
+ * then `elided` frames are left out, then f[at..n) (the innermost). elided == 0: whole. */
 struct summary_chain {
 	size_t n;
 	struct summary_frame *f; /* outermost first */
+	size_t at, elided;
 };
 
 /* A hot calling context: a root-to-leaf path in the window, with its differential cost. */
@@ -68,6 +82,7 @@ struct summary_context {
 	uint64_t *key;	/* the path's functions, outermost first */
 	uint64_t *self; /* each frame's self time in the window... */
 	uint64_t *base; /* ...and in the baseline, per frame (or scaled to the window) */
+	size_t at, elided; /* as a chain's: frames [at, at + elided) of the path not kept */
 };
 
 /* One hop of "blocked on": a thread that spent most of an interval waiting. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "agent/analysis/summary_out.h"
+#include "agent/escape.h"
 #include "agent/marks.h"
 #include "hal/timer.h"
 
@@ -21,40 +22,79 @@ static const char *thread_name(const struct summary *s, int i)
 
 /* ---- JSON ---- */
 
-static void json_string(FILE *out, const char *v)
+/*
+ * How much of the summary one rendering writes. The first renderings drop ranked contexts,
+ * then the shorter chains; the last ones (level > 0, for hostile traces only) shorten
+ * what stays, down to a form whose size is bounded whatever the trace holds (see
+ * summary_write_json).
+ */
+struct jlimit {
+	size_t nctx, nch; /* the first ones written */
+	unsigned level;	  /* 0: all of it; 1: short lists; 2: the bare minimum */
+};
+
+/* Strings from the trace at level 2 are cut to this many bytes (at most 6 escaped each). */
+#define JSON_MIN_STRING 32
+/* The longest chain at level 2: its outermost frame and its three innermost. */
+#define JSON_MIN_CHAIN 4
+
+static void json_string(FILE *out, const char *v, const struct jlimit *lim)
 {
-	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(out, "\\%c", *p);
-		else if (*p < 0x20 || *p >= 0x7f) /* also keeps the output plain ASCII */
-			fprintf(out, "\\u%04x", *p);
-		else
-			fputc(*p, out);
-	}
-	fputc('"', out);
+	size_t n = strlen(v);
+	if (lim->level >= 2 && n > JSON_MIN_STRING)
+		n = JSON_MIN_STRING;
+	agent_json_fput(out, v, n);
 }
 
-/* The functions a summary names, each once; the JSON refers to them by index. */
+/* The functions a summary names, each once; the JSON refers to them by index. A table
+ * keyed by function: a linear search here was most of the time on a deep trace. */
 struct ftable {
-	uint64_t *key;
-	size_t n, cap;
+	uint64_t *key; /* in order of first use */
+	uint32_t *slot; /* open addressing: index + 1, 0 empty */
+	size_t n, cap, scap;
+	bool failed;
 };
+
+static size_t fhash(uint64_t key)
+{
+	return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32);
+}
 
 static int fidx(struct ftable *f, uint64_t key)
 {
-	for (size_t i = 0; i < f->n; i++)
-		if (f->key[i] == key)
-			return (int)i;
+	if (2 * (f->n + 1) > f->scap) {
+		size_t cap = f->scap ? 2 * f->scap : 256;
+		uint32_t *slot = calloc(cap, sizeof(*slot));
+		if (!slot) {
+			f->failed = true;
+			return -1;
+		}
+		for (size_t i = 0; i < f->n; i++) {
+			size_t h = fhash(f->key[i]) & (cap - 1);
+			while (slot[h])
+				h = (h + 1) & (cap - 1);
+			slot[h] = (uint32_t)i + 1;
+		}
+		free(f->slot);
+		f->slot = slot;
+		f->scap = cap;
+	}
+	size_t h = fhash(key) & (f->scap - 1);
+	for (; f->slot[h]; h = (h + 1) & (f->scap - 1))
+		if (f->key[f->slot[h] - 1] == key)
+			return (int)f->slot[h] - 1;
 	if (f->n == f->cap) {
 		size_t cap = f->cap ? f->cap * 2 : 64;
 		uint64_t *k = realloc(f->key, cap * sizeof(*k));
-		if (!k)
+		if (!k) {
+			f->failed = true;
 			return -1;
+		}
 		f->key = k;
 		f->cap = cap;
 	}
 	f->key[f->n] = key;
+	f->slot[h] = (uint32_t)f->n + 1;
 	return (int)f->n++;
 }
 
@@ -69,12 +109,26 @@ static void json_funcs(FILE *out, const struct summary *s, struct ftable *ft,
 	fputc(']', out);
 }
 
+/* A chain's frames; at level 2 only its outermost and its innermost few, the rest added
+ * to what is elided (*at, *elided say where and how many, as summary_chain's). */
 static void json_chain(FILE *out, const struct summary *s, struct ftable *ft,
-		       const struct summary_chain *c)
+		       const struct summary_chain *c, const struct jlimit *lim, size_t *at,
+		       size_t *elided)
 {
+	size_t keep_at = c->elided ? c->at : c->n, skip = 0;
+	*elided = c->elided;
+	if (lim->level >= 2 && c->n > JSON_MIN_CHAIN) {
+		/* frames [1, n - 3) of those kept go too */
+		skip = c->n - JSON_MIN_CHAIN;
+		keep_at = 1;
+		*elided += skip;
+	}
+	*at = *elided ? keep_at : c->n;
 	fputc('[', out);
-	for (size_t i = 0; i < c->n; i++) {
-		fprintf(out, "%s[%d,%llu,%llu,%llu,%d", i ? "," : "", fidx(ft, c->f[i].key),
+	for (size_t i = 0, o = 0; i < c->n; i++) {
+		if (i >= keep_at && i < keep_at + skip)
+			continue;
+		fprintf(out, "%s[%d,%llu,%llu,%llu,%d", o++ ? "," : "", fidx(ft, c->f[i].key),
 			(unsigned long long)ns(s, c->f[i].incl),
 			(unsigned long long)ns(s, c->f[i].self),
 			(unsigned long long)ns(s, c->f[i].blocked), c->f[i].truncated);
@@ -104,10 +158,10 @@ static long long sns(const struct summary *s, int64_t ticks)
 }
 
 /* The functions table last in the writing, first in the file: the body is written to a
- * memory stream, then the header and the table, then the body. Only the first ncontexts
- * ranked contexts and nchains chains are written. */
+ * memory stream, then the header and the table, then the body. Only the modules the
+ * functions name are listed (a trace may name a thousand), renumbered in order of use. */
 static int write_json(FILE *out, const struct summary *s, struct agent_symbols *syms,
-		      size_t ncontexts, size_t nchains)
+		      const struct jlimit *lim)
 {
 	char *body = NULL;
 	size_t size = 0;
@@ -116,6 +170,8 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 		return -ENOMEM;
 	struct ftable ft = { 0 };
 	const struct summary_frames *fr = &s->frames;
+	size_t ntop = lim->level >= 2 ? 0 : lim->level >= 1 ? 3 : SIZE_MAX;
+	size_t nhops = lim->level >= 2 ? 0 : lim->level >= 1 ? 1 : s->nhops;
 	fprintf(b,
 		",\"window\":{\"kind\":\"%s\",\"ns\":%llu,\"blocked_ns\":%llu,\"anomaly_marked\":%"
 		"s}",
@@ -132,16 +188,34 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 		(unsigned long long)ns(s, fr->sigma), (unsigned long long)ns(s, fr->this_frame),
 		fr->outlier ? "true" : "false");
 	fputs(",\"top_window\":", b);
-	json_funcs(b, s, &ft, s->top_window, s->ntop_window);
+	json_funcs(b, s, &ft, s->top_window, s->ntop_window < ntop ? s->ntop_window : ntop);
 	fputs(",\"top_trace\":", b);
-	json_funcs(b, s, &ft, s->top_trace, s->ntop_trace);
+	json_funcs(b, s, &ft, s->top_trace, s->ntop_trace < ntop ? s->ntop_trace : ntop);
 	fputs(",\"chains\":[", b);
-	for (size_t i = 0; i < nchains; i++) {
+	/* Where chains were elided: [chain, position, frames left out] each. */
+	char *elided = NULL;
+	size_t elided_size = 0;
+	FILE *e = open_memstream(&elided, &elided_size);
+	if (!e) {
+		fclose(b);
+		free(body);
+		return -ENOMEM;
+	}
+	size_t nel = 0;
+	for (size_t i = 0; i < lim->nch; i++) {
+		size_t at, gone;
 		fputs(i ? "," : "", b);
-		json_chain(b, s, &ft, &s->chains[i]);
+		json_chain(b, s, &ft, &s->chains[i], lim, &at, &gone);
+		if (gone)
+			fprintf(e, "%s[%zu,%zu,%zu]", nel++ ? "," : "", i, at, gone);
+	}
+	if (fclose(e) != 0) {
+		fclose(b);
+		free(body);
+		return -ENOMEM;
 	}
 	fputs("],\"contexts\":[", b);
-	for (size_t i = 0; i < ncontexts; i++) {
+	for (size_t i = 0; i < lim->nctx; i++) {
 		const struct summary_context *c = &s->contexts[i];
 		fprintf(b, "%s{\"cost_ns\":%lld,\"path\":[", i ? "," : "", sns(s, c->cost));
 		for (size_t j = 0; j < c->n; j++)
@@ -150,13 +224,15 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 		json_u64s(b, s, c->self, c->n);
 		fputs(",\"base_ns\":", b);
 		json_u64s(b, s, c->base, c->n);
+		if (c->elided)
+			fprintf(b, ",\"elided\":%zu,\"elided_at\":%zu", c->elided, c->at);
 		fputc('}', b);
 	}
 	fputs("],\"blocked_on\":[", b);
-	for (size_t i = 0; i < s->nhops; i++) {
+	for (size_t i = 0; i < nhops; i++) {
 		const struct summary_hop *h = &s->hops[i];
 		fprintf(b, "%s{\"thread\":", i ? "," : "");
-		json_string(b, thread_name(s, h->thread));
+		json_string(b, thread_name(s, h->thread), lim);
 		fprintf(b,
 			",\"blocked_ns\":%llu,\"object\":\"0x%x\",\"waiter\":%d,\"wait_ns\":%llu,"
 			"\"still_waiting\":%s,\"woken_by\":",
@@ -164,49 +240,75 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 			(unsigned long long)ns(s, h->wait_end - h->wait_begin),
 			h->still_waiting ? "true" : "false");
 		if (h->waker >= 0)
-			json_string(b, thread_name(s, h->waker));
+			json_string(b, thread_name(s, h->waker), lim);
 		else
 			fputs("null", b);
 		fputs(",\"top\":", b);
-		json_funcs(b, s, &ft, h->top, h->ntop);
+		json_funcs(b, s, &ft, h->top, h->ntop < ntop ? h->ntop : ntop);
 		fputs(",\"chain\":", b);
-		json_chain(b, s, &ft, &h->chain);
+		size_t at, gone;
+		json_chain(b, s, &ft, &h->chain, lim, &at, &gone);
+		if (gone)
+			fprintf(b, ",\"chain_elided\":[%zu,%zu]", at, gone);
 		fputc('}', b);
 	}
 	fputc(']', b);
-	if (ncontexts < s->ncontexts)
-		fprintf(b, ",\"contexts_left_out\":%zu", s->ncontexts - ncontexts);
-	if (nchains < s->nchains)
-		fprintf(b, ",\"chains_left_out\":%zu", s->nchains - nchains);
+	if (nel)
+		fprintf(b, ",\"chains_elided\":[%s]", elided);
+	free(elided);
+	if (lim->nctx < s->ncontexts)
+		fprintf(b, ",\"contexts_left_out\":%zu", s->ncontexts - lim->nctx);
+	if (lim->nch < s->nchains)
+		fprintf(b, ",\"chains_left_out\":%zu", s->nchains - lim->nch);
+	if (nhops < s->nhops)
+		fprintf(b, ",\"blocked_on_left_out\":%zu", s->nhops - nhops);
+	if (lim->level)
+		fputs(",\"shortened\":true", b);
 	fputs("}\n", b);
-	if (fclose(b) != 0) {
+	int *mod = NULL; /* per module of the trace: its index in the JSON, or -1 */
+	const struct rb_trace *t = s->trace;
+	if (fclose(b) != 0 || ft.failed ||
+	    !(mod = malloc((t->nmodules ? t->nmodules : 1) * sizeof(*mod)))) {
 		free(body);
 		free(ft.key);
+		free(ft.slot);
 		return -ENOMEM;
 	}
 
-	const struct rb_trace *t = s->trace;
 	fprintf(out, "{\"schema\":\"%s\",\"version\":%d,\"reason\":", SUMMARY_SCHEMA,
 		SUMMARY_VERSION);
-	json_string(out, t->reason);
+	json_string(out, t->reason, lim);
 	fprintf(out, ",\"detector\":");
 	if (s->anomaly_marked)
-		json_string(out, agent_detector_name(s->anomaly_arg));
+		json_string(out, agent_detector_name(s->anomaly_arg), lim);
 	else
 		fputs("null", out);
 	fputs(",\"thread\":", out);
-	json_string(out, thread_name(s, s->thread));
+	json_string(out, thread_name(s, s->thread), lim);
 	fprintf(out, ",\"trace\":{\"threads\":%u,\"records\":%llu,\"contexts\":%llu,\"ns\":%llu}",
 		t->nthreads, (unsigned long long)s->records, (unsigned long long)s->ncontexts_tree,
 		(unsigned long long)ns(s, s->span));
-	/* Modules by index; only their build-id and file name (never the folder). */
+	/* Modules by index, in the trace's order; only their build-id and file name (never
+	 * the folder). */
+	for (uint32_t m = 0; m < t->nmodules; m++)
+		mod[m] = -1;
+	for (size_t i = 0; i < ft.n; i++) {
+		uint64_t k = ft.key[i];
+		int m = k == CCT_UNKNOWN || k == CCT_ROOT ? -1 : AGENT_KEY_MODULE(k);
+		if (m >= 0 && (uint32_t)m < t->nmodules)
+			mod[m] = 0;
+	}
+	int nmod = 0;
 	fputs(",\"modules\":[", out);
 	for (uint32_t m = 0; m < t->nmodules; m++) {
+		if (mod[m] < 0)
+			continue;
+		mod[m] = nmod;
 		char id[2 * RB_BUILD_ID_MAX + 1];
 		agent_hex(t->modules[m].build_id, t->modules[m].build_id_len, id);
 		const char *file = strrchr(t->modules[m].path, '/');
-		fprintf(out, "%s[\"%s\",", m ? "," : "", id);
-		json_string(out, file ? file + 1 : t->modules[m].path);
+		fprintf(out, "%s[\"%s\",", nmod++ ? "," : "", id);
+		json_string(out, file ? file + 1 : t->modules[m].path, lim);
 		fputc(']', out);
 	}
 	fputs("],\"functions\":[", out);
@@ -216,39 +318,49 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 		bool pseudo = k == CCT_UNKNOWN || k == CCT_ROOT;
 		int m = pseudo ? -1 : AGENT_KEY_MODULE(k);
 		/* A name only when it says more than {build-id, offset} already does. */
-		if (m < 0 || agent_symbols_ready(syms, m))
+		if (lim->level < 2 && (m < 0 || agent_symbols_ready(syms, m)))
 			agent_key_name(syms, k, name, sizeof(name));
-		fprintf(out, "%s[%d,%llu,", i ? "," : "", m,
+		fprintf(out, "%s[%d,%llu,", i ? "," : "",
+			m >= 0 && (uint32_t)m < t->nmodules ? mod[m] : -1,
 			pseudo ? 0ull : (unsigned long long)AGENT_KEY_VADDR(k));
-		json_string(out, name);
+		json_string(out, name, lim);
 		fputc(']', out);
 	}
 	fputc(']', out);
 	fwrite(body, 1, size, out);
 	free(body);
+	free(mod);
 	free(ft.key);
+	free(ft.slot);
 	return ferror(out) ? -EIO : 0;
 }
 
 /*
  * The summary is often the only thing that leaves the phone: it stays within
- * SUMMARY_JSON_MAX bytes. Deep call paths make the ranked contexts and the chains the
- * parts that grow, so the lowest-ranked contexts are left out first, then the shortest
- * chains (the longest is always kept), each counted, until it fits.
+ * SUMMARY_JSON_MAX bytes for every trace. Deep call paths make the ranked contexts and the
+ * chains the parts that grow (each at most SUMMARY_MAX_DEPTH frames), so the lowest-ranked
+ * contexts are left out first, then the shortest chains (the longest is always kept),
+ * each counted, until it fits. Only a hostile trace gets further (long names full of
+ * escapes, a thousand modules named): level 1 keeps 3 entries per list and one hop of
+ * "blocked on"; level 2 keeps the longest chain's outermost frame and its 3 innermost,
+ * no lists, no function names, and strings cut to JSON_MIN_STRING bytes. That last form
+ * is bounded: about 700 bytes of fixed members and numbers, 4 strings of at most 192
+ * bytes, 4 chain links and their functions and modules of at most 100, 30 and 270
+ * bytes: under 3 KiB. The test feeds it hostile traces to hold it to that.
  */
 int summary_write_json(FILE *out, const struct summary *s, struct agent_symbols *syms)
 {
-	size_t nctx = s->ncontexts, nch = s->nchains;
+	struct jlimit lim = { s->ncontexts, s->nchains, 0 };
 	for (;;) {
 		char *buf = NULL;
 		size_t size = 0;
 		FILE *m = open_memstream(&buf, &size);
 		if (!m)
 			return -ENOMEM;
-		int err = write_json(m, s, syms, nctx, nch);
+		int err = write_json(m, s, syms, &lim);
 		if (fclose(m) != 0 && !err)
 			err = -ENOMEM;
-		bool last = nctx == 0 && nch <= 1;
+		bool last = lim.nctx == 0 && lim.nch <= 1 && lim.level == 2;
 		if (!err && (size <= SUMMARY_JSON_MAX || last)) {
 			fwrite(buf, 1, size, out);
 			err = ferror(out) ? -EIO : 0;
@@ -256,10 +368,12 @@ int summary_write_json(FILE *out, const struct summary *s, struct agent_symbols 
 		free(buf);
 		if (err || size <= SUMMARY_JSON_MAX || last)
 			return err;
-		if (nctx)
-			nctx--;
+		if (lim.nctx)
+			lim.nctx--;
+		else if (lim.nch > 1)
+			lim.nch--;
 		else
-			nch--;
+			lim.level++;
 	}
 }
 
@@ -287,10 +401,41 @@ static const char *human(const struct summary *s, uint64_t ticks)
 
 #define H(ticks) human(s, (ticks))
 
+/* Names from the trace reach the reader's terminal only escaped (agent/escape.h): a
+ * function, thread or module name can carry any byte. Room for a symbol's 255 bytes at up
+ * to four each. */
+#define NAME_TEXT 1024
+
+static const char *key_text(struct agent_symbols *syms, uint64_t key, char *buf, size_t size)
+{
+	char raw[256];
+	agent_key_name(syms, key, raw, sizeof(raw));
+	return agent_escape(buf, size, raw);
+}
+
+static const char *thread_text(const struct summary *s, int i, char *buf, size_t size)
+{
+	return agent_escape(buf, size, thread_name(s, i));
+}
+
+/* 9936 as "9,936": elided counts read at a glance. */
+static const char *grouped(uint64_t v, char *buf, size_t size)
+{
+	char d[32];
+	int n = snprintf(d, sizeof(d), "%llu", (unsigned long long)v), o = 0;
+	for (int i = 0; i < n && (size_t)o + 2 < size; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = d[i];
+	}
+	buf[o] = '\0';
+	return buf;
+}
+
 static void text_funcs(FILE *out, const struct summary *s, struct agent_symbols *syms,
 		       const struct summary_func *f, size_t n, uint64_t total)
 {
-	char name[256];
+	char name[NAME_TEXT];
 	if (!n) {
 		fprintf(out, "    (no calls)\n");
 		return;
@@ -298,7 +443,7 @@ static void text_funcs(FILE *out, const struct summary *s, struct agent_symbols 
 	fprintf(out, "    %12s %6s %9s %12s  %s\n", "self", "self%", "calls", "blocked",
 		"function");
 	for (size_t i = 0; i < n; i++) {
-		agent_key_name(syms, f[i].key, name, sizeof(name));
+		key_text(syms, f[i].key, name, sizeof(name));
 		fprintf(out, "    %12s %5.1f%% %9llu %12s  %s%s\n", H(f[i].self),
 			total ? 100.0 * (double)f[i].self / (double)total : 0.0,
 			(unsigned long long)f[i].calls, f[i].blocked ? H(f[i].blocked) : "-", name,
@@ -306,13 +451,19 @@ static void text_funcs(FILE *out, const struct summary *s, struct agent_symbols 
 	}
 }
 
+/* A chain, one link a line, indented by depth; an elided middle is one line saying how
+ * many calls it held, and the indent goes on from the kept links (at most
+ * SUMMARY_MAX_DEPTH), so the text stays linear in the chain. */
 static void text_chain(FILE *out, const struct summary *s, struct agent_symbols *syms,
 		       const struct summary_chain *c, const char *indent)
 {
-	char name[256];
+	char name[NAME_TEXT], count[32];
 	for (size_t i = 0; i < c->n; i++) {
 		const struct summary_frame *f = &c->f[i];
-		agent_key_name(syms, f->key, name, sizeof(name));
+		if (c->elided && i == c->at)
+			fprintf(out, "%s%*s... %s calls elided ...\n", indent, (int)(2 * i), "",
+				grouped(c->elided, count, sizeof(count)));
+		key_text(syms, f->key, name, sizeof(name));
 		char calls[40] = "";
 		if (f->calls > 1)
 			snprintf(calls, sizeof(calls), " in %u calls", f->calls);
@@ -328,16 +479,17 @@ static void text_chain(FILE *out, const struct summary *s, struct agent_symbols 
 
 int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols *syms)
 {
-	char name[256];
+	char name[NAME_TEXT], thread[NAME_TEXT], count[32];
 	const struct summary_frames *fr = &s->frames;
 	uint64_t wlen = s->w1 - s->w0;
 
-	fprintf(out, "anomaly: %s", s->trace->reason[0] ? s->trace->reason : "(no reason given)");
+	fputs("anomaly: ", out);
+	agent_escape_fput(out, s->trace->reason[0] ? s->trace->reason : "(no reason given)");
 	if (s->anomaly_marked)
 		fprintf(out, " (detector: %s)\n", agent_detector_name(s->anomaly_arg));
 	else
 		fprintf(out, " (no anomaly mark: the window ends with the trace)\n");
-	fprintf(out, "thread \"%s\": ", thread_name(s, s->thread));
+	fprintf(out, "thread \"%s\": ", thread_text(s, s->thread, thread, sizeof(thread)));
 	if (s->window_kind == SUMMARY_WINDOW_FRAME)
 		fprintf(out, "the slow frame took %s", H(wlen));
 	else
@@ -357,20 +509,21 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 
 	for (size_t i = 0; i < s->nhops; i++) {
 		const struct summary_hop *h = &s->hops[i];
-		agent_key_name(syms, h->waiter, name, sizeof(name));
+		key_text(syms, h->waiter, name, sizeof(name));
 		char object[32];
 		agent_wait_key_name(h->object, object, sizeof(object));
 		fprintf(out, "\n%s \"%s\" was blocked %s of %s, longest on %s in %s (%s%s)\n",
-			i ? "then" : "blocked on:", thread_name(s, h->thread), H(h->blocked),
-			H(h->to - h->from), object, name, H(h->wait_end - h->wait_begin),
-			h->still_waiting ? ", still waiting" : "");
+			i ? "then" : "blocked on:", thread_text(s, h->thread, thread, sizeof(thread)),
+			H(h->blocked), H(h->to - h->from), object, name,
+			H(h->wait_end - h->wait_begin), h->still_waiting ? ", still waiting" : "");
 		if (h->waker < 0) {
 			fprintf(out, "  no wake-up of that object was recorded%s\n",
 				h->still_waiting ? " yet" : "");
 			continue;
 		}
 		fprintf(out, "  woken by \"%s\" after %s; meanwhile it ran:\n",
-			thread_name(s, h->waker), H(h->wake_ts - h->wait_begin));
+			thread_text(s, h->waker, thread, sizeof(thread)),
+			H(h->wake_ts - h->wait_begin));
 		text_funcs(out, s, syms, h->top, h->ntop, h->wake_ts - h->wait_begin);
 		if (h->chain.n) {
 			fprintf(out, "  its longest chain:\n");
@@ -395,7 +548,8 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 		fprintf(out, "    (no calls)\n");
 	for (size_t i = 0; i < s->ncontexts; i++) {
 		const struct summary_context *c = &s->contexts[i];
-		/* The path's frame that changed most, and the path shortened to the last ones. */
+		/* The path's frame that changed most (of those kept), and the path shortened
+		 * to the last ones. */
 		size_t hot = 0;
 		for (size_t j = 1; j < c->n; j++)
 			if ((int64_t)(c->self[j] - c->base[j]) >
@@ -406,19 +560,22 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 		size_t from = c->n > 4 ? c->n - 4 : 0;
 		if (from > hot)
 			from = hot;
-		fprintf(out, "%s", from ? " ..." : "");
+		fprintf(out, "%s", from || (c->elided && c->at == 0) ? " ..." : "");
 		for (size_t j = from; j < c->n; j++) {
-			agent_key_name(syms, c->key[j], name, sizeof(name));
+			if (c->elided && j == c->at && j > from)
+				fprintf(out, " > (%s calls elided)",
+					grouped(c->elided, count, sizeof(count)));
+			key_text(syms, c->key[j], name, sizeof(name));
 			fprintf(out, "%s %s%s", j > from ? " >" : "", name,
 				j == hot && c->n > 1 ? "*" : "");
 		}
-		agent_key_name(syms, c->key[hot], name, sizeof(name));
+		key_text(syms, c->key[hot], name, sizeof(name));
 		fprintf(out, "\n       %s: %s self now, %s normally\n", name, H(c->self[hot]),
 			H(c->base[hot]));
 	}
 
 	fprintf(out, "\ntop self time over the whole trace of \"%s\" (%s):\n",
-		thread_name(s, s->thread), H(s->span));
+		thread_text(s, s->thread, thread, sizeof(thread)), H(s->span));
 	text_funcs(out, s, syms, s->top_trace, s->ntop_trace, s->span);
 	return ferror(out) ? -EIO : 0;
 }

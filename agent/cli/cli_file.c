@@ -44,7 +44,8 @@ int cli_trace_open(const char *prog, const char *path, struct rb_trace *t)
 			snprintf(err, sizeof(err), "not a regular file");
 		else if (e != -EINVAL)
 			snprintf(err, sizeof(err), "%s", strerror(-e));
-		fprintf(stderr, "%s: %s: %s\n", prog, shown, err);
+		char why[512];
+		fprintf(stderr, "%s: %s: %s\n", prog, shown, agent_escape(why, sizeof(why), err));
 		return 1;
 	}
 	return 0;

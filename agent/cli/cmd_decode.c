@@ -2,6 +2,7 @@
 /* `jitt decode FILE`: a trace file as people read it: every thread's calls, in order, with
  * whole timestamps, names where the binary on this machine has symbols. */
 #include "agent/cli/cli.h"
+#include "agent/escape.h"
 #include "agent/analysis/symbols.h"
 #include "hal/timer.h"
 #include "ringbuf/decode.h"
@@ -32,8 +33,10 @@ static double ms(const struct rb_trace *t, uint64_t from, uint64_t to)
 static void print_thread(struct agent_symbols *s, const struct rb_file_thread *th)
 {
 	const struct rb_trace *t = s->trace;
+	char tname[4 * RB_NAME_MAX + 8];
 	printf("\nthread %u \"%s\": ring of %llu slots, %u laps, %llu valid, %s\n", th->tid,
-	       th->name, (unsigned long long)th->view.nslots, th->laps,
+	       agent_escape(tname, sizeof(tname), th->name), (unsigned long long)th->view.nslots,
+	       th->laps,
 	       (unsigned long long)th->view.valid,
 	       th->copied ? "validated copy (the thread was blocked)" : "clean stop");
 	struct rb_event *ev;
@@ -54,7 +57,7 @@ static void print_thread(struct agent_symbols *s, const struct rb_file_thread *t
 	uint64_t t0 = ev[0].ts;
 	uint64_t *starts = malloc(n * sizeof(*starts));
 	size_t depth = 0, truncated = 0;
-	char name[256];
+	char name[256], text[1024]; /* a name from the trace, and escaped (agent/escape.h) */
 	printf("  %12s  event\n", "time (ms)");
 	for (size_t i = 0; i < n; i++) {
 		const struct rb_event *e = &ev[i];
@@ -65,7 +68,7 @@ static void print_thread(struct agent_symbols *s, const struct rb_file_thread *t
 		switch (e->kind) {
 		case RB_EV_ENTRY:
 			name_of(s, e, name, sizeof(name));
-			printf("%*s> %s", indent, "", name);
+			printf("%*s> %s", indent, "", agent_escape(text, sizeof(text), name));
 			if (depth >= MAX_INDENT)
 				printf("  [depth %zu]", depth);
 			printf("\n");
@@ -109,8 +112,12 @@ int cmd_decode(int argc, char **argv)
 	char when[64];
 	gmtime_r(&secs, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
-	printf("trace %s\n  reason: %s\n  written %s.%06u UTC by pid %u; timer %llu Hz; %u-bit\n",
-	       argv[1], t.reason, when, (unsigned)(t.ref_realtime_ns % 1000000000u / 1000), t.pid,
+	fputs("trace ", stdout);
+	agent_escape_fput(stdout, argv[1]);
+	fputs("\n  reason: ", stdout);
+	agent_escape_fput(stdout, t.reason);
+	printf("\n  written %s.%06u UTC by pid %u; timer %llu Hz; %u-bit\n", when,
+	       (unsigned)(t.ref_realtime_ns % 1000000000u / 1000), t.pid,
 	       (unsigned long long)t.timer_hz, t.word_size * 8);
 
 	struct agent_symbols s;
@@ -123,7 +130,9 @@ int cmd_decode(int argc, char **argv)
 		char id[65] = "none";
 		if (t.modules[m].build_id_len)
 			agent_hex(t.modules[m].build_id, t.modules[m].build_id_len, id);
-		printf("  module %u: %s build-id %s%s\n", m, t.modules[m].path, id,
+		printf("  module %u: ", m);
+		agent_escape_fput(stdout, t.modules[m].path);
+		printf(" build-id %s%s\n", id,
 		       m == 0 ? (agent_symbols_ready(&s, 0) ? " (symbols)" : " (no matching symbols here)")
 			      : "");
 	}

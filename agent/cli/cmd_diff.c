@@ -7,6 +7,7 @@
  * context that got slower and one that is new come before anything unchanged.
  */
 #include "agent/cli/cli.h"
+#include "agent/escape.h"
 #include "agent/analysis/diff.h"
 #include "agent/analysis/json.h"
 
@@ -62,14 +63,16 @@ static const char *human(int64_t ns, int sign, char *buf, size_t size)
 static void print_path(const struct diff_side *s, uint32_t v, uint32_t *buf)
 {
 	uint32_t n = diff_path(s, v, buf, s->maxdepth + 1);
-	fputs(diff_name(s->names, buf[0]), stdout);
+	agent_escape_fput(stdout, diff_name(s->names, buf[0]));
 	uint32_t from = 1;
 	if (n > 1 + SHOWN_FRAMES) {
 		fputs(" > \u2026", stdout);
 		from = n - SHOWN_FRAMES;
 	}
-	for (uint32_t i = from; i < n; i++)
-		printf(" > %s", diff_name(s->names, buf[i]));
+	for (uint32_t i = from; i < n; i++) {
+		fputs(" > ", stdout);
+		agent_escape_fput(stdout, diff_name(s->names, buf[i]));
+	}
 }
 
 static void json_path(const struct diff_side *s, uint32_t v, uint32_t *buf)
@@ -94,8 +97,11 @@ static void print_text(const char *pa, const struct diff_side *a, const char *pb
 		       const struct diff_side *b, const struct diff_result *r, unsigned alpha,
 		       size_t k, uint32_t *buf)
 {
-	printf("diff of A = %s (%s, %u thread%s) and B = %s (%s, %u thread%s), alpha %u\n", pa,
-	       kind_name(a), a->threads, a->threads == 1 ? "" : "s", pb, kind_name(b), b->threads,
+	fputs("diff of A = ", stdout);
+	agent_escape_fput(stdout, pa);
+	printf(" (%s, %u thread%s) and B = ", kind_name(a), a->threads, a->threads == 1 ? "" : "s");
+	agent_escape_fput(stdout, pb);
+	printf(" (%s, %u thread%s), alpha %u\n", kind_name(b), b->threads,
 	       b->threads == 1 ? "" : "s", alpha);
 	printf("  %zu matched (%zu exact, %zu relaxed), %zu gone, %zu new\n", r->exact + r->relaxed,
 	       r->exact, r->relaxed, r->gone, r->added);
@@ -192,7 +198,9 @@ int cmd_diff(int argc, char **argv)
 				path[npath++] = argv[i];
 			}
 		} else if (arg[0] == '-' && arg[1]) {
-			fprintf(stderr, "jitt diff: unknown option %s\n", arg);
+			fputs("jitt diff: unknown option ", stderr);
+			agent_escape_fput(stderr, arg);
+			fputc('\n', stderr);
 			return bad_usage(NULL);
 		} else {
 			if (npath == 2)
@@ -217,8 +225,11 @@ int cmd_diff(int argc, char **argv)
 		if (!e)
 			e = diff_side_load(&side[loaded], path[loaded], err, sizeof(err));
 		if (e) {
-			fprintf(stderr, "jitt diff: %s: %s\n", path[loaded],
-				err[0] ? err : strerror(-e));
+			fputs("jitt diff: ", stderr);
+			agent_escape_fput(stderr, path[loaded]);
+			fputs(": ", stderr);
+			agent_escape_fput(stderr, err[0] ? err : strerror(-e));
+			fputc('\n', stderr);
 			diff_side_free(&side[loaded]);
 			goto out;
 		}

@@ -6,6 +6,7 @@
  * the device (docs/summary-format.md).
  */
 #include "agent/cli/cli.h"
+#include "agent/escape.h"
 #include "agent/analysis/summary.h"
 #include "agent/analysis/summary_out.h"
 #include "agent/analysis/symbols.h"
@@ -62,11 +63,15 @@ int cmd_summarize(int argc, char **argv)
 	}
 	int e = summary_build(&s, &t, (unsigned)k);
 	if (e) {
-		fprintf(stderr, "jitt summarize: %s: %s\n", path,
-			e == -EINVAL ? "a ring cannot be decoded" : strerror(-e));
+		fputs("jitt summarize: ", stderr);
+		agent_escape_fput(stderr, path);
+		fprintf(stderr, ": %s\n", e == -EINVAL ? "a ring cannot be decoded" : strerror(-e));
 	} else {
-		if (!json)
-			printf("summary of %s\n", path);
+		if (!json) {
+			fputs("summary of ", stdout);
+			agent_escape_fput(stdout, path);
+			fputc('\n', stdout);
+		}
 		e = json ? summary_write_json(stdout, &s, &syms)
 			 : summary_write_text(stdout, &s, &syms);
 		if (fflush(stdout) != 0)
