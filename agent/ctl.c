@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -262,13 +263,17 @@ CTL int64_t agent_ctl_now_ms(void)
 CTL void agent_ctl_server_init(struct agent_ctl_server *s, int listen_fd, agent_ctl_handler handler,
 			       void *ctx)
 {
-	memset(s, 0, sizeof(*s));
+	/* Not a memset of the whole: the buffers stay untouched until a client needs them. */
+	memset(s, 0, offsetof(struct agent_ctl_server, in));
 	s->listen_fd = listen_fd;
 	s->handler = handler;
 	s->ctx = ctx;
 	s->deadline_ms = AGENT_CTL_DEADLINE_MS;
-	for (int i = 0; i < AGENT_CTL_CLIENTS; i++)
+	for (int i = 0; i < AGENT_CTL_CLIENTS; i++) {
 		s->c[i].fd = -1;
+		s->c[i].in = s->in[i];
+		s->c[i].out = s->out[i];
+	}
 }
 
 CTL int agent_ctl_server_pollfds(const struct agent_ctl_server *s, struct pollfd *pfd, int max)
@@ -369,7 +374,7 @@ CTL static void set_reply(struct agent_ctl_client *c, int e, const char *text, i
 {
 	if (e < 0) {
 		c->out_len =
-			format_error(c->out, sizeof(c->out), -e, text[0] ? text : strerror(-e));
+			format_error(c->out, AGENT_CTL_OUT, -e, text[0] ? text : strerror(-e));
 	} else {
 		size_t rn = strnlen(text, AGENT_CTL_REPLY - 1);
 		memcpy(c->out, "ok\n", 3);

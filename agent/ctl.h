@@ -100,6 +100,9 @@ int agent_ctl_parse_request(const char *buf, size_t len, char *cmd, size_t cmd_s
 /* pollfds the server may ask for: the listening socket and one per client. */
 #define AGENT_CTL_POLLFDS (AGENT_CTL_CLIENTS + 1)
 
+/* A reply's room: "ok\n" or "error ENAME: ", the handler's text and a newline. */
+#define AGENT_CTL_OUT (AGENT_CTL_REPLY + 64)
+
 struct agent_ctl_client {
 	int fd;		  /* -1: a free slot */
 	int state;	  /* ctl.c's CLIENT_*: reading the request, writing the reply, draining */
@@ -107,8 +110,8 @@ struct agent_ctl_client {
 	int64_t deadline_ms; /* of the request line, then of the reply */
 	struct agent_ctl_peer peer;
 	size_t in_len, out_len, out_at;
-	char in[AGENT_CTL_LINE + 1]; /* the request so far (+1: a "\n" put at the client's EOF) */
-	char out[AGENT_CTL_REPLY + 64]; /* "ok\n" or "error ENAME: " and the reply */
+	char *in;  /* the request so far, AGENT_CTL_LINE + 1 (a "\n" put at the client's EOF) */
+	char *out; /* the reply, AGENT_CTL_OUT */
 };
 
 /* What the server did, for the owner's status. */
@@ -128,12 +131,17 @@ struct agent_ctl_server {
 	int deadline_ms; /* AGENT_CTL_DEADLINE_MS (tests lengthen it to keep silent clients) */
 	struct agent_ctl_stats st;
 	struct agent_ctl_client c[AGENT_CTL_CLIENTS];
+	/* The buffers apart from the table: a poll loop walks the table, and an idle app
+	 * should not keep a page of every slot resident for it. */
+	char in[AGENT_CTL_CLIENTS][AGENT_CTL_LINE + 1];
+	char out[AGENT_CTL_CLIENTS][AGENT_CTL_OUT];
 };
 
 /* CLOCK_MONOTONIC in ms: the server's clock. */
 int64_t agent_ctl_now_ms(void);
 
-/* An empty table serving listen_fd (from agent_ctl_listen) with handler. */
+/* An empty table serving listen_fd (from agent_ctl_listen) with handler. The server points
+ * into itself: it stays where it was initialised (not copied). */
 void agent_ctl_server_init(struct agent_ctl_server *s, int listen_fd, agent_ctl_handler handler,
 			   void *ctx);
 

@@ -420,17 +420,17 @@ TEST(runtime_trigger_and_status_over_the_control_socket)
 	traced_empty();
 	char reply[AGENT_CTL_REPLY];
 	CHECK_EQ_INT(agent_ctl_request(agent_rt.socket_path, "trigger", "from a test", reply,
-				       sizeof(reply), 5000),
+				       sizeof(reply), 30000),
 		     0);
 	CHECK(strncmp(reply, "trace ", 6) == 0);
 	CHECK_EQ_INT(count_traces(NULL, 0), 1);
 	CHECK_EQ_INT(agent_ctl_request(agent_rt.socket_path, "status", NULL, reply, sizeof(reply),
-				       5000),
+				       30000),
 		     0);
 	CHECK(strstr(reply, "anomaly_external 1\n") != NULL);
 	CHECK(strstr(reply, "persisted 1\n") != NULL);
 	CHECK_EQ_INT(agent_ctl_request(agent_rt.socket_path, "frobnicate", NULL, reply,
-				       sizeof(reply), 5000),
+				       sizeof(reply), 30000),
 		     -EINVAL);
 	jitt_trace_thread(false);
 	char sock[AGENT_PATH_MAX];
@@ -556,7 +556,7 @@ TEST(runtime_silent_clients_delay_neither_the_hang_detector_nor_status)
 		char reply[AGENT_CTL_REPLY];
 		for (int k = 0; k < 3; k++) {
 			CHECK_EQ_INT(agent_ctl_request(agent_rt.socket_path, "status", NULL, reply,
-						       sizeof(reply), 10000),
+						       sizeof(reply), 30000),
 				     0);
 			CHECK(strstr(reply, "anomaly_hang 1\n") != NULL);
 		}
