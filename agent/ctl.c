@@ -216,11 +216,12 @@ CTL int agent_ctl_parse_request(const char *buf, size_t len, char *cmd, size_t c
 			end = i;
 			break;
 		}
-		/* A CR only as the first half of CRLF; one at the end of what came so far may
-		 * still be. Anything else below 0x20, and DEL, is refused at once: a NUL would
-		 * cut the line short where C strings read it ("status\0scan" read as "status"),
-		 * and no command needs a control byte. */
-		if (ch == '\r' && (i + 1 == len || buf[i + 1] == '\n'))
+		/* A CR only as the first half of CRLF; one that ends what is looked at may still
+		 * be (or, at the line's last byte, makes it too long whatever follows: the byte
+		 * after the limit is never what decides). Anything else below 0x20, and DEL, is
+		 * refused at once: a NUL would cut the line short where C strings read it
+		 * ("status\0scan" read as "status"), and no command needs a control byte. */
+		if (ch == '\r' && (i + 1 == n || buf[i + 1] == '\n'))
 			continue;
 		if (ch < 0x20 || ch == 0x7f)
 			return -EINVAL;

@@ -420,6 +420,12 @@ TEST(ctl_parse_request)
 	CHECK_EQ_INT(agent_ctl_parse_request(line, AGENT_CTL_LINE, cmd, sizeof(cmd), &arg), 0);
 	CHECK_EQ_INT((int)strlen(cmd), AGENT_CTL_LINE - 1);
 	CHECK_EQ_INT(agent_ctl_parse_request(line, AGENT_CTL_LINE, cmd, 16, &arg), -ENOBUFS);
+	/* A CR as the line's last byte: too long, whatever follows it (found by fuzz_ctl). */
+	line[AGENT_CTL_LINE - 1] = '\r';
+	CHECK_EQ_INT(agent_ctl_parse_request(line, AGENT_CTL_LINE, cmd, sizeof(cmd), &arg),
+		     -EMSGSIZE);
+	CHECK_EQ_INT(agent_ctl_parse_request(line, sizeof(line), cmd, sizeof(cmd), &arg),
+		     -EMSGSIZE);
 	line[AGENT_CTL_LINE - 1] = 'a';
 	line[AGENT_CTL_LINE] = '\n';
 	CHECK_EQ_INT(agent_ctl_parse_request(line, sizeof(line), cmd, sizeof(cmd), &arg),
