@@ -64,8 +64,8 @@
 static pid_t restart_tids[MAX_RINGS];
 static int nrestart;
 static uint64_t hang_fired_seq; /* the frame the hang detector fired for */
-/* The control socket's server: its table lives here, in .bss (about 70 KiB, touched only
- * by the clients that come). */
+/* The control socket's server, in .bss: a small table, and about 70 KiB of buffers that
+ * only the clients that come touch. */
 static struct agent_ctl_server ctl;
 static bool persisted_this_step; /* a "trigger" persisted in this wake-up already */
 
