@@ -41,6 +41,13 @@ static int handler(void *ctx, const struct agent_ctl_peer *peer, const char *cmd
 
 static struct agent_ctl_server srv;
 static struct sockaddr_un addr;
+static char dir[] = "/tmp/fuzz-ctl-XXXXXX";
+
+static void cleanup(void)
+{
+	unlink(addr.sun_path);
+	rmdir(dir);
+}
 
 static void setup(void)
 {
@@ -48,9 +55,9 @@ static void setup(void)
 	if (done)
 		return;
 	done = 1;
-	char dir[] = "/tmp/fuzz-ctl-XXXXXX";
 	if (!mkdtemp(dir))
 		abort();
+	atexit(cleanup);
 	addr.sun_family = AF_UNIX;
 	snprintf(addr.sun_path, sizeof(addr.sun_path), "%s/s.sock", dir);
 	int l = agent_ctl_listen(addr.sun_path);
