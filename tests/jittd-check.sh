@@ -456,5 +456,110 @@ expect "jitt trigger: refused is 'permission denied', status 1" 1 \
 wait $fpid
 rm -f "$s4" "$s4.req"
 
+# ---- hostile clients on jittd's socket (issue 12, items 4 and 10) ----
+# A request as raw bytes (a Python bytes literal); prints the reply on one line (newlines as
+# "\n"), then "END" when the server's close was clean or the error when it was a reset.
+ask_raw() { # socket bytes
+	python3 - "$1" "$2" <<'EOF'
+import ast, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(10)
+s.connect(sys.argv[1])
+s.sendall(ast.literal_eval(sys.argv[2]))
+out = b""
+try:
+    while True:
+        b = s.recv(4096)
+        if not b:
+            out += b"END"
+            break
+        out += b
+except OSError as e:
+    out += ("%s" % e.__class__.__name__).encode()
+sys.stdout.write(out.decode(errors="replace").replace("\n", "\\n"))
+EOF
+}
+# Keeps $2 connections to socket $1 open without a word, opening a new one whenever the
+# server closes one, until killed; writes "ready" to $3 once $2 were open at the same time.
+flood() { # socket connections readyfile [as-user python]
+	$4 ${5:-python3} - "$1" "$2" "$3" <<'EOF'
+import select, socket, sys, time
+path, n, ready = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+socks, said = [], False
+end = time.time() + 120  # only if the test itself hangs
+while time.time() < end:
+    while len(socks) < n:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.setblocking(False)
+        try:
+            s.connect(path)
+        except OSError:
+            s.close()
+            break
+        socks.append(s)
+    if len(socks) >= n and not said:
+        open(ready, "w").write("ready\n")
+        said = True
+    r, _, _ = select.select(socks, [], [], 0.02)
+    for s in r:
+        s.close()
+        socks.remove(s)
+EOF
+}
+d=$tmp/hostile
+setup "$d"
+if ! start "$d"; then
+	fail "hostile clients: jittd starts" "$(tail -5 "$d/log")"
+else
+	sock=$d/run/jittd.sock
+	long=$(python3 -c 'print("x" * 299)')
+	check "a 300-byte request: error EMSGSIZE, then a clean end (no reset)" matches \
+		"$(ask_raw "$sock" "b'$long\n'")" '^error EMSGSIZE: request longer than 256 bytes\\nEND$'
+	check "'status<NUL>scan' is refused, not read as status" matches \
+		"$(ask_raw "$sock" "b'status\\x00scan\\n'")" '^error EINVAL: .*"status\\x00scan"\\nEND$'
+	# The flood is another user's when we can switch (our own connections count against
+	# our own cap of 4, and the same user could as well kill the process it floods).
+	as= py=
+	if [ "$(id -u)" -eq 0 ]; then
+		for p in python3 /usr/bin/python3; do
+			setpriv --reuid=65534 --regid=65534 --clear-groups $p -c '' 2>/dev/null && py=$p && break
+		done
+	fi
+	if [ -n "$py" ]; then
+		as="setpriv --reuid=65534 --regid=65534 --clear-groups"
+		chmod 0755 "$d"
+	fi
+	if [ -z "$as" ]; then
+		echo "skip a flood of silent clients: cannot be another user here"
+	else
+		# A C1 control (CSI as UTF-8) passes the parser: it reaches the log escaped.
+		$as $py -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])
+s.sendall(b"\xc2\x9bscan\n"); s.recv(4096)' "$sock"
+		check "another user's refused request reaches the log escaped" \
+			grep -q "refused '\\\\xc2\\\\x9bscan' to uid 65534" "$d/log"
+		check "... and no raw byte of it" test "$(LC_ALL=C grep -c "$(printf '\302\233')" "$d/log")" -eq 0
+		: >"$d/flood-ready"
+		chmod 0666 "$d/flood-ready" # for the other user to say so
+		flood "$sock" 32 "$d/flood-ready" "$as" "$py" &
+		fpid=$!
+		check "flood: 32 silent connections of another user are open" wait_for 20 test -s "$d/flood-ready"
+		k=0 answered=0
+		while [ $k -lt 5 ]; do
+			$qemu "$jitt" status -c "$d/conf" >/dev/null 2>"$tmp/status-err" && answered=$((answered + 1))
+			k=$((k + 1))
+		done
+		check "flood: jitt status answers, 5 times out of 5" is "$answered" 5
+		drop "$d" trace-flood
+		check "flood: a new trace is summarised" wait_for 20 outbox_has "$d" 1
+		alive() { kill -0 "$1" 2>/dev/null; }
+		check "flood: the flood was still going" alive "$fpid"
+		kill "$fpid" 2>/dev/null
+		wait "$fpid" 2>/dev/null
+	fi
+	stop
+fi
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

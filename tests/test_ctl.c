@@ -14,10 +14,13 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -96,8 +99,24 @@ static int handler(void *ctx, const struct agent_ctl_peer *peer, const char *cmd
 	return -EINVAL;
 }
 
-/* A child serving `count` requests on a socket listening at path; its pid. */
-static pid_t start_server(const char *path, int count)
+/* Serve on s until `count` requests were answered (0: until killed). */
+static void serve_loop(struct agent_ctl_server *s, int count)
+{
+	for (int served = 0; !count || served < count;) {
+		struct pollfd p[AGENT_CTL_POLLFDS];
+		int n = agent_ctl_server_pollfds(s, p, AGENT_CTL_POLLFDS);
+		int64_t due = agent_ctl_server_deadline(s), left = due - agent_ctl_now_ms();
+		poll(p, (nfds_t)n, due == INT64_MAX ? -1 : left < 0 ? 0 : (int)left);
+		int e = agent_ctl_server_step(s, p, n, agent_ctl_now_ms());
+		if (e < 0)
+			_exit(3);
+		served += e;
+	}
+}
+
+/* A child serving `count` requests (0: until killed) on a socket listening at path, giving
+ * each client deadline_ms; its pid. */
+static pid_t start_server_ex(const char *path, int count, int deadline_ms)
 {
 	int l = agent_ctl_listen(path);
 	CHECK(l >= 0);
@@ -106,18 +125,26 @@ static pid_t start_server(const char *path, int count)
 	pid_t pid = fork();
 	if (pid == 0) {
 		alarm(20);
-		for (int served = 0; served < count;) {
-			poll(&(struct pollfd){ .fd = l, .events = POLLIN }, 1, -1);
-			int e = agent_ctl_serve_one(l, handler, NULL);
-			if (e == 0)
-				served++;
-			else if (e != -EAGAIN)
-				_exit(3);
+		static struct agent_ctl_server s;
+		agent_ctl_server_init(&s, l, handler, NULL);
+		s.deadline_ms = deadline_ms;
+		serve_loop(&s, count);
+		/* The last replies are out; let their clients read them to the end. */
+		while (agent_ctl_server_deadline(&s) != INT64_MAX) {
+			struct pollfd p[AGENT_CTL_POLLFDS];
+			int n = agent_ctl_server_pollfds(&s, p, AGENT_CTL_POLLFDS);
+			poll(p, (nfds_t)n, 10);
+			agent_ctl_server_step(&s, p, n, agent_ctl_now_ms());
 		}
 		_exit(0);
 	}
 	close(l);
 	return pid;
+}
+
+static pid_t start_server(const char *path, int count)
+{
+	return start_server_ex(path, count, AGENT_CTL_DEADLINE_MS);
 }
 
 static void stop_server(pid_t pid, const char *path)
@@ -135,8 +162,11 @@ static void stop_server(pid_t pid, const char *path)
 	unlink(path);
 }
 
-/* A raw client: connect, send `req` (len bytes), read the reply until EOF. */
-static void raw(const char *path, const char *req, size_t len, char *out, size_t size)
+/* A raw client: connect, send `req` (len bytes; then shut our side unless keep_open), read
+ * the reply until the end. Returns 0 when the reply ended cleanly, else the recv's -errno
+ * (-ECONNRESET: the server's close was a reset). */
+static int raw_ex(const char *path, const char *req, size_t len, bool keep_open, char *out,
+		  size_t size)
 {
 	out[0] = 0;
 	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -144,17 +174,27 @@ static void raw(const char *path, const char *req, size_t len, char *out, size_t
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
 	if (!CHECK(connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)) {
 		close(fd);
-		return;
+		return -ENOTCONN;
 	}
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ 10, 0 }, sizeof(struct timeval));
 	if (len)
 		CHECK(send(fd, req, len, MSG_NOSIGNAL) == (ssize_t)len);
-	shutdown(fd, SHUT_WR); /* all of the request was sent */
+	if (!keep_open)
+		shutdown(fd, SHUT_WR); /* all of the request was sent */
 	size_t got = 0;
 	ssize_t n;
-	while (got < size - 1 && (n = recv(fd, out + got, size - 1 - got, 0)) > 0)
+	while ((n = recv(fd, out + got, size - 1 - got, 0)) > 0 && got + (size_t)n < size - 1)
 		got += (size_t)n;
+	int e = n < 0 ? -errno : 0;
+	got += n > 0 ? (size_t)n : 0;
 	out[got] = 0;
 	close(fd);
+	return e;
+}
+
+static void raw(const char *path, const char *req, size_t len, char *out, size_t size)
+{
+	CHECK_EQ_INT(raw_ex(path, req, len, false, out, size), 0);
 }
 
 TEST(ctl_request_and_reply)
@@ -206,9 +246,9 @@ TEST(ctl_raw_wire_format)
 	CHECK_STR(out, "ok\n[x]\n");
 	memset(line, 'a', sizeof(line));
 	raw(path, line, sizeof(line), out, sizeof(out));
-	CHECK_STR(out, "error EINVAL: request longer than one line\n");
+	CHECK_STR(out, "error EMSGSIZE: request longer than 256 bytes\n");
 	raw(path, "echo \x01\n", 7, out, sizeof(out));
-	CHECK_STR(out, "error EINVAL: control characters in request\n");
+	CHECK_STR(out, "error EINVAL: control characters in request \"echo \\x01\"\n");
 	raw(path, "\n", 1, out, sizeof(out));
 	CHECK_STR(out, "error EINVAL: empty request\n");
 	stop_server(srv, path);
@@ -219,7 +259,7 @@ TEST(ctl_silent_client_does_not_stall)
 	if (!sockets_work())
 		return;
 	const char *path = sock_path("s.sock");
-	pid_t srv = start_server(path, 2);
+	pid_t srv = start_server(path, 1);
 	/* Connected first and never sends: the server gives up on it and goes on. */
 	int silent = socket(AF_UNIX, SOCK_STREAM, 0);
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
@@ -265,9 +305,16 @@ TEST(ctl_listen_rules)
 	/* A live one is kept. */
 	CHECK_EQ_INT(agent_ctl_listen(path), -EADDRINUSE);
 	CHECK(stat(path, &st) == 0 && S_ISSOCK(st.st_mode));
-	/* The probe that found it live waits as a connection without a request; then nobody. */
-	CHECK_EQ_INT(agent_ctl_serve_one(l, handler, NULL), 0);
-	CHECK_EQ_INT(agent_ctl_serve_one(l, handler, NULL), -EAGAIN);
+	/* The probe that found it live came and went without a request: nothing to answer,
+	 * nobody left. */
+	static struct agent_ctl_server srv;
+	agent_ctl_server_init(&srv, l, handler, NULL);
+	struct pollfd p[AGENT_CTL_POLLFDS];
+	int np = agent_ctl_server_pollfds(&srv, p, AGENT_CTL_POLLFDS);
+	CHECK_EQ_INT(np, 1);
+	CHECK_EQ_INT(poll(p, (nfds_t)np, 5000), 1);
+	CHECK_EQ_INT(agent_ctl_server_step(&srv, p, np, agent_ctl_now_ms()), 0);
+	CHECK(agent_ctl_server_deadline(&srv) == INT64_MAX);
 	/* Listening but never answering: the client's timeout. */
 	CHECK_EQ_INT(agent_ctl_request(path, "status", NULL, reply, sizeof(reply), 100),
 		     -ETIMEDOUT);
@@ -339,4 +386,242 @@ TEST(ctl_may_change)
 	CHECK(!agent_ctl_may_change(&sys, -1) || geteuid() == 1000);
 	CHECK(!agent_ctl_may_change(&other, 1000) || geteuid() == 4242);
 	CHECK(!agent_ctl_may_change(&other, -1) || geteuid() == 4242);
+}
+
+/* ---- hostile clients (issue 12, items 4 and 10) ---- */
+
+TEST(ctl_parse_request)
+{
+	char cmd[AGENT_CTL_LINE + 1];
+	const char *arg = NULL;
+#define PARSE(s) agent_ctl_parse_request(s, sizeof(s) - 1, cmd, sizeof(cmd), &arg)
+	CHECK_EQ_INT(PARSE("status\n"), 0);
+	CHECK_STR(cmd, "status");
+	CHECK_STR(arg, "");
+	CHECK_EQ_INT(PARSE("trigger slow  scroll\r\nmore"), 0);
+	CHECK_STR(cmd, "trigger");
+	CHECK_STR(arg, "slow  scroll");
+	CHECK_EQ_INT(PARSE("trigger \n"), 0);
+	CHECK_STR(arg, "");
+	/* More to come, until the line is too long. */
+	CHECK_EQ_INT(PARSE(""), -EAGAIN);
+	CHECK_EQ_INT(PARSE("stat"), -EAGAIN);
+	CHECK_EQ_INT(PARSE("status\r"), -EAGAIN);
+	char line[AGENT_CTL_LINE + 2];
+	memset(line, 'a', sizeof(line));
+	CHECK_EQ_INT(agent_ctl_parse_request(line, AGENT_CTL_LINE - 1, cmd, sizeof(cmd), &arg),
+		     -EAGAIN);
+	CHECK_EQ_INT(agent_ctl_parse_request(line, AGENT_CTL_LINE, cmd, sizeof(cmd), &arg),
+		     -EMSGSIZE);
+	CHECK_EQ_INT(agent_ctl_parse_request(line, sizeof(line), cmd, sizeof(cmd), &arg),
+		     -EMSGSIZE);
+	/* The longest line: AGENT_CTL_LINE bytes with its newline. */
+	line[AGENT_CTL_LINE - 1] = '\n';
+	CHECK_EQ_INT(agent_ctl_parse_request(line, AGENT_CTL_LINE, cmd, sizeof(cmd), &arg), 0);
+	CHECK_EQ_INT((int)strlen(cmd), AGENT_CTL_LINE - 1);
+	CHECK_EQ_INT(agent_ctl_parse_request(line, AGENT_CTL_LINE, cmd, 16, &arg), -ENOBUFS);
+	/* A CR as the line's last byte: too long, whatever follows it (found by fuzz_ctl). */
+	line[AGENT_CTL_LINE - 1] = '\r';
+	CHECK_EQ_INT(agent_ctl_parse_request(line, AGENT_CTL_LINE, cmd, sizeof(cmd), &arg),
+		     -EMSGSIZE);
+	CHECK_EQ_INT(agent_ctl_parse_request(line, sizeof(line), cmd, sizeof(cmd), &arg),
+		     -EMSGSIZE);
+	line[AGENT_CTL_LINE - 1] = 'a';
+	line[AGENT_CTL_LINE] = '\n';
+	CHECK_EQ_INT(agent_ctl_parse_request(line, sizeof(line), cmd, sizeof(cmd), &arg),
+		     -EMSGSIZE);
+	/* A NUL is not the end of the line (it was: "status\0scan" read as "status"), nor is
+	 * any other control byte allowed; refused as soon as it is seen. */
+	CHECK_EQ_INT(PARSE("status\0scan\n"), -EINVAL);
+	CHECK_EQ_INT(PARSE("status\0"), -EINVAL);
+	CHECK_EQ_INT(PARSE("echo \x1b[2J\n"), -EINVAL);
+	CHECK_EQ_INT(PARSE("echo a\rb\n"), -EINVAL);
+	CHECK_EQ_INT(PARSE("echo \x7f\n"), -EINVAL);
+	CHECK_EQ_INT(PARSE("echo\t1\n"), -EINVAL);
+	/* No command. */
+	CHECK_EQ_INT(PARSE("\n"), -EINVAL);
+	CHECK_EQ_INT(PARSE("\r\n"), -EINVAL);
+	CHECK_EQ_INT(PARSE(" status\n"), -EINVAL);
+	/* Bytes from 0x80 pass (a UTF-8 reason); they are escaped where they are shown. */
+	CHECK_EQ_INT(PARSE("trigger caf\xc3\xa9\n"), 0);
+	CHECK_STR(arg, "caf\xc3\xa9");
+#undef PARSE
+}
+
+TEST(ctl_long_request_gets_emsgsize_not_a_reset)
+{
+	if (!sockets_work())
+		return;
+	const char *path = sock_path("m.sock");
+	pid_t srv = start_server(path, 2);
+	char req[300], out[AGENT_CTL_REPLY + 64];
+	memset(req, 'x', sizeof(req));
+	memcpy(req, "echo ", 5);
+	req[sizeof(req) - 1] = '\n';
+	/* Sent, then read while our side stays open, as most clients do: the error line, then
+	 * the end, not ECONNRESET over the 44 bytes the server did not read. */
+	CHECK_EQ_INT(raw_ex(path, req, sizeof(req), true, out, sizeof(out)), 0);
+	CHECK_STR(out, "error EMSGSIZE: request longer than 256 bytes\n");
+	CHECK_EQ_INT(raw_ex(path, req, sizeof(req), false, out, sizeof(out)), 0);
+	CHECK_STR(out, "error EMSGSIZE: request longer than 256 bytes\n");
+	stop_server(srv, path);
+}
+
+TEST(ctl_nul_in_request_is_refused)
+{
+	if (!sockets_work())
+		return;
+	const char *path = sock_path("n.sock");
+	pid_t srv = start_server(path, 3);
+	char out[AGENT_CTL_REPLY + 64];
+	/* Was read as "status". */
+	CHECK_EQ_INT(raw_ex(path, "status\0scan\n", 12, true, out, sizeof(out)), 0);
+	CHECK_STR(out, "error EINVAL: control characters in request \"status\\x00scan\"\n");
+	/* The request's bytes come back escaped, never raw. */
+	raw(path, "echo \x1b]0;owned\x07\xc2\x9b\n", 17, out, sizeof(out));
+	CHECK_STR(out, "error EINVAL: control characters in request "
+		       "\"echo \\x1b]0;owned\\x07\\xc2\\x9b\"\n");
+	raw(path, "echo ok\n", 8, out, sizeof(out));
+	CHECK_STR(out, "ok\n[ok]\n");
+	stop_server(srv, path);
+}
+
+/* A connected socket that sends nothing; -1 on failure. */
+static int silent_client(const char *path)
+{
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* What the server sent on fd before its end (waiting up to 10 s). */
+static void read_all(int fd, char *out, size_t size)
+{
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ 10, 0 }, sizeof(struct timeval));
+	size_t got = 0;
+	ssize_t n;
+	while (got < size - 1 && (n = recv(fd, out + got, size - 1 - got, 0)) > 0)
+		got += (size_t)n;
+	out[got] = 0;
+}
+
+/* A server that runs until killed and gives clients 30 s, so that silent ones keep their
+ * slots however slow the machine is. */
+static pid_t start_server_forever(const char *path)
+{
+	return start_server_ex(path, 0, 30000);
+}
+
+static void kill_server(pid_t pid, const char *path)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	unlink(path);
+}
+
+TEST(ctl_per_uid_cap)
+{
+	if (!sockets_work())
+		return;
+	const char *path = sock_path("c.sock");
+	pid_t srv = start_server_forever(path);
+	int fds[AGENT_CTL_PER_UID];
+	for (int i = 0; i < AGENT_CTL_PER_UID; i++)
+		CHECK((fds[i] = silent_client(path)) >= 0);
+	/* One more of ours, with its request sent: refused at once, with the reason. */
+	char out[256], reply[AGENT_CTL_REPLY];
+	CHECK_EQ_INT(agent_ctl_request(path, "echo", "one more", reply, sizeof(reply), 10000),
+		     -EAGAIN);
+	CHECK_STR(reply, "too many connections");
+	int extra = silent_client(path);
+	read_all(extra, out, sizeof(out));
+	CHECK_STR(out, "error EAGAIN: too many connections\n");
+	close(extra);
+
+	if (geteuid() == 0) {
+		/* Another user is served while ours hold their slots. */
+		CHECK(chmod(test_tmpdir(), 0755) == 0);
+		pid_t kid = fork();
+		if (kid == 0) {
+			if (setgid(65534) != 0 || setuid(65534) != 0)
+				_exit(2);
+			int e = agent_ctl_request(path, "echo", "other", reply, sizeof(reply),
+						  10000);
+			_exit(e || strcmp(reply, "[other]\n") ? 1 : 0);
+		}
+		int status;
+		CHECK(waitpid(kid, &status, 0) == kid && WIFEXITED(status) &&
+		      WEXITSTATUS(status) == 0);
+	}
+	/* One of ours leaves: room for one again. */
+	close(fds[0]);
+	CHECK_EQ_INT(agent_ctl_request(path, "echo", "again", reply, sizeof(reply), 10000), 0);
+	CHECK_STR(reply, "[again]\n");
+	for (int i = 1; i < AGENT_CTL_PER_UID; i++)
+		close(fds[i]);
+	kill_server(srv, path);
+}
+
+TEST(ctl_full_table_drops_the_longest_waiting)
+{
+	if (!sockets_work())
+		return;
+	if (geteuid() != 0) {
+		printf("    skipped: needs root to fill the table as several users\n");
+		return;
+	}
+	CHECK(chmod(test_tmpdir(), 0755) == 0);
+	const char *path = sock_path("f.sock");
+	pid_t srv = start_server_forever(path);
+	/* Four other users, four silent connections each: the table is full. Each child says
+	 * what its first connection (the oldest) got, through a pipe. */
+	int users = AGENT_CTL_CLIENTS / AGENT_CTL_PER_UID, pipes[8][2];
+	pid_t kids[8];
+	for (int u = 0; u < users; u++) {
+		CHECK(pipe(pipes[u]) == 0);
+		int ready[2];
+		CHECK(pipe(ready) == 0);
+		kids[u] = fork();
+		if (kids[u] == 0) {
+			close(pipes[u][0]);
+			close(ready[0]);
+			if (setgid(65534) != 0 || setuid((uid_t)(65534 - u)) != 0)
+				_exit(2);
+			int fds[AGENT_CTL_PER_UID];
+			for (int i = 0; i < AGENT_CTL_PER_UID; i++)
+				if ((fds[i] = silent_client(path)) < 0)
+					_exit(3);
+			(void)!write(ready[1], "r", 1);
+			char out[256];
+			read_all(fds[0], out, sizeof(out));
+			(void)!write(pipes[u][1], out, strlen(out));
+			_exit(0);
+		}
+		close(pipes[u][1]);
+		close(ready[1]);
+		char c;
+		CHECK(read(ready[0], &c, 1) == 1); /* its connections are made, in order */
+		close(ready[0]);
+	}
+	/* We still get an answer: the connection that waited longest makes room. */
+	char reply[AGENT_CTL_REPLY], got[256];
+	CHECK_EQ_INT(agent_ctl_request(path, "echo", "me", reply, sizeof(reply), 10000), 0);
+	CHECK_STR(reply, "[me]\n");
+	for (int u = 0; u < users; u++) {
+		if (u > 0)
+			fcntl(pipes[u][0], F_SETFL, O_NONBLOCK); /* nothing to say yet */
+		ssize_t n = read(pipes[u][0], got, sizeof(got) - 1);
+		got[n > 0 ? n : 0] = 0;
+		/* The first user's first connection was dropped for us; the others stay. */
+		CHECK_STR(got, u == 0 ? "error EAGAIN: server busy\n" : "");
+		close(pipes[u][0]);
+	}
+	kill_server(srv, path); /* which ends the others' connections */
+	for (int u = 0; u < users; u++)
+		waitpid(kids[u], NULL, 0);
 }

@@ -16,11 +16,16 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -415,17 +420,17 @@ TEST(runtime_trigger_and_status_over_the_control_socket)
 	traced_empty();
 	char reply[AGENT_CTL_REPLY];
 	CHECK_EQ_INT(agent_ctl_request(agent_rt.socket_path, "trigger", "from a test", reply,
-				       sizeof(reply), 5000),
+				       sizeof(reply), 30000),
 		     0);
 	CHECK(strncmp(reply, "trace ", 6) == 0);
 	CHECK_EQ_INT(count_traces(NULL, 0), 1);
 	CHECK_EQ_INT(agent_ctl_request(agent_rt.socket_path, "status", NULL, reply, sizeof(reply),
-				       5000),
+				       30000),
 		     0);
 	CHECK(strstr(reply, "anomaly_external 1\n") != NULL);
 	CHECK(strstr(reply, "persisted 1\n") != NULL);
 	CHECK_EQ_INT(agent_ctl_request(agent_rt.socket_path, "frobnicate", NULL, reply,
-				       sizeof(reply), 5000),
+				       sizeof(reply), 30000),
 		     -EINVAL);
 	jitt_trace_thread(false);
 	char sock[AGENT_PATH_MAX];
@@ -440,4 +445,132 @@ TEST(runtime_trigger_and_status_over_the_control_socket)
 	CHECK_EQ_INT(rb_trace_open(path, &t, err, sizeof(err)), 0);
 	CHECK_STR(t.reason, "external: from a test");
 	rb_trace_close(&t);
+}
+
+/* ---- silent clients on the control socket (issue 12, item 4) ---- */
+
+/* A client that connects and never says anything: a child process (uid 65534 when we are
+ * root, so that its connections count against another user's cap than ours) keeps `n` of
+ * them open, and opens a new one whenever the server closes one. For each connection the
+ * server closes it writes one byte to `report`: 'T' when the server gave up on it ("error
+ * ETIMEDOUT"), 'C' for any other end (refused, dropped). It stops when `stop` closes. */
+static void silent_flood(const char *sock, int n, int report, int stop)
+{
+	if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0))
+		_exit(2);
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
+	struct pollfd p[65];
+	if (n > 64)
+		n = 64;
+	p[0] = (struct pollfd){ .fd = stop, .events = POLLIN };
+	for (int i = 1; i <= n; i++)
+		p[i] = (struct pollfd){ .fd = -1, .events = POLLIN };
+	for (;;) {
+		for (int i = 1; i <= n; i++) {
+			if (p[i].fd >= 0)
+				continue;
+			p[i].fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			if (connect(p[i].fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+				close(p[i].fd);
+				p[i].fd = -1;
+			}
+		}
+		if (poll(p, (nfds_t)n + 1, 20) < 0 && errno != EINTR)
+			_exit(3);
+		if (p[0].revents)
+			_exit(0);
+		for (int i = 1; i <= n; i++) {
+			if (p[i].fd < 0 || !p[i].revents)
+				continue;
+			char buf[256];
+			ssize_t r = recv(p[i].fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+			if (r < 0 && errno == EAGAIN)
+				continue;
+			buf[r > 0 ? r : 0] = 0;
+			char what = strncmp(buf, "error ETIMEDOUT", 15) == 0 ? 'T' : 'C';
+			/* Non-blocking: once the test stops reading, a full pipe loses reports. */
+			if (write(report, &what, 1) != 1 && errno != EAGAIN)
+				_exit(4);
+			close(p[i].fd);
+			p[i].fd = -1;
+		}
+	}
+}
+
+/* Reads what the flood reported so far; counts the server's give-ups ('T'). */
+static int flood_timeouts(int report, int *seen)
+{
+	char buf[256];
+	ssize_t r;
+	while ((r = read(report, buf, sizeof(buf))) > 0)
+		for (ssize_t i = 0; i < r; i++)
+			*seen += buf[i] == 'T';
+	return *seen;
+}
+
+TEST(runtime_silent_clients_delay_neither_the_hang_detector_nor_status)
+{
+	CHECK_EQ_INT(jitt_init(setup("hang_ms = 100\n")), 0);
+	if (agent_rt.listen_fd < 0) {
+		printf("  (no control socket here: %s; nothing tested)\n", agent_rt.socket_path);
+		jitt_shutdown();
+		return;
+	}
+	/* The other user must reach the socket. */
+	char run[600];
+	snprintf(run, sizeof(run), "%s/run", test_tmpdir());
+	CHECK(chmod(test_tmpdir(), 0755) == 0 && chmod(run, 0755) == 0);
+	int report[2], stop[2];
+	CHECK(pipe2(report, O_CLOEXEC | O_NONBLOCK) == 0 && pipe2(stop, O_CLOEXEC) == 0);
+
+	jitt_thread_name("ui");
+	jitt_trace_thread(true);
+	jitt_frame_begin();
+	/* Connected after the frame began: each silent client's own deadline comes after the
+	 * hang detector's. */
+	pid_t kid = fork();
+	if (kid == 0) {
+		close(report[0]);
+		close(stop[1]);
+		silent_flood(agent_rt.socket_path, 16, report[1], stop[0]);
+	}
+	close(report[1]);
+	close(stop[0]);
+	/* The frame hangs until the hang detector has fired and its trace is written (the
+	 * thread stays traced until then), or until the server has given up on four silent
+	 * clients: a detector that waits behind them has missed the hang by then (the frame is
+	 * over). The 30 s only catch a hang of the test itself. */
+	int timeouts = 0;
+	for (int i = 0; i < 3000 &&
+			!(atomic_load(&agent_rt.status.persisted) +
+			  atomic_load(&agent_rt.status.persist_failed)) &&
+			flood_timeouts(report[0], &timeouts) < 4;
+	     i++)
+		busy_ms(10);
+	jitt_frame_end();
+	jitt_trace_thread(false);
+	CHECK_EQ_U64(atomic_load(&agent_rt.status.anomaly_hang), 1);
+	CHECK(wait_persisted(1));
+	CHECK_EQ_U64(atomic_load(&agent_rt.status.persisted), 1);
+
+	/* The flood goes on; someone else still gets an answer. Our own user's connections are
+	 * capped too, so this needs the flood to be another user's. */
+	if (geteuid() == 0) {
+		char reply[AGENT_CTL_REPLY];
+		for (int k = 0; k < 3; k++) {
+			CHECK_EQ_INT(agent_ctl_request(agent_rt.socket_path, "status", NULL, reply,
+						       sizeof(reply), 30000),
+				     0);
+			CHECK(strstr(reply, "anomaly_hang 1\n") != NULL);
+		}
+	} else {
+		printf("  (not root: the status part needs the flood to be another user's)\n");
+	}
+	close(stop[1]);
+	int status;
+	CHECK(waitpid(kid, &status, 0) == kid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(report[0]);
+	jitt_shutdown();
+	rb_thread_unregister();
 }

@@ -33,8 +33,9 @@
  * minute: quick to recover when space is freed, quiet in the log when it is not. */
 #define BACKOFF_FIRST_MS 1000
 #define BACKOFF_MAX_MS	 60000
-/* Control requests served per wake-up, so a flood of clients cannot starve the spool. */
-#define SERVE_BURST 16
+/* The control socket's server (agent/ctl.h): never waits, so a flood of silent clients
+ * delays neither `jitt status` nor a summary (issue 12, item 4). */
+static struct agent_ctl_server ctl;
 
 static volatile sig_atomic_t stop_signal;
 
@@ -146,15 +147,22 @@ static int make_run_dir(const char *dir)
 	return -errno;
 }
 
-static void serve(struct jittd *d, int listen_fd)
+/* One step of the control server after a poll: p and n as agent_ctl_server_pollfds filled
+ * them. Never waits. */
+static void serve_step(const struct pollfd *p, int n)
 {
-	for (int i = 0; i < SERVE_BURST; i++) {
-		int e = agent_ctl_serve_one(listen_fd, jittd_control, d);
-		if (e == -EAGAIN)
-			return;
-		if (e)
-			log_warn("control socket: %s", strerror(-e));
-	}
+	int e = agent_ctl_server_step(&ctl, p, n, agent_ctl_now_ms());
+	if (e < 0)
+		log_warn("control socket: %s", strerror(-e));
+}
+
+/* Between two traces: whatever the clients have ready, without waiting. */
+static void serve(void)
+{
+	struct pollfd p[AGENT_CTL_POLLFDS];
+	int n = agent_ctl_server_pollfds(&ctl, p, AGENT_CTL_POLLFDS);
+	if (poll(p, (nfds_t)n, 0) >= 0)
+		serve_step(p, n);
 }
 
 /* A trace arrived (renamed in, or written in place and closed)? Writers' temporaries
@@ -181,7 +189,7 @@ static bool drain_inotify(int fd)
 }
 
 /* Work through the spool, oldest first, until it is empty or a write fails. */
-static void run_pass(struct jittd *d, int listen_fd)
+static void run_pass(struct jittd *d)
 {
 	d->scan = false;
 	struct agent_spool_file *files;
@@ -191,7 +199,7 @@ static void run_pass(struct jittd *d, int listen_fd)
 		log_err("cannot read %s: %s", d->w.spool, strerror(-e));
 	} else {
 		for (size_t i = 0; i < n && !stop_signal; i++) {
-			serve(d, listen_fd);
+			serve();
 			e = jittd_worker_process(&d->w, files[i].name);
 			if (e)
 				break;
@@ -294,37 +302,42 @@ int main(int argc, char **argv)
 		 d.c.max_trace_mb);
 	pin_little();
 	lower_priority();
+	agent_ctl_server_init(&ctl, listen_fd, jittd_control, &d);
 	jittd_worker_recover(&d.w);
 	jittd_retry_now(&d); /* work left by an earlier run */
 
 	while (!stop_signal) {
 		if (d.scan && (!d.retry_at_ms || now_ms() >= d.retry_at_ms)) {
-			run_pass(&d, listen_fd);
+			run_pass(&d);
 			continue; /* a signal may have come meanwhile */
 		}
 		struct timespec ts, *timeout = NULL;
-		if (d.scan && d.retry_at_ms) {
-			int64_t left = d.retry_at_ms - now_ms();
+		int64_t due = agent_ctl_server_deadline(&ctl);
+		if (d.scan && d.retry_at_ms && d.retry_at_ms < due)
+			due = d.retry_at_ms;
+		if (due != INT64_MAX) {
+			int64_t left = due - now_ms();
 			left = left < 0 ? 0 : left;
 			ts = (struct timespec){ left / 1000, (long)(left % 1000) * 1000000 };
 			timeout = &ts;
 		}
-		struct pollfd p[2] = { { .fd = ifd, .events = POLLIN },
-				       { .fd = listen_fd, .events = POLLIN } };
-		int r = ppoll(p, 2, timeout, &waiting);
+		struct pollfd p[1 + AGENT_CTL_POLLFDS] = { { .fd = ifd, .events = POLLIN } };
+		int n = 1 + agent_ctl_server_pollfds(&ctl, p + 1, AGENT_CTL_POLLFDS);
+		int r = ppoll(p, (nfds_t)n, timeout, &waiting);
 		if (r < 0 && errno != EINTR) {
 			log_err("poll: %s", strerror(errno));
 			break;
 		}
 		if (r > 0 && (p[0].revents & POLLIN) && drain_inotify(ifd))
 			d.scan = true;
-		if (r > 0 && (p[1].revents & POLLIN))
-			serve(&d, listen_fd);
+		if (r >= 0)
+			serve_step(p + 1, n - 1);
 	}
 	log_info("jittd stopping (%s): %llu summarised, %llu quarantined",
 		 stop_signal ? strsignal(stop_signal) : "error",
 		 (unsigned long long)d.w.st.summarised, (unsigned long long)d.w.st.quarantined);
 	unlink(sock);
+	agent_ctl_server_close(&ctl);
 	close(listen_fd);
 	close(ifd);
 	return stop_signal ? 0 : 1;

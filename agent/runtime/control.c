@@ -17,6 +17,18 @@
  * it (one eventfd write). So a 60 Hz UI loop costs one wake-up per hang_ms (2.5 a second
  * at 400 ms, each a few microseconds), and an idle process none at all; frames cost no
  * system call. An anomaly request or a control request wakes it at once.
+ *
+ * The control socket is served in this same thread, by agent/ctl.c's server, which never
+ * waits: every client has its own deadline, and the poll timeout is the earliest of the
+ * hang deadline and the clients' (issue 12, item 4: 16 silent connections from another
+ * user used to hold this loop for 200 ms each, and the hang was reported late or not at
+ * all). One thread rather than a second one for the socket: the server cannot block, so a
+ * second thread would buy nothing and cost a stack and a lock around what status and
+ * trigger read and write here (the restart list, the last trace). The hang detector never
+ * waits behind a client: each wake-up looks at the hang first, with one clock reading that
+ * the server then judges its clients' deadlines by, so a client can never be given up on
+ * before a hang due earlier is caught; and "trigger" persists at most once per wake-up, so
+ * the hang waits at most one persist.
  */
 #include "agent/ctl.h"
 #include "agent/jitt.h"
@@ -32,6 +44,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +64,10 @@
 static pid_t restart_tids[MAX_RINGS];
 static int nrestart;
 static uint64_t hang_fired_seq; /* the frame the hang detector fired for */
+/* The control socket's server, in .bss: a small table, and about 70 KiB of buffers that
+ * only the clients that come touch. */
+static struct agent_ctl_server ctl;
+static bool persisted_this_step; /* a "trigger" persisted in this wake-up already */
 
 /* ---- stop, persist, restart ---- */
 
@@ -190,14 +207,21 @@ RT static int handle_ctl(void *ctx, const struct agent_ctl_peer *peer, const cha
 			snprintf(reason, sizeof(reason), "external");
 		else
 			snprintf(reason, sizeof(reason), "external: %s", arg);
+		/* One persist per wake-up: the hang detector runs between two. */
+		if (persisted_this_step) {
+			snprintf(reply, size, "busy: writing another trace, ask again");
+			return -EAGAIN;
+		}
 		int e = agent_request_persist(AGENT_DETECT_EXTERNAL, reason, false);
 		if (e == -EAGAIN) {
 			snprintf(reply, size, "not now: within the cool-down of the last trace");
 			return e;
 		}
 		char path[AGENT_PATH_MAX];
-		if (!e)
+		if (!e) {
+			persisted_this_step = true;
 			e = handle_request(path, sizeof(path));
+		}
 		if (e) {
 			snprintf(reply, size, "persist failed: %s", strerror(-e));
 			return e;
@@ -224,13 +248,21 @@ RT static void lower_priority(void)
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
 }
 
-/* The poll timeout: the next deadline, or -1 (and ctl_idle set) when none. */
+/* The poll timeout: the next deadline (a hang, a restart, a client's), or -1 (and ctl_idle
+ * set) when none. */
 RT static int next_timeout(struct agent_runtime *rt)
 {
 	for (;;) {
 		uint64_t begin = atomic_load(&rt->frame_begin_ns);
 		uint64_t seq = atomic_load(&rt->frame_seq);
 		int timeout = nrestart ? RESTART_RETRY_MS : -1;
+		int64_t client = rt->listen_fd >= 0 ? agent_ctl_server_deadline(&ctl) : INT64_MAX;
+		if (client != INT64_MAX) {
+			int64_t left = client - agent_ctl_now_ms();
+			int ms = left <= 0 ? 0 : left > 60000 ? 60000 : (int)left;
+			if (timeout < 0 || ms < timeout)
+				timeout = ms;
+		}
 		if (begin && seq != hang_fired_seq) {
 			uint64_t now = agent_now_ns(), due = begin + rt->hang_ns;
 			int ms = due <= now ? 0 : (int)((due - now + 999999) / 1000000);
@@ -247,13 +279,14 @@ RT static int next_timeout(struct agent_runtime *rt)
 	}
 }
 
-RT static void check_hang(struct agent_runtime *rt)
+/* now: the wake-up's one clock reading (see the top of this file). */
+RT static void check_hang(struct agent_runtime *rt, uint64_t now)
 {
 	uint64_t begin = atomic_load(&rt->frame_begin_ns);
 	uint64_t seq = atomic_load(&rt->frame_seq);
 	if (!begin || seq == hang_fired_seq)
 		return;
-	uint64_t took = agent_now_ns() - begin;
+	uint64_t took = now > begin ? now - begin : 0;
 	if (took < rt->hang_ns)
 		return;
 	hang_fired_seq = seq;
@@ -268,9 +301,12 @@ RT static void *control_main(void *arg)
 	struct agent_runtime *rt = arg;
 	lower_priority();
 	while (atomic_load(&rt->state) != 3) {
-		struct pollfd pfd[2] = { { rt->wake_fd, POLLIN, 0 }, { rt->listen_fd, POLLIN, 0 } };
+		struct pollfd pfd[1 + AGENT_CTL_POLLFDS] = { { rt->wake_fd, POLLIN, 0 } };
+		int n = 1;
+		if (rt->listen_fd >= 0)
+			n += agent_ctl_server_pollfds(&ctl, pfd + 1, AGENT_CTL_POLLFDS);
 		int timeout = next_timeout(rt);
-		int r = poll(pfd, rt->listen_fd >= 0 ? 2 : 1, timeout);
+		int r = poll(pfd, (nfds_t)n, timeout);
 		atomic_store(&rt->ctl_idle, 0);
 		atomic_fetch_add_explicit(&rt->status.control_wakeups, 1, memory_order_relaxed);
 		if (r < 0 && errno != EINTR) {
@@ -283,13 +319,18 @@ RT static void *control_main(void *arg)
 		}
 		if (atomic_load(&rt->state) == 3)
 			break;
-		if (rt->listen_fd >= 0 && (pfd[1].revents & POLLIN))
-			for (int i = 0; i < 8 && agent_ctl_serve_one(rt->listen_fd, handle_ctl, rt) == 0;
-			     i++)
-				;
-		check_hang(rt);
+		/* The hang first, and what any detector asked for, then the clients. */
+		uint64_t now = agent_now_ns();
+		check_hang(rt, now);
 		char path[AGENT_PATH_MAX];
 		handle_request(path, sizeof(path));
+		if (rt->listen_fd >= 0) {
+			persisted_this_step = false;
+			int e = agent_ctl_server_step(&ctl, pfd + 1, n - 1,
+						      (int64_t)(now / 1000000));
+			if (e < 0)
+				log_warn("jitt: control socket: %s", strerror(-e));
+		}
 		if (nrestart)
 			retry_restarts();
 	}
@@ -314,6 +355,7 @@ RT int agent_control_start(void)
 			log_warn("jitt: no control socket %s: %s", rt->socket_path,
 				 strerror(-rt->listen_fd));
 	}
+	agent_ctl_server_init(&ctl, rt->listen_fd, handle_ctl, rt);
 	/* jittd normally made them; without them every persist would fail. */
 	char spool[AGENT_PATH_MAX];
 	mkdir(rt->cfg.data_dir, 0700);
@@ -340,6 +382,10 @@ RT void agent_control_stop(void)
 		agent_wake_control();
 		pthread_join(rt->control, NULL);
 		rt->control = 0;
+	}
+	if (ctl.handler) { /* started */
+		agent_ctl_server_close(&ctl);
+		ctl.handler = NULL;
 	}
 	if (rt->listen_fd >= 0) {
 		close(rt->listen_fd);
