@@ -99,9 +99,9 @@ counter() { # folder key: one value of `jitt status`
 }
 is() { [ "$1" = "$2" ]; }
 spool_empty() { [ "$(count "$1"/data/spool/*.jtr)" -eq 0 ]; }
-# The spool is empty and the last trace's move and trim are done: jittd serves a request only
-# between two traces, so a status asked for once the spool is empty comes after them.
-idle() { spool_empty "$1" && $qemu "$jitt" status -c "$1/conf" >/dev/null; }
+# The spool is empty and the last trace's move and trim are done: jittd's worker says it is
+# idle (it has no pass under way and none due).
+idle() { spool_empty "$1" && [ "$(counter "$1" worker)" = idle ]; }
 outbox_has() { [ "$(count "$1"/data/outbox/*.json)" -eq "$2" ]; }
 no_temporaries() { ! ls -A "$1/data/outbox" "$1/data/quarantine" | grep -q '^\.'; }
 matches() { printf '%s\n' "$1" | grep -q -- "$2"; } # text, pattern
