@@ -589,7 +589,7 @@ else
 	check "trace truncated under jittd: the race ran" grep -q "done truncate" "$d/race.out"
 	check "trace truncated under jittd: no SIGBUS, jittd answers" answers
 	check "trace truncated under jittd: quarantined, saying it shrank" \
-		wait_for 10 grep -q "^trace-cut.jtr: offset 0: file shrank while read: 0 of " "$d/data/quarantine/trace-cut.why"
+		wait_for 10 grep -qs "^trace-cut.jtr: offset 0: file shrank while read: 0 of " "$d/data/quarantine/trace-cut.why"
 	# Item 10: a summary that takes long (held at a system call) leaves the socket answering;
 	# SIGTERM then finishes that trace before jittd exits.
 	mkdir -p "$d/marks"
