@@ -562,9 +562,20 @@ race=$here/ptrace-race.py
 if [ -n "$qemu" ] || [ "$(uname -m)" != x86_64 ] || [ "$(id -u)" -ne 0 ]; then
 	echo "skip races at system calls: x86_64 natively as root only"
 else
-	d=$tmp/race
-	setup "$d" "keep_traces = 1"
-	start "$d"
+	# Each race on a jittd of its own: one that fails (hangs, dies) takes no other down.
+	race_start() { # folder
+		d=$1
+		setup "$d" "keep_traces = 1"
+		start "$d"
+	}
+	race_stop() { # SIGTERM, then (a jittd that hangs) SIGKILL; the exit status of the first
+		kill -TERM "$jpid" 2>/dev/null
+		wait_for 30 eval '! kill -0 "$jpid" 2>/dev/null' || kill -9 "$jpid" 2>/dev/null
+		wait "$jpid"
+		s=$?
+		jpid=
+		return $s
+	}
 	racing() { # name mode arg: run the race on spool/name; its output in $d/race.out
 		: >"$d/race.out"
 		python3 "$race" "$jpid" "$d/data/spool" "$1" "$2" "$3" >"$d/race.out" 2>&1 &
@@ -574,6 +585,7 @@ else
 	}
 	answers() { $qemu "$jitt" status -c "$d/conf" >/dev/null 2>&1; }
 	# Item 2: the listing saw a trace, the open meets a FIFO.
+	race_start "$tmp/race-fifo"
 	mkfifo "$d/data/spool/.fifo"
 	racing trace-swap.jtr fifo "$d/data/spool/.fifo"
 	wait $rpid
@@ -583,15 +595,19 @@ else
 		wait_for 10 grep -q "trace-swap.jtr: a FIFO in the spool, not a trace: removed" "$d/log"
 	drop "$d" trace-after-swap
 	check "FIFO swapped in: later traces are summarised" wait_for 10 test -f "$d/data/outbox/trace-after-swap.json"
+	race_stop
 	# Item 1: the writer truncates the trace after jittd took its size.
+	race_start "$tmp/race-cut"
 	racing trace-cut.jtr truncate 0
 	wait $rpid
 	check "trace truncated under jittd: the race ran" grep -q "done truncate" "$d/race.out"
 	check "trace truncated under jittd: no SIGBUS, jittd answers" answers
 	check "trace truncated under jittd: quarantined, saying it shrank" \
 		wait_for 10 grep -qs "^trace-cut.jtr: offset 0: file shrank while read: 0 of " "$d/data/quarantine/trace-cut.why"
+	race_stop
 	# Item 10: a summary that takes long (held at a system call) leaves the socket answering;
 	# SIGTERM then finishes that trace before jittd exits.
+	race_start "$tmp/race-held"
 	mkdir -p "$d/marks"
 	racing trace-held.jtr hold "$d/marks"
 	wait_for 10 test -f "$d/marks/held"
@@ -601,9 +617,8 @@ else
 	kill -TERM "$jpid"
 	touch "$d/marks/release"
 	wait $rpid
-	wait "$jpid"
+	race_stop
 	s=$?
-	jpid=
 	check "SIGTERM while summarising: that trace is finished, then exit 0" \
 		is "$s $(ls "$d/data/outbox" | grep -c trace-held)" "0 1"
 fi
