@@ -107,10 +107,13 @@ SPOOL static int open_dir(int parent, const char *name, const char *shown, mode_
 		return fd;
 	int e = -errno;
 	struct stat st;
-	if ((e == -ELOOP || e == -ENOTDIR) && fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+	if ((e == -ELOOP || e == -ENOTDIR) &&
+	    fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (S_ISLNK(st.st_mode)) {
-			say(err, errsize, "%s is a symbolic link: refused (another user may have "
-				"planted it)", shown);
+			say(err, errsize,
+			    "%s is a symbolic link: refused (another user may have "
+			    "planted it)",
+			    shown);
 			return -ELOOP;
 		}
 		say(err, errsize, "%s is %s, not a folder", shown, hal_file_kind(st.st_mode));
@@ -135,15 +138,18 @@ SPOOL static int check_dir(int fd, const char *shown, bool root_ok, bool sticky_
 	}
 	uid_t me = geteuid();
 	if (st.st_uid != me && !(root_ok && st.st_uid == 0)) {
-		say(err, errsize, "%s is owned by uid %u, not by %s%u: another user could change "
-			"what is in it", shown, (unsigned)st.st_uid, root_ok ? "root or uid " : "uid ",
-			(unsigned)me);
+		say(err, errsize,
+		    "%s is owned by uid %u, not by %s%u: another user could change "
+		    "what is in it",
+		    shown, (unsigned)st.st_uid, root_ok ? "root or uid " : "uid ", (unsigned)me);
 		return -EPERM;
 	}
 	if ((st.st_mode & 022) && !(sticky_ok && (st.st_mode & S_ISVTX))) {
-		say(err, errsize, "%s is writable by %s (mode %04o)%s: another user could replace "
-			"what is in it", shown, (st.st_mode & 002) ? "others" : "its group",
-			(unsigned)(st.st_mode & 07777), sticky_ok ? " without the sticky bit" : "");
+		say(err, errsize,
+		    "%s is writable by %s (mode %04o)%s: another user could replace "
+		    "what is in it",
+		    shown, (st.st_mode & 002) ? "others" : "its group",
+		    (unsigned)(st.st_mode & 07777), sticky_ok ? " without the sticky bit" : "");
 		return -EPERM;
 	}
 	return 0;

@@ -147,8 +147,9 @@ TEST(spool_prepare_refuses_what_others_could_change)
 	chmod(link, 0700);
 	snprintf(link, sizeof(link), "%s/spool", b);
 	chmod(link, 0733);
-	expect_refused(b, -EPERM, "data/spool is writable by others (mode 0733) without the "
-				  "sticky bit");
+	expect_refused(b, -EPERM,
+		       "data/spool is writable by others (mode 0733) without the "
+		       "sticky bit");
 	chmod(link, 01733);
 	CHECK_EQ_INT(prepare(&c, err, sizeof(err)), 0);
 	/* Owned by another uid: a folder above, a sub-folder (root can give them away). */
@@ -263,9 +264,9 @@ TEST(spool_trim_removes_gone_writers_temporaries_and_counts_live_ones)
 	snprintf(live, sizeof(live), ".tmp-trace-%d-3-0", (int)getpid());
 	snprintf(old, sizeof(old), ".tmp-trace-%d-4-0", (int)getpid());
 	put(&c, "spool", dead, 1000, now - 2 * AGENT_SPOOL_TMP_GRACE_S); /* gone writer */
-	put(&c, "spool", fresh, 10, now);     /* gone, but just written: maybe another pid
-					       * namespace's writer */
-	put(&c, "spool", live, 10, now - 2 * AGENT_SPOOL_TMP_GRACE_S); /* a live writer */
+	put(&c, "spool", fresh, 10, now); /* gone, but just written: maybe another pid
+					   * namespace's writer */
+	put(&c, "spool", live, 10, now - 2 * AGENT_SPOOL_TMP_GRACE_S);	 /* a live writer */
 	put(&c, "spool", old, 100, now - 2 * AGENT_SPOOL_TMP_MAX_AGE_S); /* too old for any */
 	put(&c, "spool", "a.jtr", 10, now - 30);
 	put(&c, "spool", "b.jtr", 10, now - 20);

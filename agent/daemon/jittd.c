@@ -264,8 +264,8 @@ static void *work(void *arg)
 		d->scan = true;
 		d->retry_at_ms = now_ms() + d->backoff_ms;
 		log_warn("next try in %u ms", d->backoff_ms);
-		d->backoff_ms = d->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
-								  : d->backoff_ms * 2;
+		d->backoff_ms =
+			d->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : d->backoff_ms * 2;
 	}
 	pthread_mutex_unlock(&d->lock);
 	return NULL;
@@ -328,8 +328,9 @@ int main(int argc, char **argv)
 	int ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	/* By name, but the folders on the way were just checked: only root or jittd may
 	 * change them. IN_DONT_FOLLOW | IN_ONLYDIR all the same. */
-	if (ifd < 0 || inotify_add_watch(ifd, spool, IN_MOVED_TO | IN_CLOSE_WRITE | IN_DONT_FOLLOW |
-							     IN_ONLYDIR) < 0) {
+	if (ifd < 0 ||
+	    inotify_add_watch(ifd, spool,
+			      IN_MOVED_TO | IN_CLOSE_WRITE | IN_DONT_FOLLOW | IN_ONLYDIR) < 0) {
 		fprintf(stderr, "jittd: cannot watch %s: %s\n", spool, strerror(errno));
 		unlink(sock);
 		return 1;

@@ -25,14 +25,14 @@ struct jittd {
 	struct agent_config c;
 	struct agent_spool_dirs dirs; /* the data folder, opened and checked once at start */
 	struct jittd_worker w;
-	pthread_mutex_t lock;	     /* the fields below */
-	pthread_cond_t wake;	     /* the worker's: work, or stop */
-	bool scan;		     /* the spool may hold work: look at it */
-	int64_t retry_at_ms;	     /* CLOCK_MONOTONIC of the next try after a failure; 0 none */
-	unsigned backoff_ms;	     /* the wait after the next failure */
-	int last_error;		     /* of the last failed try, 0 after a success */
-	bool busy;		     /* the worker is in a pass over the spool */
-	atomic_bool stopping;	     /* finish the trace at hand, then leave */
+	pthread_mutex_t lock; /* the fields below */
+	pthread_cond_t wake;  /* the worker's: work, or stop */
+	bool scan;	      /* the spool may hold work: look at it */
+	int64_t retry_at_ms;  /* CLOCK_MONOTONIC of the next try after a failure; 0 none */
+	unsigned backoff_ms;  /* the wait after the next failure */
+	int last_error;	      /* of the last failed try, 0 after a success */
+	bool busy;	      /* the worker is in a pass over the spool */
+	atomic_bool stopping; /* finish the trace at hand, then leave */
 };
 
 /* The worker's state for `jitt status`: "busy" (in a pass, or one is due), "waiting" (for

@@ -64,11 +64,11 @@ void jittd_worker_stats(struct jittd_worker *w, struct jittd_stats *out)
 }
 
 /* Counters change under the lock: the control socket's thread reads them. */
-#define COUNT(w, field, n)                         \
-	do {                                       \
-		pthread_mutex_lock(&(w)->lock);    \
-		(w)->st.field += (n);              \
-		pthread_mutex_unlock(&(w)->lock);  \
+#define COUNT(w, field, n)                        \
+	do {                                      \
+		pthread_mutex_lock(&(w)->lock);   \
+		(w)->st.field += (n);             \
+		pthread_mutex_unlock(&(w)->lock); \
 	} while (0)
 
 /* dirfd/name, whole or not at all: a temporary, fsync'd, renamed, the folder fsync'd. Our
@@ -169,7 +169,8 @@ static int unlink_read(struct jittd_worker *w, const char *name, const struct st
 		return errno == ENOENT ? 0 : -errno; /* gone: trimmed by a writer's caps */
 	if (st && (now.st_dev != st->st_dev || now.st_ino != st->st_ino)) {
 		log_warn("%s: replaced in the spool while it was read; the new file is left for "
-			 "its own turn", name);
+			 "its own turn",
+			 name);
 		return 0;
 	}
 	if (unlinkat(spool, name, 0) != 0)
