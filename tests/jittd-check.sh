@@ -494,7 +494,7 @@ sed -i "s|^data_dir = .*|data_dir = data|" "$d/conf"
 refused "a relative data_dir: refused" "absolute path"
 
 # Entries planted in the spool under a trace's name: a symlink to another user's file, a
-# FIFO, a hard link to that file. Removed, never followed, read or moved (items 2 and 3).
+# FIFO, a socket (its open fails: ENXIO), a hard link to that file. Removed, never followed, read or moved (items 2 and 3).
 d=$tmp/planted
 setup "$d" "keep_traces = 1"
 start "$d"
@@ -503,17 +503,18 @@ chmod 0600 "$tmp/theirs"
 ln -s "$tmp/theirs" "$d/data/spool/trace-link.jtr"
 mkfifo "$d/data/spool/trace-fifo.jtr"
 ln "$tmp/theirs" "$d/data/spool/trace-hard.jtr"
+python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])' "$d/data/spool/trace-sock.jtr"
 drop "$d" trace-after-planted
 check "planted: a later trace is summarised" wait_for 10 test -f "$d/data/outbox/trace-after-planted.json"
 wait_for 10 idle "$d"
-check "planted: symlink, FIFO and hard link removed from the spool" is "$(ls -A "$d/data/spool")" ""
+check "planted: symlink, FIFO, socket and hard link removed from the spool" is "$(ls -A "$d/data/spool")" ""
 check "planted: the file they named is untouched (content, one link)" \
 	is "$(cat "$tmp/theirs") $(stat -c %h "$tmp/theirs")" "secret 1"
 check "planted: none of them summarised, kept or quarantined" \
 	is "$(ls "$d/data/outbox") $(ls "$d/data/traces") $(ls -A "$d/data/quarantine")" \
 	"trace-after-planted.json trace-after-planted.jtr "
 check "planted: the log names each and what it was" is \
-	"$(grep -c -e 'trace-link.jtr: a symbolic link in the spool' -e 'trace-fifo.jtr: a FIFO in the spool' -e 'trace-hard.jtr: a hard link' "$d/log")" 3
+	"$(grep -c -e 'trace-link.jtr: a symbolic link in the spool' -e 'trace-fifo.jtr: a FIFO in the spool' -e 'trace-sock.jtr: a socket in the spool' -e 'trace-hard.jtr: a hard link' "$d/log")" 4
 
 # Kept and quarantined traces are jittd's own files, mode 0600, not the writer's moved in
 # with its owner and mode (item 10).

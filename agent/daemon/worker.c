@@ -326,17 +326,21 @@ static int process(struct jittd_worker *w, const char *name, const char *json_na
 	}
 	if (fd == -EINVAL || fd == -EISDIR)
 		return remove_planted(w, name, &st, hal_file_kind(st.st_mode));
-	if (fd == -EACCES || fd == -EPERM) {
-		/* Another uid's file jittd may not read (jittd is not root): it can never be
-		 * summarised, and must not hold up the spool. */
-		char why[128];
-		snprintf(why, sizeof(why), "cannot open: %s", strerror(-fd));
-		int e = quarantine(w, name, why, false, NULL, 0, NULL);
-		return e;
+	if (fd == -EMFILE || fd == -ENFILE || fd == -ENOMEM) {
+		log_warn("%s: cannot open: %s", name, strerror(-fd));
+		return fd; /* ours to fix: try again later */
 	}
 	if (fd < 0) {
-		log_warn("%s: cannot open: %s", name, strerror(-fd));
-		return fd;
+		/* A socket fails the open itself (ENXIO): planted like the rest. */
+		struct stat now;
+		if (fstatat(w->dirs->spool, name, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    !S_ISREG(now.st_mode))
+			return remove_planted(w, name, &now, hal_file_kind(now.st_mode));
+		/* A file jittd may not read (another uid's, jittd not root; a lease): it can
+		 * never be summarised, and must not hold up the spool behind it. */
+		char why[128];
+		snprintf(why, sizeof(why), "cannot open: %s", strerror(-fd));
+		return quarantine(w, name, why, false, NULL, 0, NULL);
 	}
 	if (st.st_nlink != 1) {
 		close(fd);
@@ -360,9 +364,13 @@ static int process(struct jittd_worker *w, const char *name, const char *json_na
 		free(data);
 		return e;
 	}
-	if (e) {
+	if (e == -ENOMEM) {
 		log_warn("%s: cannot read: %s", name, strerror(-e));
 		return e;
+	}
+	if (e) { /* EIO, ...: this file's trouble, not a reason to stop the spool */
+		snprintf(err, sizeof(err), "cannot read: %s", strerror(-e));
+		return quarantine(w, name, err, false, NULL, 0, &st);
 	}
 	struct stat out;
 	if (fstatat(w->dirs->outbox, json_name, &out, AT_SYMLINK_NOFOLLOW) == 0) {
