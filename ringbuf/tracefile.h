@@ -81,13 +81,15 @@ int rb_trace_open_kind(const char *path, struct rb_trace *t, unsigned *kind, cha
 		       size_t errsize);
 
 /*
- * Read `size` bytes (the size fstat gave) of an open file into a new 8-byte aligned buffer
- * (*data, free it), with read(), so that nothing is mapped: a file truncated under the
- * reader gives an error, never SIGBUS. A file that ends before `size` bytes (it shrank)
- * is -EINVAL with the bytes read in *got and the message in err; *data then holds them
- * (for a quarantine copy). 0, -EINVAL, -ENOMEM or the -errno of read.
+ * Read `size` bytes (the size fstat gave) of an open file into new memory of its own
+ * (*data, released with rb_trace_free_copy(*data, size)), with read(): the file is not
+ * mapped, so one truncated under the reader gives an error, never SIGBUS. A file that ends
+ * before `size` bytes (it shrank) is -EINVAL with the bytes read in *got and the message in
+ * err; *data then holds them (for a quarantine copy). 0, -EINVAL, -ENOMEM or the -errno of
+ * read (*data NULL).
  */
 int rb_trace_read_fd(int fd, size_t size, void **data, size_t *got, char *err, size_t errsize);
+void rb_trace_free_copy(void *data, size_t size);
 /*
  * rb_trace_read_fd, then rb_trace_parse on the copy, which t owns (rb_trace_close frees
  * it). 0, a negative errno, or -EINVAL (see err).

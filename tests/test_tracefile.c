@@ -332,7 +332,7 @@ TEST(tracefile_load_fd_copies_and_a_shrunk_file_is_an_error)
 	CHECK_EQ_U64(got, size / 2);
 	CHECK(data && !memcmp(data, good, size / 2));
 	CHECK(strstr(err, "shrank while read") != NULL);
-	free(data);
+	rb_trace_free_copy(data, size);
 	struct rb_trace t;
 	CHECK_EQ_INT(rb_trace_load_fd(fd, size, &t, err, sizeof(err)), -EINVAL);
 	close(fd);

@@ -361,7 +361,7 @@ static int process(struct jittd_worker *w, const char *name, const char *json_na
 	close(fd);
 	if (e == -EINVAL) { /* empty, or shrank under us: what was read goes to quarantine */
 		e = quarantine(w, name, err, true, data, got, &st);
-		free(data);
+		rb_trace_free_copy(data, (size_t)st.st_size);
 		return e;
 	}
 	if (e == -ENOMEM) {
@@ -383,7 +383,7 @@ static int process(struct jittd_worker *w, const char *name, const char *json_na
 		e = finish(w, name, data, got, &st);
 	else if (e == 1)
 		e = 0; /* quarantined */
-	free(data);
+	rb_trace_free_copy(data, (size_t)st.st_size);
 	return e;
 }
 
