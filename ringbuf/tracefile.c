@@ -429,18 +429,20 @@ int rb_trace_parse(const void *data, size_t size, struct rb_trace *t, char *err,
 	return 0;
 }
 
-int rb_trace_open(const char *path, struct rb_trace *t, char *err, size_t errsize)
+int rb_trace_open_kind(const char *path, struct rb_trace *t, unsigned *kind, char *err,
+		       size_t errsize)
 {
 	memset(t, 0, sizeof(*t));
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	if (err && errsize)
+		err[0] = '\0';
 	struct stat st;
-	if (fstat(fd, &st) != 0) {
-		int e = -errno;
-		close(fd);
-		return e;
-	}
+	/* Once, without blocking: a FIFO or /dev/zero named on the command line is refused
+	 * here, not read forever. */
+	int fd = hal_open_file(AT_FDCWD, path, true, &st);
+	if (kind)
+		*kind = fd == -EINVAL || fd == -EISDIR || fd >= 0 ? (unsigned)st.st_mode : 0;
+	if (fd < 0)
+		return fd;
 	if (st.st_size == 0) {
 		close(fd);
 		return fail(err, errsize, 0, "empty file");
@@ -459,6 +461,69 @@ int rb_trace_open(const char *path, struct rb_trace *t, char *err, size_t errsiz
 	return 0;
 }
 
+int rb_trace_open(const char *path, struct rb_trace *t, char *err, size_t errsize)
+{
+	return rb_trace_open_kind(path, t, NULL, err, errsize);
+}
+
+int rb_trace_read_fd(int fd, size_t size, void **data, size_t *got, char *err, size_t errsize)
+{
+	*data = NULL;
+	*got = 0;
+	if (size == 0)
+		return fail(err, errsize, 0, "empty file");
+	/* Page aligned (the parser wants 8) and populated in one call: faulting in a fresh
+	 * 32 MiB heap buffer page by page made read() 10 times slower than a mapping of the
+	 * page cache (210 ms against 20 ms in a Firecracker VM); populated, about 100 ms. */
+	uint8_t *buf = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	if (buf == MAP_FAILED)
+		return -ENOMEM;
+	size_t done = 0;
+	while (done < size) {
+		ssize_t n = pread(fd, buf + done, size - done, (off_t)done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = -errno;
+			munmap(buf, size);
+			return e;
+		}
+		if (n == 0)
+			break; /* shrank since its fstat */
+		done += (size_t)n;
+	}
+	*data = buf;
+	*got = done;
+	if (done < size)
+		return fail(err, errsize, done, "file shrank while read: %zu of %zu bytes", done,
+			    size);
+	return 0;
+}
+
+void rb_trace_free_copy(void *data, size_t size)
+{
+	if (data)
+		munmap(data, size);
+}
+
+int rb_trace_load_fd(int fd, size_t size, struct rb_trace *t, char *err, size_t errsize)
+{
+	memset(t, 0, sizeof(*t));
+	void *data;
+	size_t got;
+	int e = rb_trace_read_fd(fd, size, &data, &got, err, errsize);
+	if (!e)
+		e = rb_trace_parse(data, size, t, err, errsize);
+	if (e) {
+		rb_trace_free_copy(data, size);
+		return e;
+	}
+	t->copy = data;
+	t->size = size;
+	return 0;
+}
+
 void rb_trace_close(struct rb_trace *t)
 {
 	free(t->strings);
@@ -466,6 +531,7 @@ void rb_trace_close(struct rb_trace *t)
 	free(t->threads);
 	if (t->map)
 		munmap(t->map, t->size);
+	rb_trace_free_copy(t->copy, t->size);
 	memset(t, 0, sizeof(*t));
 }
 

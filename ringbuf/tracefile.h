@@ -49,7 +49,8 @@ struct rb_trace {
 	struct rb_module *modules;    /* [0] is the main program */
 	struct rb_file_thread *threads;
 	/* private */
-	void *map;
+	void *map;   /* rb_trace_open's mapping, or NULL */
+	void *copy;  /* rb_trace_load_fd's copy (free), or NULL */
 	size_t size;
 	char *strings;
 };
@@ -66,8 +67,34 @@ int rb_trace_write(const char *dir, const char *reason, const struct rb_frozen *
  * or -EINVAL with a message naming what is wrong and at which offset in err.
  */
 int rb_trace_parse(const void *data, size_t size, struct rb_trace *t, char *err, size_t errsize);
-/* Map a file and parse it. 0, a negative errno, or -EINVAL (see err). */
+/*
+ * Map a file and parse it: for a user's own file (the `jitt` command). It is opened once
+ * with hal_open_file (following a symlink, as a user expects): a FIFO, a device or a
+ * folder is refused at once with -EINVAL or -EISDIR instead of hanging or being mapped
+ * (hal_file_kind names it: st_mode goes to *kind when kind is not NULL). A mapped file
+ * that another process truncates meanwhile raises SIGBUS on access: a reader of files
+ * other users control (jittd) uses rb_trace_load_fd instead. 0, a negative errno, or
+ * -EINVAL (see err; err is "" when the file is not a regular file).
+ */
 int rb_trace_open(const char *path, struct rb_trace *t, char *err, size_t errsize);
+int rb_trace_open_kind(const char *path, struct rb_trace *t, unsigned *kind, char *err,
+		       size_t errsize);
+
+/*
+ * Read `size` bytes (the size fstat gave) of an open file into new memory of its own
+ * (*data, released with rb_trace_free_copy(*data, size)), with read(): the file is not
+ * mapped, so one truncated under the reader gives an error, never SIGBUS. A file that ends
+ * before `size` bytes (it shrank) is -EINVAL with the bytes read in *got and the message in
+ * err; *data then holds them (for a quarantine copy). 0, -EINVAL, -ENOMEM or the -errno of
+ * read (*data NULL).
+ */
+int rb_trace_read_fd(int fd, size_t size, void **data, size_t *got, char *err, size_t errsize);
+void rb_trace_free_copy(void *data, size_t size);
+/*
+ * rb_trace_read_fd, then rb_trace_parse on the copy, which t owns (rb_trace_close frees
+ * it). 0, a negative errno, or -EINVAL (see err).
+ */
+int rb_trace_load_fd(int fd, size_t size, struct rb_trace *t, char *err, size_t errsize);
 void rb_trace_close(struct rb_trace *t);
 
 /* The module holding an entry's id, and the id as a virtual address in that module; -1

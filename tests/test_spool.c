@@ -9,16 +9,31 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+/* agent_spool_prepare, the folders closed again; err says why when it fails. */
+static int prepare(const struct agent_config *c, char *err, size_t errsize)
+{
+	struct agent_spool_dirs d;
+	int e = agent_spool_prepare(c, &d, err, errsize);
+	if (!e)
+		agent_spool_close(&d);
+	return e;
+}
 
 static void setup(struct agent_config *c, const char *name)
 {
 	agent_config_defaults(c);
 	snprintf(c->data_dir, sizeof(c->data_dir), "%s/%s", test_tmpdir(), name);
-	CHECK_EQ_INT(agent_spool_prepare(c), 0);
+	char err[256] = "";
+	if (prepare(c, err, sizeof(err)) != 0)
+		test_fail(__FILE__, __LINE__, "prepare %s: %s", c->data_dir, err);
 }
 
 /* A file of `bytes` (sparse) in data_dir/sub, modified at `mtime` seconds. */
@@ -47,23 +62,107 @@ TEST(spool_prepare)
 	struct agent_config c;
 	agent_config_defaults(&c);
 	snprintf(c.data_dir, sizeof(c.data_dir), "%s/a/b/data", test_tmpdir());
-	CHECK_EQ_INT(agent_spool_prepare(&c), 0);
+	char err[256] = "";
+	CHECK_EQ_INT(prepare(&c, err, sizeof(err)), 0);
+	/* The data folder reachable by apps of other uids, the spool shared (sticky), the
+	 * rest jittd's alone. */
 	const char *subs[] = { "", "/spool", "/traces", "/outbox", "/quarantine" };
+	const unsigned modes[] = { 0711, 01733, 0700, 0700, 0700 };
 	for (int i = 0; i < 5; i++) {
 		char path[512];
 		struct stat st;
 		snprintf(path, sizeof(path), "%s%s", c.data_dir, subs[i]);
 		CHECK(stat(path, &st) == 0 && S_ISDIR(st.st_mode));
-		CHECK_EQ_INT(st.st_mode & 0777, 0700);
+		CHECK_EQ_INT(st.st_mode & 07777, modes[i]);
 	}
 	/* Again: nothing to do. */
-	CHECK_EQ_INT(agent_spool_prepare(&c), 0);
+	CHECK_EQ_INT(prepare(&c, err, sizeof(err)), 0);
 	/* A file where a folder should be. */
 	char path[512];
 	snprintf(path, sizeof(path), "%s/f", test_tmpdir());
 	close(open(path, O_WRONLY | O_CREAT, 0600));
 	snprintf(c.data_dir, sizeof(c.data_dir), "%s", path);
-	CHECK_EQ_INT(agent_spool_prepare(&c), -ENOTDIR);
+	CHECK_EQ_INT(prepare(&c, err, sizeof(err)), -ENOTDIR);
+}
+
+/* jittd refuses a data folder another user could change (issue 12, items 3 and 10), and
+ * says which folder and why. */
+static void expect_refused(const char *data_dir, int want, const char *needle)
+{
+	struct agent_config c;
+	agent_config_defaults(&c);
+	snprintf(c.data_dir, sizeof(c.data_dir), "%s", data_dir);
+	char err[512] = "";
+	int e = prepare(&c, err, sizeof(err));
+	if (e != want || !strstr(err, needle))
+		test_fail(__FILE__, __LINE__, "%s: wanted %d with \"%s\", got %d \"%s\"", data_dir,
+			  want, needle, e, err);
+}
+
+TEST(spool_prepare_refuses_what_others_could_change)
+{
+	const char *tmp = test_tmpdir();
+	char a[512], b[512];
+	expect_refused("/", -EINVAL, "root folder");
+	expect_refused("//", -EINVAL, "root folder");
+	expect_refused("relative/data", -EINVAL, "not an absolute path");
+	/* A folder above that others may write, without the sticky bit. */
+	snprintf(a, sizeof(a), "%s/open", tmp);
+	mkdir(a, 0700);
+	chmod(a, 0777);
+	snprintf(b, sizeof(b), "%s/open/data", tmp);
+	expect_refused(b, -EPERM, "open is writable by others (mode 0777) without the sticky bit");
+	snprintf(b, sizeof(b), "%s/open/data", tmp);
+	CHECK(access(b, F_OK) != 0); /* nothing made inside it */
+	/* ... with the sticky bit, as /tmp: fine. */
+	chmod(a, 01777);
+	struct agent_config c;
+	agent_config_defaults(&c);
+	snprintf(c.data_dir, sizeof(c.data_dir), "%s", b);
+	char err[512] = "";
+	CHECK_EQ_INT(prepare(&c, err, sizeof(err)), 0);
+	/* The data folder itself group-writable. */
+	chmod(b, 0771);
+	expect_refused(b, -EPERM, "data is writable by its group");
+	chmod(b, 0711);
+	/* Sub-folders planted as symlinks to someone else's folder. */
+	char victim[512], link[600];
+	snprintf(victim, sizeof(victim), "%s/victim", tmp);
+	mkdir(victim, 0700);
+	snprintf(link, sizeof(link), "%s/outbox", b);
+	rmdir(link);
+	CHECK(symlink(victim, link) == 0);
+	expect_refused(b, -ELOOP, "data/outbox is a symbolic link");
+	unlink(link);
+	snprintf(link, sizeof(link), "%s/traces", b);
+	rmdir(link);
+	CHECK(symlink(victim, link) == 0);
+	expect_refused(b, -ELOOP, "data/traces is a symbolic link");
+	unlink(link);
+	CHECK_EQ_INT(prepare(&c, err, sizeof(err)), 0);
+	/* A sub-folder others may write; a spool others may write without the sticky bit. */
+	snprintf(link, sizeof(link), "%s/quarantine", b);
+	chmod(link, 0777);
+	expect_refused(b, -EPERM, "data/quarantine is writable by others (mode 0777)");
+	chmod(link, 0700);
+	snprintf(link, sizeof(link), "%s/spool", b);
+	chmod(link, 0733);
+	expect_refused(b, -EPERM,
+		       "data/spool is writable by others (mode 0733) without the "
+		       "sticky bit");
+	chmod(link, 01733);
+	CHECK_EQ_INT(prepare(&c, err, sizeof(err)), 0);
+	/* Owned by another uid: a folder above, a sub-folder (root can give them away). */
+	if (geteuid() == 0) {
+		CHECK(chown(link, 65534, 65534) == 0);
+		expect_refused(b, -EPERM, "data/spool is owned by uid 65534, not by uid 0");
+		CHECK(chown(link, 0, 0) == 0);
+		chmod(a, 0755);
+		CHECK(chown(a, 65534, 65534) == 0);
+		expect_refused(b, -EPERM, "open is owned by uid 65534, not by root or uid 0");
+	} else {
+		printf("    (not root: other owners not tried)\n");
+	}
 }
 
 TEST(spool_trim_by_count)
@@ -77,7 +176,7 @@ TEST(spool_trim_by_count)
 	put(&c, "spool", "s-d.jtr", 10, 4000);
 	put(&c, "spool", "s-e.jtr", 10, 5000);
 	/* Not traces: temporaries, other names, the other folders. */
-	put(&c, "spool", ".tmp-trace-1", 10, 1);
+	put(&c, "spool", ".tmp-x", 10, 1);
 	put(&c, "spool", "notes.txt", 10, 1);
 	put(&c, "quarantine", "q.jtr", 10, 1);
 	put(&c, "outbox", "o.jtr", 10, 1);
@@ -91,7 +190,7 @@ TEST(spool_trim_by_count)
 	/* A file coming: room for it. */
 	CHECK_EQ_INT(agent_spool_trim(&c, 1, &bytes), 1);
 	CHECK(!exists(&c, "traces", "t-c.jtr") && exists(&c, "spool", "s-d.jtr"));
-	CHECK(exists(&c, "spool", ".tmp-trace-1") && exists(&c, "spool", "notes.txt"));
+	CHECK(exists(&c, "spool", ".tmp-x") && exists(&c, "spool", "notes.txt"));
 	CHECK(exists(&c, "quarantine", "q.jtr") && exists(&c, "outbox", "o.jtr"));
 
 	struct agent_spool_file *f;
@@ -138,4 +237,89 @@ TEST(spool_missing_folders)
 	size_t n = 1;
 	CHECK_EQ_INT(agent_spool_list(&c, "spool", &f, &n), 0);
 	CHECK(n == 0 && f == NULL);
+}
+
+/* A pid that is gone: a child that has exited and been reaped. */
+static pid_t dead_pid(void)
+{
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(0);
+	waitpid(pid, NULL, 0);
+	return pid;
+}
+
+/* Writers' temporaries (issue 12, item 5): a gone writer's is removed and counted by the
+ * trim; a live writer's is left alone but counts against the caps while it exists. */
+TEST(spool_trim_removes_gone_writers_temporaries_and_counts_live_ones)
+{
+	struct agent_config c;
+	setup(&c, "tmp");
+	c.max_traces = 3;
+	c.max_trace_mb = 100;
+	time_t now = time(NULL);
+	char dead[64], live[64], fresh[64], old[64];
+	snprintf(dead, sizeof(dead), ".tmp-trace-%d-1-0", (int)dead_pid());
+	snprintf(fresh, sizeof(fresh), ".tmp-trace-%d-2-0", (int)dead_pid());
+	snprintf(live, sizeof(live), ".tmp-trace-%d-3-0", (int)getpid());
+	snprintf(old, sizeof(old), ".tmp-trace-%d-4-0", (int)getpid());
+	put(&c, "spool", dead, 1000, now - 2 * AGENT_SPOOL_TMP_GRACE_S); /* gone writer */
+	put(&c, "spool", fresh, 10, now); /* gone, but just written: maybe another pid
+					   * namespace's writer */
+	put(&c, "spool", live, 10, now - 2 * AGENT_SPOOL_TMP_GRACE_S);	 /* a live writer */
+	put(&c, "spool", old, 100, now - 2 * AGENT_SPOOL_TMP_MAX_AGE_S); /* too old for any */
+	put(&c, "spool", "a.jtr", 10, now - 30);
+	put(&c, "spool", "b.jtr", 10, now - 20);
+	uint64_t bytes = 0;
+	/* 2 traces + 2 live temporaries > 3: the oldest trace goes too. */
+	CHECK_EQ_INT(agent_spool_trim(&c, 0, &bytes), 3);
+	CHECK_EQ_U64(bytes, 1110);
+	CHECK(!exists(&c, "spool", dead) && !exists(&c, "spool", old));
+	CHECK(exists(&c, "spool", fresh) && exists(&c, "spool", live));
+	CHECK(!exists(&c, "spool", "a.jtr") && exists(&c, "spool", "b.jtr"));
+	/* By bytes too: 1 MiB of live temporary leaves no room for a 1 MiB trace in 1 MiB. */
+	c.max_traces = 100;
+	c.max_trace_mb = 1;
+	put(&c, "spool", live, 1 << 20, now - 2 * AGENT_SPOOL_TMP_GRACE_S);
+	CHECK_EQ_INT(agent_spool_trim(&c, 0, NULL), 1);
+	CHECK(!exists(&c, "spool", "b.jtr") && exists(&c, "spool", live));
+}
+
+/* Entries no writer of ours makes (issue 12, items 2 and 3): listed as what they are
+ * (never followed), neither counted nor trimmed; the target of a symlink is untouched. */
+TEST(spool_planted_entries_are_listed_as_what_they_are_and_never_followed)
+{
+	struct agent_config c;
+	setup(&c, "planted");
+	c.max_traces = 1;
+	char victim[512], path[512];
+	snprintf(victim, sizeof(victim), "%s/victim.jtr", test_tmpdir());
+	close(open(victim, O_WRONLY | O_CREAT, 0600));
+	snprintf(path, sizeof(path), "%s/spool/link.jtr", c.data_dir);
+	CHECK(symlink(victim, path) == 0);
+	snprintf(path, sizeof(path), "%s/spool/fifo.jtr", c.data_dir);
+	CHECK(mkfifo(path, 0600) == 0);
+	snprintf(path, sizeof(path), "%s/spool/hard.jtr", c.data_dir);
+	CHECK(link(victim, path) == 0);
+	put(&c, "spool", "a.jtr", 10, 1000);
+	put(&c, "spool", "b.jtr", 10, 2000);
+	struct agent_spool_file *f;
+	size_t n;
+	CHECK_EQ_INT(agent_spool_list(&c, "spool", &f, &n), 0);
+	CHECK_EQ_U64(n, 5);
+	int plain = 0;
+	for (size_t i = 0; i < n; i++) {
+		plain += agent_spool_is_plain(&f[i]);
+		if (!strcmp(f[i].name, "link.jtr"))
+			CHECK(S_ISLNK(f[i].mode));
+		if (!strcmp(f[i].name, "fifo.jtr"))
+			CHECK(S_ISFIFO(f[i].mode));
+		if (!strcmp(f[i].name, "hard.jtr"))
+			CHECK(f[i].nlink == 2);
+	}
+	CHECK_EQ_INT(plain, 2);
+	free(f);
+	CHECK_EQ_INT(agent_spool_trim(&c, 0, NULL), 1);
+	CHECK(!exists(&c, "spool", "a.jtr") && exists(&c, "spool", "b.jtr"));
+	CHECK(access(victim, F_OK) == 0);
 }

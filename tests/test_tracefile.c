@@ -236,3 +236,105 @@ TEST(tracefile_kill_9_during_persist_leaves_only_whole_files)
 	printf("    %d kills: %d whole files, %d temporary leftovers\n", kills, whole, temporary);
 	CHECK(whole > 0);
 }
+
+/* The status of running fn in a child process, which a hang (caught by a generous alarm)
+ * or a signal (SIGBUS) cannot take the tests down with it. */
+static int in_child(void (*fn)(const char *), const char *arg)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		alarm(60);
+		fn(arg);
+		_exit(0);
+	}
+	int status;
+	waitpid(pid, &status, 0);
+	return status;
+}
+
+static void open_refuses(const char *path)
+{
+	struct rb_trace t;
+	char err[256];
+	unsigned kind = 0;
+	int e = rb_trace_open_kind(path, &t, &kind, err, sizeof(err));
+	if (e == -EISDIR && S_ISDIR(kind))
+		_exit(0);
+	_exit(e == -EINVAL && !err[0] && (S_ISFIFO(kind) || S_ISCHR(kind)) ? 0 : 1);
+}
+
+/* A FIFO, a folder or a device named as a trace (issue 12, item 10): refused at once with
+ * what it is, not opened for ever (a FIFO without a writer) or read without end. */
+TEST(tracefile_open_refuses_fifo_folder_and_device_at_once)
+{
+	char fifo[512];
+	snprintf(fifo, sizeof(fifo), "%s/fifo.jtr", test_tmpdir());
+	CHECK(mkfifo(fifo, 0600) == 0);
+	int status = in_child(open_refuses, fifo);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	status = in_child(open_refuses, test_tmpdir());
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	status = in_child(open_refuses, "/dev/zero");
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* jittd's way (issue 12, item 1): the trace is copied into memory, so the writer truncating
+ * the file afterwards changes nothing; a file shorter than its fstat size when read (it
+ * shrank meanwhile) is an error naming it, never SIGBUS. */
+static void load_then_truncate(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) != 0)
+		_exit(2);
+	struct rb_trace t;
+	char err[256];
+	if (rb_trace_load_fd(fd, (size_t)st.st_size, &t, err, sizeof(err)) != 0)
+		_exit(3);
+	close(fd);
+	if (truncate(path, 0) != 0)
+		_exit(4);
+	for (uint32_t i = 0; i < t.nthreads; i++) { /* every record read after the cut */
+		struct rb_event *ev = NULL;
+		size_t n;
+		if (rb_decode(&t.threads[i].view, t.ref_ticks, &ev, &n, NULL) != 0 || n == 0)
+			_exit(5);
+		free(ev);
+	}
+	rb_trace_close(&t);
+	_exit(0);
+}
+
+TEST(tracefile_load_fd_copies_and_a_shrunk_file_is_an_error)
+{
+	size_t size;
+	uint8_t *good = make_file(&size);
+	if (!CHECK(good != NULL))
+		return;
+	char path[512];
+	snprintf(path, sizeof(path), "%s/copy.jtr", test_tmpdir());
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(write(fd, good, size) == (ssize_t)size);
+	close(fd);
+	int status = in_child(load_then_truncate, path);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+	/* Shorter than the size its fstat gave: the bytes read are kept for a quarantine
+	 * copy, and the error says it shrank. */
+	fd = open(path, O_WRONLY | O_TRUNC);
+	CHECK(write(fd, good, size / 2) == (ssize_t)(size / 2));
+	close(fd);
+	fd = open(path, O_RDONLY);
+	void *data;
+	size_t got;
+	char err[256] = "";
+	CHECK_EQ_INT(rb_trace_read_fd(fd, size, &data, &got, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_U64(got, size / 2);
+	CHECK(data && !memcmp(data, good, size / 2));
+	CHECK(strstr(err, "shrank while read") != NULL);
+	rb_trace_free_copy(data, size);
+	struct rb_trace t;
+	CHECK_EQ_INT(rb_trace_load_fd(fd, size, &t, err, sizeof(err)), -EINVAL);
+	close(fd);
+	free(good);
+}

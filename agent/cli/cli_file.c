@@ -20,35 +20,19 @@
 
 int cli_trace_open(const char *prog, const char *path, struct rb_trace *t)
 {
-	char shown[512], err[256] = "";
+	char shown[512], err[256] = "", why[512];
 	agent_escape(shown, sizeof(shown), path);
-	/* Only to name what is not a trace file: rb_trace_open would say "No such device" for a
-	 * folder, "empty file" for /dev/zero and wait forever on a FIFO. The file is the
-	 * user's own argument, so symlinks are followed; rb_trace_open then opens it again
-	 * and checks it itself. */
-	struct stat st;
-	int e = hal_open_file(AT_FDCWD, path, true, &st);
-	if (e == -EISDIR || e == -EINVAL) {
-		fprintf(stderr, "%s: %s: %s, not a trace file\n", prog, shown,
-			hal_file_kind(st.st_mode));
-		return 1;
-	}
-	if (e < 0) {
-		fprintf(stderr, "%s: %s: %s\n", prog, shown, strerror(-e));
-		return 1;
-	}
-	close(e);
-	e = rb_trace_open(path, t, err, sizeof(err));
-	if (e) {
-		if (e == -EISDIR || (e == -EINVAL && !err[0]))
-			snprintf(err, sizeof(err), "not a regular file");
-		else if (e != -EINVAL)
-			snprintf(err, sizeof(err), "%s", strerror(-e));
-		char why[512];
-		fprintf(stderr, "%s: %s: %s\n", prog, shown, agent_escape(why, sizeof(why), err));
-		return 1;
-	}
-	return 0;
+	/* Opened once (hal_open_file inside): a folder, a FIFO or a device is named for what it
+	 * is, where a plain open would say "No such device" for a folder, "empty file" for
+	 * /dev/zero and wait forever on a FIFO. */
+	unsigned kind = 0;
+	int e = rb_trace_open_kind(path, t, &kind, err, sizeof(err));
+	if (e == -EISDIR || (e == -EINVAL && !err[0]))
+		fprintf(stderr, "%s: %s: %s, not a trace file\n", prog, shown, hal_file_kind(kind));
+	else if (e)
+		fprintf(stderr, "%s: %s: %s\n", prog, shown,
+			agent_escape(why, sizeof(why), e == -EINVAL ? err : strerror(-e)));
+	return e ? 1 : 0;
 }
 
 static void truncated(int sig, siginfo_t *info, void *ctx)

@@ -35,7 +35,9 @@ __attribute__((format(printf, 2, 3))) static void put(struct out *o, const char 
 
 static int status(struct jittd *d, char *reply, size_t size)
 {
-	const struct jittd_stats *s = &d->w.st;
+	struct jittd_stats copy, *s = &copy; /* the worker's thread updates them meanwhile */
+	jittd_worker_stats(&d->w, &copy);
+	int last_error = jittd_last_error(d);
 	struct out o = { reply, size, 0 };
 	put(&o, "pid %d\n", (int)getpid());
 	put(&o, "traces_seen %llu\n", (unsigned long long)s->seen);
@@ -48,12 +50,13 @@ static int status(struct jittd *d, char *reply, size_t size)
 	put(&o, "summary_bytes %llu\n", (unsigned long long)s->summary_bytes);
 	struct agent_spool_file *files;
 	size_t n;
-	if (agent_spool_list(&d->c, "spool", &files, &n) == 0) {
+	if (agent_spool_list_at(&d->dirs, "spool", &files, &n) == 0) {
 		free(files);
 		put(&o, "pending %zu\n", n);
 	}
 	put(&o, "last_summary %s\n", s->last_summary[0] ? s->last_summary : "-");
-	put(&o, "last_error %s\n", d->last_error ? strerror(-d->last_error) : "-");
+	put(&o, "last_error %s\n", last_error ? strerror(-last_error) : "-");
+	put(&o, "worker %s\n", jittd_worker_state(d));
 	return 0;
 }
 

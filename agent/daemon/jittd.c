@@ -2,10 +2,12 @@
 /*
  * jittd [-f] [-c CONFIG] [--syslog]: summarises the traces instrumented programs persist
  * into <data_dir>/spool (agent/daemon/worker.c), answers on <run_dir>/jittd.sock
- * (agent/daemon/control.c), and otherwise sleeps: one poll() over the spool's inotify fd,
- * the control socket and the retry timer of a failed write. It runs on the LITTLE cores at
- * the lowest priority (Hubble section 4.3: the recorder never competes with the app), so
- * summarising happens right here, one trace at a time.
+ * (agent/daemon/control.c), and otherwise sleeps. Two threads, both on the LITTLE cores at
+ * the lowest priority (Hubble section 4.3: the recorder never competes with the app): the
+ * main one waits in one ppoll() over the spool's inotify fd, the control socket and the
+ * stop signals; the worker summarises, one trace at a time, and waits for work or for the
+ * retry time of a failed write. A trace that takes long to summarise (a large or crafted
+ * one) so never leaves the socket unanswered: `jitt status` answers meanwhile.
  */
 #define _GNU_SOURCE
 #include "agent/daemon/jittd.h"
@@ -64,14 +66,36 @@ static int64_t now_ms(void)
 
 void jittd_retry_now(struct jittd *d)
 {
+	pthread_mutex_lock(&d->lock);
 	d->scan = true;
 	d->retry_at_ms = 0;
 	d->backoff_ms = BACKOFF_FIRST_MS;
+	pthread_cond_signal(&d->wake);
+	pthread_mutex_unlock(&d->lock);
+}
+
+const char *jittd_worker_state(struct jittd *d)
+{
+	pthread_mutex_lock(&d->lock);
+	const char *state = d->busy || (d->scan && !d->retry_at_ms) ? "busy"
+			    : d->scan				    ? "waiting"
+								    : "idle";
+	pthread_mutex_unlock(&d->lock);
+	return state;
+}
+
+int jittd_last_error(struct jittd *d)
+{
+	pthread_mutex_lock(&d->lock);
+	int e = d->last_error;
+	pthread_mutex_unlock(&d->lock);
+	return e;
 }
 
 /* Lowest priority: SCHED_IDLE runs only when nothing else wants the CPU. musl's
- * sched_setscheduler() is a stub (it is per thread on Linux), hence the system call; jittd
- * has one thread. Where SCHED_IDLE is refused, nice 19. */
+ * sched_setscheduler() is a stub (it is per thread on Linux), hence the system call, made
+ * before the worker thread is created: a new thread inherits its creator's policy, nice
+ * value and CPU affinity, so both threads get them. Where SCHED_IDLE is refused, nice 19. */
 static void lower_priority(void)
 {
 	struct sched_param p = { .sched_priority = 0 };
@@ -156,15 +180,6 @@ static void serve_step(const struct pollfd *p, int n)
 		log_warn("control socket: %s", strerror(-e));
 }
 
-/* Between two traces: whatever the clients have ready, without waiting. */
-static void serve(void)
-{
-	struct pollfd p[AGENT_CTL_POLLFDS];
-	int n = agent_ctl_server_pollfds(&ctl, p, AGENT_CTL_POLLFDS);
-	if (poll(p, (nfds_t)n, 0) >= 0)
-		serve_step(p, n);
-}
-
 /* A trace arrived (renamed in, or written in place and closed)? Writers' temporaries
  * (".tmp-...") and other files are not work. An overflowed queue may have lost one. */
 static bool drain_inotify(int fd)
@@ -188,35 +203,71 @@ static bool drain_inotify(int fd)
 	}
 }
 
-/* Work through the spool, oldest first, until it is empty or a write fails. */
-static void run_pass(struct jittd *d)
+/* Work through the spool, oldest first, until it is empty, a write fails, or jittd stops.
+ * The worker's thread. */
+static int run_pass(struct jittd *d)
 {
-	d->scan = false;
+	/* Gone writers' temporaries and the caps first: a crash loop of an app must not fill
+	 * the disk with what it never finished writing. */
+	jittd_worker_trim(&d->w);
 	struct agent_spool_file *files;
 	size_t n;
-	int e = agent_spool_list(&d->c, "spool", &files, &n);
+	int e = agent_spool_list_at(&d->dirs, "spool", &files, &n);
 	if (e) {
-		log_err("cannot read %s: %s", d->w.spool, strerror(-e));
-	} else {
-		for (size_t i = 0; i < n && !stop_signal; i++) {
-			serve();
-			e = jittd_worker_process(&d->w, files[i].name);
-			if (e)
-				break;
+		log_err("cannot read %s/spool: %s", d->c.data_dir, strerror(-e));
+		return e;
+	}
+	for (size_t i = 0; i < n && !atomic_load(&d->stopping); i++) {
+		e = jittd_worker_process(&d->w, files[i].name);
+		if (e)
+			break;
+	}
+	free(files);
+	return e;
+}
+
+static void wait_until(pthread_cond_t *cv, pthread_mutex_t *m, int64_t at_ms)
+{
+	struct timespec ts = { at_ms / 1000, (long)(at_ms % 1000) * 1000000 };
+	pthread_cond_timedwait(cv, m, &ts);
+}
+
+/* The worker's thread: a pass whenever there may be work, the back-off after a failure. */
+static void *work(void *arg)
+{
+	struct jittd *d = arg;
+	pthread_mutex_lock(&d->lock);
+	for (;;) {
+		while (!atomic_load(&d->stopping) &&
+		       !(d->scan && (!d->retry_at_ms || now_ms() >= d->retry_at_ms))) {
+			if (d->scan && d->retry_at_ms)
+				wait_until(&d->wake, &d->lock, d->retry_at_ms);
+			else
+				pthread_cond_wait(&d->wake, &d->lock);
 		}
-		free(files);
+		if (atomic_load(&d->stopping))
+			break;
+		d->scan = false;
+		d->busy = true;
+		pthread_mutex_unlock(&d->lock);
+		int e = run_pass(d);
+		pthread_mutex_lock(&d->lock);
+		d->busy = false;
+		if (!e) {
+			d->retry_at_ms = 0;
+			d->backoff_ms = BACKOFF_FIRST_MS;
+			d->last_error = 0;
+			continue;
+		}
+		d->last_error = e;
+		d->scan = true;
+		d->retry_at_ms = now_ms() + d->backoff_ms;
+		log_warn("next try in %u ms", d->backoff_ms);
+		d->backoff_ms =
+			d->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : d->backoff_ms * 2;
 	}
-	if (!e) {
-		d->retry_at_ms = 0;
-		d->backoff_ms = BACKOFF_FIRST_MS;
-		d->last_error = 0;
-		return;
-	}
-	d->last_error = e;
-	d->scan = true;
-	d->retry_at_ms = now_ms() + d->backoff_ms;
-	log_warn("next try in %u ms", d->backoff_ms);
-	d->backoff_ms = d->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : d->backoff_ms * 2;
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
 }
 
 int main(int argc, char **argv)
@@ -248,11 +299,16 @@ int main(int argc, char **argv)
 	}
 	/* Until the daemon is detached, trouble goes to the terminal that started it. */
 	agent_log_open("jittd", 0, d.c.log_level);
-	if ((e = agent_spool_prepare(&d.c)) != 0) {
-		fprintf(stderr, "jittd: cannot prepare %s: %s\n", d.c.data_dir, strerror(-e));
+	/* The data folder and every folder above it checked, its sub-folders opened once:
+	 * another user's symlink or writable folder there is refused, not followed. */
+	if ((e = agent_spool_prepare(&d.c, &d.dirs, err, sizeof(err))) != 0) {
+		fprintf(stderr, "jittd: refusing data_dir %s: %s\n", d.c.data_dir,
+			err[0] ? err : strerror(-e));
 		return 1;
 	}
-	if ((e = jittd_worker_init(&d.w, &d.c)) != 0 ||
+	char spool[AGENT_PATH_MAX + 8];
+	if ((e = jittd_worker_init(&d.w, &d.c, &d.dirs)) != 0 ||
+	    (e = agent_config_path(&d.c, "spool", spool, sizeof(spool))) != 0 ||
 	    (e = agent_config_socket(&d.c, 0, sock, sizeof(sock))) != 0) {
 		fprintf(stderr, "jittd: %s: %s\n", d.c.data_dir, strerror(-e));
 		return 1;
@@ -269,8 +325,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	int ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	if (ifd < 0 || inotify_add_watch(ifd, d.w.spool, IN_MOVED_TO | IN_CLOSE_WRITE) < 0) {
-		fprintf(stderr, "jittd: cannot watch %s: %s\n", d.w.spool, strerror(errno));
+	/* By name, but the folders on the way were just checked: only root or jittd may
+	 * change them. IN_DONT_FOLLOW | IN_ONLYDIR all the same. */
+	if (ifd < 0 ||
+	    inotify_add_watch(ifd, spool,
+			      IN_MOVED_TO | IN_CLOSE_WRITE | IN_DONT_FOLLOW | IN_ONLYDIR) < 0) {
+		fprintf(stderr, "jittd: cannot watch %s: %s\n", spool, strerror(errno));
 		unlink(sock);
 		return 1;
 	}
@@ -304,17 +364,28 @@ int main(int argc, char **argv)
 	lower_priority();
 	agent_ctl_server_init(&ctl, listen_fd, jittd_control, &d);
 	jittd_worker_recover(&d.w);
-	jittd_retry_now(&d); /* work left by an earlier run */
+
+	/* The worker's clock is CLOCK_MONOTONIC, as now_ms(). */
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_mutex_init(&d.lock, NULL);
+	pthread_cond_init(&d.wake, &ca);
+	pthread_condattr_destroy(&ca);
+	d.scan = true; /* work left by an earlier run */
+	d.backoff_ms = BACKOFF_FIRST_MS;
+	pthread_t worker;
+	/* Created with SIGTERM and SIGINT blocked (above), so only the main thread takes them. */
+	if ((e = pthread_create(&worker, NULL, work, &d)) != 0) {
+		log_err("cannot start the worker thread: %s", strerror(e));
+		unlink(sock);
+		return 1;
+	}
+	pthread_setname_np(worker, "jittd-worker");
 
 	while (!stop_signal) {
-		if (d.scan && (!d.retry_at_ms || now_ms() >= d.retry_at_ms)) {
-			run_pass(&d);
-			continue; /* a signal may have come meanwhile */
-		}
 		struct timespec ts, *timeout = NULL;
 		int64_t due = agent_ctl_server_deadline(&ctl);
-		if (d.scan && d.retry_at_ms && d.retry_at_ms < due)
-			due = d.retry_at_ms;
 		if (due != INT64_MAX) {
 			int64_t left = due - now_ms();
 			left = left < 0 ? 0 : left;
@@ -328,17 +399,32 @@ int main(int argc, char **argv)
 			log_err("poll: %s", strerror(errno));
 			break;
 		}
-		if (r > 0 && (p[0].revents & POLLIN) && drain_inotify(ifd))
+		if (r > 0 && (p[0].revents & POLLIN) && drain_inotify(ifd)) {
+			/* During a back-off the worker still waits for its retry time. */
+			pthread_mutex_lock(&d.lock);
 			d.scan = true;
+			pthread_cond_signal(&d.wake);
+			pthread_mutex_unlock(&d.lock);
+		}
 		if (r >= 0)
 			serve_step(p + 1, n - 1);
 	}
+	/* The trace being summarised is finished first (the worker looks at `stopping`
+	 * between traces). */
+	pthread_mutex_lock(&d.lock);
+	atomic_store(&d.stopping, true);
+	pthread_cond_signal(&d.wake);
+	pthread_mutex_unlock(&d.lock);
+	pthread_join(worker, NULL);
+	struct jittd_stats st;
+	jittd_worker_stats(&d.w, &st);
 	log_info("jittd stopping (%s): %llu summarised, %llu quarantined",
-		 stop_signal ? strsignal(stop_signal) : "error",
-		 (unsigned long long)d.w.st.summarised, (unsigned long long)d.w.st.quarantined);
+		 stop_signal ? strsignal(stop_signal) : "error", (unsigned long long)st.summarised,
+		 (unsigned long long)st.quarantined);
 	unlink(sock);
 	agent_ctl_server_close(&ctl);
 	close(listen_fd);
 	close(ifd);
+	agent_spool_close(&d.dirs);
 	return stop_signal ? 0 : 1;
 }

@@ -3,15 +3,28 @@
  * jittd's handling of one trace (agent/daemon/worker.h). The order of the steps is what
  * makes a kill -9 at any moment harmless:
  *
- *   1. outbox/X.json exists?  then only step 4 is left
- *   2. parse and summarise spool/X.jtr (in memory; a bad file goes to quarantine/)
- *   3. outbox/.jittd-X.json.tmp: write, fsync, rename to X.json, fsync the outbox
- *   4. spool/X.jtr -> traces/X.jtr (keep_traces) or unlink, fsync the folders; trim
+ *   1. open spool/X.jtr once (no symlink, no FIFO, one link), read it into memory, keep its
+ *      (dev, ino); a file that shrank while read, or cannot be parsed, goes to step Q
+ *   2. outbox/X.json exists?  then only step 4 is left
+ *   3. summarise from memory; outbox/.jittd-X.json.tmp: write, fsync, rename to X.json,
+ *      fsync the outbox
+ *   4. keep_traces: traces/.jittd-X.jtr.tmp from memory: write, fsync, rename to X.jtr,
+ *      fsync traces/; then unlink spool/X.jtr if that name is still the inode read, fsync
+ *      the spool; trim
+ *   Q. quarantine/X.why, then quarantine/X.jtr from memory (each written as in 3); then
+ *      unlink spool/X.jtr as in 4
  *
  * A kill before 3's rename leaves a temporary (removed at the next start) and the trace in
  * the spool: it is summarised again, once. A kill after it leaves the summary: the next run
- * sees it in step 1 and finishes the move. Nothing is lost and no summary is made twice.
+ * sees it in step 2 and finishes the copy, which replaces a copy made before the kill by a
+ * rename (never two). A kill in Q quarantines again, over the same names. Nothing is lost
+ * and no summary is made twice.
+ *
+ * Kept and quarantined traces are jittd's own files (mode 0600), not the writer's moved in
+ * with its owner and mode; the unlink checks the inode so that a file put under the same
+ * name meanwhile is not removed unread.
  */
+#define _GNU_SOURCE
 #include "agent/daemon/worker.h"
 #include "agent/log.h"
 #include "agent/spool.h"
@@ -24,6 +37,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,50 +47,63 @@
 #define TMP_PREFIX ".jittd-"
 #define TMP_SUFFIX ".tmp"
 
-int jittd_worker_init(struct jittd_worker *w, const struct agent_config *c)
+int jittd_worker_init(struct jittd_worker *w, const struct agent_config *c,
+		      const struct agent_spool_dirs *dirs)
 {
 	memset(w, 0, sizeof(*w));
 	w->c = c;
-	int e = agent_config_path(c, "spool", w->spool, sizeof(w->spool));
-	if (!e)
-		e = agent_config_path(c, "outbox", w->outbox, sizeof(w->outbox));
-	if (!e)
-		e = agent_config_path(c, "traces", w->traces, sizeof(w->traces));
-	if (!e)
-		e = agent_config_path(c, "quarantine", w->quarantine, sizeof(w->quarantine));
-	return e;
+	w->dirs = dirs;
+	return -pthread_mutex_init(&w->lock, NULL);
 }
 
-static int join(char *buf, size_t size, const char *dir, const char *a, const char *b,
-		const char *c)
+void jittd_worker_stats(struct jittd_worker *w, struct jittd_stats *out)
 {
-	int n = snprintf(buf, size, "%s/%s%s%s", dir, a, b, c);
-	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+	pthread_mutex_lock(&w->lock);
+	*out = w->st;
+	pthread_mutex_unlock(&w->lock);
 }
 
-/* dir/name, whole or not at all: a temporary, fsync'd, renamed, the folder fsync'd. */
-static int write_atomic(const char *dir, const char *name, const char *buf, size_t len)
+/* Counters change under the lock: the control socket's thread reads them. */
+#define COUNT(w, field, n)                        \
+	do {                                      \
+		pthread_mutex_lock(&(w)->lock);   \
+		(w)->st.field += (n);             \
+		pthread_mutex_unlock(&(w)->lock); \
+	} while (0)
+
+/* dirfd/name, whole or not at all: a temporary, fsync'd, renamed, the folder fsync'd. Our
+ * own folder (checked at start), relative to its descriptor. */
+static int write_atomic(int dirfd, const char *name, const void *buf, size_t len)
 {
-	char tmp[AGENT_PATH_MAX + 160], final[AGENT_PATH_MAX + 160];
-	int e = join(tmp, sizeof(tmp), dir, TMP_PREFIX, name, TMP_SUFFIX);
-	if (!e)
-		e = join(final, sizeof(final), dir, name, "", "");
-	if (e)
-		return e;
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	char tmp[200];
+	int n = snprintf(tmp, sizeof(tmp), "%s%s%s", TMP_PREFIX, name, TMP_SUFFIX);
+	if (n < 0 || (size_t)n >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
+	int e = 0;
 	size_t done = 0;
 	while (done < len && !e) {
-		ssize_t n = write(fd, buf + done, len - done);
-		if (n > 0)
-			done += (size_t)n;
-		else if (n < 0 && errno != EINTR)
+		ssize_t k = write(fd, (const char *)buf + done, len - done);
+		if (k > 0)
+			done += (size_t)k;
+		else if (k < 0 && errno != EINTR)
 			e = -errno;
-		else if (n == 0)
+		else if (k == 0)
 			e = -EIO;
 	}
-	return hal_file_commit(fd, e, tmp, final, dir);
+	if (!e && fsync(fd) != 0)
+		e = -errno;
+	if (close(fd) != 0 && !e)
+		e = -errno;
+	if (!e && renameat(dirfd, tmp, dirfd, name) != 0)
+		e = -errno;
+	if (e) {
+		unlinkat(dirfd, tmp, 0);
+		return e;
+	}
+	return fsync(dirfd) ? -errno : 0;
 }
 
 static int ends_with(const char *s, const char *suffix)
@@ -85,21 +112,24 @@ static int ends_with(const char *s, const char *suffix)
 	return n >= m && !strcmp(s + n - m, suffix);
 }
 
-static int remove_temporaries(const char *dir)
+static int remove_temporaries(int dirfd, const char *sub)
 {
-	DIR *d = opendir(dir);
-	if (!d)
-		return errno == ENOENT ? 0 : -errno;
+	int fd = dirfd < 0 ? -1 : openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
 	int removed = 0;
 	struct dirent *de;
-	char path[AGENT_PATH_MAX + 300];
 	while ((de = readdir(d))) {
 		if (strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) ||
 		    !ends_with(de->d_name, TMP_SUFFIX))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-		if (unlink(path) == 0) {
-			log_info("removed %s, left half-written by an earlier run", path);
+		if (unlinkat(dirfd, de->d_name, 0) == 0) {
+			log_info("removed %s/%s, left half-written by an earlier run", sub,
+				 de->d_name);
 			removed++;
 		}
 	}
@@ -109,98 +139,132 @@ static int remove_temporaries(const char *dir)
 
 int jittd_worker_recover(struct jittd_worker *w)
 {
-	int a = remove_temporaries(w->outbox), b = remove_temporaries(w->quarantine);
-	return (a > 0 ? a : 0) + (b > 0 ? b : 0);
+	return remove_temporaries(w->dirs->outbox, "outbox") +
+	       remove_temporaries(w->dirs->traces, "traces") +
+	       remove_temporaries(w->dirs->quarantine, "quarantine");
 }
 
-/* Step 4: the trace leaves the spool, kept or deleted, then the caps. */
-static int finish(struct jittd_worker *w, const char *name)
+void jittd_worker_trim(struct jittd_worker *w)
 {
-	char from[AGENT_PATH_MAX + 160], to[AGENT_PATH_MAX + 160];
-	join(from, sizeof(from), w->spool, name, "", "");
-	if (w->c->keep_traces) {
-		join(to, sizeof(to), w->traces, name, "", "");
-		if (rename(from, to) != 0) {
-			if (errno == ENOENT) /* trimmed meanwhile by a writer's caps */
-				return 0;
-			int e = -errno;
-			log_err("%s: cannot move to %s: %s", name, w->traces, strerror(-e));
-			return e;
-		}
-		/* The new name first: with only the spool synced, a crash could lose both. */
-		hal_fsync_dir(w->traces);
-		hal_fsync_dir(w->spool);
-		w->st.kept++;
-		log_dbg("%s: kept in %s", name, w->traces);
-	} else {
-		if (unlink(from) != 0) {
-			if (errno == ENOENT)
-				return 0;
-			int e = -errno;
-			log_err("%s: cannot delete: %s", name, strerror(-e));
-			return e;
-		}
-		hal_fsync_dir(w->spool);
-		w->st.deleted++;
-		log_dbg("%s: deleted", name);
-	}
 	uint64_t bytes = 0;
-	int n = agent_spool_trim(w->c, 0, &bytes);
+	int n = agent_spool_trim_at(w->dirs, w->c, 0, &bytes);
 	if (n > 0) {
-		w->st.trimmed += (uint64_t)n;
-		log_info("trimmed %d raw trace%s (%llu bytes) to stay within max_traces %u, "
-			 "max_trace_mb %u",
+		COUNT(w, trimmed, (uint64_t)n);
+		log_info("trimmed %d file%s (%llu bytes): the oldest raw traces over max_traces "
+			 "%u, max_trace_mb %u, and temporaries of writers that are gone",
 			 n, n == 1 ? "" : "s", (unsigned long long)bytes, w->c->max_traces,
 			 w->c->max_trace_mb);
 	} else if (n < 0) {
 		log_warn("cannot trim the raw traces: %s", strerror(-n));
 	}
+}
+
+/* The spool's `name` leaves, if it is still the file that was read (dev, ino of *st): a
+ * file renamed over it meanwhile is another trace, left for its own turn. */
+static int unlink_read(struct jittd_worker *w, const char *name, const struct stat *st)
+{
+	int spool = w->dirs->spool;
+	struct stat now;
+	if (fstatat(spool, name, &now, AT_SYMLINK_NOFOLLOW) != 0)
+		return errno == ENOENT ? 0 : -errno; /* gone: trimmed by a writer's caps */
+	if (st && (now.st_dev != st->st_dev || now.st_ino != st->st_ino)) {
+		log_warn("%s: replaced in the spool while it was read; the new file is left for "
+			 "its own turn",
+			 name);
+		return 0;
+	}
+	if (unlinkat(spool, name, 0) != 0)
+		return errno == ENOENT ? 0 : -errno;
+	fsync(spool);
 	return 0;
 }
 
-/* A file that cannot be summarised: quarantine/X.why says why, then X.jtr joins it. */
-static int quarantine(struct jittd_worker *w, const char *name, const char *why)
+/* Step 4: the trace leaves the spool, a copy kept or not, then the caps. */
+static int finish(struct jittd_worker *w, const char *name, const void *data, size_t size,
+		  const struct stat *st)
 {
-	char text[512], whyname[160], from[AGENT_PATH_MAX + 160], to[AGENT_PATH_MAX + 160];
+	int e;
+	if (w->c->keep_traces) {
+		/* The copy first: with the spool's name gone first, a crash could lose both. */
+		e = write_atomic(w->dirs->traces, name, data, size);
+		if (e) {
+			log_err("%s: cannot write traces/%s: %s", name, name, strerror(-e));
+			return e;
+		}
+	}
+	e = unlink_read(w, name, st);
+	if (e) {
+		log_err("%s: cannot remove it from the spool: %s", name, strerror(-e));
+		return e;
+	}
+	if (w->c->keep_traces) {
+		COUNT(w, kept, 1);
+		log_dbg("%s: kept in traces/", name);
+	} else {
+		COUNT(w, deleted, 1);
+		log_dbg("%s: deleted", name);
+	}
+	jittd_worker_trim(w);
+	return 0;
+}
+
+/* A file that cannot be summarised: quarantine/X.why says why, then a copy of what was read
+ * as X.jtr (copy: none when it was not read), then it leaves the spool. */
+static int quarantine(struct jittd_worker *w, const char *name, const char *why, bool copy,
+		      const void *data, size_t size, const struct stat *st)
+{
+	char text[512], whyname[160];
 	int n = snprintf(text, sizeof(text), "%s: %s\n", name, why);
 	snprintf(whyname, sizeof(whyname), "%.*s.why", (int)(strlen(name) - 4), name);
-	int e = write_atomic(w->quarantine, whyname, text,
+	int e = write_atomic(w->dirs->quarantine, whyname, text,
 			     (size_t)n < sizeof(text) ? (size_t)n : sizeof(text) - 1);
+	if (!e && copy)
+		e = write_atomic(w->dirs->quarantine, name, data ? data : "", data ? size : 0);
 	if (e) {
-		log_err("%s: cannot write %s/%s: %s", name, w->quarantine, whyname, strerror(-e));
+		log_err("%s: cannot write to quarantine/: %s", name, strerror(-e));
 		return e;
 	}
-	join(from, sizeof(from), w->spool, name, "", "");
-	join(to, sizeof(to), w->quarantine, name, "", "");
-	if (rename(from, to) != 0) {
-		if (errno == ENOENT)
-			return 0;
-		e = -errno;
-		log_err("%s: cannot move to %s: %s", name, w->quarantine, strerror(-e));
+	e = unlink_read(w, name, st);
+	if (e) {
+		log_err("%s: cannot remove it from the spool: %s", name, strerror(-e));
 		return e;
 	}
-	hal_fsync_dir(w->quarantine);
-	hal_fsync_dir(w->spool);
-	w->st.quarantined++;
+	COUNT(w, quarantined, 1);
 	log_warn("%s: quarantined: %s", name, why);
 	return 0;
 }
 
-/* Steps 2 and 3. 0, 1 when the file went to quarantine, or -errno to try again later. */
-static int summarise(struct jittd_worker *w, const char *name, const char *json_name)
+/* Something named *.jtr in the spool that no writer of ours makes (a symlink, FIFO, folder,
+ * device, or a hard link to a file elsewhere): removed, not quarantined. Its name is the
+ * spool's alone (unlinking a symlink or one link of a file never touches the target), and
+ * there is nothing safe to keep: reading it is the attack. A folder goes only if empty. */
+static int remove_planted(struct jittd_worker *w, const char *name, const struct stat *st,
+			  const char *what)
 {
-	char path[AGENT_PATH_MAX + 160], err[256] = "";
-	join(path, sizeof(path), w->spool, name, "", "");
+	int flags = S_ISDIR(st->st_mode) ? AT_REMOVEDIR : 0;
+	if (unlinkat(w->dirs->spool, name, flags) != 0 && errno != ENOENT) {
+		log_warn("%s: %s in the spool, not a trace; cannot remove it: %s", name, what,
+			 strerror(errno));
+		return 0; /* never work: the next pass meets it again, the others go on */
+	}
+	fsync(w->dirs->spool);
+	log_warn("%s: %s in the spool, not a trace: removed", name, what);
+	return 0;
+}
+
+/* Step 3. 0, 1 when the file went to quarantine, or -errno to try again later. */
+static int summarise(struct jittd_worker *w, const char *name, const char *json_name,
+		     const void *data, size_t size, const struct stat *st)
+{
+	char err[256] = "";
 	struct rb_trace t;
-	int e = rb_trace_open(path, &t, err, sizeof(err));
-	if (e == -ENOENT)
-		return -ENOENT;
-	if (e == -ENOMEM || e == -EMFILE || e == -ENFILE)
+	int e = rb_trace_parse(data, size, &t, err, sizeof(err));
+	if (e == -ENOMEM)
 		return e;
 	if (e) {
 		if (e != -EINVAL || !err[0])
 			snprintf(err, sizeof(err), "%s", strerror(-e));
-		e = quarantine(w, name, err);
+		e = quarantine(w, name, err, true, data, size, st);
 		return e ? e : 1;
 	}
 	struct agent_symbols syms;
@@ -208,6 +272,9 @@ static int summarise(struct jittd_worker *w, const char *name, const char *json_
 		rb_trace_close(&t);
 		return -ENOMEM;
 	}
+	/* Names only from module files the trace's writer could read itself: one app must not
+	 * learn another's private function names through a trace naming its binary. */
+	agent_symbols_set_owner(&syms, st->st_uid);
 	struct summary s;
 	e = summary_build(&s, &t, CONFIG_AGENT_SUMMARY_K);
 	if (e) {
@@ -215,7 +282,7 @@ static int summarise(struct jittd_worker *w, const char *name, const char *json_
 		rb_trace_close(&t);
 		if (e != -EINVAL)
 			return e;
-		e = quarantine(w, name, "a ring cannot be decoded");
+		e = quarantine(w, name, "a ring cannot be decoded", true, data, size, st);
 		return e ? e : 1;
 	}
 	/* In memory first: the summary is a few KiB (under 4 KiB at K = 10), and a write to
@@ -233,18 +300,94 @@ static int summarise(struct jittd_worker *w, const char *name, const char *json_
 		free(buf);
 		return -ENOMEM;
 	}
-	e = write_atomic(w->outbox, json_name, buf, len);
+	e = write_atomic(w->dirs->outbox, json_name, buf, len);
 	free(buf);
 	if (e) {
-		log_warn("%s: cannot write %s/%s: %s; left in the spool for a later try", name,
-			 w->outbox, json_name, strerror(-e));
+		log_warn("%s: cannot write outbox/%s: %s; left in the spool for a later try", name,
+			 json_name, strerror(-e));
 		return e;
 	}
+	pthread_mutex_lock(&w->lock);
 	w->st.summarised++;
 	w->st.summary_bytes += len;
 	snprintf(w->st.last_summary, sizeof(w->st.last_summary), "%s", json_name);
+	pthread_mutex_unlock(&w->lock);
 	log_info("%s: summarised into outbox/%s (%zu bytes)", name, json_name, len);
 	return 0;
+}
+
+/* Steps 1 to 4 for one name. 0 when done with, or -errno to try again later. */
+static int process(struct jittd_worker *w, const char *name, const char *json_name)
+{
+	struct stat st;
+	int fd = hal_open_file(w->dirs->spool, name, false, &st);
+	if (fd == -ENOENT)
+		return 0; /* gone meanwhile */
+	if (fd == -ELOOP) {
+		st.st_mode = S_IFLNK;
+		return remove_planted(w, name, &st, "a symbolic link");
+	}
+	if (fd == -EINVAL || fd == -EISDIR)
+		return remove_planted(w, name, &st, hal_file_kind(st.st_mode));
+	if (fd == -EMFILE || fd == -ENFILE || fd == -ENOMEM) {
+		log_warn("%s: cannot open: %s", name, strerror(-fd));
+		return fd; /* ours to fix: try again later */
+	}
+	if (fd < 0) {
+		/* A socket fails the open itself (ENXIO): planted like the rest. */
+		struct stat now;
+		if (fstatat(w->dirs->spool, name, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    !S_ISREG(now.st_mode))
+			return remove_planted(w, name, &now, hal_file_kind(now.st_mode));
+		/* A file jittd may not read (another uid's, jittd not root; a lease): it can
+		 * never be summarised, and must not hold up the spool behind it. */
+		char why[128];
+		snprintf(why, sizeof(why), "cannot open: %s", strerror(-fd));
+		return quarantine(w, name, why, false, NULL, 0, NULL);
+	}
+	if (st.st_nlink != 1) {
+		close(fd);
+		return remove_planted(w, name, &st, "a hard link to another file");
+	}
+	uint64_t max = (uint64_t)w->c->max_trace_mb << 20;
+	if ((uint64_t)st.st_size > max) {
+		close(fd);
+		char why[160];
+		snprintf(why, sizeof(why), "%llu bytes, more than max_trace_mb %u: not read",
+			 (unsigned long long)st.st_size, w->c->max_trace_mb);
+		return quarantine(w, name, why, false, NULL, 0, &st);
+	}
+	void *data;
+	size_t got;
+	char err[256] = "";
+	int e = rb_trace_read_fd(fd, (size_t)st.st_size, &data, &got, err, sizeof(err));
+	close(fd);
+	if (e == -EINVAL) { /* empty, or shrank under us: what was read goes to quarantine */
+		e = quarantine(w, name, err, true, data, got, &st);
+		rb_trace_free_copy(data, (size_t)st.st_size);
+		return e;
+	}
+	if (e == -ENOMEM) {
+		log_warn("%s: cannot read: %s", name, strerror(-e));
+		return e;
+	}
+	if (e) { /* EIO, ...: this file's trouble, not a reason to stop the spool */
+		snprintf(err, sizeof(err), "cannot read: %s", strerror(-e));
+		return quarantine(w, name, err, false, NULL, 0, &st);
+	}
+	struct stat out;
+	if (fstatat(w->dirs->outbox, json_name, &out, AT_SYMLINK_NOFOLLOW) == 0) {
+		log_info("%s: already summarised into outbox/%s; finishing", name, json_name);
+		e = 0;
+	} else {
+		e = summarise(w, name, json_name, data, got, &st);
+	}
+	if (e == 0)
+		e = finish(w, name, data, got, &st);
+	else if (e == 1)
+		e = 0; /* quarantined */
+	rb_trace_free_copy(data, (size_t)st.st_size);
+	return e;
 }
 
 int jittd_worker_process(struct jittd_worker *w, const char *name)
@@ -253,26 +396,14 @@ int jittd_worker_process(struct jittd_worker *w, const char *name)
 	if (n <= 4 || n >= sizeof(w->retrying) - 8 || !ends_with(name, ".jtr"))
 		return 0; /* not a trace name of ours: left alone */
 	if (strcmp(w->retrying, name)) {
-		w->st.seen++;
+		COUNT(w, seen, 1);
 		snprintf(w->retrying, sizeof(w->retrying), "%s", name);
 	}
-	char json_name[160], json[AGENT_PATH_MAX + 160];
+	char json_name[160];
 	snprintf(json_name, sizeof(json_name), "%.*s.json", (int)(n - 4), name);
-	join(json, sizeof(json), w->outbox, json_name, "", "");
-
-	int e;
-	if (access(json, F_OK) == 0) {
-		log_info("%s: already summarised into outbox/%s; finishing", name, json_name);
-		e = 0;
-	} else {
-		e = summarise(w, name, json_name);
-	}
-	if (e == 0)
-		e = finish(w, name);
-	else if (e == 1 || e == -ENOENT)
-		e = 0; /* quarantined, or gone from the spool meanwhile */
+	int e = process(w, name, json_name);
 	if (e)
-		w->st.retries++;
+		COUNT(w, retries, 1);
 	else
 		w->retrying[0] = 0;
 	return e;
