@@ -102,25 +102,6 @@ static int summarise(const char *path, unsigned k, struct out *text, struct out 
 	return e;
 }
 
-static void summary_release(struct summary *s)
-{
-	free(s->top_window);
-	free(s->top_trace);
-	for (size_t i = 0; i < s->nchains; i++)
-		free(s->chains[i].f);
-	free(s->chains);
-	for (size_t i = 0; i < s->ncontexts; i++) {
-		free(s->contexts[i].key);
-		free(s->contexts[i].self);
-		free(s->contexts[i].base);
-	}
-	free(s->contexts);
-	for (size_t i = 0; i < s->nhops; i++) {
-		free(s->hops[i].top);
-		free(s->hops[i].chain.f);
-	}
-}
-
 /* The JSON is strict, plain ASCII, one line, at most 4 KiB. */
 static void check_json(const char *what, const char *buf, size_t size)
 {
@@ -186,7 +167,7 @@ TEST(bounded_deep_chains_are_elided_and_the_summary_stays_small)
 			CHECK(strstr(json.buf, "\"chains_elided\":[[0,16,") != NULL);
 			CHECK(strstr(json.buf, "\"elided_at\":16") != NULL);
 		}
-		summary_release(&s);
+		summary_free(&s);
 		free(text.buf);
 		free(json.buf);
 	}
@@ -261,7 +242,7 @@ TEST(bounded_summary_json_fits_4_kib_for_hostile_traces)
 		CHECK(memchr(text.buf, '\x07', text.size) == NULL);
 		CHECK(strstr(text.buf, "\xc2\x9b") == NULL);
 		CHECK(strstr(text.buf, "\xe2\x80\xae") == NULL);
-		summary_release(&s);
+		summary_free(&s);
 		free(text.buf);
 		free(json.buf);
 	}
@@ -476,7 +457,7 @@ TEST(bounded_diff_reads_elided_paths_of_summaries)
 		if (!CHECK(diff_side_add_summary(&side[k], json.buf, json.size, err, sizeof(err)) ==
 			   0))
 			printf("    %s\n", err);
-		summary_release(&s);
+		summary_free(&s);
 		free(text.buf);
 		free(json.buf);
 	}
