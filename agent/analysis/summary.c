@@ -489,15 +489,43 @@ static int64_t frame_cost(uint64_t self, uint64_t base)
 	return (int64_t)(self < most ? self : most) - (int64_t)(base < most ? base : most);
 }
 
+/* A path's cost, summed exactly whatever its depth: each frame adds at most 2^52 either way
+ * (frame_cost) and a tree has at most 2^32 nodes, so a sum needs 85 bits. 32-bit ARM has no
+ * __int128: the sum is kept as hi * 2^32 + lo, lo in [0, 2^32), hi within 2^53. */
+struct path_sum {
+	int64_t hi;
+	int64_t lo;
+};
+
+static struct path_sum path_add(struct path_sum p, int64_t cost)
+{
+	/* cost = (cost >> 32) * 2^32 + (cost & 0xffffffff), the shift arithmetic (gcc's
+	 * documented behaviour for signed right shifts) */
+	p.hi += cost >> 32;
+	p.lo += cost & 0xffffffff;
+	p.hi += p.lo >> 32;
+	p.lo &= 0xffffffff;
+	return p;
+}
+
+static int64_t path_clamp(struct path_sum p)
+{
+	if (p.hi >= (int64_t)1 << 31)
+		return INT64_MAX;
+	if (p.hi < -((int64_t)1 << 31))
+		return INT64_MIN;
+	return (int64_t)((uint64_t)p.hi << 32 | (uint64_t)p.lo);
+}
+
 /* IntroPerf Alg. 3, DiffRankPaths: every root-to-leaf path of the window, costed by the
  * sum of its frames' self time minus the baseline's; the K costliest. Linear in the tree:
  * a node's path cost is its parent's plus its own (parents come before their children),
- * summed exactly in 128 bits and clamped once, where walking each leaf's path up to the
+ * summed exactly (struct path_sum) and clamped once, where walking each leaf's path up to the
  * root was quadratic on a deep trace (a path of a million calls with a leaf at each). */
 static int rank_contexts(struct summary *s, const struct cct *c, double scale)
 {
 	struct leaf *leaves = malloc((c->n ? c->n : 1) * sizeof(*leaves));
-	__int128 *sum = malloc((c->n ? c->n : 1) * sizeof(*sum));
+	struct path_sum *sum = malloc((c->n ? c->n : 1) * sizeof(*sum));
 	uint32_t *outer = malloc((c->n ? c->n : 1) * sizeof(*outer));
 	if (!leaves || !sum || !outer) {
 		free(leaves);
@@ -506,12 +534,12 @@ static int rank_contexts(struct summary *s, const struct cct *c, double scale)
 		return -ENOMEM;
 	}
 	size_t nl = 0;
-	sum[0] = 0;
+	sum[0] = (struct path_sum){ 0, 0 };
 	outer[0] = 0;
 	for (uint32_t i = 1; i < c->n; i++) {
 		const struct cct_node *nd = &c->node[i];
-		sum[i] = sum[nd->parent] +
-			 frame_cost(nd->s[CCT_WINDOW].self, base_of(s, nd, scale));
+		sum[i] = path_add(sum[nd->parent],
+				  frame_cost(nd->s[CCT_WINDOW].self, base_of(s, nd, scale)));
 		/* The path's last frame kept on the outer side: its ancestor at that depth. */
 		outer[i] = nd->depth <= SUMMARY_KEEP_OUTER ? i : outer[nd->parent];
 	}
@@ -524,9 +552,7 @@ static int rank_contexts(struct summary *s, const struct cct *c, double scale)
 			leaf = c->node[ch].s[CCT_WINDOW].calls == 0;
 		if (!leaf)
 			continue;
-		__int128 v = sum[i];
-		int64_t cost = v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : (int64_t)v;
-		leaves[nl++] = (struct leaf){ i, cost };
+		leaves[nl++] = (struct leaf){ i, path_clamp(sum[i]) };
 	}
 	free(sum);
 	qsort(leaves, nl, sizeof(*leaves), by_cost);
