@@ -195,13 +195,16 @@ FUZZ_SRCS_export := tests/fuzz_export.c tests/fuzz_common.c $(FUZZ_LIB)
 FUZZ_SRCS_diff := tests/fuzz_diff.c tests/fuzz_common.c $(FUZZ_LIB)
 FUZZ_SRCS_config := tests/fuzz_config.c tests/fuzz_common.c $(FUZZ_LIB)
 FUZZ_SRCS_ctl := tests/fuzz_ctl.c agent/ctl.c agent/escape.c
-FUZZ_TRACES := tests/fuzz-corpus/tracefile tests/fuzz-corpus/traces
+FUZZ_TRACES := tests/fuzz-corpus/tracefile tests/fuzz-corpus/traces tests/fuzz-corpus/crafted
 FUZZ_SEEDS_tracefile := $(FUZZ_TRACES)
 FUZZ_SEEDS_summary := $(FUZZ_TRACES)
 FUZZ_SEEDS_export := $(FUZZ_TRACES)
 FUZZ_SEEDS_diff := tests/fuzz-corpus/diff
 FUZZ_SEEDS_config := tests/fuzz-corpus/config
 FUZZ_SEEDS_ctl := tests/fuzz-corpus/ctl
+# Dictionaries, tests/fuzz-corpus/<name>.dict (the target's own name when not given here).
+FUZZ_DICT_summary := tracefile
+FUZZ_DICT_export := tracefile
 FUZZ_CFLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
 	-fno-sanitize-recover=undefined -I$(srctree) -include $(CONFIG_H)
 FUZZERS := $(addprefix $(obj)/fuzz/fuzz-,$(FUZZ_TARGETS))
@@ -226,7 +229,8 @@ $(foreach t,$(FUZZ_TARGETS),$(eval $(call fuzz_program,$(t))))
 # $(call fuzz_run,SECONDS,RESULT_FILE)
 fuzz_run = FUZZ_STRICT_4K=$(FUZZ_STRICT_4K) FUZZ_STRICT_TEXT=$(FUZZ_STRICT_TEXT) \
 	sh tests/fuzz-run.sh --dir $(obj)/fuzz --time $(1) --timeout $(FUZZ_TIMEOUT) \
-	--rss-mb $(FUZZ_RSS_MB) --result $(2) $(foreach t,$(FUZZ_TARGETS),"$(t):$(FUZZ_SEEDS_$(t))")
+	--rss-mb $(FUZZ_RSS_MB) --dicts tests/fuzz-corpus --result $(2) \
+	$(foreach t,$(FUZZ_TARGETS),"$(t):$(FUZZ_SEEDS_$(t)):$(or $(FUZZ_DICT_$(t)),$(t))")
 fuzz fuzz-short: $(FUZZERS)
 	$(Q)rm -f $(obj)/fuzz-result
 	$(Q)$(call fuzz_run,$(FUZZ_SHORT),$(obj)/fuzz-result)

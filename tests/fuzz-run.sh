@@ -5,14 +5,15 @@
 #   FAIL fuzz-NAME: crash|leak|timeout|out-of-memory|exit N, input: FILE
 #        reproduce: FUZZER FILE
 # usage: fuzz-run.sh --dir FUZZ_DIR --time SECONDS --timeout SECONDS --rss-mb MB
-#                    --result FILE NAME:SEED_DIR[ SEED_DIR...] ...
+#                    [--dicts DIR] --result FILE NAME:SEED_DIR[ SEED_DIR...][:DICT] ...
 # FUZZ_DIR holds the programs (fuzz-NAME); each target works in FUZZ_DIR/NAME/: corpus/ starts
 # as a copy of its seed folders and keeps what the fuzzer adds (the committed seeds are never
 # written), log is the fuzzer's output, and crash, leak and timeout inputs are saved there.
 # A hang (an input slower than --timeout), a leak and going over --rss-mb are failures, as a
-# crash is. The result file gets "fuzz N passed, N failed", one test per target.
+# crash is. With --dicts, DIR/DICT.dict (DICT is NAME when not given) is the fuzzer's
+# dictionary (-dict) when there is one. The result file gets "fuzz N passed, N failed", one test per target.
 set -u
-dir= time= timeout=10 rss=2048 result=
+dir= time= timeout=10 rss=2048 result= dicts=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--dir) dir=$2; shift 2 ;;
@@ -20,6 +21,7 @@ while [ $# -gt 0 ]; do
 	--timeout) timeout=$2; shift 2 ;;
 	--rss-mb) rss=$2; shift 2 ;;
 	--result) result=$2; shift 2 ;;
+	--dicts) dicts=$2; shift 2 ;;
 	--) shift; break ;;
 	-*) echo "fuzz-run.sh: unknown option $1" >&2; exit 2 ;;
 	*) break ;;
@@ -34,6 +36,12 @@ passed=0 failed=0
 for spec in "$@"; do
 	name=${spec%%:*}
 	seeds=${spec#*:}
+	dict=$name
+	case $seeds in *:*) dict=${seeds##*:}; seeds=${seeds%:*} ;; esac
+	dictopt=
+	if [ -n "$dicts" ] && [ -f "$dicts/$dict.dict" ]; then
+		dictopt=-dict=$dicts/$dict.dict
+	fi
 	fuzzer=$dir/fuzz-$name
 	work=$dir/$name
 	mkdir -p "$work/corpus"
@@ -43,7 +51,7 @@ for spec in "$@"; do
 	rm -f "$work/log"
 	# -detect_leaks=1 is libFuzzer's default under ASan; said here so it stays on.
 	"$fuzzer" -max_total_time="$time" -timeout="$timeout" -rss_limit_mb="$rss" \
-		-detect_leaks=1 -print_final_stats=1 -artifact_prefix="$work/" \
+		-detect_leaks=1 -print_final_stats=1 -artifact_prefix="$work/" ${dictopt:+"$dictopt"} \
 		"$work/corpus" >"$work/log" 2>&1
 	status=$?
 	# The last status line: "#RUNS <what> cov: C ft: F corp: N/SIZE ... exec/s: E ..."
