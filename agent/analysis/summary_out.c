@@ -9,9 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Ticks to ns, at most INT64_MAX: more (292 years) comes only from a torn or crafted trace,
+ * and every reader of the JSON, `jitt diff` first, takes durations as signed 64-bit. */
 static uint64_t ns(const struct summary *s, uint64_t ticks)
 {
-	return hal_ticks_to_ns(ticks, s->trace->timer_hz);
+	uint64_t v = hal_ticks_to_ns(ticks, s->trace->timer_hz);
+	return v > INT64_MAX ? INT64_MAX : v;
 }
 
 static const char *thread_name(const struct summary *s, int i)
