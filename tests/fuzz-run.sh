@@ -82,7 +82,13 @@ for spec in "$@"; do
 	input=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$work/log" | tail -n 1)
 	tail -n 40 "$work/log"
 	echo "FAIL fuzz-$name: $what after ${runs:-?} runs, input: ${input:-none saved} (log: $work/log)"
-	[ -n "$input" ] && echo "     reproduce: $fuzzer $input"
+	# The strict checks are read from the environment: a replay needs them too.
+	env=
+	for v in FUZZ_STRICT_4K FUZZ_STRICT_TEXT; do
+		eval "x=\${$v:-0}"
+		[ "$x" = 0 ] || env="$env$v=$x "
+	done
+	[ -n "$input" ] && echo "     reproduce: $env$fuzzer $input"
 	failed=$((failed + 1))
 done
 
