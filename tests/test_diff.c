@@ -833,6 +833,8 @@ TEST(json_refuses_garbage_naming_the_offset)
 		{ "/*c*/{}", 0 },
 		{ "1e999", 0 },
 		{ "-1e400", 0 },
+		/* a name with a NUL would answer a lookup of its prefix */
+		{ "{\"schema\\u0000x\":1}", 1 },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct json_doc d;

@@ -360,8 +360,13 @@ static int parse_container(struct parser *p, int depth, uint32_t self, bool obje
 		if (object) {
 			if (p->pos >= p->len || p->s[p->pos] != '"')
 				return unexpected(p, "a member name (a string)");
+			size_t name_at = p->pos;
 			if ((r = parse_string(p, &key, &klen)) != 0)
 				return r;
+			/* Names are looked up as C strings (json_get): one holding a NUL would
+			 * answer for its prefix ("schema\u0000x" for "schema"). No summary has one. */
+			if (strlen(p->doc->strings + key) != klen)
+				return fail(p, name_at, "a member name holding \\u0000");
 			skip_ws(p);
 			if (p->pos >= p->len || p->s[p->pos] != ':')
 				return unexpected(p, "':' after a member name");
@@ -508,8 +513,7 @@ uint32_t json_get(const struct json_doc *d, uint32_t obj, const char *name)
 	size_t n = strlen(name);
 	for (uint32_t m = o->child; m != JSON_NONE; m = d->v[m].next) {
 		const char *k = d->strings + d->v[m].key;
-		/* Names with a NUL (from \u0000) never equal a C string. */
-		if (strncmp(k, name, n + 1) == 0)
+		if (strncmp(k, name, n + 1) == 0) /* no name holds a NUL: the parser refuses it */
 			return m;
 	}
 	return JSON_NONE;
