@@ -186,8 +186,7 @@ FUZZ_RSS_MB ?= 2048
 # byte in the text, for every input. 0 turns a check off, to fuzz past a known failure.
 FUZZ_STRICT_4K ?= 1
 FUZZ_STRICT_TEXT ?= 1
-# tests/fuzz_ctl.c comes with the control-socket request parser; without it, no ctl target.
-FUZZ_TARGETS := tracefile summary export diff config $(if $(wildcard tests/fuzz_ctl.c),ctl)
+FUZZ_TARGETS := tracefile summary export diff config ctl
 # What the traced code needs, from the folders' Kbuild lists, so a new file there is linked.
 FUZZ_LIB := $(patsubst %.o,%.c,$(hal-y) $(rb-y) $(agent-common-y) $(analysis-y))
 FUZZ_SRCS_tracefile := tests/fuzz_tracefile.c $(FUZZ_LIB)
@@ -344,7 +343,7 @@ help:
 	@echo "  boot-test      this board's tests inside its kernel under qemu-system"
 	@echo "  bench          benchmarks"
 	@echo "  fuzz           every fuzz target briefly (FUZZ_SHORT=15 s each): traces, summaries,"
-	@echo "                 exports, diff, settings (and ctl requests when tests/fuzz_ctl.c is there)"
+	@echo "                 exports, diff, settings, control requests"
 	@echo "  fuzz-long      every fuzz target for FUZZ_TIME=600 s each, one after another;"
 	@echo "                 per target: runs, coverage, corpus, what it found"
 	@echo "  tsan           the ring tests under ThreadSanitizer"
