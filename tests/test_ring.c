@@ -20,6 +20,11 @@
 #include <string.h>
 #include <unistd.h>
 
+/* How long a running traced thread gets to answer a stop. It answers at its next trace
+ * point, as soon as it runs; on a loaded machine that may be seconds later, and 1 s was
+ * not always enough (a copy was taken instead). Generous: it only catches a hang. */
+#define RUNNING_ANSWER_MS 30000
+
 struct worker {
 	_Atomic int registered, go, quit, calls;
 	int block_fd; /* >= 0: block in read() on it once, after a few calls */
@@ -121,7 +126,7 @@ TEST(ring_clean_stop_freezes_a_consistent_call_tree)
 			sched_yield();
 		struct rb_frozen f;
 		rb_lock();
-		CHECK_EQ_INT(rb_stop(r, 1000, &f), 0);
+		CHECK_EQ_INT(rb_stop(r, RUNNING_ANSWER_MS, &f), 0);
 		rb_unlock();
 		CHECK(!f.copied);
 		struct rb_ring_view v = rb_frozen_view(&f);
@@ -204,7 +209,7 @@ TEST(ring_wraps_and_the_file_round_trips)
 		sched_yield();
 	struct rb_frozen f;
 	rb_lock();
-	CHECK_EQ_INT(rb_stop(r, 1000, &f), 0);
+	CHECK_EQ_INT(rb_stop(r, RUNNING_ANSWER_MS, &f), 0);
 	rb_unlock();
 	CHECK(f.laps >= 1);
 	CHECK_EQ_U64(f.valid, f.nslots);
