@@ -83,8 +83,11 @@ count() { # files matching a glob pattern
 	echo $n
 }
 # Poll (up to $1 seconds) until the command succeeds.
+# Waits for an event; SECONDS only bounds a hang. jittd runs SCHED_IDLE, so on a loaded
+# machine (a fuzzer on every core) it may get no CPU for long: the bound is generous, times
+# JITT_TEST_PATIENCE (default 6), and only delays the report of a real failure.
 wait_for() {
-	limit=$(($1 * 50))
+	limit=$(($1 * 50 * ${JITT_TEST_PATIENCE:-6}))
 	shift
 	i=0
 	while [ $i -lt $limit ]; do
@@ -555,6 +558,8 @@ s.sendall(b"\xc2\x9bscan\n"); s.recv(4096)' "$sock"
 		check "flood: a new trace is summarised" wait_for 20 outbox_has "$d" 1
 		alive() { kill -0 "$1" 2>/dev/null; }
 		check "flood: the flood was still going" alive "$fpid"
+		check "flood: jitt status counts the connections over the uid's cap" \
+			test "$(counter "$d" clients_over_uid_cap)" -gt 0
 		kill "$fpid" 2>/dev/null
 		wait "$fpid" 2>/dev/null
 	fi

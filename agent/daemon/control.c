@@ -57,6 +57,14 @@ static int status(struct jittd *d, char *reply, size_t size)
 	put(&o, "last_summary %s\n", s->last_summary[0] ? s->last_summary : "-");
 	put(&o, "last_error %s\n", last_error ? strerror(-last_error) : "-");
 	put(&o, "worker %s\n", jittd_worker_state(d));
+	if (d->ctl) { /* what the socket refused: a flood shows here (docs/security.md) */
+		const struct agent_ctl_stats *c = &d->ctl->st;
+		put(&o, "requests_served %llu\n", (unsigned long long)c->served);
+		put(&o, "requests_malformed %llu\n", (unsigned long long)c->refused);
+		put(&o, "clients_timed_out %llu\n", (unsigned long long)c->timed_out);
+		put(&o, "clients_over_uid_cap %llu\n", (unsigned long long)c->over_uid);
+		put(&o, "clients_dropped %llu\n", (unsigned long long)c->dropped);
+	}
 	return 0;
 }
 

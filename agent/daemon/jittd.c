@@ -363,6 +363,7 @@ int main(int argc, char **argv)
 	pin_little();
 	lower_priority();
 	agent_ctl_server_init(&ctl, listen_fd, jittd_control, &d);
+	d.ctl = &ctl;
 	jittd_worker_recover(&d.w);
 
 	/* The worker's clock is CLOCK_MONOTONIC, as now_ms(). */

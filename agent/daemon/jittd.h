@@ -25,6 +25,9 @@ struct jittd {
 	struct agent_config c;
 	struct agent_spool_dirs dirs; /* the data folder, opened and checked once at start */
 	struct jittd_worker w;
+	/* The control socket's server, for its counters in `status` (the main thread's only:
+	 * the handler runs there). */
+	const struct agent_ctl_server *ctl;
 	pthread_mutex_t lock; /* the fields below */
 	pthread_cond_t wake;  /* the worker's: work, or stop */
 	bool scan;	      /* the spool may hold work: look at it */
