@@ -82,10 +82,10 @@ count() { # files matching a glob pattern
 	for f in "$@"; do [ -e "$f" ] && n=$((n + 1)); done
 	echo $n
 }
-# Poll (up to $1 seconds) until the command succeeds.
-# Waits for an event; SECONDS only bounds a hang. jittd runs SCHED_IDLE, so on a loaded
-# machine (a fuzzer on every core) it may get no CPU for long: the bound is generous, times
-# JITT_TEST_PATIENCE (default 6), and only delays the report of a real failure.
+# Poll until the command succeeds: an event, waited for; $1 seconds only bounds a hang.
+# jittd runs SCHED_IDLE, so on a loaded machine (a fuzzer on every core) it may get no CPU
+# for long: the bound is generous, times JITT_TEST_PATIENCE (default 6), and only delays
+# the report of a real failure.
 wait_for() {
 	limit=$(($1 * 50 * ${JITT_TEST_PATIENCE:-6}))
 	shift
