@@ -471,19 +471,18 @@ SPOOL static int sweep_temporaries(int dirfd, int *removed, uint64_t *removed_by
 	return e;
 }
 
-SPOOL int agent_spool_trim_at(const struct agent_spool_dirs *d, const struct agent_config *c,
-			      uint64_t incoming, uint64_t *removed_bytes)
+/*
+ * Remove the oldest plain *.jtr of subs until those left, with `live` more files of
+ * live_bytes, fit the caps with room for `incoming`. A quarantined trace goes with its .why.
+ * Adds to *removed and *removed_bytes. 0 or -errno.
+ */
+SPOOL static int trim_folders(const struct agent_spool_dirs *d, const struct agent_config *c,
+			      const char *const *subs, int nsubs, uint64_t incoming, size_t live,
+			      uint64_t live_bytes, int *removed, uint64_t *removed_bytes)
 {
-	static const char *const subs[] = { "spool", "traces" };
-	int removed = 0;
-	size_t live = 0;
-	uint64_t live_bytes = 0;
-	int e = sweep_temporaries(d->spool, &removed, removed_bytes, &live, &live_bytes);
-	if (e)
-		return e;
 	struct agent_spool_file *files;
 	size_t n;
-	e = list(d, subs, 2, &files, &n);
+	int e = list(d, subs, nsubs, &files, &n);
 	if (e)
 		return e;
 	/* Only what a writer of ours made counts and is trimmed; planted entries are jittd's
@@ -504,17 +503,44 @@ SPOOL int agent_spool_trim_at(const struct agent_spool_dirs *d, const struct age
 		if (n - i + live <= max_files && total + incoming <= max_bytes)
 			break;
 		total -= files[i].bytes;
-		if (unlinkat(dir_fd(d, files[i].sub), files[i].name, 0) != 0) {
+		int dirfd = dir_fd(d, files[i].sub);
+		if (unlinkat(dirfd, files[i].name, 0) != 0) {
 			if (errno == ENOENT) /* someone else removed it: it no longer counts */
 				continue;
 			e = -errno;
 			break;
 		}
-		removed++;
+		if (!strcmp(files[i].sub, "quarantine")) {
+			char why[sizeof(files[i].name) + 8];
+			snprintf(why, sizeof(why), "%.*s.why", (int)(strlen(files[i].name) - 4),
+				 files[i].name);
+			unlinkat(dirfd, why, 0);
+		}
+		(*removed)++;
 		if (removed_bytes)
 			*removed_bytes += files[i].bytes;
 	}
 	free(files);
+	return e;
+}
+
+SPOOL int agent_spool_trim_at(const struct agent_spool_dirs *d, const struct agent_config *c,
+			      uint64_t incoming, uint64_t *removed_bytes)
+{
+	static const char *const traces[] = { "spool", "traces" };
+	static const char *const quarantine[] = { "quarantine" };
+	int removed = 0;
+	size_t live = 0;
+	uint64_t live_bytes = 0;
+	int e = sweep_temporaries(d->spool, &removed, removed_bytes, &live, &live_bytes);
+	if (!e)
+		e = trim_folders(d, c, traces, 2, incoming, live, live_bytes, &removed,
+				 removed_bytes);
+	/* Quarantined copies have caps of their own, the same numbers: a writer feeding jittd
+	 * files it cannot summarise must not fill the disk through quarantine/ either, nor
+	 * push out the good traces kept in traces/. */
+	if (!e)
+		e = trim_folders(d, c, quarantine, 1, 0, 0, 0, &removed, removed_bytes);
 	return e ? e : removed;
 }
 

@@ -64,7 +64,8 @@ void agent_spool_close(struct agent_spool_dirs *d);
  * max_traces and the bytes within max_trace_mb. With incoming 0 (no file coming: jittd after
  * a trace, and on each pass), only bring the two folders within the caps. Regular `*.jtr`
  * files with one link count, and so do writers' temporaries while they exist; those of gone
- * writers are removed first (see above). Returns how many files were removed (their bytes
+ * writers are removed first (see above). quarantine/ is then brought within the same caps
+ * on its own (each trace with its .why). Returns how many files were removed (their bytes
  * added to *removed_bytes when not NULL), or a negative errno.
  */
 int agent_spool_trim(const struct agent_config *c, uint64_t incoming, uint64_t *removed_bytes);

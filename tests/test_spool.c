@@ -205,6 +205,31 @@ TEST(spool_trim_by_count)
 	free(f);
 }
 
+/* Quarantined copies have caps of their own: a writer feeding jittd files it cannot
+ * summarise fills neither the disk nor pushes out the traces kept in traces/. */
+TEST(spool_trim_caps_quarantine_apart)
+{
+	struct agent_config c;
+	setup(&c, "quarantine");
+	c.max_traces = 2;
+	put(&c, "traces", "kept.jtr", 10, 1);
+	for (int i = 0; i < 5; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "bad-%d.jtr", i);
+		put(&c, "quarantine", name, 10, 100 + i);
+		snprintf(name, sizeof(name), "bad-%d.why", i);
+		put(&c, "quarantine", name, 10, 100 + i);
+	}
+	uint64_t bytes = 0;
+	CHECK_EQ_INT(agent_spool_trim(&c, 0, &bytes), 3);
+	CHECK_EQ_U64(bytes, 30);
+	CHECK(exists(&c, "traces", "kept.jtr"));
+	CHECK(!exists(&c, "quarantine", "bad-0.jtr") && !exists(&c, "quarantine", "bad-0.why"));
+	CHECK(!exists(&c, "quarantine", "bad-2.jtr") && !exists(&c, "quarantine", "bad-2.why"));
+	CHECK(exists(&c, "quarantine", "bad-3.jtr") && exists(&c, "quarantine", "bad-3.why"));
+	CHECK(exists(&c, "quarantine", "bad-4.jtr") && exists(&c, "quarantine", "bad-4.why"));
+}
+
 TEST(spool_trim_by_bytes_and_name_order)
 {
 	struct agent_config c;
