@@ -642,12 +642,15 @@ CTL int agent_ctl_request(const char *path, const char *cmd, const char *arg, ch
 	int fd = connect_to(&a, deadline);
 	if (fd < 0)
 		return fd;
-	e = send_all(fd, req, (size_t)n, deadline);
-	if (e) {
+	/* A server that refuses before reading (a uid over its cap) answers and closes at
+	 * once: the send may then fail, but its answer is there to be read. */
+	int sent = send_all(fd, req, (size_t)n, deadline);
+	if (sent && sent != -EPIPE && sent != -ECONNRESET) {
 		close(fd);
-		return e;
+		return sent;
 	}
-	shutdown(fd, SHUT_WR);
+	if (!sent)
+		shutdown(fd, SHUT_WR);
 
 	/* The whole reply, up to its size limit; the rest of a longer one is dropped. */
 	char buf[AGENT_CTL_REPLY + 128];
@@ -673,8 +676,8 @@ CTL int agent_ctl_request(const char *path, const char *cmd, const char *arg, ch
 			break;
 	}
 	close(fd);
-	if (e && !got)
-		return e;
+	if (!got && (e || sent))
+		return e ? e : sent;
 	buf[got] = 0;
 
 	if (!strncmp(buf, "ok\n", 3) || !strcmp(buf, "ok")) {
