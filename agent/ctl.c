@@ -374,8 +374,7 @@ CTL static void quote_request(const char *in, size_t len, char *out, size_t size
 CTL static void set_reply(struct agent_ctl_client *c, int e, const char *text, int deadline_ms)
 {
 	if (e < 0) {
-		c->out_len =
-			format_error(c->out, AGENT_CTL_OUT, -e, text[0] ? text : strerror(-e));
+		c->out_len = format_error(c->out, AGENT_CTL_OUT, -e, text[0] ? text : strerror(-e));
 	} else {
 		size_t rn = strnlen(text, AGENT_CTL_REPLY - 1);
 		memcpy(c->out, "ok\n", 3);

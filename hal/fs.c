@@ -161,14 +161,22 @@ int hal_open_file(int dirfd, const char *path, bool follow, struct stat *st)
 const char *hal_file_kind(unsigned mode)
 {
 	switch (mode & S_IFMT) {
-	case S_IFREG: return "a regular file";
-	case S_IFDIR: return "a directory";
-	case S_IFIFO: return "a FIFO";
-	case S_IFSOCK: return "a socket";
-	case S_IFCHR: return "a character device";
-	case S_IFBLK: return "a block device";
-	case S_IFLNK: return "a symbolic link";
-	default: return "not a regular file";
+	case S_IFREG:
+		return "a regular file";
+	case S_IFDIR:
+		return "a directory";
+	case S_IFIFO:
+		return "a FIFO";
+	case S_IFSOCK:
+		return "a socket";
+	case S_IFCHR:
+		return "a character device";
+	case S_IFBLK:
+		return "a block device";
+	case S_IFLNK:
+		return "a symbolic link";
+	default:
+		return "not a regular file";
 	}
 }
 

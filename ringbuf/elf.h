@@ -31,7 +31,7 @@ struct rb_elf {
  * million ELF64 symbols and a string table of 32 MiB their names, far past any binary a
  * phone runs; notes are a few dozen bytes (the build-id), 64 KiB in all is read at most.
  */
-#define RB_ELF_MAX_NOTES (64u << 10)
+#define RB_ELF_MAX_NOTES  (64u << 10)
 #define RB_ELF_MAX_SYMTAB (32u << 20)
 #define RB_ELF_MAX_STRTAB (32u << 20)
 

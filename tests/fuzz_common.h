@@ -17,10 +17,10 @@
 #include <stdio.h>
 
 /* A fuzzer stops on the first failed check: abort() is what libFuzzer saves an input for. */
-#define FUZZ_CHECK(cond)                                                                     \
-	do {                                                                                 \
-		if (!(cond))                                                                 \
-			fuzz_fail(__FILE__, __LINE__, #cond);                                \
+#define FUZZ_CHECK(cond)                                      \
+	do {                                                  \
+		if (!(cond))                                  \
+			fuzz_fail(__FILE__, __LINE__, #cond); \
 	} while (0)
 _Noreturn void fuzz_fail(const char *file, int line, const char *what);
 

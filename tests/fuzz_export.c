@@ -52,7 +52,7 @@ static void check_folded(const struct fuzz_sink *out)
 		const char *sp = nl;
 		while (sp > p && sp[-1] >= '0' && sp[-1] <= '9')
 			sp--;
-		FUZZ_CHECK(sp < nl && sp[0] != '0');	  /* a positive count, no leading zero */
+		FUZZ_CHECK(sp < nl && sp[0] != '0');	 /* a positive count, no leading zero */
 		FUZZ_CHECK(sp - 1 > p && sp[-1] == ' '); /* after a space, after a frame */
 		for (const char *c = p; c < sp - 1; c++)
 			FUZZ_CHECK((unsigned char)*c >= 0x20);

@@ -39,8 +39,14 @@ TEST(escape_hides_no_control_byte)
 	/* ESC [2J clears the screen; \r and \n forge a log line; CSI as the C1 byte and in
 	 * UTF-8; a right-to-left override; invalid and overlong UTF-8. */
 	CHECK_STR(agent_escape(buf, sizeof(buf), "f\x1b[2J\r\nok"), "f\\x1b[2J\\x0d\\x0aok");
-	CHECK_STR(agent_escape(buf, sizeof(buf), "\x9b" "31m"), "\\x9b31m");
-	CHECK_STR(agent_escape(buf, sizeof(buf), "\xc2\x9b" "31m"), "\\xc2\\x9b31m");
+	CHECK_STR(agent_escape(buf, sizeof(buf),
+			       "\x9b"
+			       "31m"),
+		  "\\x9b31m");
+	CHECK_STR(agent_escape(buf, sizeof(buf),
+			       "\xc2\x9b"
+			       "31m"),
+		  "\\xc2\\x9b31m");
 	CHECK_STR(agent_escape(buf, sizeof(buf), "x\xe2\x80\xaey"), "x\\xe2\\x80\\xaey");
 	CHECK_STR(agent_escape(buf, sizeof(buf), "\xc0\xaf\x7f\xff"), "\\xc0\\xaf\\x7f\\xff");
 	char *t = fput_text("bell\a\x1b]0;title\a", 0);

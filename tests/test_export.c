@@ -353,8 +353,8 @@ TEST(export_folded_sums_to_the_self_time_of_the_tree)
 		return;
 	}
 	/* ';' as \x3b, '\' doubled, the tab as \x09, 0xff as U+FFFD (agent_escape) */
-	static const char *const labels[3] = { "ui\\x3b\"q\"\\\\\\x09\xef\xbf\xbd-101", "worker-102",
-					       "idle-103" };
+	static const char *const labels[3] = { "ui\\x3b\"q\"\\\\\\x09\xef\xbf\xbd-101",
+					       "worker-102", "idle-103" };
 	uint64_t sum[3] = { 0 };
 	int per[3] = { 0 };
 	char *save = NULL;

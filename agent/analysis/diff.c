@@ -898,8 +898,8 @@ static int relaxed_round(const struct diff_side *a, const struct diff_side *b, u
 		x->frames += lv;
 		x->query++; /* a new mark: each w is verified once per v and round */
 		size_t seen = 0, found = 0;
-		for (uint32_t k = 0; k <= d && k < lv && seen < budget && found < DIFF_CANDIDATES_MAX;
-		     k++) {
+		for (uint32_t k = 0;
+		     k <= d && k < lv && seen < budget && found < DIFF_CANDIDATES_MAX; k++) {
 			uint32_t i = lv - 1 - k, lab = x->pa[i];
 			size_t lo = spot_find(x->sp, nsp, x->ta[v], lab, i > d ? i - d : 0);
 			size_t hi = spot_find(x->sp, nsp, x->ta[v], lab, i + d + 1);
@@ -909,8 +909,8 @@ static int relaxed_round(const struct diff_side *a, const struct diff_side *b, u
 			size_t start = 0;
 			if (hi - lo > budget - seen)
 				start = (size_t)(mix(v) % (hi - lo));
-			for (size_t step = 0; step < hi - lo && seen < budget &&
-					      found < DIFF_CANDIDATES_MAX;
+			for (size_t step = 0;
+			     step < hi - lo && seen < budget && found < DIFF_CANDIDATES_MAX;
 			     step++, seen++) {
 				size_t at = lo + (start + step) % (hi - lo);
 				const struct spot *p = &x->sp[at];

@@ -364,7 +364,8 @@ static int parse_container(struct parser *p, int depth, uint32_t self, bool obje
 			if ((r = parse_string(p, &key, &klen)) != 0)
 				return r;
 			/* Names are looked up as C strings (json_get): one holding a NUL would
-			 * answer for its prefix ("schema\u0000x" for "schema"). No summary has one. */
+			 * answer for its prefix ("schema\u0000x" for "schema"). No summary has one.
+			 */
 			if (strlen(p->doc->strings + key) != klen)
 				return fail(p, name_at, "a member name holding \\u0000");
 			skip_ws(p);
