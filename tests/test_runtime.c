@@ -20,6 +20,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -136,8 +137,22 @@ static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int ready, done_fd[2];
 
-/* Signals the condition after a while, then holds the mutex for a while, then blocks in
- * read() until the test is done with the freeze. */
+static _Atomic int main_locking; /* the main thread is about to take the mutex */
+
+/* Wait until the main thread is about to take the mutex (10 s only catches a hang), then
+ * give it 50 ms to block in it: it runs a few instructions from its flag to the lock, where
+ * before, a 30 ms nap from this thread's lock had to cover its wake-up from the condition
+ * wait too, and on a loaded machine did not always. */
+static void wait_until_main_blocks(void)
+{
+	for (int i = 0; i < 10000 && !atomic_load(&main_locking); i++)
+		nap_ms(1);
+	nap_ms(50);
+}
+
+/* Signals the condition after a while, then holds the mutex until the main thread is about
+ * to wait for it (wait_until_main_blocks), then blocks in read() until the test is done
+ * with the freeze. */
 static void *waker(void *arg)
 {
 	(void)arg;
@@ -151,7 +166,7 @@ static void *waker(void *arg)
 	nap_ms(10);
 	pthread_mutex_lock(&m);
 	ready = 2;
-	nap_ms(30); /* the main thread is waiting for the mutex now */
+	wait_until_main_blocks(); /* its lock is contended: a wait, and this unlock a wake */
 	pthread_mutex_unlock(&m);
 	char c;
 	(void)!read(done_fd[0], &c, 1);
@@ -197,6 +212,7 @@ TEST(runtime_wrappers_record_waits_and_who_woke_whom)
 	pthread_mutex_unlock(&m);
 	while (ready != 2)
 		sched_yield();
+	atomic_store(&main_locking, 1);
 	pthread_mutex_lock(&m); /* contended: a wait, and the waker's unlock a wake */
 	pthread_mutex_unlock(&m);
 	usleep(1000); /* one sleep, though musl's usleep calls nanosleep */
