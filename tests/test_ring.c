@@ -274,7 +274,11 @@ TEST(ring_sixteen_threads_stopped_and_restarted_a_thousand_times)
 		CHECK_EQ_INT(rb_start(rings[i]), 0);
 	rb_unlock();
 
-	int copies = 0, files = 0, wrapped = 0;
+	/* A thread the scheduler leaves unanswered for the 200 ms (ThreadSanitizer on a slow
+	 * or paused machine) but running meanwhile changes its ring too fast to copy: -EAGAIN,
+	 * rb_stop's documented answer then, not a fault; the stop stays pending and the next
+	 * cycle sees it answered. */
+	int copies = 0, files = 0, wrapped = 0, too_fast = 0;
 	for (int cycle = 0; cycle < CYCLES; cycle++) {
 		struct rb_frozen all[THREADS], f[THREADS];
 		int errs[THREADS], n = 0;
@@ -284,6 +288,8 @@ TEST(ring_sixteen_threads_stopped_and_restarted_a_thousand_times)
 		for (int i = 0; i < THREADS; i++) {
 			if (errs[i] == 0)
 				f[n++] = all[i];
+			else if (errs[i] == -EAGAIN) /* ran on unanswered: too fast to copy */
+				too_fast++;
 			else if (errs[i] != -EINVAL) /* -EINVAL: still pending from a copy */
 				test_fail(__FILE__, __LINE__, "cycle %d: stop: %d", cycle, errs[i]);
 		}
@@ -314,8 +320,9 @@ TEST(ring_sixteen_threads_stopped_and_restarted_a_thousand_times)
 		}
 		rb_unlock();
 	}
-	printf("    %d cycles, %d validated copies, %d wrapped rings, %d files\n", CYCLES, copies,
-	       wrapped, files);
+	printf("    %d cycles, %d validated copies, %d too fast to copy, %d wrapped rings, "
+	       "%d files\n",
+	       CYCLES, copies, too_fast, wrapped, files);
 	for (int i = 0; i < THREADS; i++)
 		atomic_store(&w[i].quit, 1);
 	for (int i = 0; i < THREADS; i++)
