@@ -190,17 +190,28 @@ int hal_fsync_dir(const char *dir)
 	return err;
 }
 
-int hal_file_commit(int fd, int err, const char *tmp, const char *final, const char *dir)
+/* fsync, close, rename tmp to final (both relative to dirfd), or remove tmp on any error. */
+static int commit(int fd, int err, int dirfd, const char *tmp, const char *final)
 {
 	if (!err && fsync(fd) != 0)
 		err = -errno;
 	if (close(fd) != 0 && !err)
 		err = -errno;
-	if (!err && rename(tmp, final) != 0)
+	if (!err && renameat(dirfd, tmp, dirfd, final) != 0)
 		err = -errno;
-	if (err) {
-		unlink(tmp);
-		return err;
-	}
-	return hal_fsync_dir(dir);
+	if (err)
+		unlinkat(dirfd, tmp, 0);
+	return err;
+}
+
+int hal_file_commit(int fd, int err, const char *tmp, const char *final, const char *dir)
+{
+	err = commit(fd, err, AT_FDCWD, tmp, final);
+	return err ? err : hal_fsync_dir(dir);
+}
+
+int hal_file_commit_at(int fd, int err, int dirfd, const char *tmp, const char *final)
+{
+	err = commit(fd, err, dirfd, tmp, final);
+	return err ? err : fsync(dirfd) ? -errno : 0;
 }

@@ -74,6 +74,9 @@ const char *hal_file_kind(unsigned mode);
 /* Commit the temporary written through fd (closed in any case). err: an error the writing
  * already met, which commits nothing. On any error the temporary is removed. 0 or -errno. */
 int hal_file_commit(int fd, int err, const char *tmp, const char *final, const char *dir);
+/* The same in a folder held open as dirfd, tmp and final named relative to it (jittd works
+ * only through its folders' descriptors: docs/security.md). */
+int hal_file_commit_at(int fd, int err, int dirfd, const char *tmp, const char *final);
 /* fsync a folder, so that renames and removals in it survive a crash. 0 or -errno. */
 int hal_fsync_dir(const char *dir);
 

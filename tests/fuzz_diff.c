@@ -5,7 +5,7 @@
  * two summaries, A and B, split at its first NUL byte (a NUL is never in JSON text, so
  * the split cannot fall inside a valid summary); with no NUL, A and B are the same text.
  * Checked besides the sanitizers:
- *   - json_fput_string of the input parses back as one string, equal to the input when the
+ *   - agent_json_fput of the input parses back as one string, equal to the input when the
  *     input is ASCII (what jitt writes, its reader reads);
  *   - every walk of a parsed document agrees with its counts (json_len, json_first/next);
  *   - diff_match puts every context of A and of B in the result exactly once, exact
@@ -14,6 +14,7 @@
  */
 #include "agent/analysis/diff.h"
 #include "agent/analysis/json.h"
+#include "agent/escape.h"
 #include "tests/fuzz_common.h"
 
 #include <errno.h>
@@ -70,11 +71,11 @@ static void fuzz_json(const uint8_t *data, size_t size)
 	FILE *f = fuzz_sink_open(&out, 6 * size + 16);
 	if (!f)
 		return;
-	json_fput_string(f, (const char *)data, size);
+	agent_json_fput(f, (const char *)data, size);
 	FUZZ_CHECK(fclose(f) == 0 && !out.truncated);
 	int e = json_parse(&doc, out.data, out.len, err, sizeof(err));
 	if (e == -EINVAL)
-		fprintf(stderr, "json_fput_string wrote what json_parse refuses: %s\n", err);
+		fprintf(stderr, "agent_json_fput wrote what json_parse refuses: %s\n", err);
 	FUZZ_CHECK(e != -EINVAL);
 	if (e == 0) {
 		size_t len;

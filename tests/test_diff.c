@@ -8,6 +8,7 @@
 #include "synth.h"
 #include "agent/analysis/diff.h"
 #include "agent/analysis/json.h"
+#include "agent/escape.h"
 #include "agent/analysis/symbols.h"
 #include "hal/timer.h"
 #include "ringbuf/tracefile.h"
@@ -974,7 +975,7 @@ TEST(json_escapes_what_it_writes)
 		return;
 	/* plain ASCII out (agent_json_fput): DEL, a C1 control (U+009B, CSI) and a bidi
 	 * override (U+202E) escaped like the C0 ones, never raw */
-	json_fput_string(f, "a\"b\\c\n\x01\xc3\xa9\xff\x7f\xc2\x9b\xe2\x80\xae", 16);
+	agent_json_fput(f, "a\"b\\c\n\x01\xc3\xa9\xff\x7f\xc2\x9b\xe2\x80\xae", 16);
 	fclose(f);
 	CHECK_STR(out, "\"a\\\"b\\\\c\\u000a\\u0001\\u00e9\\ufffd\\u007f\\u009b\\u202e\"");
 	struct json_doc d;

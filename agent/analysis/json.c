@@ -5,7 +5,6 @@
  * the recursion within a few kilobytes of stack whatever the input.
  */
 #include "agent/analysis/json.h"
-#include "agent/escape.h"
 
 #include <errno.h>
 #include <math.h>
@@ -570,9 +569,4 @@ size_t json_offset(const struct json_doc *d, uint32_t v)
 {
 	const struct json_value *x = at(d, v);
 	return x ? x->at : 0;
-}
-
-void json_fput_string(FILE *f, const char *s, size_t len)
-{
-	agent_json_fput(f, s, len); /* one escaping for every JSON jitt writes */
 }

@@ -80,8 +80,4 @@ const char *json_str(const struct json_doc *doc, uint32_t v, size_t *len);
 /* Where v starts in the text (0 for JSON_NONE). */
 size_t json_offset(const struct json_doc *doc, uint32_t v);
 
-/* Write s[0..len) as a JSON string, quoted and escaped: agent_json_fput (agent/escape.h),
- * plain ASCII, bytes that are not UTF-8 as \ufffd, so the output is always valid JSON. */
-void json_fput_string(FILE *f, const char *s, size_t len);
-
 #endif

@@ -83,7 +83,7 @@ static void json_path(const struct diff_side *s, uint32_t v, uint32_t *buf)
 		const char *name = diff_name(s->names, buf[i]);
 		if (i)
 			putchar(',');
-		json_fput_string(stdout, name, strlen(name));
+		agent_json_fput(stdout, name, strlen(name));
 	}
 	putchar(']');
 }
@@ -137,9 +137,9 @@ static void print_json(const char *pa, const struct diff_side *a, const char *pb
 		       size_t k, uint32_t *buf)
 {
 	printf("{\"schema\":\"jitt.diff\",\"version\":1,\"alpha\":%u,\"a\":{\"file\":", alpha);
-	json_fput_string(stdout, pa, strlen(pa));
+	agent_json_fput(stdout, pa, strlen(pa));
 	printf(",\"kind\":\"%s\",\"threads\":%u},\"b\":{\"file\":", kind_name(a), a->threads);
-	json_fput_string(stdout, pb, strlen(pb));
+	agent_json_fput(stdout, pb, strlen(pb));
 	printf(",\"kind\":\"%s\",\"threads\":%u},", kind_name(b), b->threads);
 	printf("\"counts\":{\"exact\":%zu,\"relaxed\":%zu,\"gone\":%zu,\"new\":%zu},\"contexts\":[",
 	       r->exact, r->relaxed, r->gone, r->added);

@@ -93,17 +93,7 @@ static int write_atomic(int dirfd, const char *name, const void *buf, size_t len
 		else if (k == 0)
 			e = -EIO;
 	}
-	if (!e && fsync(fd) != 0)
-		e = -errno;
-	if (close(fd) != 0 && !e)
-		e = -errno;
-	if (!e && renameat(dirfd, tmp, dirfd, name) != 0)
-		e = -errno;
-	if (e) {
-		unlinkat(dirfd, tmp, 0);
-		return e;
-	}
-	return fsync(dirfd) ? -errno : 0;
+	return hal_file_commit_at(fd, e, dirfd, tmp, name);
 }
 
 static int ends_with(const char *s, const char *suffix)
