@@ -137,22 +137,28 @@ static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int ready, done_fd[2];
 
-static _Atomic int main_locking; /* the main thread is about to take the mutex */
+/* The main thread's ring position just before it takes the mutex, and where it lives; 0
+ * until then. */
+static _Atomic(_Atomic uintptr_t *) main_pos;
+static _Atomic uintptr_t main_pos_before;
 
-/* Wait until the main thread is about to take the mutex (10 s only catches a hang), then
- * give it 50 ms to block in it: it runs a few instructions from its flag to the lock, where
- * before, a 30 ms nap from this thread's lock had to cover its wake-up from the condition
- * wait too, and on a loaded machine did not always. */
+/* Wait until the main thread has begun its wait for the mutex: its lock wrapper counts it
+ * as a waiter, then writes the wait's begin record, the first record after main_pos_before.
+ * From then on this thread's unlock is a wake, however late the main thread reaches the
+ * futex itself. 10 s only catches a hang. */
 static void wait_until_main_blocks(void)
 {
-	for (int i = 0; i < 10000 && !atomic_load(&main_locking); i++)
+	for (int i = 0; i < 10000; i++) {
+		_Atomic uintptr_t *pos = atomic_load(&main_pos);
+		if (pos && atomic_load(pos) != atomic_load(&main_pos_before))
+			return;
 		nap_ms(1);
-	nap_ms(50);
+	}
 }
 
-/* Signals the condition after a while, then holds the mutex until the main thread is about
- * to wait for it (wait_until_main_blocks), then blocks in read() until the test is done
- * with the freeze. */
+/* Signals the condition after a while, then holds the mutex until the main thread waits for
+ * it (wait_until_main_blocks), then blocks in read() until the test is done with the
+ * freeze. */
 static void *waker(void *arg)
 {
 	(void)arg;
@@ -212,7 +218,8 @@ TEST(runtime_wrappers_record_waits_and_who_woke_whom)
 	pthread_mutex_unlock(&m);
 	while (ready != 2)
 		sched_yield();
-	atomic_store(&main_locking, 1);
+	atomic_store(&main_pos_before, atomic_load(&rb_tls.pos));
+	atomic_store(&main_pos, &rb_tls.pos);
 	pthread_mutex_lock(&m); /* contended: a wait, and the waker's unlock a wake */
 	pthread_mutex_unlock(&m);
 	usleep(1000); /* one sleep, though musl's usleep calls nanosleep */

@@ -97,15 +97,18 @@ WRAP int __wrap_pthread_mutex_lock(pthread_mutex_t *m)
 	return traced_pthread_mutex_lock(m);
 }
 
+/* The waiters are counted, and the wake recorded, before the release, as for a condition
+ * (below): after it, the woken waiter may run on another CPU, take the mutex and stop
+ * counting itself before this thread looks, and the wake was lost (one run in ten of
+ * runtime_wrappers_record_waits_and_who_woke_whom on two cores). */
 WRAP_SLOW static int traced_pthread_mutex_unlock(pthread_mutex_t *m)
 {
-	int r = __real_pthread_mutex_unlock(m);
 	if (!in_wait) {
 		uint32_t key = agent_key_object(m);
 		if (atomic_load_explicit(WAITERS(key), memory_order_relaxed))
 			rb_special(RB_WAKE, key);
 	}
-	return r;
+	return __real_pthread_mutex_unlock(m);
 }
 
 WRAP int __wrap_pthread_mutex_unlock(pthread_mutex_t *m)
