@@ -403,6 +403,21 @@ expect "jitt trigger: no such process" 1 "jitt trigger: no traced process 12345"
 	$qemu "$jitt" trigger 12345 -c "$d/conf"
 expect "jitt status: missing config" 1 "jitt status: $d/nope" $qemu "$jitt" status -c "$d/nope"
 expect "jitt status: bad PID" 2 "usage: jitt status" $qemu "$jitt" status abc
+# Whatever listens on a process's socket may be another user's: its reply reaches the
+# terminal escaped, line by line.
+python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1]); s.listen(1); s.settimeout(60)
+c, _ = s.accept(); c.recv(300)
+c.sendall(b"ok\nstate \x1b[2J\xc2\x9b31m\nnext line\n"); c.close()' "$d/run/jitt-54321.sock" &
+spid=$!
+wait_for 10 test -S "$d/run/jitt-54321.sock"
+out=$($qemu "$jitt" status 54321 -c "$d/conf" 2>&1)
+check "jitt status: a reply's terminal escapes are shown escaped, its lines kept" is \
+	"$out" 'state \x1b[2J\xc2\x9b31m
+next line'
+wait "$spid" 2>/dev/null
 expect "jitt status: PID 0" 2 "usage: jitt status" $qemu "$jitt" status 0
 expect "jitt status: two PIDs" 2 "usage: jitt status" $qemu "$jitt" status 1 2
 expect "jitt trigger: no PID" 2 "usage: jitt trigger" $qemu "$jitt" trigger

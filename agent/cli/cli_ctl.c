@@ -4,6 +4,7 @@
 #include "agent/cli/cli.h"
 #include "agent/config.h"
 #include "agent/ctl.h"
+#include "agent/escape.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -23,6 +24,30 @@ int cli_parse_pid(const char *s, pid_t *pid)
 		return -EINVAL;
 	*pid = (pid_t)v;
 	return 0;
+}
+
+/* A reply comes from whatever listens on the socket, another user's process perhaps: each
+ * of its lines is escaped (agent/escape.h) before anything prints it, its newlines kept. */
+static void make_printable(char *reply, size_t size)
+{
+	char *safe = malloc(size), line[AGENT_CTL_REPLY];
+	if (!safe) {
+		reply[0] = 0;
+		return;
+	}
+	size_t o = 0;
+	for (char *p = reply; *p && size - o >= 4;) { /* agent_escape needs room for "..." */
+		size_t n = strcspn(p, "\n");
+		char cut = p[n];
+		p[n] = 0;
+		agent_escape(line, sizeof(line) < size - o ? sizeof(line) : size - o, p);
+		o += (size_t)snprintf(safe + o, size - o, "%s%s", line, cut ? "\n" : "");
+		o = o < size ? o : size - 1;
+		p += n + (cut ? 1 : 0);
+	}
+	safe[o] = 0;
+	memcpy(reply, safe, o + 1);
+	free(safe);
 }
 
 int cli_ctl_ask(const char *prog, const char *config, pid_t pid, const char *cmd, const char *arg,
@@ -45,6 +70,8 @@ int cli_ctl_ask(const char *prog, const char *config, pid_t pid, const char *cmd
 	else
 		snprintf(who, sizeof(who), "jittd");
 	e = agent_ctl_request(path, cmd, arg, reply, size, CLI_CTL_TIMEOUT_MS);
+	if (size)
+		make_printable(reply, size);
 	switch (e) {
 	case 0:
 		return 0;
