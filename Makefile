@@ -101,6 +101,7 @@ include board/common/mbedtls.mk
 progs-y :=
 include hal/Kbuild
 include ringbuf/Kbuild
+include uploader/Kbuild
 include agent/Kbuild
 include agent/analysis/Kbuild
 include agent/cli/Kbuild
@@ -188,7 +189,7 @@ FUZZ_STRICT_4K ?= 1
 FUZZ_STRICT_TEXT ?= 1
 FUZZ_TARGETS := tracefile summary export diff config ctl
 # What the traced code needs, from the folders' Kbuild lists, so a new file there is linked.
-FUZZ_LIB := $(patsubst %.o,%.c,$(hal-y) $(rb-y) $(agent-common-y) $(analysis-y))
+FUZZ_LIB := $(patsubst %.o,%.c,$(hal-y) $(rb-y) $(agent-common-y) $(analysis-y) $(uploader-core-y))
 FUZZ_SRCS_tracefile := tests/fuzz_tracefile.c $(FUZZ_LIB)
 FUZZ_SRCS_summary := tests/fuzz_summary.c tests/fuzz_common.c $(FUZZ_LIB)
 FUZZ_SRCS_export := tests/fuzz_export.c tests/fuzz_common.c $(FUZZ_LIB)

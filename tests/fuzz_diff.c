@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer target for what `jitt diff` reads: the JSON reader (agent/analysis/json.h) on
+ * libFuzzer target for what `jitt diff` reads: the JSON reader (uploader/json.h) on
  * arbitrary bytes, and the summary reader and matcher (agent/analysis/diff.h). One input is
  * two summaries, A and B, split at its first NUL byte (a NUL is never in JSON text, so
  * the split cannot fall inside a valid summary); with no NUL, A and B are the same text.
@@ -13,7 +13,7 @@
  *     matches exactly everywhere, and diff_rank orders by impact.
  */
 #include "agent/analysis/diff.h"
-#include "agent/analysis/json.h"
+#include "uploader/json.h"
 #include "agent/escape.h"
 #include "tests/fuzz_common.h"
 

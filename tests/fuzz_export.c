@@ -4,14 +4,14 @@
  * CRC made to match) as Chrome JSON, folded stacks and Perfetto protobuf, each written to a
  * stream that keeps a bounded prefix. When an export says it succeeded, what it wrote must
  * be what a viewer can read:
- *   - chrome: one valid JSON document (agent/analysis/json.h, strict RFC 8259);
+ *   - chrome: one valid JSON document (uploader/json.h, strict RFC 8259);
  *   - folded: lines "frame;...;frame COUNT", COUNT a positive decimal after the last space,
  *     no control byte in the frames (a line break in a name would forge a line);
  *   - perfetto: a Trace message, nothing but `packet` fields (1, length-delimited) whose
  *     lengths add up to the file exactly.
  */
 #include "agent/analysis/export.h"
-#include "agent/analysis/json.h"
+#include "uploader/json.h"
 #include "agent/analysis/perfetto.h"
 #include "tests/fuzz_common.h"
 

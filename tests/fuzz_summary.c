@@ -3,7 +3,7 @@
  * libFuzzer target for the summariser: summary_build on a decoded trace (its CRC made to
  * match, so mutations reach the rings), then summary_write_json and summary_write_text, as
  * jittd and `jitt summarize` do. What it checks besides the sanitizers:
- *   - the JSON is one valid JSON object of schema jitt.summary (agent/analysis/json.h), and
+ *   - the JSON is one valid JSON object of schema jitt.summary (uploader/json.h), and
  *     `jitt diff` reads it back (diff_side_add_summary): what jitt writes, jitt reads;
  *   - with FUZZ_STRICT_4K set (the environment, or -DFUZZ_STRICT_4K), the JSON is within
  *     SUMMARY_JSON_MAX bytes for every trace that summarises (issue 12, item 6: the 4 KiB
@@ -12,7 +12,7 @@
  *     item 8: names from a trace cannot drive a terminal; make fuzz sets it too).
  */
 #include "agent/analysis/diff.h"
-#include "agent/analysis/json.h"
+#include "uploader/json.h"
 #include "agent/analysis/summary.h"
 #include "agent/analysis/summary_out.h"
 #include "tests/fuzz_common.h"

@@ -26,6 +26,7 @@ rule() {
 }
 rule "hal/ includes no other room" hal/*.[ch] -- 'ringbuf/|agent/|uploader/'
 rule "ringbuf/ includes only hal/" ringbuf/*.[ch] -- 'agent/|uploader/'
+rule "uploader/ includes only hal/ (and mbedtls)" uploader/*.[ch] uploader/*/*.[ch] -- 'ringbuf/|agent/'
 rule "agent/analysis/ never includes cli/, daemon/ or runtime/" agent/analysis/*.[ch] -- \
 	'agent/(cli|daemon|runtime)/'
 rule "agent/runtime/ includes only hal/, ringbuf/ and agent/'s shared pieces" \

@@ -11,7 +11,7 @@
 #include "agent/marks.h"
 #include "agent/analysis/diff.h"
 #include "agent/analysis/export.h"
-#include "agent/analysis/json.h"
+#include "uploader/json.h"
 #include "agent/analysis/summary.h"
 #include "agent/analysis/summary_out.h"
 #include "agent/analysis/symbols.h"

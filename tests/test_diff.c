@@ -7,7 +7,7 @@
 #include "harness.h"
 #include "synth.h"
 #include "agent/analysis/diff.h"
-#include "agent/analysis/json.h"
+#include "uploader/json.h"
 #include "agent/escape.h"
 #include "agent/analysis/symbols.h"
 #include "hal/timer.h"

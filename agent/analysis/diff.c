@@ -5,7 +5,7 @@
  */
 #include "agent/analysis/diff.h"
 #include "agent/analysis/cct.h"
-#include "agent/analysis/json.h"
+#include "uploader/json.h"
 #include "agent/analysis/symbols.h"
 #include "hal/fs.h"
 #include "hal/timer.h"

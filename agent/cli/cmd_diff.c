@@ -9,7 +9,7 @@
 #include "agent/cli/cli.h"
 #include "agent/escape.h"
 #include "agent/analysis/diff.h"
-#include "agent/analysis/json.h"
+#include "uploader/json.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -2,7 +2,9 @@
 # Installs everything jitt needs to build and test, idempotently, from Debian's archive:
 # the host musl toolchain, the aarch64/armhf cross compilers with musl-dev of those
 # architectures, qemu (user and system), kconfig-frontends and the tools to fetch mbedtls'
-# source package. Called by `make deps`, and by any make target that finds a tool missing.
+# source package; for the uploader's tests, the host's mbedtls and SQLite (the reference
+# collector), nginx, curl and openssl. Called by `make deps`, and by any make target that
+# finds a tool missing.
 #
 # Usage: deps.sh            install what is missing (root only)
 #        deps.sh --check    exit 0 when all is there, 1 otherwise; prints what is missing
@@ -31,6 +33,11 @@ valgrind:/usr/bin/valgrind
 libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
 python3:/usr/bin/python3
 protobuf-compiler:/usr/bin/protoc
+openssl:/usr/bin/openssl
+curl:/usr/bin/curl
+nginx-light:/usr/sbin/nginx
+libmbedtls-dev:/usr/include/mbedtls/ssl.h
+libsqlite3-dev:/usr/include/sqlite3.h
 "
 
 missing_packages() {

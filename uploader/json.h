@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/analysis/json.h - a small strict JSON reader (RFC 8259), for the summaries `jitt diff` reads
+ * uploader/json.h - a small strict JSON reader (RFC 8259), for the summaries `jitt diff` reads
  * back, and the string escaping of what jitt writes.
  *
  * The whole text is parsed at once, by recursive descent bounded by JSON_MAX_DEPTH, into a

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/analysis/json.c - the strict JSON reader of json.h. The grammar is RFC 8259's; every read
+ * uploader/json.c - the strict JSON reader of json.h. The grammar is RFC 8259's; every read
  * checks the end first, so no input makes it read past `len`, and the nesting bound keeps
  * the recursion within a few kilobytes of stack whatever the input.
  */
-#include "agent/analysis/json.h"
+#include "uploader/json.h"
 
 #include <errno.h>
 #include <math.h>
