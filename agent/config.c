@@ -16,6 +16,42 @@
 
 #define CFG __attribute__((no_instrument_function))
 
+/* The uploader's Kconfig defaults, or its private ones in a build without it (where jittd
+ * never starts it: these only make the keys valid in a shared settings file). */
+#ifdef CONFIG_UPLOADER
+#define UP_DEFAULT(name, otherwise) CONFIG_UPLOADER_##name
+#else
+#define UP_DEFAULT(name, otherwise) otherwise
+#endif
+
+CFG static void upload_defaults(struct agent_upload_config *u)
+{
+	snprintf(u->url, sizeof(u->url), "%s", UP_DEFAULT(URL, ""));
+	snprintf(u->ca_file, sizeof(u->ca_file), "%s", UP_DEFAULT(CA_FILE, ""));
+	snprintf(u->pin, sizeof(u->pin), "%s", UP_DEFAULT(PIN_SHA256, ""));
+	snprintf(u->consent_file, sizeof(u->consent_file), "%s", UP_DEFAULT(CONSENT_FILE, ""));
+	snprintf(u->thread_names, sizeof(u->thread_names), "%s",
+		 UP_DEFAULT(THREAD_NAMES, "main ui render"));
+	snprintf(u->reasons, sizeof(u->reasons), "%s", UP_DEFAULT(REASONS, ""));
+#if defined(CONFIG_UPLOADER_PICK_SEVERE)
+	snprintf(u->pick, sizeof(u->pick), "severe");
+#elif defined(CONFIG_UPLOADER_PICK_CAMPAIGN)
+	snprintf(u->pick, sizeof(u->pick), "campaign");
+	snprintf(u->campaign, sizeof(u->campaign), "%s", CONFIG_UPLOADER_CAMPAIGN);
+#else
+	snprintf(u->pick, sizeof(u->pick), "first");
+#endif
+	u->budget = UP_DEFAULT(BUDGET_COUNT, 3);
+	u->budget_days = UP_DEFAULT(BUDGET_DAYS, 7);
+	u->rotation_days = UP_DEFAULT(ROTATION_DAYS, 30);
+	u->max_attempts = UP_DEFAULT(MAX_ATTEMPTS, 8);
+	u->timeout_ms = UP_DEFAULT(TIMEOUT_MS, 10000);
+	u->poll_s = 30;
+#ifdef CONFIG_UPLOADER_ALLOW_ETHERNET
+	u->allow_ethernet = 1;
+#endif
+}
+
 CFG void agent_config_defaults(struct agent_config *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -33,6 +69,7 @@ CFG void agent_config_defaults(struct agent_config *c)
 #endif
 	c->system_uid = CONFIG_AGENT_SYSTEM_UID;
 	c->log_level = CONFIG_AGENT_LOG_LEVEL;
+	upload_defaults(&c->up);
 }
 
 /* The numeric keys, their fields and ranges (the Kconfig ranges). */
@@ -51,6 +88,33 @@ static const struct {
 	{ "max_threads", offsetof(struct agent_config, max_threads), 1, 64, 0 },
 	{ "keep_traces", offsetof(struct agent_config, keep_traces), 0, 1, 0 },
 	{ "system_uid", offsetof(struct agent_config, system_uid), -1, 2147483647, 1 },
+	{ "upload_budget", offsetof(struct agent_config, up.budget), 0, 1000, 0 },
+	{ "upload_budget_days", offsetof(struct agent_config, up.budget_days), 1, 365, 0 },
+	{ "upload_rotation_days", offsetof(struct agent_config, up.rotation_days), 1, 3650, 0 },
+	{ "upload_max_attempts", offsetof(struct agent_config, up.max_attempts), 1, 100, 0 },
+	{ "upload_timeout_ms", offsetof(struct agent_config, up.timeout_ms), 100, 600000, 0 },
+	{ "upload_poll_s", offsetof(struct agent_config, up.poll_s), 1, 86400, 0 },
+	{ "upload_allow_ethernet", offsetof(struct agent_config, up.allow_ethernet), 0, 1, 0 },
+};
+
+/* The string keys: printable ASCII only (they reach logs and HTTP headers), and a cap. */
+static const struct {
+	const char *key;
+	size_t off, size;
+	int path; /* 1: an absolute path */
+} strings[] = {
+#define UP_STRING(key, field, path)                                                             \
+	{ key, offsetof(struct agent_config, up.field),                                         \
+	  sizeof(((struct agent_config *)0)->up.field), path }
+	UP_STRING("upload_url", url, 0),
+	UP_STRING("upload_ca_file", ca_file, 1),
+	UP_STRING("upload_pin", pin, 0),
+	UP_STRING("consent_file", consent_file, 1),
+	UP_STRING("upload_thread_names", thread_names, 0),
+	UP_STRING("upload_reasons", reasons, 0),
+	UP_STRING("upload_campaign", campaign, 0),
+	UP_STRING("upload_pick", pick, 0),
+#undef UP_STRING
 };
 
 CFG static int fail(char *err, size_t size, unsigned line, const char *fmt, ...)
@@ -93,6 +157,24 @@ CFG static int set(struct agent_config *c, const char *key, const char *val, uns
 		if (l < 0)
 			return fail(err, errsize, line, "log_level is error, warn, info or debug");
 		c->log_level = l;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(strings) / sizeof(strings[0]); i++) {
+		if (strcmp(key, strings[i].key))
+			continue;
+		size_t n = strlen(val);
+		for (size_t k = 0; k < n; k++)
+			if (val[k] < 0x20 || val[k] > 0x7e)
+				return fail(err, errsize, line, "%s must be printable ASCII", key);
+		if (n >= strings[i].size)
+			return fail(err, errsize, line, "%s is longer than %zu bytes", key,
+				    strings[i].size - 1);
+		if (strings[i].path && val[0] != '/')
+			return fail(err, errsize, line, "%s must be an absolute path", key);
+		if (!strcmp(key, "upload_pick") && strcmp(val, "first") && strcmp(val, "severe") &&
+		    strcmp(val, "campaign"))
+			return fail(err, errsize, line, "upload_pick is first, severe or campaign");
+		memcpy((char *)c + strings[i].off, val, n + 1);
 		return 0;
 	}
 	for (size_t i = 0; i < sizeof(numbers) / sizeof(numbers[0]); i++) {

@@ -27,6 +27,25 @@
 
 #define AGENT_PATH_MAX 256
 
+/* The uploader's keys (docs/uploader.md). Empty strings mean "not set". */
+struct agent_upload_config {
+	char url[256];			   /* upload_url */
+	char ca_file[AGENT_PATH_MAX];	   /* upload_ca_file */
+	char pin[65];			   /* upload_pin: 64 hex, or empty */
+	char consent_file[AGENT_PATH_MAX]; /* consent_file: empty = DATA_DIR/consent */
+	char thread_names[128];		   /* upload_thread_names */
+	char reasons[128];		   /* upload_reasons */
+	char campaign[256];		   /* upload_campaign */
+	char pick[16];			   /* upload_pick: first | severe | campaign */
+	uint32_t budget;		   /* upload_budget: reports per period */
+	uint32_t budget_days;		   /* upload_budget_days */
+	uint32_t rotation_days;		   /* upload_rotation_days */
+	uint32_t max_attempts;		   /* upload_max_attempts */
+	uint32_t timeout_ms;		   /* upload_timeout_ms */
+	uint32_t poll_s;		   /* upload_poll_s: network looked at while reports wait */
+	uint32_t allow_ethernet;	   /* upload_allow_ethernet: 0 or 1 */
+};
+
 struct agent_config {
 	char data_dir[AGENT_PATH_MAX];
 	char run_dir[AGENT_PATH_MAX];
@@ -40,6 +59,7 @@ struct agent_config {
 	int keep_traces;
 	int64_t system_uid; /* -1: none */
 	int log_level;      /* enum agent_log_level */
+	struct agent_upload_config up; /* jittd's uploader (uploader/Kconfig's defaults) */
 };
 
 /* The Kconfig defaults. */

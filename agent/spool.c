@@ -26,7 +26,8 @@
 
 #define SPOOL __attribute__((no_instrument_function))
 
-static const char *const subdirs[] = { "spool", "traces", "outbox", "quarantine" };
+/* uploads/: the uploader's (queued reports, the install secret, the budget count). */
+static const char *const subdirs[] = { "spool", "traces", "outbox", "quarantine", "uploads" };
 /* The modes jittd creates (agent/spool.h says why); fchmod'd, so umask does not matter. */
 #define DATA_MODE  0711
 #define SPOOL_MODE 01733
@@ -43,6 +44,8 @@ SPOOL static int *dir_slot(struct agent_spool_dirs *d, const char *sub)
 		return &d->outbox;
 	if (!strcmp(sub, "quarantine"))
 		return &d->quarantine;
+	if (!strcmp(sub, "uploads"))
+		return &d->uploads;
 	return NULL;
 }
 
@@ -54,7 +57,7 @@ SPOOL static int dir_fd(const struct agent_spool_dirs *d, const char *sub)
 
 SPOOL void agent_spool_close(struct agent_spool_dirs *d)
 {
-	int *fds[] = { &d->data, &d->spool, &d->traces, &d->outbox, &d->quarantine };
+	int *fds[] = { &d->data, &d->spool, &d->traces, &d->outbox, &d->quarantine, &d->uploads };
 	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
 		if (*fds[i] >= 0)
 			close(*fds[i]);
@@ -64,7 +67,7 @@ SPOOL void agent_spool_close(struct agent_spool_dirs *d)
 
 SPOOL static void dirs_init(struct agent_spool_dirs *d)
 {
-	d->data = d->spool = d->traces = d->outbox = d->quarantine = -1;
+	d->data = d->spool = d->traces = d->outbox = d->quarantine = d->uploads = -1;
 }
 
 __attribute__((format(printf, 3, 4))) SPOOL static void say(char *err, size_t errsize,

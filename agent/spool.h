@@ -38,7 +38,7 @@
 /* The data folder and its sub-folders, each opened once with O_DIRECTORY | O_NOFOLLOW;
  * every later operation is relative to these (openat, renameat, unlinkat, fstatat). */
 struct agent_spool_dirs {
-	int data, spool, traces, outbox, quarantine; /* -1 when not open */
+	int data, spool, traces, outbox, quarantine, uploads; /* -1 when not open */
 };
 
 /*

@@ -215,3 +215,24 @@ int hal_file_commit_at(int fd, int err, int dirfd, const char *tmp, const char *
 	err = commit(fd, err, dirfd, tmp, final);
 	return err ? err : fsync(dirfd) ? -errno : 0;
 }
+
+int hal_file_write_at(int dirfd, const char *tmp, const char *final, const void *buf,
+		      size_t len)
+{
+	/* O_TRUNC, not O_EXCL: a temporary left by a crash is ours to reuse. */
+	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	int e = 0;
+	size_t done = 0;
+	while (done < len && !e) {
+		ssize_t k = write(fd, (const char *)buf + done, len - done);
+		if (k > 0)
+			done += (size_t)k;
+		else if (k < 0 && errno != EINTR)
+			e = -errno;
+		else if (k == 0)
+			e = -EIO;
+	}
+	return hal_file_commit_at(fd, e, dirfd, tmp, final);
+}

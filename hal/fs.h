@@ -77,6 +77,11 @@ int hal_file_commit(int fd, int err, const char *tmp, const char *final, const c
 /* The same in a folder held open as dirfd, tmp and final named relative to it (jittd works
  * only through its folders' descriptors: docs/security.md). */
 int hal_file_commit_at(int fd, int err, int dirfd, const char *tmp, const char *final);
+/* A whole small file at once: buf[0..len) written to the temporary tmp in dirfd (0600,
+ * truncated if a crash left it, never through a symlink), then committed as final by
+ * hal_file_commit_at. 0 or -errno. */
+int hal_file_write_at(int dirfd, const char *tmp, const char *final, const void *buf,
+		      size_t len);
 /* fsync a folder, so that renames and removals in it survive a crash. 0 or -errno. */
 int hal_fsync_dir(const char *dir);
 

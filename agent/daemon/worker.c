@@ -79,21 +79,7 @@ static int write_atomic(int dirfd, const char *name, const void *buf, size_t len
 	int n = snprintf(tmp, sizeof(tmp), "%s%s%s", TMP_PREFIX, name, TMP_SUFFIX);
 	if (n < 0 || (size_t)n >= sizeof(tmp))
 		return -ENAMETOOLONG;
-	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	int e = 0;
-	size_t done = 0;
-	while (done < len && !e) {
-		ssize_t k = write(fd, (const char *)buf + done, len - done);
-		if (k > 0)
-			done += (size_t)k;
-		else if (k < 0 && errno != EINTR)
-			e = -errno;
-		else if (k == 0)
-			e = -EIO;
-	}
-	return hal_file_commit_at(fd, e, dirfd, tmp, name);
+	return hal_file_write_at(dirfd, tmp, name, buf, len);
 }
 
 static int ends_with(const char *s, const char *suffix)
