@@ -2,8 +2,10 @@
 /*
  * up-post: one upload through the uploader's transport, by hand and in tests/tls-check.sh.
  *
- *   up-post URL CA_FILE FILE [--pin HEX64] [--key UUID] [--timeout MS]
+ *   up-post URL CA_FILE FILE [--pin HEX64] [--key UUID] [--timeout MS] [--abort-after MS]
  *
+ * --abort-after: keep_going() says stop that long after the start (the consent-revoked
+ * path), and the time from then to the return is printed to stderr.
  * Prints "status N retry-after S reusable 0|1" and exits 0 when the server answered (any
  * status); otherwise prints "error: -ERRNO NAME: what happened" and exits 1 (2: usage).
  * Also "up-post --uuid" prints a fresh UUID (random.c, by hand).
@@ -15,11 +17,27 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+static long long abort_at_ms; /* 0: never */
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool keep_going(void *arg)
+{
+	(void)arg;
+	return !abort_at_ms || now_ms() < abort_at_ms;
+}
 
 static int usage(void)
 {
 	fprintf(stderr, "usage: up-post URL CA_FILE FILE [--pin HEX64] [--key UUID] "
-			"[--timeout MS]\n       up-post --uuid\n");
+			"[--timeout MS]\n               [--abort-after MS]\n       up-post --uuid\n");
 	return 2;
 }
 
@@ -76,6 +94,8 @@ int main(int argc, char **argv)
 			key = argv[++i];
 		} else if (strcmp(argv[i], "--timeout") == 0 && i + 1 < argc) {
 			timeout_ms = atoi(argv[++i]);
+		} else if (strcmp(argv[i], "--abort-after") == 0 && i + 1 < argc) {
+			abort_at_ms = now_ms() + atoi(argv[++i]);
 		} else {
 			return usage();
 		}
@@ -107,6 +127,7 @@ int main(int argc, char **argv)
 		.ca_file = argv[2],
 		.pin = has_pin ? pin : NULL,
 		.timeout_ms = timeout_ms,
+		.keep_going = keep_going,
 	};
 	char err[512];
 	struct up_conn *c;
@@ -116,6 +137,8 @@ int main(int argc, char **argv)
 		ret = up_conn_post(c, &u, key, body, len, &res, err, sizeof(err));
 		up_conn_close(c);
 	}
+	if (ret == -ECANCELED && abort_at_ms)
+		fprintf(stderr, "up-post: stopped %lld ms after the abort\n", now_ms() - abort_at_ms);
 	if (ret) {
 		printf("error: %d %s: %s\n", ret, errno_name(-ret), err);
 		return 1;
