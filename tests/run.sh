@@ -116,6 +116,11 @@ fi
 if [ "$board" = host ] || [ -n "$qemu" ]; then
 	counted jittd-check.sh sh "$here/jittd-check.sh" "$bin" "$qemu"
 fi
+# The cross-built transport against the build machine's nginx, under qemu-user (the host
+# board runs it above).
+if [ "$board" != host ] && [ -n "$qemu" ]; then
+	counted tls-check.sh sh "$here/tls-check.sh" "$bin" "$qemu"
+fi
 
 # The summary in JSON of the committed trace, and what the commands answer to bad input:
 # a clear error and status 1 for a file that is not a trace, a usage line and status 2 for
