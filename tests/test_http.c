@@ -73,9 +73,9 @@ static void check_every_split(const char *text, bool eof, int want_r, int want_s
 			r = up_http_feed(&p, text + cut, len - cut, &u2);
 		if (r == 0 && eof)
 			r = up_http_eof(&p);
-		if (r != want_r || (r == 1 && (p.status != want_status ||
-					       p.retry_after_s != want_retry ||
-					       p.reusable != want_reusable))) {
+		if (r != want_r ||
+		    (r == 1 && (p.status != want_status || p.retry_after_s != want_retry ||
+				p.reusable != want_reusable))) {
 			test_fail(__FILE__, __LINE__,
 				  "cut at %zu: r=%d status=%d retry=%ld reusable=%d", cut, r,
 				  p.status, p.retry_after_s, p.reusable);
@@ -97,15 +97,17 @@ static void check_every_split(const char *text, bool eof, int want_r, int want_s
 
 TEST(http_answer_content_length_every_split)
 {
-	check_every_split("HTTP/1.1 201 Created\r\nServer: nginx\r\nContent-Type: application/json\r\n"
-			  "Content-Length: 15\r\n\r\n{\"stored\":true}",
-			  false, 1, 201, -1, true);
+	check_every_split(
+		"HTTP/1.1 201 Created\r\nServer: nginx\r\nContent-Type: application/json\r\n"
+		"Content-Length: 15\r\n\r\n{\"stored\":true}",
+		false, 1, 201, -1, true);
 	/* Bare LFs, no reason phrase, HTTP/1.0 (closes unless kept alive). */
 	check_every_split("HTTP/1.1 200\nContent-Length: 2\n\nok", false, 1, 200, -1, true);
 	check_every_split("HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", false, 1, 200, -1,
 			  false);
-	check_every_split("HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok",
-			  false, 1, 200, -1, true);
+	check_every_split(
+		"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\nok", false,
+		1, 200, -1, true);
 	check_every_split("HTTP/1.1 201 Created\r\nConnection: Close\r\nContent-Length: 0\r\n\r\n",
 			  false, 1, 201, -1, false);
 	/* Repeated Content-Length that agrees, in a list and in two fields. */
@@ -124,9 +126,10 @@ TEST(http_answer_chunked_every_split)
 			  "1\r\nx\r\n0\r\n\r\n",
 			  false, 1, 200, -1, true);
 	/* Chunked together with Content-Length: chunked wins, never reused. */
-	check_every_split("HTTP/1.1 200 OK\r\nContent-Length: 100\r\nTransfer-Encoding: chunked\r\n\r\n"
-			  "1\r\nx\r\n0\r\n\r\n",
-			  false, 1, 200, -1, false);
+	check_every_split(
+		"HTTP/1.1 200 OK\r\nContent-Length: 100\r\nTransfer-Encoding: chunked\r\n\r\n"
+		"1\r\nx\r\n0\r\n\r\n",
+		false, 1, 200, -1, false);
 }
 
 TEST(http_answer_until_close_every_split)
@@ -142,9 +145,10 @@ TEST(http_answer_until_close_every_split)
 
 TEST(http_answer_interim_skipped)
 {
-	check_every_split("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
-			  "HTTP/1.1 503 Busy\r\nRetry-After: 120\r\nContent-Length: 0\r\n\r\n",
-			  false, 1, 503, 120, true);
+	check_every_split(
+		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
+		"HTTP/1.1 503 Busy\r\nRetry-After: 120\r\nContent-Length: 0\r\n\r\n",
+		false, 1, 503, 120, true);
 	/* An interim answer's Retry-After is not the final one's. */
 	check_every_split("HTTP/1.1 100 Continue\r\nRetry-After: 5\r\n\r\n"
 			  "HTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n",

@@ -36,8 +36,9 @@ static bool keep_going(void *arg)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: up-post URL CA_FILE FILE [--pin HEX64] [--key UUID] "
-			"[--timeout MS]\n               [--abort-after MS]\n       up-post --uuid\n");
+	fprintf(stderr,
+		"usage: up-post URL CA_FILE FILE [--pin HEX64] [--key UUID] "
+		"[--timeout MS]\n               [--abort-after MS]\n       up-post --uuid\n");
 	return 2;
 }
 
@@ -57,16 +58,26 @@ static int hex_pin(const char *s, unsigned char out[32])
 static const char *errno_name(int e)
 {
 	switch (e) {
-	case ETIMEDOUT: return "ETIMEDOUT";
-	case ECANCELED: return "ECANCELED";
-	case EACCES: return "EACCES";
-	case EPROTO: return "EPROTO";
-	case EBADMSG: return "EBADMSG";
-	case ECONNREFUSED: return "ECONNREFUSED";
-	case ECONNRESET: return "ECONNRESET";
-	case EINVAL: return "EINVAL";
-	case ENOMEM: return "ENOMEM";
-	default: return "E?";
+	case ETIMEDOUT:
+		return "ETIMEDOUT";
+	case ECANCELED:
+		return "ECANCELED";
+	case EACCES:
+		return "EACCES";
+	case EPROTO:
+		return "EPROTO";
+	case EBADMSG:
+		return "EBADMSG";
+	case ECONNREFUSED:
+		return "ECONNREFUSED";
+	case ECONNRESET:
+		return "ECONNRESET";
+	case EINVAL:
+		return "EINVAL";
+	case ENOMEM:
+		return "ENOMEM";
+	default:
+		return "E?";
 	}
 }
 
@@ -138,7 +149,8 @@ int main(int argc, char **argv)
 		up_conn_close(c);
 	}
 	if (ret == -ECANCELED && abort_at_ms)
-		fprintf(stderr, "up-post: stopped %lld ms after the abort\n", now_ms() - abort_at_ms);
+		fprintf(stderr, "up-post: stopped %lld ms after the abort\n",
+			now_ms() - abort_at_ms);
 	if (ret) {
 		printf("error: %d %s: %s\n", ret, errno_name(-ret), err);
 		return 1;

@@ -40,12 +40,11 @@ static bool printable(const char *s)
 	return true;
 }
 
-int up_http_request(char *buf, size_t size, const char *host, const char *port,
-		    const char *path, const char *idempotency_key, size_t body_len)
+int up_http_request(char *buf, size_t size, const char *host, const char *port, const char *path,
+		    const char *idempotency_key, size_t body_len)
 {
 	if (!buf || !host || !port || !path || !printable(host) || !printable(port) ||
-	    !printable(path) || path[0] != '/' ||
-	    (idempotency_key && !printable(idempotency_key)))
+	    !printable(path) || path[0] != '/' || (idempotency_key && !printable(idempotency_key)))
 		return -EINVAL;
 	/* An IPv6 literal goes back into its brackets in Host (RFC 3986's IP-literal). */
 	bool v6 = strchr(host, ':') != NULL;
@@ -141,8 +140,8 @@ static long long decimal(const char *s, size_t n)
  * Calls fn for each element of a comma-separated list (RFC 9110 section 5.6.1), trimmed;
  * empty elements are skipped, as the RFC asks. Stops at and returns fn's first nonzero.
  */
-static int each_element(const char *v, size_t n, int (*fn)(struct up_http_parser *,
-							 const char *, size_t),
+static int each_element(const char *v, size_t n,
+			int (*fn)(struct up_http_parser *, const char *, size_t),
 			struct up_http_parser *p)
 {
 	size_t start = 0;
@@ -230,11 +229,10 @@ static int field(struct up_http_parser *p, const char *s, size_t n, bool trailer
 static int status_line(struct up_http_parser *p, const char *s, size_t n)
 {
 	/* HTTP-version SP 3DIGIT [SP reason-phrase] */
-	if (n < 12 || memcmp(s, "HTTP/1.", 7) != 0 || (s[7] != '0' && s[7] != '1') ||
-	    s[8] != ' ')
+	if (n < 12 || memcmp(s, "HTTP/1.", 7) != 0 || (s[7] != '0' && s[7] != '1') || s[8] != ' ')
 		return fail(p, "not an HTTP/1.x status line");
-	if (s[9] < '1' || s[9] > '5' || s[10] < '0' || s[10] > '9' || s[11] < '0' ||
-	    s[11] > '9' || (n > 12 && s[12] != ' '))
+	if (s[9] < '1' || s[9] > '5' || s[10] < '0' || s[10] > '9' || s[11] < '0' || s[11] > '9' ||
+	    (n > 12 && s[12] != ' '))
 		return fail(p, "bad status code");
 	p->status = (s[9] - '0') * 100 + (s[10] - '0') * 10 + (s[11] - '0');
 	p->http10 = s[7] == '0';
@@ -260,8 +258,8 @@ static int end_of_headers(struct up_http_parser *p)
 	if (p->status < 200) {
 		/* 101 would switch protocols we never asked for. */
 		if (p->status == 101 || ++p->interim > UP_HTTP_INTERIM_MAX)
-			return fail(p, p->status == 101 ? "unasked protocol switch" :
-							  "too many interim answers");
+			return fail(p, p->status == 101 ? "unasked protocol switch"
+							: "too many interim answers");
 		p->state = ST_STATUS;
 		return 0;
 	}

@@ -19,10 +19,10 @@
  * UP_HTTP_HEADERS_MAX bytes or UP_HTTP_FIELDS_MAX fields is -EBADMSG. Chunk framing and
  * trailers count as body. A body beyond UP_HTTP_BODY_MAX is not an error:
  * reading stops there and the connection is not reused. */
-#define UP_HTTP_LINE_MAX 1024
+#define UP_HTTP_LINE_MAX    1024
 #define UP_HTTP_HEADERS_MAX 8192
-#define UP_HTTP_FIELDS_MAX 64
-#define UP_HTTP_BODY_MAX 65536
+#define UP_HTTP_FIELDS_MAX  64
+#define UP_HTTP_BODY_MAX    65536
 /* At most this many interim (1xx) answers before the final one. */
 #define UP_HTTP_INTERIM_MAX 8
 
@@ -34,19 +34,19 @@
  * port, path or key holds a byte that could split a header (control bytes, spaces; the
  * path must start with '/'), or -ENOSPC.
  */
-int up_http_request(char *buf, size_t size, const char *host, const char *port,
-		    const char *path, const char *idempotency_key, size_t body_len);
+int up_http_request(char *buf, size_t size, const char *host, const char *port, const char *path,
+		    const char *idempotency_key, size_t body_len);
 
 struct up_http_parser {
 	int state;
-	int status;		  /* the final answer's status, 100..599 */
-	long retry_after_s;	  /* -1 when absent or unreadable */
-	bool reusable;		  /* valid once complete */
-	const char *why;	  /* a short reason, for the log, after -EBADMSG */
+	int status;	    /* the final answer's status, 100..599 */
+	long retry_after_s; /* -1 when absent or unreadable */
+	bool reusable;	    /* valid once complete */
+	const char *why;    /* a short reason, for the log, after -EBADMSG */
 	/* private */
 	bool http10, close, keep_alive, chunked, have_length, seen_te, any_byte;
-	unsigned interim;	  /* 1xx answers skipped */
-	unsigned fields;	  /* header fields in this section */
+	unsigned interim; /* 1xx answers skipped */
+	unsigned fields;  /* header fields in this section */
 	unsigned long header_bytes;
 	unsigned long long length;    /* Content-Length */
 	unsigned long long remaining; /* of the body or of the chunk */

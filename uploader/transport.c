@@ -48,8 +48,8 @@ struct up_conn {
 	bool have_leaf;
 	unsigned char leaf_spki[32];
 	/* Why the last callback failed, beyond what mbedtls can say. */
-	int io_error; /* a negative errno */
-	bool closing; /* close_notify: never wait */
+	int io_error;	       /* a negative errno */
+	bool closing;	       /* close_notify: never wait */
 	long long deadline_ms; /* of the whole step under way; 0 = each wait its own */
 	mbedtls_ssl_context ssl;
 	mbedtls_ssl_config conf;
@@ -207,8 +207,8 @@ static int bio_send(void *ctx, const unsigned char *buf, size_t len)
 			continue;
 		if (errno != EAGAIN && errno != EWOULDBLOCK) {
 			c->io_error = -errno;
-			return errno == EPIPE || errno == ECONNRESET ? MBEDTLS_ERR_NET_CONN_RESET :
-								       MBEDTLS_ERR_NET_SEND_FAILED;
+			return errno == EPIPE || errno == ECONNRESET ? MBEDTLS_ERR_NET_CONN_RESET
+								     : MBEDTLS_ERR_NET_SEND_FAILED;
 		}
 		if (c->closing || wait_for(c, POLLOUT) < 0)
 			return MBEDTLS_ERR_NET_SEND_FAILED;
@@ -233,8 +233,8 @@ static int bio_recv(void *ctx, unsigned char *buf, size_t len)
 			continue;
 		if (errno != EAGAIN && errno != EWOULDBLOCK) {
 			c->io_error = -errno;
-			return errno == ECONNRESET ? MBEDTLS_ERR_NET_CONN_RESET :
-						     MBEDTLS_ERR_NET_RECV_FAILED;
+			return errno == ECONNRESET ? MBEDTLS_ERR_NET_CONN_RESET
+						   : MBEDTLS_ERR_NET_RECV_FAILED;
 		}
 		if (c->closing || wait_for(c, POLLIN) < 0)
 			return MBEDTLS_ERR_NET_RECV_FAILED;
@@ -256,8 +256,8 @@ static int verify_cb(void *ctx, mbedtls_x509_crt *crt, int depth, uint32_t *flag
 	struct up_conn *c = ctx;
 	(void)flags;
 	if (depth == 0) {
-		c->have_leaf = mbedtls_sha256_ret(crt->pk_raw.p, crt->pk_raw.len, c->leaf_spki,
-						  0) == 0;
+		c->have_leaf =
+			mbedtls_sha256_ret(crt->pk_raw.p, crt->pk_raw.len, c->leaf_spki, 0) == 0;
 	}
 	return 0;
 }
