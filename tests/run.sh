@@ -108,11 +108,18 @@ if [ "$board" = host ]; then
 	counted export-check.sh sh "$here/export-check.sh" "$bin"
 	# An app built the way an OEM would, from $(O)/lib/libjitt.a and its flags file.
 	counted libjitt-check.sh sh "$here/libjitt-check.sh" "$bin/../lib" "$bin" musl-gcc
+	# The uploader's TLS transport against nginx: stored, refused certificates, timeouts.
+	counted tls-check.sh sh "$here/tls-check.sh" "$bin"
 fi
 # jittd end to end: summaries, quarantine, a full disk, kill -9 rounds, jitt status; on the
 # build machine, natively or under qemu-user (not inside a qemu board: no python3 there).
 if [ "$board" = host ] || [ -n "$qemu" ]; then
 	counted jittd-check.sh sh "$here/jittd-check.sh" "$bin" "$qemu"
+fi
+# The cross-built transport against the build machine's nginx, under qemu-user (the host
+# board runs it above).
+if [ "$board" != host ] && [ -n "$qemu" ]; then
+	counted tls-check.sh sh "$here/tls-check.sh" "$bin" "$qemu"
 fi
 
 # The summary in JSON of the committed trace, and what the commands answer to bad input:

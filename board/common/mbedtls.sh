@@ -1,8 +1,12 @@
 #!/bin/sh
 # Fetch, verify, unpack and build mbedtls as static libraries for one board.
-# Usage: mbedtls.sh DL_DIR OUT_DIR DEB_VERSION UPSTREAM_VERSION DSC_SHA256 CC AR CFLAGS
+# Usage: mbedtls.sh DL_DIR OUT_DIR DEB_VERSION UPSTREAM_VERSION DSC_SHA256 CC AR CFLAGS [CONFIG_H]
+# CONFIG_H (when given and not empty) replaces mbedtls' include/mbedtls/config.h before the
+# build, so the library and everything that includes the installed headers agree on it
+# (a -DMBEDTLS_CONFIG_FILE would have to be repeated in every user's flags). mbedtls' own
+# stays beside it as config-default.h, for reference.
 set -eu
-dl=$1 out=$2 debver=$3 ver=$4 dsc_sha=$5 cc=$6 ar=$7 cflags=$8
+dl=$1 out=$2 debver=$3 ver=$4 dsc_sha=$5 cc=$6 ar=$7 cflags=$8 config=${9:-}
 dsc=mbedtls_$debver.dsc
 
 mkdir -p "$dl"
@@ -32,6 +36,11 @@ header=$out/src/include/mbedtls/version.h
 if ! grep -q "MBEDTLS_VERSION_STRING *\"$ver\"" "$header"; then
 	echo "mbedtls: $header does not say version $ver" >&2
 	exit 1
+fi
+
+if [ -n "$config" ]; then
+	mv "$out/src/include/mbedtls/config.h" "$out/src/include/mbedtls/config-default.h"
+	cp "$config" "$out/src/include/mbedtls/config.h"
 fi
 
 make -C "$out/src/library" -j"$(nproc 2>/dev/null || echo 2)" CC="$cc" AR="$ar" \
