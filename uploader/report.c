@@ -247,7 +247,7 @@ static void put_entry(struct wbuf *w, struct rep *r, uint32_t v, unsigned min, u
 	uint32_t x = json_first(r->d, v);
 	put_func(w, r, x);
 	for (x = json_next(r->d, x); x != JSON_NONE; x = json_next(r->d, x)) {
-		int64_t i;
+		int64_t i = 0;
 		if (!is_int(r, x, INT64_MIN, INT64_MAX, &i)) {
 			bad(r, x, "an entry's value should be an integer");
 			return;
@@ -285,7 +285,7 @@ static void put_ints(struct wbuf *w, struct rep *r, uint32_t v, int64_t lo)
 	}
 	put(w, "[", 1);
 	for (uint32_t x = json_first(r->d, v); x != JSON_NONE; x = json_next(r->d, x)) {
-		int64_t i;
+		int64_t i = 0;
 		if (!is_int(r, x, lo, INT64_MAX, &i)) {
 			bad(r, x, "should be an integer");
 			return;
@@ -308,7 +308,7 @@ static void put_int_members(struct wbuf *w, struct rep *r, uint32_t v, const cha
 	puts_(w, lead);
 	for (unsigned i = 0; names[i]; i++) {
 		uint32_t x = json_get(r->d, v, names[i]);
-		int64_t n;
+		int64_t n = 0;
 		if (names[i][0] == '?') { /* a flag */
 			int t = json_type(r->d, x = json_get(r->d, v, names[i] + 1));
 			if (t != JSON_TRUE && t != JSON_FALSE) {
@@ -406,7 +406,7 @@ static void put_contexts(struct wbuf *w, struct rep *r, uint32_t v, size_t keep)
 	for (uint32_t c = json_first(r->d, v); c != JSON_NONE && i < keep;
 	     c = json_next(r->d, c), i++) {
 		uint32_t x;
-		int64_t n;
+		int64_t n = 0;
 		if (json_type(r->d, c) != JSON_OBJECT) {
 			bad(r, c, "a context should be an object");
 			return;
@@ -477,7 +477,7 @@ static void put_hops(struct wbuf *w, struct rep *r, uint32_t v, const struct kee
 	for (uint32_t h = json_first(r->d, v); h != JSON_NONE && i < k->hops;
 	     h = json_next(r->d, h), i++) {
 		uint32_t x;
-		int64_t n;
+		int64_t n = 0;
 		if (json_type(r->d, h) != JSON_OBJECT) {
 			bad(r, h, "a hop should be an object");
 			return;
@@ -536,7 +536,11 @@ static void render(struct wbuf *w, struct rep *r, const struct keep *k, const ch
 	r->nused = r->nthreads = r->nobjects = 0;
 	memset(r->fmap, 0, (r->nfuncs ? r->nfuncs : 1) * sizeof(*r->fmap));
 
-	/* The body first: it decides which functions (and so which modules) are named. */
+	/* The window's thread first: it is thread-1 when not on the allow-list. */
+	char threadbuf[256]; /* a word of the allow-list: at most 32 code points, 6 bytes each */
+	struct wbuf tb = { threadbuf, 0, sizeof(threadbuf) };
+	put_thread(&tb, r, json_get(d, 0, "thread"));
+	/* The body next: it decides which functions (and so which modules) are named. */
 	char bodybuf[2 * UP_REPORT_MAX];
 	struct wbuf b = { bodybuf, 0, sizeof(bodybuf) };
 	puts_(&b, ",\"trace\":");
@@ -623,7 +627,7 @@ static void render(struct wbuf *w, struct rep *r, const struct keep *k, const ch
 	put_basename(w, r, json_get(d, app, "name"));
 	printf_(w, "},\"detector\":%s%s%s,\"reason\":\"%s\",\"summary\":{\"thread\":",
 		detector ? "\"" : "", detector ? detector : "null", detector ? "\"" : "", reason);
-	put_thread(w, r, json_get(d, 0, "thread"));
+	put(w, tb.p, min_size(tb.n, tb.cap));
 	/* Modules: only those the named functions are in, renumbered in order of use. */
 	int32_t mmap[REPORT_MODULES_MAX];
 	uint32_t mused[REPORT_MODULES_MAX], nm = 0;
@@ -879,7 +883,7 @@ int up_report_app(const char *summary, size_t len, char *build_id, size_t bsize,
 	uint32_t app;
 	int e = check_summary(&d, summary, len, &app, NULL, 0);
 	if (!e) {
-		size_t n, m;
+		size_t n = 0, m = 0;
 		const char *id = json_str(&d, json_get(&d, app, "build_id"), &n);
 		const char *nm = json_str(&d, json_get(&d, app, "name"), &m);
 		const char *base = strrchr(nm, '/');
