@@ -407,6 +407,45 @@ TEST(diff_summaries_rank_like_traces)
 	diff_names_free(&names);
 }
 
+/* summary_b in version 2's compact form: the second and third contexts say their first
+ * frame is the first context's ("from":[0,1]) and write only the rest. */
+static const char summary_b2[] =
+	"{\"schema\":\"jitt.summary\",\"version\":2,\"thread\":\"ui\",\n"
+	" \"app\":{\"build_id\":\"0123456789abcdef0123456789abcdef01234567\",\"name\":\"app\"},\n"
+	" \"modules\":[[\"0123456789ABCDEF0123456789abcdef01234567\",\"app\"]],\n"
+	" \"functions\":[[0,4300,\"b\"],[0,4500,\"e\"],[0,4096,\"main\"],[0,4200,\"a\"],"
+	"[0,17408,\"\"]],\n"
+	" \"contexts\":[{\"cost_ns\":1100,\"path\":[2,3,0],\"self_ns\":[700,100,300],"
+	"\"base_ns\":[0,0,0]},\n"
+	"  {\"cost_ns\":800,\"from\":[0,1],\"path\":[4],\"self_ns\":[100],\"base_ns\":[0]},\n"
+	"  {\"cost_ns\":750,\"from\":[1,1],\"path\":[1],\"self_ns\":[50],\"base_ns\":[0]}]}";
+
+/* Version 2 reads as the same contexts as version 1 written whole. */
+TEST(diff_summary_v2_shared_prefixes_read_as_v1)
+{
+	struct diff_names names;
+	struct diff_side sb, sb2;
+	char err[256] = "";
+	CHECK_EQ_INT(diff_names_init(&names), 0);
+	CHECK_EQ_INT(diff_side_init(&sb, &names), 0);
+	CHECK_EQ_INT(diff_side_init(&sb2, &names), 0);
+	CHECK_EQ_INT(diff_side_add_summary(&sb, summary_b, strlen(summary_b), err, sizeof(err)), 0);
+	CHECK_EQ_INT(diff_side_add_summary(&sb2, summary_b2, strlen(summary_b2), err,
+					   sizeof(err)), 0);
+	CHECK_EQ_U64(sb2.n, sb.n);
+	struct diff_result r;
+	CHECK_EQ_INT(diff_match(&sb, &sb2, 1, &r), 0);
+	CHECK_EQ_U64(r.exact, sb.n - 1); /* every context but the root above the threads */
+	CHECK_EQ_U64(r.added, 0);
+	CHECK_EQ_U64(r.gone, 0);
+	for (size_t i = 0; i < r.n; i++)
+		CHECK_EQ_INT(r.e[i].delta_ns, 0);
+	diff_result_free(&r);
+	diff_side_free(&sb);
+	diff_side_free(&sb2);
+	diff_names_free(&names);
+}
+
 TEST(diff_bad_summaries_are_refused_with_the_offset)
 {
 	static const struct {
@@ -415,7 +454,19 @@ TEST(diff_bad_summaries_are_refused_with_the_offset)
 		{ "[]", "not a JSON object" },
 		{ "{}", "no \"schema\"" },
 		{ "{\"schema\":\"other\"}", "not a jitt summary" },
-		{ "{\"schema\":\"jitt.summary\",\"version\":2}", "version 2" },
+		{ "{\"schema\":\"jitt.summary\",\"version\":3}", "version 3" },
+		{ "{\"schema\":\"jitt.summary\",\"version\":2,\"thread\":\"ui\",\"modules\":[],"
+		  "\"functions\":[[-1,1,\"f\"]],\"contexts\":[{\"from\":[0,1],\"path\":[0],"
+		  "\"self_ns\":[1]}]}",
+		  "from's context out of range" },
+		{ "{\"schema\":\"jitt.summary\",\"version\":2,\"thread\":\"ui\",\"modules\":[],"
+		  "\"functions\":[[-1,1,\"f\"]],\"contexts\":[{\"path\":[0],\"self_ns\":[1]},"
+		  "{\"from\":[0,2],\"path\":[],\"self_ns\":[]}]}",
+		  "from's frames out of range" },
+		{ "{\"schema\":\"jitt.summary\",\"version\":2,\"thread\":\"ui\",\"modules\":[],"
+		  "\"functions\":[[-1,1,\"f\"]],\"contexts\":[{\"path\":[0],\"self_ns\":[1]},"
+		  "{\"from\":[0],\"path\":[],\"self_ns\":[]}]}",
+		  "should be [context, frames]" },
 		{ "{\"schema\":\"jitt.summary\",\"version\":1}", "no \"thread\"" },
 		{ "{\"schema\":\"jitt.summary\",\"version\":1,\"thread\":{\"name\":\"ui\"},"
 		  "\"modules\":[],\"functions\":[[0,1,\"f\"]],\"contexts\":[]}",

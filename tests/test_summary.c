@@ -494,7 +494,7 @@ TEST(summary_json_is_small)
 	if (buf) {
 		printf("    JSON summary, K = 10: %zu bytes\n", size);
 		CHECK(size <= 4096);
-		CHECK(strncmp(buf, "{\"schema\":\"jitt.summary\",\"version\":1,", 37) == 0);
+		CHECK(strncmp(buf, "{\"schema\":\"jitt.summary\",\"version\":2,", 37) == 0);
 	}
 	free(buf);
 	release(&fx);
@@ -571,6 +571,49 @@ TEST(summary_json_leaves_out_contexts_to_stay_within_4_kib)
 		CHECK(strstr(buf, "\"contexts_left_out\":") != NULL);
 		CHECK(strstr(buf, "\"chains_left_out\":") != NULL);
 		CHECK(strstr(buf, "\"chains\":[[[") != NULL); /* the longest chain stays */
+	}
+	free(buf);
+	release(&fx);
+	synth_free(&ui);
+}
+
+/* A deep interpreter's shape: ten hot leaves under one trunk 40 calls deep. Version 2
+ * writes the trunk once ("from":[j,n], docs/summary-format.md), so all 10 contexts fit in
+ * 4 KiB (2,971 bytes), where written whole (version 1) 3 of them had to go. */
+TEST(summary_json_shares_path_prefixes_so_deep_contexts_fit)
+{
+	struct synth_thread ui;
+	synth_init(&ui, "ui", 100, 0, 0);
+	void (*fns[])(void) = { fn_layout, fn_draw, fn_culprit, fn_io, fn_slow_task,
+				fn_recurse, fn_worker, fn_loop };
+	synth_special(&ui, 10, RB_MARK, AGENT_MARK_FRAME_BEGIN);
+	uint64_t t = 100;
+	for (int d = 0; d < 40; d++)
+		synth_entry(&ui, t++, ID(fns[d % 8]));
+	for (int leaf = 0; leaf < 10; leaf++) { /* 10 distinct tips, 3 calls each */
+		synth_entry(&ui, t++, ID(fns[leaf % 8]));
+		synth_entry(&ui, t++, ID(fns[(leaf / 8 + 3) % 8]));
+		synth_entry(&ui, t++, ID(fns[(leaf + 5) % 8]));
+		t += 100000 + 12345 * (uint64_t)leaf;
+		for (int d = 0; d < 3; d++)
+			synth_exit(&ui, t++);
+	}
+	for (int d = 0; d < 40; d++)
+		synth_exit(&ui, t++);
+	synth_special(&ui, t, RB_MARK, AGENT_MARK_FRAME_END);
+	synth_special(&ui, t + 1, RB_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_EXPLICIT);
+	struct fixture fx;
+	if (!summarise(&ui, 1, "deep-trunk", 10, &fx))
+		return;
+	size_t size;
+	char *buf = json_of(&fx, &size);
+	CHECK_EQ_U64(fx.s.ncontexts, 10);
+	if (buf) {
+		printf("    JSON summary of 10 contexts 43 deep under one trunk: %zu bytes\n", size);
+		CHECK(size <= SUMMARY_JSON_MAX);
+		CHECK(strstr(buf, "\"contexts_left_out\":") == NULL);
+		/* the second context shares the trunk and the first tip frame's parent */
+		CHECK(strstr(buf, "\"from\":[0,40]") != NULL || strstr(buf, "\"from\":[0,41]"));
 	}
 	free(buf);
 	release(&fx);

@@ -487,31 +487,76 @@ static int read_functions(struct summary *m, struct diff_side *s, uint32_t funcs
 	return 0;
 }
 
+/* Where each context of a version 2 summary ended, for the later ones that start like it
+ * ("from":[j,n], docs/summary-format.md): its leaf's node, its full path's length and
+ * where its elided middle was (its length when none). */
+struct ctx_end {
+	uint32_t leaf, len, at;
+};
+
+/* A version 2 path, rebuilt, is at most this many frames: the summary writes at most
+ * SUMMARY_MAX_DEPTH (64). Bounded, finding a shared prefix's node (a walk up from the
+ * earlier context's leaf) stays linear in the summary whatever a crafted one says. */
+#define SUMMARY_V2_MAX_PATH 1024
+
 static int read_contexts(struct summary *m, struct diff_side *s, uint32_t top, uint32_t ctxs,
-			 const uint32_t *labels, uint32_t nfuncs)
+			 const uint32_t *labels, uint32_t nfuncs, int64_t version)
 {
-	uint32_t i = 0;
-	for (uint32_t c = json_first(&m->doc, ctxs); c != JSON_NONE;
+	uint32_t i = 0, nctx = json_len(&m->doc, ctxs);
+	struct ctx_end *end = NULL;
+	if (version >= 2 && !(end = malloc((nctx ? nctx : 1) * sizeof(*end))))
+		return -ENOMEM;
+	int e = 0;
+	for (uint32_t c = json_first(&m->doc, ctxs); c != JSON_NONE && !e;
 	     c = json_next(&m->doc, c), i++) {
-		uint32_t path, self;
-		if (json_type(&m->doc, c) != JSON_OBJECT)
-			return bad(m, c, "context %u should be an object", i);
-		if (member(m, c, "path", JSON_ARRAY, &path) ||
-		    member(m, c, "self_ns", JSON_ARRAY, &self))
-			return -EINVAL;
-		if (json_len(&m->doc, path) != json_len(&m->doc, self))
-			return bad(m, self, "context %u: self_ns and path differ in length", i);
+		uint32_t path, self, from;
+		if (json_type(&m->doc, c) != JSON_OBJECT) {
+			e = bad(m, c, "context %u should be an object", i);
+			break;
+		}
+		if ((e = member(m, c, "path", JSON_ARRAY, &path)) != 0 ||
+		    (e = member(m, c, "self_ns", JSON_ARRAY, &self)) != 0)
+			break;
+		if (json_len(&m->doc, path) != json_len(&m->doc, self)) {
+			e = bad(m, self, "context %u: self_ns and path differ in length", i);
+			break;
+		}
+		/* Version 2: the first n frames are context j's (an earlier one), and are the
+		 * same nodes: found up from j's leaf, before j's elided middle. */
+		uint32_t v = top, pos = 0;
+		if (version >= 2 && (from = json_get(&m->doc, c, "from")) != JSON_NONE) {
+			int64_t j, n;
+			uint32_t x = json_first(&m->doc, from);
+			if (json_type(&m->doc, from) != JSON_ARRAY || json_len(&m->doc, from) != 2) {
+				e = bad(m, from, "context %u: \"from\" should be [context, frames]", i);
+				break;
+			}
+			if ((e = integer(m, x, 0, (int64_t)i - 1, "from's context", &j)) != 0)
+				break;
+			if ((e = integer(m, json_next(&m->doc, x), 0, end[j].at, "from's frames",
+					 &n)) != 0)
+				break;
+			v = end[j].leaf;
+			while (s->node[v].depth > s->node[top].depth + (uint32_t)n)
+				v = s->node[v].parent;
+			pos = (uint32_t)n;
+		}
+		uint32_t len = pos + json_len(&m->doc, path);
+		if (version >= 2 && len > SUMMARY_V2_MAX_PATH) {
+			e = bad(m, path, "context %u: a path of more than %d frames", i,
+				SUMMARY_V2_MAX_PATH);
+			break;
+		}
 		/* A path deeper than the summary keeps has its middle elided (summary.h): one
 		 * frame of its own stands for it, so that two runs' deep paths still align. */
 		int64_t at = -1, count;
 		uint32_t el = json_get(&m->doc, c, "elided"), el_at;
 		if (el != JSON_NONE) {
-			if (integer(m, el, 1, INT64_MAX, "elided", &count) ||
-			    member(m, c, "elided_at", JSON_NUMBER, &el_at) ||
-			    integer(m, el_at, 0, json_len(&m->doc, path), "elided_at", &at))
-				return -EINVAL;
+			if ((e = integer(m, el, 1, INT64_MAX, "elided", &count)) != 0 ||
+			    (e = member(m, c, "elided_at", JSON_NUMBER, &el_at)) != 0 ||
+			    (e = integer(m, el_at, pos, len, "elided_at", &at)) != 0)
+				break;
 		}
-		uint32_t v = top, pos = 0;
 		for (uint32_t p = json_first(&m->doc, path), q = json_first(&m->doc, self);;
 		     p = json_next(&m->doc, p), q = json_next(&m->doc, q), pos++) {
 			int64_t f, ns;
@@ -519,22 +564,29 @@ static int read_contexts(struct summary *m, struct diff_side *s, uint32_t top, u
 			if (pos == at) {
 				uint32_t label;
 				if (diff_intern(s->names, DIFF_ELIDED_FRAMES, &label) != 0 ||
-				    diff_side_child(s, v, label, &v, NULL) != 0)
-					return -ENOMEM;
+				    diff_side_child(s, v, label, &v, NULL) != 0) {
+					e = -ENOMEM;
+					break;
+				}
 			}
 			if (p == JSON_NONE)
 				break;
-			if (integer(m, p, 0, (int64_t)nfuncs - 1, "a function index", &f) ||
-			    integer(m, q, 0, INT64_MAX, "self_ns", &ns))
-				return -EINVAL;
-			if (diff_side_child(s, v, labels[f], &v, &made) != 0)
-				return -ENOMEM;
+			if ((e = integer(m, p, 0, (int64_t)nfuncs - 1, "a function index", &f)) != 0 ||
+			    (e = integer(m, q, 0, INT64_MAX, "self_ns", &ns)) != 0)
+				break;
+			if (diff_side_child(s, v, labels[f], &v, &made) != 0) {
+				e = -ENOMEM;
+				break;
+			}
 			/* A prefix shared by several paths is one context: counted once. */
 			if (made)
 				s->node[v].cost_ns = (uint64_t)ns;
 		}
+		if (end)
+			end[i] = (struct ctx_end){ v, len, at >= 0 ? (uint32_t)at : len };
 	}
-	return 0;
+	free(end);
+	return e;
 }
 
 int diff_side_add_summary(struct diff_side *s, const char *text, size_t len, char *err,
@@ -563,8 +615,10 @@ int diff_side_add_summary(struct diff_side *s, const char *text, size_t len, cha
 	if (member(&m, 0, "version", JSON_NUMBER, &v) ||
 	    integer(&m, v, 0, INT64_MAX, "version", &version))
 		goto out;
-	if (version != 1) {
-		bad(&m, v, "summary version %lld; this jitt reads version 1", (long long)version);
+	/* Version 2 (compact paths, the app) reads as version 1 where they agree. */
+	if (version != 1 && version != 2) {
+		bad(&m, v, "summary version %lld; this jitt reads versions 1 and 2",
+		    (long long)version);
 		goto out;
 	}
 	/* The thread: its name, or an object with its name (and tid, not needed here). */
@@ -584,7 +638,7 @@ int diff_side_add_summary(struct diff_side *s, const char *text, size_t len, cha
 	if ((e = read_modules(&m, mods, &prefix, &nmods)) != 0 ||
 	    (e = read_functions(&m, s, funcs, prefix, nmods, &labels, &nfuncs)) != 0 ||
 	    (e = thread_node(s, str, &top)) != 0 ||
-	    (e = read_contexts(&m, s, top, ctxs, labels, nfuncs)) != 0)
+	    (e = read_contexts(&m, s, top, ctxs, labels, nfuncs, version)) != 0)
 		goto out;
 	if (s->kind == DIFF_EMPTY)
 		s->kind = DIFF_SUMMARY;

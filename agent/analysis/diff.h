@@ -107,7 +107,7 @@ uint32_t diff_side_find(const struct diff_side *s, const uint32_t *path, uint32_
  */
 int diff_side_add_trace(struct diff_side *s, const struct rb_trace *t, char *err, size_t errsize);
 /*
- * Add a summary written by `jitt summarize --json` (schema jitt.summary, version 1): the
+ * Add a summary written by `jitt summarize --json` (schema jitt.summary, version 1 or 2): the
  * thread's name ("thread": a string, or an object with "name"), and its contexts, root-to-leaf
  * paths of function indices with self_ns per element. Each prefix of a path is a context costing
  * self_ns at that position; a prefix that several paths share counts once. 0, -ENOMEM, or -EINVAL

@@ -32,9 +32,14 @@ static const char *thread_name(const struct summary *s, int i)
  * summary_write_json).
  */
 struct jlimit {
-	size_t nctx, nch; /* the first ones written */
+	size_t nctx, nch, ntt; /* the first contexts, chains, top_trace entries written */
 	unsigned level;	  /* 0: all of it; 1: short lists; 2: the bare minimum */
 };
+
+/* The whole trace's top self time says least about the anomaly: its entries past the third
+ * go first, before any ranked context (version 2; the sim app's compute jank then keeps all
+ * 10 of its contexts). */
+#define JSON_TOP_TRACE_KEEP 3
 
 /* Strings from the trace at level 2 are cut to this many bytes (at most 6 escaped each). */
 #define JSON_MIN_STRING 32
@@ -160,6 +165,46 @@ static long long sns(const struct summary *s, int64_t ticks)
 	return ticks < 0 ? -(long long)v : (long long)v;
 }
 
+/* A context's frames before its elided middle (all of them when none is elided): the
+ * part that is the same CCT nodes as another context's when the functions agree. */
+static size_t outer_frames(const struct summary_context *c)
+{
+	return c->elided ? c->at : c->n;
+}
+
+/*
+ * Version 2's compact paths. The K costliest contexts of one window are leaves of one
+ * calling-context tree, so they share long prefixes (the sim app's 11-deep paths differ in
+ * their last two or three frames), and written whole those prefixes were most of the
+ * summary: at 4 KiB the sim app's compute jank kept 7 of its 10 contexts. A context that
+ * starts like an earlier one says so ("from":[j,n]: the first n frames are context j's)
+ * and writes only the rest. Equal functions from the root are one CCT node (one node per
+ * distinct call path, agent/analysis/cct.h), so their window and baseline times are equal
+ * too; they are compared anyway, so the encoding is lossless whatever built the contexts.
+ * Only the outer frames before an elided middle are shared, so that a reader rebuilding
+ * the tree (jitt diff) meets the same nodes. The longest such prefix, at least 2 frames
+ * (one costs more to point at than to write), with the earliest context on ties.
+ */
+static size_t shared_prefix(const struct summary *s, size_t i, size_t *from)
+{
+	const struct summary_context *c = &s->contexts[i];
+	size_t best = 0;
+	*from = 0;
+	for (size_t j = 0; j < i; j++) {
+		const struct summary_context *d = &s->contexts[j];
+		size_t most = outer_frames(c) < outer_frames(d) ? outer_frames(c) : outer_frames(d);
+		size_t n = 0;
+		while (n < most && c->key[n] == d->key[n] && c->self[n] == d->self[n] &&
+		       c->base[n] == d->base[n])
+			n++;
+		if (n > best) {
+			best = n;
+			*from = j;
+		}
+	}
+	return best >= 2 ? best : 0;
+}
+
 /* The functions table last in the writing, first in the file: the body is written to a
  * memory stream, then the header and the table, then the body. Only the modules the
  * functions name are listed (a trace may name a thousand), renumbered in order of use. */
@@ -193,7 +238,8 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 	fputs(",\"top_window\":", b);
 	json_funcs(b, s, &ft, s->top_window, s->ntop_window < ntop ? s->ntop_window : ntop);
 	fputs(",\"top_trace\":", b);
-	json_funcs(b, s, &ft, s->top_trace, s->ntop_trace < ntop ? s->ntop_trace : ntop);
+	size_t ntt = lim->ntt < ntop ? lim->ntt : ntop;
+	json_funcs(b, s, &ft, s->top_trace, s->ntop_trace < ntt ? s->ntop_trace : ntt);
 	fputs(",\"chains\":[", b);
 	/* Where chains were elided: [chain, position, frames left out] each. */
 	char *elided = NULL;
@@ -220,13 +266,17 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 	fputs("],\"contexts\":[", b);
 	for (size_t i = 0; i < lim->nctx; i++) {
 		const struct summary_context *c = &s->contexts[i];
-		fprintf(b, "%s{\"cost_ns\":%lld,\"path\":[", i ? "," : "", sns(s, c->cost));
-		for (size_t j = 0; j < c->n; j++)
-			fprintf(b, "%s%d", j ? "," : "", fidx(&ft, c->key[j]));
+		size_t from, n = shared_prefix(s, i, &from);
+		fprintf(b, "%s{\"cost_ns\":%lld,", i ? "," : "", sns(s, c->cost));
+		if (n)
+			fprintf(b, "\"from\":[%zu,%zu],", from, n);
+		fputs("\"path\":[", b);
+		for (size_t j = n; j < c->n; j++)
+			fprintf(b, "%s%d", j > n ? "," : "", fidx(&ft, c->key[j]));
 		fputs("],\"self_ns\":", b);
-		json_u64s(b, s, c->self, c->n);
+		json_u64s(b, s, c->self + n, c->n - n);
 		fputs(",\"base_ns\":", b);
-		json_u64s(b, s, c->base, c->n);
+		json_u64s(b, s, c->base + n, c->n - n);
 		if (c->elided)
 			fprintf(b, ",\"elided\":%zu,\"elided_at\":%zu", c->elided, c->at);
 		fputc('}', b);
@@ -259,6 +309,8 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 	if (nel)
 		fprintf(b, ",\"chains_elided\":[%s]", elided);
 	free(elided);
+	if (ntt < s->ntop_trace)
+		fprintf(b, ",\"top_trace_left_out\":%zu", s->ntop_trace - ntt);
 	if (lim->nctx < s->ncontexts)
 		fprintf(b, ",\"contexts_left_out\":%zu", s->ncontexts - lim->nctx);
 	if (lim->nch < s->nchains)
@@ -288,6 +340,20 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 		fputs("null", out);
 	fputs(",\"thread\":", out);
 	json_string(out, thread_name(s, s->thread), lim);
+	/* The traced program: the trace's first module is the executable (the runtime
+	 * lists the main program first, ringbuf/tracefile.h). A report names the app by it,
+	 * and the pseudonym is per app (AppInsight section 6). */
+	fputs(",\"app\":", out);
+	if (t->nmodules) {
+		char id[2 * RB_BUILD_ID_MAX + 1];
+		agent_hex(t->modules[0].build_id, t->modules[0].build_id_len, id);
+		const char *file = strrchr(t->modules[0].path, '/');
+		fprintf(out, "{\"build_id\":\"%s\",\"name\":", id);
+		json_string(out, file ? file + 1 : t->modules[0].path, lim);
+		fputc('}', out);
+	} else {
+		fputs("null", out);
+	}
 	fprintf(out, ",\"trace\":{\"threads\":%u,\"records\":%llu,\"contexts\":%llu,\"ns\":%llu}",
 		t->nthreads, (unsigned long long)s->records, (unsigned long long)s->ncontexts_tree,
 		(unsigned long long)ns(s, s->span));
@@ -353,7 +419,7 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
  */
 int summary_write_json(FILE *out, const struct summary *s, struct agent_symbols *syms)
 {
-	struct jlimit lim = { s->ncontexts, s->nchains, 0 };
+	struct jlimit lim = { s->ncontexts, s->nchains, s->ntop_trace, 0 };
 	for (;;) {
 		char *buf = NULL;
 		size_t size = 0;
@@ -371,7 +437,9 @@ int summary_write_json(FILE *out, const struct summary *s, struct agent_symbols 
 		free(buf);
 		if (err || size <= SUMMARY_JSON_MAX || last)
 			return err;
-		if (lim.nctx)
+		if (lim.ntt > JSON_TOP_TRACE_KEEP)
+			lim.ntt--;
+		else if (lim.nctx)
 			lim.nctx--;
 		else if (lim.nch > 1)
 			lim.nch--;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * agent/analysis/summary_out.h - a summary (agent/analysis/summary.h) for people (text) and for machines
- * (JSON, schema "jitt.summary" version 1, documented in docs/summary-format.md). The JSON
+ * (JSON, schema "jitt.summary" version 2, documented in docs/summary-format.md). The JSON
  * is what may leave the device: function names and build-ids, no paths, no ids of people.
  */
 #ifndef JITT_AGENT_SUMMARY_OUT_H
@@ -13,7 +13,7 @@
 #include <stdio.h>
 
 #define SUMMARY_SCHEMA	"jitt.summary"
-#define SUMMARY_VERSION 1
+#define SUMMARY_VERSION 2
 /* The most bytes of JSON a summary takes: the lowest-ranked contexts are left out (and
  * counted in "contexts_left_out") until it fits. */
 #define SUMMARY_JSON_MAX 4096

@@ -1,0 +1,149 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `jitt report [--key UUID] [--id HEX] FILE.json`: the exact bytes jittd would send for a
+ * summary (docs/report-format.md), built by uploader/report.c with this build's allow-lists,
+ * so that a privacy reviewer reads what leaves the device and nothing else. Only the
+ * idempotency key and the pseudonym differ on the wire: an upload carries a random key and
+ * the install's pseudonym for the app (AppInsight section 6), which this command does not
+ * know, so it writes fixed stand-ins unless given them.
+ */
+#include "agent/cli/cli.h"
+#include "agent/escape.h"
+#include "hal/fs.h"
+#include "uploader/report.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The allow-lists, read here once (Kconfig; the private defaults without the uploader). */
+#ifdef CONFIG_UPLOADER
+#define REPORT_THREAD_NAMES CONFIG_UPLOADER_THREAD_NAMES
+#define REPORT_REASONS	    CONFIG_UPLOADER_REASONS
+#define REPORT_ROTATION_DAYS CONFIG_UPLOADER_ROTATION_DAYS
+#else
+#define REPORT_THREAD_NAMES "main ui render"
+#define REPORT_REASONS	    "hang jank slow-frame slow-start"
+#define REPORT_ROTATION_DAYS 30
+#endif
+
+#define NIL_KEY "00000000-0000-4000-8000-000000000000"
+#define NIL_ID	"0000000000000000000000000000000000000000000000000000000000000000"
+/* A summary is at most 4 KiB; a file much bigger is not one. */
+#define SUMMARY_FILE_MAX (64 * 1024)
+
+static const char usage[] =
+	"usage: jitt report [--key UUID] [--id HEX] FILE.json\n"
+	"  FILE.json   a summary (jitt summarize --json, schema jitt.summary version 2)\n"
+	"  --key UUID  the idempotency key to write (default: a fixed stand-in)\n"
+	"  --id HEX    the pseudonym to write, 64 lowercase hex (default: all zeros)\n"
+	"prints the exact bytes an upload of this summary sends (docs/report-format.md)\n"
+	"exit status: 0 done, 1 the file could not be read or is not a summary, 2 bad arguments\n";
+
+/* The file into a malloc'd buffer: a regular file only (hal_open_file: no FIFO or device
+ * to block on), at most SUMMARY_FILE_MAX bytes. 0 or -errno (-EFBIG: too big). */
+static int read_summary(const char *path, char **buf, size_t *len)
+{
+	struct stat st;
+	int fd = hal_open_file(AT_FDCWD, path, true, &st);
+	if (fd < 0)
+		return fd;
+	*buf = NULL;
+	*len = 0;
+	if (st.st_size > SUMMARY_FILE_MAX) {
+		close(fd);
+		return -EFBIG;
+	}
+	char *b = malloc(SUMMARY_FILE_MAX + 1);
+	if (!b) {
+		close(fd);
+		return -ENOMEM;
+	}
+	size_t n = 0;
+	for (;;) {
+		ssize_t r = read(fd, b + n, SUMMARY_FILE_MAX + 1 - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = -errno;
+			free(b);
+			close(fd);
+			return e;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+		if (n > SUMMARY_FILE_MAX) { /* grew while read */
+			free(b);
+			close(fd);
+			return -EFBIG;
+		}
+	}
+	close(fd);
+	*buf = b;
+	*len = n;
+	return 0;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	const char *key = NULL, *id = NULL, *file = NULL;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--key") && i + 1 < argc) {
+			key = argv[++i];
+		} else if (!strcmp(argv[i], "--id") && i + 1 < argc) {
+			id = argv[++i];
+		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			fputs(usage, stdout);
+			return 0;
+		} else if (argv[i][0] == '-' || file) {
+			fputs(usage, stderr);
+			return 2;
+		} else {
+			file = argv[i];
+		}
+	}
+	if (!file) {
+		fputs(usage, stderr);
+		return 2;
+	}
+	char shown[512], why[512];
+	agent_escape(shown, sizeof(shown), file);
+	char *text;
+	size_t len;
+	int e = read_summary(file, &text, &len);
+	if (e) {
+		fprintf(stderr, "jitt report: %s: %s\n", shown,
+			e == -EFBIG ? "larger than a summary can be (64 KiB)" : strerror(-e));
+		return 1;
+	}
+	int64_t now = (int64_t)time(NULL);
+	struct up_report_params p = {
+		.key = key ? key : NIL_KEY,
+		.id = id ? id : NIL_ID,
+		.period = now / ((int64_t)REPORT_ROTATION_DAYS * 86400),
+		.unix_s = now,
+		.thread_names = REPORT_THREAD_NAMES,
+		.reasons = REPORT_REASONS,
+	};
+	char out[UP_REPORT_MAX], err[256] = "";
+	size_t outlen;
+	e = up_report_build(text, len, &p, out, sizeof(out), &outlen, err, sizeof(err));
+	free(text);
+	if (e) {
+		fprintf(stderr, "jitt report: %s: %s\n", shown,
+			agent_escape(why, sizeof(why), e == -EINVAL ? err : strerror(-e)));
+		return e == -EINVAL && (key || id) && strstr(err, "UUID") ? 2 : 1;
+	}
+	if (!key || !id)
+		fprintf(stderr, "jitt report: a real upload carries a random idempotency key "
+				"(\"key\") and this install's pseudonym for the app (\"id\") instead of "
+				"the stand-ins below; every other byte is the same\n");
+	fwrite(out, 1, outlen, stdout);
+	return ferror(stdout) || fflush(stdout) ? 1 : 0;
+}
