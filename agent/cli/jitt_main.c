@@ -17,6 +17,7 @@ static const struct {
 	{ "export", cmd_export, "a trace for Perfetto, chrome://tracing or flame graphs" },
 	{ "status", cmd_status, "jittd's counters, or a traced process's state (PID)" },
 	{ "trigger", cmd_trigger, "ask a traced process to save its trace now" },
+	{ "consent", cmd_consent, "grant, revoke or show the consent to upload reports" },
 };
 
 static int usage(FILE *out)
