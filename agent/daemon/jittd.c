@@ -16,6 +16,7 @@
 #include "agent/log.h"
 #include "agent/spool.h"
 #include "hal/cpu.h"
+#include "hal/fs.h"
 #include "uploader/uploader.h"
 
 #include <errno.h>
@@ -52,10 +53,12 @@ static void on_stop(int sig)
 static int usage(FILE *out)
 {
 	fprintf(out,
-		"usage: jittd [-f] [-c CONFIG] [--syslog]\n"
+		"usage: jittd [-f] [-c CONFIG] [--syslog] [--root DIR]\n"
 		"  -f          stay in the foreground and log to stderr\n"
 		"  -c CONFIG   settings file (default $JITT_CONFIG, else %s)\n"
-		"  --syslog    log to syslog even in the foreground\n",
+		"  --syslog    log to syslog even in the foreground\n"
+		"  --root DIR  the HAL's /sys, /proc and /run under DIR (network state, CPUs):\n"
+		"              for tests and demos on a fake tree\n",
 		CONFIG_AGENT_CONFIG_FILE);
 	return out == stderr ? 2 : 0;
 }
@@ -341,6 +344,9 @@ int main(int argc, char **argv)
 			use_syslog = true;
 		else if (!strcmp(argv[i], "-c") && i + 1 < argc)
 			config = argv[++i];
+		else if (!strcmp(argv[i], "--root") && i + 1 < argc && argv[i + 1][0] == '/' &&
+			 hal_root_set(argv[i + 1]) == 0)
+			i++;
 		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
 			return usage(stdout);
 		else
