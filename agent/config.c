@@ -47,6 +47,7 @@ CFG static void upload_defaults(struct agent_upload_config *u)
 	u->max_attempts = UP_DEFAULT(MAX_ATTEMPTS, 8);
 	u->timeout_ms = UP_DEFAULT(TIMEOUT_MS, 10000);
 	u->poll_s = 30;
+	u->backoff_ms = 2000;
 #ifdef CONFIG_UPLOADER_ALLOW_ETHERNET
 	u->allow_ethernet = 1;
 #endif
@@ -94,6 +95,7 @@ static const struct {
 	{ "upload_max_attempts", offsetof(struct agent_config, up.max_attempts), 1, 100, 0 },
 	{ "upload_timeout_ms", offsetof(struct agent_config, up.timeout_ms), 100, 600000, 0 },
 	{ "upload_poll_s", offsetof(struct agent_config, up.poll_s), 1, 86400, 0 },
+	{ "upload_backoff_ms", offsetof(struct agent_config, up.backoff_ms), 100, 3600000, 0 },
 	{ "upload_allow_ethernet", offsetof(struct agent_config, up.allow_ethernet), 0, 1, 0 },
 };
 

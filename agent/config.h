@@ -43,6 +43,7 @@ struct agent_upload_config {
 	uint32_t max_attempts;		   /* upload_max_attempts */
 	uint32_t timeout_ms;		   /* upload_timeout_ms */
 	uint32_t poll_s;		   /* upload_poll_s: network looked at while reports wait */
+	uint32_t backoff_ms;		   /* upload_backoff_ms: the first retry's delay */
 	uint32_t allow_ethernet;	   /* upload_allow_ethernet: 0 or 1 */
 };
 

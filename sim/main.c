@@ -27,6 +27,9 @@ struct sim_opts sim_opt = {
 	.work_us = 3000,
 	.seed = 1,
 	.trace = true,
+	.ui_name = "ui",
+	.worker_name = "worker-1",
+	.io_name = "io-1",
 };
 volatile sig_atomic_t sim_stop;
 
@@ -44,6 +47,7 @@ static void usage(FILE *f)
 		"usage: jank-sim [--scenario=none|compute|blocked|many-short|hang] [--frames N]\n"
 		"                [--warmup N] [--seed N] [--no-trace] [--stats] [--jank-frames N]\n"
 		"                [--fps N] [--work-us N] [--calib N] [--calibrate]\n"
+		"                [--thread-names UI,WORKER,IO]\n"
 		"  --frames N       frames in all, warm-up included (default warm-up + 120;\n"
 		"                   0: until SIGINT or SIGTERM)\n"
 		"  --warmup N       normal frames before the jank (60)\n"
@@ -54,7 +58,8 @@ static void usage(FILE *f)
 		"  --fps N          frame rate (60)\n"
 		"  --work-us N      the tree's work per frame in microseconds (3000)\n"
 		"  --calib N        loop iterations per microsecond, instead of measuring it\n"
-		"  --calibrate      print the measured calibration and exit\n",
+		"  --calibrate      print the measured calibration and exit\n"
+		"  --thread-names A,B,C  the threads' names (ui,worker-1,io-1)\n",
 		CONFIG_AGENT_JANK_FRAMES);
 }
 
@@ -87,6 +92,7 @@ static int parse_args(int argc, char **argv, bool *calibrate, bool *frames_set)
 		{ "work-us", required_argument, NULL, 'u' },
 		{ "calib", required_argument, NULL, 'c' },
 		{ "calibrate", no_argument, NULL, 'C' },
+		{ "thread-names", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -150,6 +156,14 @@ static int parse_args(int argc, char **argv, bool *calibrate, bool *frames_set)
 			break;
 		case 'C':
 			*calibrate = true;
+			break;
+		case 'N':
+			/* UI,WORKER,IO: each at most 15 bytes, what the runtime keeps. */
+			if (sscanf(optarg, "%15[^,],%15[^,],%15s", sim_opt.ui_name, sim_opt.worker_name,
+				   sim_opt.io_name) != 3) {
+				fprintf(stderr, "jank-sim: --thread-names wants UI,WORKER,IO\n");
+				return 2;
+			}
 			break;
 		case 'h':
 			usage(stdout);
@@ -266,7 +280,7 @@ int main(int argc, char **argv)
 	int err = jitt_init(NULL);
 	if (err && err != -EALREADY)
 		fprintf(stderr, "jank-sim: jitt_init: %s\n", strerror(-err));
-	err = jitt_thread_name("ui");
+	err = jitt_thread_name(sim_opt.ui_name);
 	if (!err && sim_opt.trace)
 		err = jitt_trace_thread(true);
 	if (err)

@@ -43,6 +43,8 @@ struct sim_opts {
 	uint32_t seed;
 	uint64_t ipu; /* loop iterations per microsecond */
 	bool trace, stats;
+	/* The threads' names (--thread-names): tests plant identifiers in them. */
+	char ui_name[16], worker_name[16], io_name[16];
 };
 
 extern struct sim_opts sim_opt;

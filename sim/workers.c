@@ -276,7 +276,7 @@ static SIM_UNTRACED void thread_setup(const char *name)
 static SIM_UNTRACED void *worker_main(void *arg)
 {
 	(void)arg;
-	thread_setup("worker-1");
+	thread_setup(sim_opt.worker_name);
 	worker_sink = sim_worker_loop(sim_opt.seed);
 	jitt_trace_thread(false);
 	return NULL;
@@ -285,7 +285,7 @@ static SIM_UNTRACED void *worker_main(void *arg)
 static SIM_UNTRACED void *io_main(void *arg)
 {
 	(void)arg;
-	thread_setup("io-1");
+	thread_setup(sim_opt.io_name);
 	io_sink = sim_io_loop(sim_opt.seed);
 	jitt_trace_thread(false);
 	/* The peer sees the end of its requests and stops. */

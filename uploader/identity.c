@@ -69,19 +69,24 @@ static int hex_digit(char c)
 	return -1;
 }
 
+int up_hex_decode(const char *hex, unsigned char *out, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		int hi = hex_digit(hex[2 * i]), lo = hi < 0 ? -1 : hex_digit(hex[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		out[i] = (unsigned char)(hi << 4 | lo);
+	}
+	return hex[2 * len] ? -EINVAL : 0;
+}
+
 int up_pseudonym(const unsigned char secret[UP_SECRET_LEN], const char *build_id_hex,
 		 int64_t period, char id[65])
 {
 	unsigned char msg[64 + 8], mac[32];
 	size_t n = strlen(build_id_hex);
-	if (n < 2 || n > 128 || n % 2)
+	if (n < 2 || n > 128 || n % 2 || up_hex_decode(build_id_hex, msg, n / 2) != 0)
 		return -EINVAL;
-	for (size_t i = 0; i < n / 2; i++) {
-		int hi = hex_digit(build_id_hex[2 * i]), lo = hex_digit(build_id_hex[2 * i + 1]);
-		if (hi < 0 || lo < 0)
-			return -EINVAL;
-		msg[i] = (unsigned char)(hi << 4 | lo);
-	}
 	for (int i = 0; i < 8; i++)
 		msg[n / 2 + (size_t)i] = (unsigned char)((uint64_t)period >> (56 - 8 * i));
 	const mbedtls_md_info_t *md = mbedtls_md_info_from_type(MBEDTLS_MD_SHA256);

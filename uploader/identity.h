@@ -14,6 +14,7 @@
 #ifndef JITT_UPLOADER_IDENTITY_H
 #define JITT_UPLOADER_IDENTITY_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define UP_SECRET_LEN  32
@@ -34,5 +35,8 @@ int64_t up_period(int64_t unix_s, unsigned days);
  * when build_id_hex is not an even number (2 to 128) of hex digits. */
 int up_pseudonym(const unsigned char secret[UP_SECRET_LEN], const char *build_id_hex,
 		 int64_t period, char id[65]);
+
+/* hex (exactly 2 * len digits, either case) into out[0..len). 0 or -EINVAL. */
+int up_hex_decode(const char *hex, unsigned char *out, size_t len);
 
 #endif

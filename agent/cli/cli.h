@@ -19,6 +19,7 @@ int cmd_diff(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_trigger(int argc, char **argv);
+int cmd_consent(int argc, char **argv);
 
 /* For the commands that read trace files (agent/cli/cli_file.c). */
 struct rb_trace;

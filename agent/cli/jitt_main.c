@@ -18,6 +18,7 @@ static const struct {
 	{ "report", cmd_report, "the exact bytes an upload of a summary would send" },
 	{ "status", cmd_status, "jittd's counters, or a traced process's state (PID)" },
 	{ "trigger", cmd_trigger, "ask a traced process to save its trace now" },
+	{ "consent", cmd_consent, "grant, revoke or show the consent to upload reports" },
 };
 
 static int usage(FILE *out)

@@ -7,6 +7,7 @@
 #include "agent/daemon/jittd.h"
 #include "agent/log.h"
 #include "agent/spool.h"
+#include "uploader/uploader.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -65,6 +66,55 @@ static int status(struct jittd *d, char *reply, size_t size)
 		put(&o, "clients_over_uid_cap %llu\n", (unsigned long long)c->over_uid);
 		put(&o, "clients_dropped %llu\n", (unsigned long long)c->dropped);
 	}
+	put(&o, "consent %s\n", d->granted ? "granted" : "revoked");
+	if (d->up) {
+		struct up_stats u;
+		up_get_stats(d->up, &u);
+		put(&o, "upload_queued %u\n", u.queued);
+		put(&o, "uploaded %llu\n", (unsigned long long)u.uploaded);
+		put(&o, "upload_refused %llu\n", (unsigned long long)u.refused);
+		put(&o, "upload_retries %llu\n", (unsigned long long)u.retries);
+		put(&o, "upload_aborted %llu\n", (unsigned long long)u.aborted);
+		put(&o, "upload_dropped_budget %llu\n", (unsigned long long)u.dropped_budget);
+		put(&o, "upload_dropped_attempts %llu\n", (unsigned long long)u.dropped_attempts);
+		put(&o, "upload_dropped_campaign %llu\n", (unsigned long long)u.dropped_campaign);
+		put(&o, "upload_dropped_failed %llu\n", (unsigned long long)u.dropped_failed);
+		put(&o, "upload_connections %llu\n", (unsigned long long)u.connections);
+		put(&o, "upload_budget_left %u\n", u.budget_left);
+		put(&o, "upload_network %s\n", u.network[0] ? u.network : "-");
+		put(&o, "upload_last_error %s\n", u.last_error[0] ? u.last_error : "-");
+	}
+	return 0;
+}
+
+/* "consent status" for anyone; "consent grant|revoke" (checked by the caller). */
+static int consent(struct jittd *d, const struct agent_ctl_peer *peer, const char *arg,
+		   char *reply, size_t size)
+{
+	bool grant = !strcmp(arg, "grant");
+	if (!grant && strcmp(arg, "revoke")) {
+		snprintf(reply, size, "consent takes grant, revoke or status");
+		return -EINVAL;
+	}
+	if (grant && !d->up) {
+		snprintf(reply, size, "this jittd has no uploader (CONFIG_UPLOADER, or see its log)");
+		return -ENOTSUP;
+	}
+	/* The file first: a crash after it still leaves the user's word on disk, and the next
+	 * start acts on it. */
+	int e = jittd_consent_write(&d->consent, grant);
+	if (e) {
+		snprintf(reply, size, "cannot write %s: %s", d->consent.path, strerror(-e));
+		return e;
+	}
+	char why[64];
+	snprintf(why, sizeof(why), "asked by uid %u", (unsigned)peer->uid);
+	jittd_apply_consent(d, grant, why);
+	if (grant && !d->granted) {
+		snprintf(reply, size, "consent could not be granted (no install secret; see the log)");
+		return -EIO;
+	}
+	snprintf(reply, size, "consent %s\n", d->granted ? "granted" : "revoked");
 	return 0;
 }
 
@@ -75,6 +125,10 @@ int jittd_control(void *ctx, const struct agent_ctl_peer *peer, const char *cmd,
 	if (!strcmp(cmd, "status"))
 		return *arg ? (snprintf(reply, size, "status takes no argument"), -EINVAL)
 			    : status(d, reply, size);
+	if (!strcmp(cmd, "consent") && !strcmp(arg, "status")) {
+		snprintf(reply, size, "consent %s\n", d->granted ? "granted" : "revoked");
+		return 0;
+	}
 
 	/* Everything else changes something: refused to other users before it is even looked
 	 * at, so they learn nothing about what jittd would do. */
@@ -87,9 +141,12 @@ int jittd_control(void *ctx, const struct agent_ctl_peer *peer, const char *cmd,
 	if (!strcmp(cmd, "scan")) {
 		log_info("scan asked by uid %u (pid %d)", (unsigned)peer->uid, (int)peer->pid);
 		jittd_retry_now(d);
+		if (d->up)
+			up_kick(d->up);
 		return 0;
 	}
-	/* "consent on|off" (the uploader's) goes here, behind the same check. */
+	if (!strcmp(cmd, "consent"))
+		return consent(d, peer, arg, reply, size);
 	snprintf(reply, size, "unknown command");
 	return -EINVAL;
 }

@@ -7,13 +7,17 @@
  * main one waits in one ppoll() over the spool's inotify fd, the control socket and the
  * stop signals; the worker summarises, one trace at a time, and waits for work or for the
  * retry time of a failed write. A trace that takes long to summarise (a large or crafted
- * one) so never leaves the socket unanswered: `jitt status` answers meanwhile.
+ * one) so never leaves the socket unanswered: `jitt status` answers meanwhile. A third,
+ * the uploader's (uploader/uploader.h), sends reports when consent, the network and the
+ * budget allow; the main thread also watches the consent file.
  */
 #define _GNU_SOURCE
 #include "agent/daemon/jittd.h"
 #include "agent/log.h"
 #include "agent/spool.h"
 #include "hal/cpu.h"
+#include "hal/fs.h"
+#include "uploader/uploader.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -49,10 +53,12 @@ static void on_stop(int sig)
 static int usage(FILE *out)
 {
 	fprintf(out,
-		"usage: jittd [-f] [-c CONFIG] [--syslog]\n"
+		"usage: jittd [-f] [-c CONFIG] [--syslog] [--root DIR]\n"
 		"  -f          stay in the foreground and log to stderr\n"
 		"  -c CONFIG   settings file (default $JITT_CONFIG, else %s)\n"
-		"  --syslog    log to syslog even in the foreground\n",
+		"  --syslog    log to syslog even in the foreground\n"
+		"  --root DIR  the HAL's /sys, /proc and /run under DIR (network state, CPUs):\n"
+		"              for tests and demos on a fake tree\n",
 		CONFIG_AGENT_CONFIG_FILE);
 	return out == stderr ? 2 : 0;
 }
@@ -181,8 +187,9 @@ static void serve_step(const struct pollfd *p, int n)
 }
 
 /* A trace arrived (renamed in, or written in place and closed)? Writers' temporaries
- * (".tmp-...") and other files are not work. An overflowed queue may have lost one. */
-static bool drain_inotify(int fd)
+ * (".tmp-...") and other files are not work. An overflowed queue may have lost one.
+ * *consent: something happened to the consent file (watch consent_wd, name). */
+static bool drain_inotify(int fd, int consent_wd, const char *consent_name, bool *consent)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
 	bool work = false;
@@ -194,7 +201,9 @@ static bool drain_inotify(int fd)
 			const struct inotify_event *ev = (const struct inotify_event *)p;
 			size_t len = ev->len ? strlen(ev->name) : 0;
 			if (ev->mask & IN_Q_OVERFLOW)
-				work = true;
+				work = *consent = true;
+			else if (ev->wd == consent_wd && len && !strcmp(ev->name, consent_name))
+				*consent = true;
 			else if (len > 4 && ev->name[0] != '.' &&
 				 !strcmp(ev->name + len - 4, ".jtr"))
 				work = true;
@@ -270,6 +279,60 @@ static void *work(void *arg)
 	return NULL;
 }
 
+void jittd_apply_consent(struct jittd *d, bool granted, const char *why)
+{
+	bool was = d->granted;
+	d->granted = granted;
+	if (d->up && up_set_consent(d->up, granted) != 0)
+		d->granted = false; /* no secret could be made: logged by the uploader */
+	if (granted) {
+		log_info("consent granted (%s)", why);
+		return;
+	}
+	/* Raw traces and summaries go too, not only what was queued (Hubble section 9: the
+	 * user's word ends the recording of their data, not just its sending). */
+	int n = jittd_worker_forget(&d->w);
+	log_info("consent revoked (%s): %d trace(s) and summaries deleted%s", why, n,
+		 was ? "" : " (it was not granted)");
+}
+
+/* The uploader, when this build has one, with the consent read now. can_watch: the consent
+ * file's folder is watched (else consent stays revoked: a change would go unseen). */
+static void start_uploader(struct jittd *d, bool can_watch)
+{
+	char why[AGENT_PATH_MAX + 64] = "";
+	bool granted = can_watch && jittd_consent_read(&d->consent, why, sizeof(why));
+	/* A secret left means consent was granted when the last run ended: a revoke while
+	 * jittd was not running is carried out now, raw traces and summaries included. */
+	bool had_secret = faccessat(d->dirs.uploads, "secret", F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+#ifdef CONFIG_UPLOADER
+	const struct agent_upload_config *c = &d->c.up;
+	struct up_settings s = {
+		.url = c->url, .ca_file = c->ca_file, .pin_hex = c->pin,
+		.thread_names = c->thread_names, .reasons = c->reasons, .campaign = c->campaign,
+		.pick = !strcmp(c->pick, "severe")     ? UP_PICK_SEVERE
+			: !strcmp(c->pick, "campaign") ? UP_PICK_CAMPAIGN
+						       : UP_PICK_FIRST,
+		.budget = c->budget, .budget_days = c->budget_days,
+		.rotation_days = c->rotation_days, .max_attempts = c->max_attempts,
+		.timeout_ms = c->timeout_ms, .poll_s = c->poll_s, .backoff_ms = c->backoff_ms,
+		.allow_ethernet = c->allow_ethernet, .log = agent_log,
+	};
+	char err[256] = "";
+	int e = up_start(&d->up, &s, d->dirs.uploads, granted, err, sizeof(err));
+	if (e) {
+		log_err("no uploads: %s", err[0] ? err : strerror(-e));
+		d->up = NULL;
+	}
+	d->w.up = d->up;
+#endif
+	d->granted = granted && d->up;
+	log_info("consent %s%s%s", d->granted ? "granted" : "revoked", d->granted ? "" : ": ",
+		 d->granted ? "" : why);
+	if (!d->granted && had_secret)
+		jittd_apply_consent(d, false, "revoked while jittd was not running");
+}
+
 int main(int argc, char **argv)
 {
 	bool foreground = false, use_syslog = false;
@@ -281,6 +344,9 @@ int main(int argc, char **argv)
 			use_syslog = true;
 		else if (!strcmp(argv[i], "-c") && i + 1 < argc)
 			config = argv[++i];
+		else if (!strcmp(argv[i], "--root") && i + 1 < argc && argv[i + 1][0] == '/' &&
+			 hal_root_set(argv[i + 1]) == 0)
+			i++;
 		else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help"))
 			return usage(stdout);
 		else
@@ -324,6 +390,10 @@ int main(int argc, char **argv)
 						 : strerror(-listen_fd));
 		return 1;
 	}
+	if ((e = jittd_consent_init(&d.consent, &d.c)) != 0) {
+		fprintf(stderr, "jittd: consent_file: %s\n", strerror(-e));
+		return 1;
+	}
 	int ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	/* By name, but the folders on the way were just checked: only root or jittd may
 	 * change them. IN_DONT_FOLLOW | IN_ONLYDIR all the same. */
@@ -334,6 +404,14 @@ int main(int argc, char **argv)
 		unlink(sock);
 		return 1;
 	}
+	/* The consent file's folder: an OEM's settings app writes it (rename or in place), or
+	 * removes it. Without the folder there is nothing to watch, and consent stays off. */
+	int consent_wd = inotify_add_watch(ifd, d.consent.dir,
+					   IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE |
+						   IN_ATTRIB | IN_DONT_FOLLOW | IN_ONLYDIR);
+	if (consent_wd < 0)
+		fprintf(stderr, "jittd: cannot watch %s (%s): consent stays revoked\n",
+			d.consent.dir, strerror(errno));
 	if (!foreground && (e = daemonize()) != 0) {
 		fprintf(stderr, "jittd: cannot detach: %s\n", strerror(-e));
 		unlink(sock);
@@ -365,6 +443,7 @@ int main(int argc, char **argv)
 	agent_ctl_server_init(&ctl, listen_fd, jittd_control, &d);
 	d.ctl = &ctl;
 	jittd_worker_recover(&d.w);
+	start_uploader(&d, consent_wd >= 0);
 
 	/* The worker's clock is CLOCK_MONOTONIC, as now_ms(). */
 	pthread_condattr_t ca;
@@ -400,12 +479,20 @@ int main(int argc, char **argv)
 			log_err("poll: %s", strerror(errno));
 			break;
 		}
-		if (r > 0 && (p[0].revents & POLLIN) && drain_inotify(ifd)) {
+		bool consent_event = false;
+		if (r > 0 && (p[0].revents & POLLIN) &&
+		    drain_inotify(ifd, consent_wd, d.consent.name, &consent_event)) {
 			/* During a back-off the worker still waits for its retry time. */
 			pthread_mutex_lock(&d.lock);
 			d.scan = true;
 			pthread_cond_signal(&d.wake);
 			pthread_mutex_unlock(&d.lock);
+		}
+		if (consent_event && consent_wd >= 0) {
+			char why[AGENT_PATH_MAX + 64] = "";
+			bool now = jittd_consent_read(&d.consent, why, sizeof(why));
+			if (now != d.granted)
+				jittd_apply_consent(&d, now, now ? "the consent file says granted" : why);
 		}
 		if (r >= 0)
 			serve_step(p + 1, n - 1);
@@ -417,6 +504,7 @@ int main(int argc, char **argv)
 	pthread_cond_signal(&d.wake);
 	pthread_mutex_unlock(&d.lock);
 	pthread_join(worker, NULL);
+	up_stop(d.up); /* an upload in flight is abandoned: its report stays queued */
 	struct jittd_stats st;
 	jittd_worker_stats(&d.w, &st);
 	log_info("jittd stopping (%s): %llu summarised, %llu quarantined",

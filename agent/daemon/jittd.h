@@ -8,6 +8,7 @@
 
 #include "agent/config.h"
 #include "agent/ctl.h"
+#include "agent/daemon/consent.h"
 #include "agent/daemon/worker.h"
 
 #include <pthread.h>
@@ -28,6 +29,11 @@ struct jittd {
 	/* The control socket's server, for its counters in `status` (the main thread's only:
 	 * the handler runs there). */
 	const struct agent_ctl_server *ctl;
+	/* Consent and the uploader (uploader/uploader.h; NULL in a build without it). The
+	 * main thread's: the control socket and the consent file's inotify both run there. */
+	struct jittd_consent consent;
+	bool granted;
+	struct up_uploader *up;
 	pthread_mutex_t lock; /* the fields below */
 	pthread_cond_t wake;  /* the worker's: work, or stop */
 	bool scan;	      /* the spool may hold work: look at it */
@@ -49,6 +55,11 @@ int jittd_last_error(struct jittd *d);
  * at the spool now, forgetting the back-off) for those agent_ctl_may_change allows. */
 int jittd_control(void *ctx, const struct agent_ctl_peer *peer, const char *cmd, const char *arg,
 		  char *reply, size_t size);
+
+/* Consent is now `granted` (asked on the socket, or the file changed): a grant starts
+ * uploads; a revoke stops the one in flight and deletes every queued report, the secret,
+ * and every raw trace and summary. why: for the log. Main thread. */
+void jittd_apply_consent(struct jittd *d, bool granted, const char *why);
 
 /* The next try now, not after the back-off (a "scan" request, a new trace); from any
  * thread. */

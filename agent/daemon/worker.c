@@ -33,6 +33,7 @@
 #include "agent/analysis/symbols.h"
 #include "hal/fs.h"
 #include "ringbuf/tracefile.h"
+#include "uploader/uploader.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -277,12 +278,17 @@ static int summarise(struct jittd_worker *w, const char *name, const char *json_
 		return -ENOMEM;
 	}
 	e = write_atomic(w->dirs->outbox, json_name, buf, len);
-	free(buf);
 	if (e) {
+		free(buf);
 		log_warn("%s: cannot write outbox/%s: %s; left in the spool for a later try", name,
 			 json_name, strerror(-e));
 		return e;
 	}
+	/* Committed first: a crash between the two loses this report (never sends it twice:
+	 * the finishing run sees the summary and does not offer it again). */
+	if (w->up)
+		up_offer(w->up, buf, len);
+	free(buf);
 	pthread_mutex_lock(&w->lock);
 	w->st.summarised++;
 	w->st.summary_bytes += len;
@@ -377,10 +383,52 @@ int jittd_worker_process(struct jittd_worker *w, const char *name)
 	}
 	char json_name[160];
 	snprintf(json_name, sizeof(json_name), "%.*s.json", (int)(n - 4), name);
+	unsigned forgets = atomic_load(&w->forgets);
 	int e = process(w, name, json_name);
 	if (e)
 		COUNT(w, retries, 1);
 	else
 		w->retrying[0] = 0;
+	if (atomic_load(&w->forgets) != forgets)
+		jittd_worker_forget(w); /* what this trace wrote after the revoke goes too */
 	return e;
+}
+
+/* Every entry of one folder but the sub-folders (none of ours has any). */
+static int remove_all(int dirfd)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!dir) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	int n = 0;
+	struct dirent *de;
+	while ((de = readdir(dir)))
+		if (de->d_name[0] != '.' || (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")))
+			n += unlinkat(dirfd, de->d_name, 0) == 0;
+	closedir(dir);
+	fsync(dirfd);
+	return n;
+}
+
+int jittd_worker_forget(struct jittd_worker *w)
+{
+	atomic_fetch_add(&w->forgets, 1);
+	/* The spool too: its traces were written while consent was granted, and a summary
+	 * made from them later would be one more thing from before the revoke. Writers'
+	 * temporaries there are theirs: only finished traces go. */
+	int n = remove_all(w->dirs->outbox) + remove_all(w->dirs->traces) +
+		remove_all(w->dirs->quarantine);
+	struct agent_spool_file *files;
+	size_t k;
+	if (agent_spool_list_at(w->dirs, "spool", &files, &k) == 0) {
+		for (size_t i = 0; i < k; i++)
+			n += unlinkat(w->dirs->spool, files[i].name, 0) == 0;
+		free(files);
+		fsync(w->dirs->spool);
+	}
+	return n;
 }

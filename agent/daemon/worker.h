@@ -22,7 +22,10 @@
 #include "agent/spool.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
+
+struct up_uploader;
 
 /* Since the daemon started. */
 struct jittd_stats {
@@ -46,6 +49,11 @@ struct jittd_worker {
 					      * socket's thread (jittd_worker_stats) */
 	struct jittd_stats st;
 	char retrying[128]; /* the trace whose last attempt failed: not "seen" twice */
+	/* Each summary written is offered to the uploader (NULL: none, consent never asked). */
+	struct up_uploader *up;
+	/* Counts jittd_worker_forget calls: a trace being summarised when consent is revoked
+	 * is forgotten once more when it is done, so nothing it writes outlives the revoke. */
+	atomic_uint forgets;
 };
 
 /* The data folder's descriptors stay jittd's and must outlive w. 0 or -errno. */
@@ -68,5 +76,9 @@ void jittd_worker_trim(struct jittd_worker *w);
  * Logs what happened.
  */
 int jittd_worker_process(struct jittd_worker *w, const char *name);
+
+/* Consent revoked: every raw trace and summary jittd holds (spool/, traces/, outbox/,
+ * quarantine/) deleted. From any thread. Returns how many files went. */
+int jittd_worker_forget(struct jittd_worker *w);
 
 #endif
