@@ -2,7 +2,11 @@
 # `make run`: jitt's story on this machine, in under a minute. jittd starts and watches the
 # spool; the sim app (a 60 Hz UI loop, a worker, an I/O thread, all traced by libjitt) runs
 # normal frames, then a jank is injected; the jank detector fires and the runtime persists
-# the rings; jittd summarises the trace into the outbox; the summary is shown.
+# the rings; jittd summarises the trace into the outbox; the summary is shown. Then, on the
+# host (where the reference collector is built): consent is granted, the network is Wi-Fi
+# (the HAL's override file, in a fake root), the report is anonymised and uploaded over TLS
+# to the collector on 127.0.0.1, whose receipt is shown; then consent is revoked and the
+# outbox and the traces are gone.
 # usage: demo.sh BIN_DIR ["QEMU_CMD"]   (SCENARIO=compute|blocked|many-short|hang, default
 # blocked; JITT_DEMO_DIR=folder keeps everything there instead of a temporary folder)
 set -u
@@ -12,24 +16,45 @@ scenario=${SCENARIO:-blocked}
 work=${JITT_DEMO_DIR:-$(mktemp -d /tmp/jitt-demo.XXXXXX)}
 mkdir -p "$work"
 conf=$work/jitt.conf
+here=$(cd "$(dirname "$0")" && pwd)
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+jittd_pid= coll_pid=
+cleanup() { for p in $jittd_pid $coll_pid; do kill "$p" 2>/dev/null; done; }
+trap cleanup EXIT INT TERM
+
+# The collector an OEM would run, with test certificates: on the host only.
+upload=
+if [ -z "$qemu" ] && [ -x "$bin/collector" ] && sh "$here/../tests/certs.sh" "$work/certs" >/dev/null 2>&1; then
+	"$bin/collector" serve --port 0 --port-file "$work/collector.port" \
+		--cert "$work/certs/server.pem" --key "$work/certs/server.key" --db "$work/collector.db" \
+		--dump "$work/collector.dump" 2>"$work/collector.log" &
+	coll_pid=$!
+	i=0
+	while [ ! -s "$work/collector.port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	[ -s "$work/collector.port" ] && upload=1
+fi
+mkdir -p "$work/root/run/jitt"
+echo wifi >"$work/root/run/jitt/network" # what a phone's connectivity service would write
 cat >"$conf" <<CONF
 data_dir = $work/data
 run_dir = $work/run
 max_threads = 8
 keep_traces = 1
 log_level = info
+upload_url = https://localhost:$(cat "$work/collector.port" 2>/dev/null || echo 1)/v1/reports
+upload_ca_file = $work/certs/ca.pem
+upload_poll_s = 1
 CONF
 
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-jittd_pid=
-cleanup() { [ -z "$jittd_pid" ] || kill "$jittd_pid" 2>/dev/null; }
-trap cleanup EXIT INT TERM
-
 step "1. jittd starts: it watches $work/data/spool"
-$qemu "$bin/jittd" -f -c "$conf" 2>"$work/jittd.log" &
+$qemu "$bin/jittd" -f -c "$conf" --root "$work/root" 2>"$work/jittd.log" &
 jittd_pid=$!
 i=0
 while [ ! -S "$work/run/jittd.sock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+if [ -n "$upload" ]; then
+	echo "   the user grants consent to send anonymised reports (off by default):"
+	$qemu "$bin/jitt" consent grant -c "$conf" | sed 's/^/   $ jitt consent grant: /'
+fi
 sed 's/^/   jittd: /' "$work/jittd.log"
 shown=$(wc -l <"$work/jittd.log")
 
@@ -62,4 +87,26 @@ trace=$work/data/traces/$(basename "$summary" .json).jtr
 step "5. what the developer reads: jitt summarize -k 5 ${trace#$work/}"
 $qemu "$bin/jitt" summarize -k 5 "$trace" | sed -n '/^what changed/q;p'
 echo "(the full report, with what changed against the normal frames: jitt summarize $trace)"
+
+if [ -n "$upload" ]; then
+	step "6. consent granted, on Wi-Fi: the report, anonymised by allow-list, went over TLS"
+	i=0
+	while ! grep -q 'Created' "$work/collector.log" && [ $i -lt 200 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	echo "   what the collector received, decrypted (headers and the report's bytes):"
+	tr -d '\r' <"$work/collector.dump" | fold -w 100 | sed 's/^/   | /' | head -n 40
+	echo "   the collector's receipt:"
+	sed 's/^/   collector: /' "$work/collector.log"
+	"$bin/collector" stats --db "$work/collector.db" --top 3 | sed 's/^/   collector stats: /'
+	echo "   (jitt report ${summary#$work/} prints the same bytes for any summary)"
+
+	step "7. the user revokes consent: queued reports, raw traces and summaries are deleted"
+	$qemu "$bin/jitt" consent revoke -c "$conf" | sed 's/^/   $ jitt consent revoke: /'
+	for f in outbox traces uploads; do
+		echo "   data/$f: $(ls "$work/data/$f" | tr '\n' ' ')"
+	done
+	echo "   (uploads/ keeps only the budget count: no report, no install secret)"
+fi
 [ -n "${JITT_DEMO_DIR:-}" ] || echo "(everything is in $work)"
