@@ -108,6 +108,8 @@ if [ "$board" = host ]; then
 	counted export-check.sh sh "$here/export-check.sh" "$bin"
 	# An app built the way an OEM would, from $(O)/lib/libjitt.a and its flags file.
 	counted libjitt-check.sh sh "$here/libjitt-check.sh" "$bin/../lib" "$bin" musl-gcc
+	# The reference collector over TLS on 127.0.0.1, driven by curl, openssl and python3.
+	counted collector-check.sh sh "$here/collector-check.sh" "$bin"
 fi
 # jittd end to end: summaries, quarantine, a full disk, kill -9 rounds, jitt status; on the
 # build machine, natively or under qemu-user (not inside a qemu board: no python3 there).

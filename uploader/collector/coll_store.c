@@ -106,6 +106,14 @@ int coll_store_count_connection(struct coll_store *st)
 	return rc;
 }
 
+/* Names come from the network: print them with anything a terminal could take as a
+ * control sequence replaced by '?'. */
+static void put_clean(FILE *out, const char *s)
+{
+	for (; s && *s; s++)
+		fputc((unsigned char)*s < 0x20 || (unsigned char)*s == 0x7f ? '?' : *s, out);
+}
+
 static int64_t one_int(sqlite3 *db, const char *sql)
 {
 	sqlite3_stmt *s;
@@ -222,9 +230,13 @@ int coll_store_stats(struct coll_store *st, FILE *out, int top)
 				       " GROUP BY build_id ORDER BY COUNT(*) DESC, build_id", -1, &s,
 			       NULL) != SQLITE_OK)
 		return -EIO;
-	while (sqlite3_step(s) == SQLITE_ROW)
-		fprintf(out, "  %8lld  %s  %s\n", (long long)sqlite3_column_int64(s, 2),
-			(const char *)sqlite3_column_text(s, 0), (const char *)sqlite3_column_text(s, 1));
+	while (sqlite3_step(s) == SQLITE_ROW) {
+		fprintf(out, "  %8lld  ", (long long)sqlite3_column_int64(s, 2));
+		put_clean(out, (const char *)sqlite3_column_text(s, 0));
+		fputs("  ", out);
+		put_clean(out, (const char *)sqlite3_column_text(s, 1));
+		fputc('\n', out);
+	}
 	sqlite3_finalize(s);
 
 	if (sqlite3_prepare_v2(st->db, "SELECT body FROM reports", -1, &s, NULL) != SQLITE_OK)
@@ -241,8 +253,11 @@ int coll_store_stats(struct coll_store *st, FILE *out, int top)
 			t.e[n++] = t.e[i];
 	qsort(t.e, n, sizeof(*t.e), by_ns);
 	fprintf(out, "top functions (self ns in the anomaly window, over all reports):\n");
-	for (size_t i = 0; i < n && (int)i < top; i++)
-		fprintf(out, "  %14lld  %s\n", (long long)t.e[i].ns, t.e[i].name);
+	for (size_t i = 0; i < n && (int)i < top; i++) {
+		fprintf(out, "  %14lld  ", (long long)t.e[i].ns);
+		put_clean(out, t.e[i].name);
+		fputc('\n', out);
+	}
 	for (size_t i = 0; i < n; i++)
 		free(t.e[i].name);
 	t.cap = 0;
