@@ -251,7 +251,8 @@ int coll_store_stats(struct coll_store *st, FILE *out, int top)
 	for (size_t i = 0; i < t.cap; i++)
 		if (t.e[i].name)
 			t.e[n++] = t.e[i];
-	qsort(t.e, n, sizeof(*t.e), by_ns);
+	if (n) /* qsort must not be given NULL, even for 0 entries */
+		qsort(t.e, n, sizeof(*t.e), by_ns);
 	fprintf(out, "top functions (self ns in the anomaly window, over all reports):\n");
 	for (size_t i = 0; i < n && (int)i < top; i++) {
 		fprintf(out, "  %14lld  ", (long long)t.e[i].ns);
