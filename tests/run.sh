@@ -110,6 +110,11 @@ if [ "$board" = host ]; then
 	counted libjitt-check.sh sh "$here/libjitt-check.sh" "$bin/../lib" "$bin" musl-gcc
 	# The uploader's TLS transport against nginx: stored, refused certificates, timeouts.
 	counted tls-check.sh sh "$here/tls-check.sh" "$bin"
+	# The reference collector over TLS on 127.0.0.1, driven by curl, openssl and python3.
+	counted collector-check.sh sh "$here/collector-check.sh" "$bin"
+	# The uploader end to end: jittd, the sim app and the collector (consent, network,
+	# faults, kill -9, revoke, budget, planted identifiers, nginx in front).
+	counted upload-check.sh sh "$here/upload-check.sh" "$bin"
 fi
 # jittd end to end: summaries, quarantine, a full disk, kill -9 rounds, jitt status; on the
 # build machine, natively or under qemu-user (not inside a qemu board: no python3 there).
