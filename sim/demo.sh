@@ -98,9 +98,10 @@ if [ -n "$upload" ]; then
 	echo "   what the collector received, decrypted (headers and the report's bytes):"
 	tr -d '\r' <"$work/collector.dump" | fold -w 100 | sed 's/^/   | /' | head -n 40
 	echo "   the collector's receipt:"
-	sed 's/^/   collector: /' "$work/collector.log"
+	sed 's/^collector: /   collector: /' "$work/collector.log"
 	"$bin/collector" stats --db "$work/collector.db" --top 3 | sed 's/^/   collector stats: /'
-	echo "   (jitt report ${summary#$work/} prints the same bytes for any summary)"
+	echo "   (jitt report FILE.json prints these bytes for any summary, with placeholders for"
+	echo "   the two values only an upload has: the idempotency key and the pseudonymous id)"
 
 	step "7. the user revokes consent: queued reports, raw traces and summaries are deleted"
 	$qemu "$bin/jitt" consent revoke -c "$conf" | sed 's/^/   $ jitt consent revoke: /'
