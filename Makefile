@@ -187,7 +187,7 @@ FUZZ_RSS_MB ?= 2048
 # byte in the text, for every input. 0 turns a check off, to fuzz past a known failure.
 FUZZ_STRICT_4K ?= 1
 FUZZ_STRICT_TEXT ?= 1
-FUZZ_TARGETS := tracefile summary export diff config ctl http report
+FUZZ_TARGETS := tracefile summary export diff config ctl http report state
 # What the traced code needs, from the folders' Kbuild lists, so a new file there is linked.
 FUZZ_LIB := $(patsubst %.o,%.c,$(hal-y) $(rb-y) $(agent-common-y) $(analysis-y) $(uploader-core-y))
 FUZZ_SRCS_tracefile := tests/fuzz_tracefile.c $(FUZZ_LIB)
@@ -197,6 +197,7 @@ FUZZ_SRCS_diff := tests/fuzz_diff.c tests/fuzz_common.c $(FUZZ_LIB)
 FUZZ_SRCS_config := tests/fuzz_config.c tests/fuzz_common.c $(FUZZ_LIB)
 FUZZ_SRCS_ctl := tests/fuzz_ctl.c agent/ctl.c agent/escape.c
 FUZZ_SRCS_http := tests/fuzz_http.c uploader/http.c
+FUZZ_SRCS_state := tests/fuzz_state.c uploader/state.c uploader/queue.c hal/fs.c
 FUZZ_SRCS_report := tests/fuzz_report.c tests/fuzz_common.c $(FUZZ_LIB)
 FUZZ_TRACES := tests/fuzz-corpus/tracefile tests/fuzz-corpus/traces tests/fuzz-corpus/crafted
 FUZZ_SEEDS_tracefile := $(FUZZ_TRACES)
@@ -206,6 +207,7 @@ FUZZ_SEEDS_diff := tests/fuzz-corpus/diff
 FUZZ_SEEDS_config := tests/fuzz-corpus/config
 FUZZ_SEEDS_ctl := tests/fuzz-corpus/ctl
 FUZZ_SEEDS_http := tests/fuzz-corpus/http
+FUZZ_SEEDS_state := tests/fuzz-corpus/state
 FUZZ_SEEDS_report := tests/fuzz-corpus/report
 # Dictionaries, tests/fuzz-corpus/<name>.dict (the target's own name when not given here).
 FUZZ_DICT_summary := tracefile

@@ -149,6 +149,7 @@ TEST(upload_queue_name_parser_is_strict)
 		"r-1000000000000-5-6f1c1f0e-3b7a-4c55-9a51-0d8d2b4b7e21-3.json",
 		".tmp-r-100-5-6f1c1f0e-3b7a-4c55-9a51-0d8d2b4b7e21-3.json",
 		"r-100-5-6f1c1f0e-3b7a-4c55-9a51-0d8d2b4b7e2-3.json",
+		"r-00100-5-6f1c1f0e-3b7a-4c55-9a51-0d8d2b4b7e21-3.json", /* found by fuzz_state */
 		"",
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)

@@ -14,7 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Strict decimal of at most `max` digits; *s advanced past it. */
+/* Strict decimal of at most `max` digits, no leading zero (one name per report); *s
+ * advanced past it. */
 static int take_number(const char **s, unsigned max, uint64_t *v)
 {
 	const char *p = *s;
@@ -24,7 +25,7 @@ static int take_number(const char **s, unsigned max, uint64_t *v)
 		x = x * 10 + (uint64_t)(*p - '0');
 		p++, n++;
 	}
-	if (n == 0 || (*p >= '0' && *p <= '9'))
+	if (n == 0 || (*p >= '0' && *p <= '9') || (n > 1 && **s == '0'))
 		return -EINVAL;
 	*s = p;
 	*v = x;
