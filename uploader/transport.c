@@ -154,10 +154,14 @@ static bool going(struct up_conn *c)
 	return !c->keep_going || c->keep_going(c->arg);
 }
 
-/* The abort: the socket closed at once, so not a byte more (not even an alert) leaves. */
+/* The abort: the socket closed at once, so not a byte more (not even an alert) leaves.
+ * Linger 0 makes the close a reset that also drops what the kernel still held in the send
+ * buffer: bytes written before the abort but not yet sent stay unsent. */
 static int cancel(struct up_conn *c)
 {
 	if (c->fd >= 0) {
+		struct linger now = { .l_onoff = 1, .l_linger = 0 };
+		setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &now, sizeof(now));
 		close(c->fd);
 		c->fd = -1;
 	}
