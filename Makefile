@@ -305,7 +305,8 @@ endif
 # armv7 ones (tests/count-trace-insns.sh).
 INSN_BOARDS ?= $(sort $(BOARD) qemu-virt-aarch64 rpi3-armv7)
 bench: $(obj)/bin/bench-timer $(obj)/bin/bench-trace $(obj)/bin/bench-summary $(obj)/bin/jitt \
-	$(obj)/bin/bench-freeze $(obj)/bin/jittd $(obj)/bin/jank-sim $(obj)/bin/jank-sim-plain
+	$(obj)/bin/bench-freeze $(obj)/bin/jittd $(obj)/bin/jank-sim $(obj)/bin/jank-sim-plain \
+	$(obj)/bin/up-post all
 	$(Q)$(QEMU_USER) $(obj)/bin/bench-timer
 	$(Q)$(QEMU_USER) $(obj)/bin/bench-trace
 	$(Q)echo; $(if $(QEMU_USER),echo "bench-summary: host only",$(obj)/bin/bench-summary $(obj)/bin/jitt)
@@ -313,6 +314,7 @@ bench: $(obj)/bin/bench-timer $(obj)/bin/bench-trace $(obj)/bin/bench-summary $(
 	$(Q)echo; $(if $(QEMU_USER),echo "bench-jittd: host only",sh tests/bench-jittd.sh $(obj)/bin)
 	$(Q)echo; $(if $(QEMU_USER),echo "bench-sim: host only",sh tests/bench_sim.sh $(obj)/bin)
 	$(Q)echo; $(if $(QEMU_USER),echo "callgrind: host only",sh tests/callgrind-trace.sh $(obj)/bin/bench-trace)
+	$(Q)echo; $(if $(QEMU_USER),echo "bench-upload: host only",sh tests/bench-upload.sh $(obj)/bin)
 	$(Q)for b in $(INSN_BOARDS); do \
 		$(MAKE) BOARD=$$b O=build/$$b all >/dev/null || exit 1; \
 		prefix=$$(sed -n 's/^CROSS_COMPILE *:= *//p' board/$$b/board.mk); \
@@ -324,6 +326,7 @@ SIZE_BOARDS ?= $(BOARDS)
 size:
 	$(Q)for b in $(SIZE_BOARDS); do $(MAKE) BOARD=$$b O=build/$$b all || exit 1; done
 	$(Q)sh tests/sizes.sh $(foreach b,$(SIZE_BOARDS),$(b)=build/$(b)/bin)
+	$(Q)sh tests/size-target.sh build/qemu-virt-aarch64/bin/jittd aarch64-linux-gnu-strip 614400
 
 DESTDIR ?=
 PREFIX ?= /usr

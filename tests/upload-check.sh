@@ -101,6 +101,7 @@ setup() {
 		echo "run_dir = $d/run"
 		echo "log_level = debug"
 		echo "max_threads = 3"
+		echo "max_traces = 1000"
 		echo "upload_url = https://localhost:$port/v1/reports"
 		echo "upload_ca_file = $tmp/certs/ca.pem"
 		echo "upload_poll_s = 1"
