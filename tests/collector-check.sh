@@ -16,38 +16,9 @@ bin=$(cd "$bin" && pwd)
 coll=$bin/collector
 sample=$here/data/report-sample.json
 key=6f1c1f0e-3b7a-4c55-9a51-0d8d2b4b7e21
-patience=${JITT_TEST_PATIENCE:-6}
-passed=0 failed=0
 cpid=
 
-ok() {
-	echo "ok   $1"
-	passed=$((passed + 1))
-}
-fail() {
-	echo "FAIL $1${2:+: $2}"
-	failed=$((failed + 1))
-}
-check() { # what, then a command that must succeed
-	what=$1
-	shift
-	if "$@"; then ok "$what"; else fail "$what"; fi
-}
-is() { [ "$1" = "$2" ]; }
-matches() { printf '%s\n' "$1" | grep -q -- "$2"; } # text, pattern
-# Poll until a command succeeds, for up to $1 seconds times the patience: the bound only
-# turns a hang into a failure, it measures nothing.
-wait_for() {
-	limit=$(($1 * 50 * patience))
-	shift
-	i=0
-	while [ $i -lt $limit ]; do
-		"$@" && return 0
-		sleep 0.02
-		i=$((i + 1))
-	done
-	return 1
-}
+. "$here/check-lib.sh"
 
 tmp=$(mktemp -d)
 trap 'stop >/dev/null 2>&1; [ -n "${KEEP_TMP:-}" ] || rm -rf "$tmp"' EXIT

@@ -20,22 +20,9 @@ bin=$(cd "$bin" && pwd)
 jittd=$bin/jittd
 jitt=$bin/jitt
 golden=$here/golden/decode-synthetic.jtr
-passed=0 failed=0
 jpid=
+. "$here/check-lib.sh"
 
-ok() {
-	echo "ok   $1"
-	passed=$((passed + 1))
-}
-fail() {
-	echo "FAIL $1${2:+: $2}"
-	failed=$((failed + 1))
-}
-check() { # what, then a command that must succeed
-	what=$1
-	shift
-	if "$@"; then ok "$what"; else fail "$what"; fi
-}
 
 # A data folder, a run folder and a settings file under $1. Extra settings as arguments.
 setup() {
@@ -86,28 +73,15 @@ count() { # files matching a glob pattern
 # jittd runs SCHED_IDLE, so on a loaded machine (a fuzzer on every core) it may get no CPU
 # for long: the bound is generous, times JITT_TEST_PATIENCE (default 6), and only delays
 # the report of a real failure.
-wait_for() {
-	limit=$(($1 * 50 * ${JITT_TEST_PATIENCE:-6}))
-	shift
-	i=0
-	while [ $i -lt $limit ]; do
-		"$@" && return 0
-		sleep 0.02
-		i=$((i + 1))
-	done
-	return 1
-}
 counter() { # folder key: one value of `jitt status`
 	$qemu "$jitt" status -c "$1/conf" 2>/dev/null | awk -v k="$2" '$1 == k { print $2 }'
 }
-is() { [ "$1" = "$2" ]; }
 spool_empty() { [ "$(count "$1"/data/spool/*.jtr)" -eq 0 ]; }
 # The spool is empty and the last trace's move and trim are done: jittd's worker says it is
 # idle (it has no pass under way and none due).
 idle() { spool_empty "$1" && [ "$(counter "$1" worker)" = idle ]; }
 outbox_has() { [ "$(count "$1"/data/outbox/*.json)" -eq "$2" ]; }
 no_temporaries() { ! ls -A "$1/data/outbox" "$1/data/quarantine" | grep -q '^\.'; }
-matches() { printf '%s\n' "$1" | grep -q -- "$2"; } # text, pattern
 at_least() { v=$(counter "$1" "$2"); [ "${v:-0}" -ge "$3" ]; } # folder, key, value
 ntraces() { ls "$1" | grep -c '\.jtr$'; } # in a folder
 strict_json() { # every file named must be strict JSON, UTF-8, a jitt summary
@@ -322,17 +296,7 @@ d=$tmp/full
 mkdir -p "$d"
 if [ "$(id -u)" -eq 0 ]; then ns="unshare --mount"; else ns="unshare --user --map-root-user --mount"; fi
 if $ns sh -c "mount -t tmpfs -o size=64k tmpfs '$d' && umount '$d'" 2>/dev/null; then
-	out=$($ns env JITTD_CHECK_DISKFULL="$d" sh "$self" "$bin" "$qemu" 2>&1)
-	echo "$out" | grep -v ' passed, .* failed$'
-	line=$(echo "$out" | tail -n 1)
-	case $line in
-	*" passed, "*" failed")
-		passed=$((passed + ${line%% passed*}))
-		f=${line#*passed, }
-		failed=$((failed + ${f%% failed*}))
-		;;
-	*) fail "disk full part ended without a result line" ;;
-	esac
+	add_part "$($ns env JITTD_CHECK_DISKFULL="$d" sh "$self" "$bin" "$qemu" 2>&1)"
 else
 	echo "skip disk full: cannot mount a small tmpfs (not root, no user namespaces)"
 fi

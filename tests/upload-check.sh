@@ -26,24 +26,10 @@ jittd=$bin/jittd
 jitt=$bin/jitt
 collector=$bin/collector
 traces=$here/fuzz-corpus/traces
-patience=${JITT_TEST_PATIENCE:-6}
-passed=0 failed=0
+. "$here/check-lib.sh"
 tmp=$(mktemp -d /tmp/jitt-upload.XXXXXX)
 jpid= cpid= npid= spid=
 
-ok() {
-	echo "ok   $1"
-	passed=$((passed + 1))
-}
-fail() {
-	echo "FAIL $1${2:+: $2}"
-	failed=$((failed + 1))
-}
-check() { # what, then a command that must succeed
-	what=$1
-	shift
-	if "$@"; then ok "$what"; else fail "$what"; fi
-}
 cleanup() {
 	for p in $jpid $cpid $npid $spid; do kill -9 "$p" 2>/dev/null; done
 	wait 2>/dev/null
@@ -52,19 +38,6 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 
-# wait_for SECONDS COMMAND...: polls until COMMAND succeeds; the bound (times the patience
-# of a loaded machine) only catches a hang.
-wait_for() {
-	limit=$(($1 * patience * 20))
-	shift
-	i=0
-	while [ $i -lt $limit ]; do
-		"$@" && return 0
-		sleep 0.05
-		i=$((i + 1))
-	done
-	return 1
-}
 
 # ---- the collector ----
 # coll_start DIR [FLAGS...]: a fresh collector (its own database) on a free port ($cport).
@@ -442,17 +415,7 @@ d=$tmp/full
 mkdir -p "$d"
 if [ "$(id -u)" -eq 0 ]; then ns="unshare --mount"; else ns="unshare --user --map-root-user --mount"; fi
 if $ns sh -c "mount -t tmpfs -o size=64k tmpfs '$d' && umount '$d'" 2>/dev/null; then
-	out=$($ns env UPLOAD_CHECK_DISKFULL="$d" sh "$self" "$bin" 2>&1)
-	echo "$out" | grep -v ' passed, .* failed$'
-	line=$(echo "$out" | tail -n 1)
-	case $line in
-	*" passed, "*" failed")
-		passed=$((passed + ${line%% passed*}))
-		f=${line#*passed, }
-		failed=$((failed + ${f%% failed*}))
-		;;
-	*) fail "disk full part ended without a result line" ;;
-	esac
+	add_part "$($ns env UPLOAD_CHECK_DISKFULL="$d" sh "$self" "$bin" 2>&1)"
 else
 	echo "skip disk full: cannot mount a small tmpfs (not root, no user namespaces)"
 fi
