@@ -55,7 +55,7 @@ ifneq ($(shell sh $(DEPS_SCRIPT) --check >/dev/null 2>&1 && echo ok),ok)
 NEED_DEPS := deps
 endif
 
-.PHONY: all deps defconfig menuconfig savedefconfig run test check boot-test bench size install \
+.PHONY: all deps defconfig menuconfig savedefconfig run test check boot-test bench bench-real size install \
 	clean distclean help fuzz fuzz-short fuzz-long tsan dyn-check FORCE
 .DEFAULT_GOAL := all
 
@@ -304,6 +304,11 @@ endif
 # The trace point's instructions are counted in this board's build and in the aarch64 and
 # armv7 ones (tests/count-trace-insns.sh).
 INSN_BOARDS ?= $(sort $(BOARD) qemu-virt-aarch64 rpi3-armv7)
+# A measurement on a real program (SQLite's speedtest1, docs/report-format.md), not a test:
+# host only, and it fetches Debian's sqlite3 source package.
+bench-real: $(obj)/bin/jitt all
+	$(Q)sh tests/speedtest1.sh $(obj)/bin
+
 bench: $(obj)/bin/bench-timer $(obj)/bin/bench-trace $(obj)/bin/bench-summary $(obj)/bin/jitt \
 	$(obj)/bin/bench-freeze $(obj)/bin/jittd $(obj)/bin/jank-sim $(obj)/bin/jank-sim-plain \
 	$(obj)/bin/up-post all
@@ -352,6 +357,7 @@ help:
 	@echo "  check          this board's tests only"
 	@echo "  boot-test      this board's tests inside its kernel under qemu-system"
 	@echo "  bench          benchmarks"
+	@echo "  bench-real     contexts kept in summaries and reports of SQLite's speedtest1"
 	@echo "  fuzz           every fuzz target briefly (FUZZ_SHORT=15 s each): traces, summaries,"
 	@echo "                 exports, diff, settings, control requests,"
 	@echo "                 the uploader's HTTP answers"

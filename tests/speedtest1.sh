@@ -8,7 +8,8 @@
 # -flto, linked with BIN_DIR/../lib/libjitt.a and the flags in libjitt.ldflags. While the
 # instrumented build runs, `jitt trigger` saves TRACES traces at spaced moments; for each,
 # `jitt summarize --json` and `jitt report` are measured: bytes, how many of the K = 10
-# ranked contexts each keeps, and the deepest context path.
+# ranked contexts each keeps, the chains (count/frames) it kept, and the deepest context
+# path (its frames inside the ring: calls entered before the ring's oldest record count as one).
 # A measurement, not a test: `make bench-real` runs it, `make test` does not.
 # Host only (musl-gcc), needs deb-src (make deps), dpkg-dev and tcl (see below).
 # Environment: SIZE (speedtest1 --size, 50: about 10 s instrumented here), TRACES (5).
@@ -33,6 +34,8 @@ SQLITE_DSC_SHA256=ee3459ae9d00939741c7708fc1b8ce1bde12d8c3fb1dfa005bbbc8651d884e
 dsc=sqlite3_$SQLITE_DEB_VERSION.dsc
 
 say() { echo "speedtest1: $*"; }
+# A is missing, or B is newer than A (POSIX test has no -nt).
+stale() { [ ! -e "$1" ] || [ -n "$(find "$2" -newer "$1" 2>/dev/null)" ]; }
 
 # ---- 1. the source, verified and cached ----
 mkdir -p "$dl"
@@ -85,17 +88,18 @@ fi
 # No extension loading: a static musl program has no dlopen to speak of.
 flags="-static -O2 -DSQLITE_OMIT_LOAD_EXTENSION -I$out/amalg"
 st=$out/src/test/speedtest1.c
-if [ ! -x "$out/speedtest1-plain" ] || [ "$stamp" -nt "$out/speedtest1-plain" ]; then
+if stale "$out/speedtest1-plain" "$stamp"; then
 	say "building speedtest1-plain"
+	# shellcheck disable=SC2086 # $flags is a list of words
 	nice $cc $flags "$st" "$out/amalg/sqlite3.c" -o "$out/speedtest1-plain"
 fi
 # The OEM's build: every function of speedtest1 and of SQLite is a trace point; the shim
 # only asks for the main thread to be traced (tests/speedtest1_shim.c). LTO compiles all of
 # SQLite again at the link: a minute or two.
-if [ ! -x "$out/speedtest1" ] || [ "$lib/libjitt.a" -nt "$out/speedtest1" ] ||
-	[ "$here/speedtest1_shim.c" -nt "$out/speedtest1" ] || [ "$stamp" -nt "$out/speedtest1" ]; then
+if stale "$out/speedtest1" "$lib/libjitt.a" || stale "$out/speedtest1" "$here/speedtest1_shim.c" ||
+	stale "$out/speedtest1" "$stamp"; then
 	say "building speedtest1 with -finstrument-functions -flto and libjitt.a (a minute or two)"
-	# shellcheck disable=SC2046 # the flags file is a list of words
+	# shellcheck disable=SC2046,SC2086 # $flags and the flags file are lists of words
 	nice $cc $flags -flto -finstrument-functions -I"$srctree" "$st" "$out/amalg/sqlite3.c" \
 		"$here/speedtest1_shim.c" "$lib/libjitt.a" $(cat "$lib/libjitt.ldflags") \
 		-o "$out/speedtest1" 2>"$out/link.log" || {
@@ -151,9 +155,9 @@ echo "  wall time: plain $(awk "BEGIN{printf \"%.1f\", $t1 - $t0}") s, instrumen
 [ "$n" -gt 0 ] || { say "no trace was saved"; exit 1; }
 
 # ---- 4. each trace: summary, report, the figures ----
-# Oldest first: the spool's names sort by time of writing.
+# Oldest first: the names (trace-PID-NS-N.jtr) sort by the time of the trace.
 k=0
-for t in $(ls -tr "$spool"/*.jtr); do
+for t in "$spool"/*.jtr; do
 	k=$((k + 1))
 	"$bin/jitt" summarize "$t" --json >"$run/summary-$k.json"
 	"$bin/jitt" report "$run/summary-$k.json" >"$run/report-$k.json" 2>/dev/null
@@ -175,10 +179,10 @@ def paths(ctxs):
         depth.append(len(p) + c.get("elided", 0))
     return whole, depth
 
-print("  %-5s %9s %12s %9s %12s %7s %8s %s" % ("trace", "summary", "contexts", "report",
-      "contexts", "deepest", "longest", "left out (summary; report)"))
-print("  %-5s %9s %12s %9s %12s %7s %8s" % ("", "bytes", "in summary", "bytes", "in report",
-      "path", "name"))
+print("  %-5s %8s %11s %7s %8s %11s %7s %8s %s" % ("trace", "summary", "contexts", "chains",
+      "report", "contexts", "deepest", "longest", "left out (summary; report)"))
+print("  %-5s %8s %11s %7s %8s %11s %7s %8s" % ("", "bytes", "in summary", "frames", "bytes",
+      "in report", "context", "name"))
 for i in range(1, n + 1):
     sraw = open("%s/summary-%d.json" % (run, i), "rb").read()
     rraw = open("%s/report-%d.json" % (run, i), "rb").read()
@@ -189,8 +193,9 @@ for i in range(1, n + 1):
     def lo(d):
         return ", ".join("%s %d" % (k[:-len("_left_out")], v) for k, v in d.items()
                          if k.endswith("_left_out")) or "none"
-    print("  %-5d %9d %9d/10 %9d %9d/10 %7d %8d %s; %s" % (i, len(sraw), len(s.get("contexts", [])),
-          len(rraw), len(rs.get("contexts", [])), max(sd or [0]),
+    ch = s.get("chains", [])
+    print("  %-5d %8d %8d/10 %7s %8d %8d/10 %7d %8d %s; %s" % (i, len(sraw), len(s.get("contexts", [])),
+          "%d/%d" % (len(ch), sum(len(c) for c in ch)), len(rraw), len(rs.get("contexts", [])), max(sd or [0]),
           max([len(x) for x in names] or [0]), lo(s), lo(rs)))
 
 s = json.load(open("%s/summary-1.json" % run))
