@@ -37,6 +37,9 @@
 /* The whole trace's top list is cut to this many entries before any context goes (the
  * summary's writer keeps 3; the report's envelope takes 300 bytes more). */
 #define REPORT_TOP_TRACE_KEEP 0
+/* Then the chains down to the three longest, before any context (the summary's order:
+ * agent/analysis/summary_out.c says why). */
+#define REPORT_CHAINS_KEEP 3
 #define REPORT_THREADS_MAX (1 + 2 * REPORT_HOPS_MAX)
 /* A report names at most this many functions (each takes at least 8 bytes of the 4 KiB),
  * and a summary lists at most this many modules (each named by a function it lists). */
@@ -818,8 +821,8 @@ int up_report_build(const char *summary, size_t len, const struct up_report_para
 
 	/* Render with everything, then leave out, lowest-ranked first, until it fits: the
 	 * whole trace's top list from its last entry (it says least about the anomaly, and
-	 * on the sim app's compute jank it was what kept the 10th context out), the contexts
-	 * from the last, the chains but the longest, the whole trace's top list, the
+	 * on the sim app's compute jank it was what kept the 10th context out), the chains
+	 * but the three longest, the contexts from the last, the chains but the longest, the whole trace's top list, the
 	 * hops of "blocked on" from the last, the window's top list, the last chain, and at
 	 * the end the function names. That last form holds only fixed members, the app, one
 	 * word per string and no list: it always fits (under 1.5 KiB), so the loop ends. */
@@ -850,6 +853,8 @@ int up_report_build(const char *summary, size_t len, const struct up_report_para
 		}
 		if (k.tt > REPORT_TOP_TRACE_KEEP)
 			k.tt--;
+		else if (k.ch > REPORT_CHAINS_KEEP)
+			k.ch--;
 		else if (k.ctx)
 			k.ctx--;
 		else if (k.ch > 1)

@@ -40,6 +40,11 @@ struct jlimit {
  * go first, before any ranked context (version 2; the sim app's compute jank then keeps all
  * 10 of its contexts). */
 #define JSON_TOP_TRACE_KEEP 3
+/* Then the shorter chains down to the three longest, still before any ranked context: on a
+ * real program (SQLite's speedtest1, every function a trace point) ten chains of repeated
+ * 6- to 18-frame paths filled the room and left 0 to 7 of the 10 contexts; the three
+ * longest say where the slow moment's time went, the contexts what changed. */
+#define JSON_CHAINS_KEEP 3
 
 /* Strings from the trace at level 2 are cut to this many bytes (at most 6 escaped each). */
 #define JSON_MIN_STRING 32
@@ -407,9 +412,10 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 /*
  * The summary is often the only thing that leaves the phone: it stays within
  * SUMMARY_JSON_MAX bytes for every trace. Deep call paths make the ranked contexts and the
- * chains the parts that grow (each at most SUMMARY_MAX_DEPTH frames), so the lowest-ranked
- * contexts are left out first, then the shortest chains (the longest is always kept),
- * each counted, until it fits. Only a hostile trace gets further (long names full of
+ * chains the parts that grow (each at most SUMMARY_MAX_DEPTH frames), so the whole trace's
+ * top list past its third entry is left out first, then the shortest chains but the three
+ * longest, then the lowest-ranked contexts, then the chains but the longest (which is
+ * always kept), each counted, until it fits. Only a hostile trace gets further (long names full of
  * escapes, a thousand modules named): level 1 keeps 3 entries per list and one hop of
  * "blocked on"; level 2 keeps the longest chain's outermost frame and its 3 innermost,
  * no lists, no function names, and strings cut to JSON_MIN_STRING bytes. That last form
@@ -439,6 +445,8 @@ int summary_write_json(FILE *out, const struct summary *s, struct agent_symbols 
 			return err;
 		if (lim.ntt > JSON_TOP_TRACE_KEEP)
 			lim.ntt--;
+		else if (lim.nch > JSON_CHAINS_KEEP)
+			lim.nch--;
 		else if (lim.nctx)
 			lim.nctx--;
 		else if (lim.nch > 1)
