@@ -60,6 +60,22 @@ TEST(upload_budget_round_trip_and_limits)
 	CHECK_EQ_INT(up_budget_left(&b, t0, week, 0, &reopens), 0);
 }
 
+TEST(upload_budget_of_the_largest_count_reads_back)
+{
+	/* upload_budget's range ends at 1000: a full file of 12-digit times must still be a
+	 * budget file when read back, not "corrupt, counted as spent". */
+	static struct up_budget b, back;
+	static char text[UP_BUDGET_MAX * 28 + 32];
+	char err[128];
+	b.n = 0;
+	for (int i = 0; i < UP_BUDGET_MAX; i++)
+		up_budget_add(&b, 999999999999LL - i);
+	int n = up_budget_format(&b, text, sizeof(text));
+	CHECK(n > 0 && n <= UP_STATE_FILE_MAX);
+	CHECK_EQ_INT(up_budget_parse(text, (size_t)n, &back, err, sizeof(err)), 0);
+	CHECK_EQ_INT(back.n, UP_BUDGET_MAX);
+}
+
 TEST(upload_budget_parse_refuses_garbage)
 {
 	static struct up_budget b;

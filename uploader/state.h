@@ -17,7 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define UP_STATE_FILE_MAX 4096 /* bytes: bigger is not one of ours */
+/* Bytes: bigger is not one of ours (a full budget, 1000 lines of "sent " and 12 digits,
+ * is under 18 KiB). */
+#define UP_STATE_FILE_MAX 20480
 #define UP_BUDGET_MAX	  1000 /* entries: CONFIG_UPLOADER_BUDGET_COUNT's range */
 
 /* text[0..len): "granted" or "revoked", one trailing newline allowed. 0 with *granted, or

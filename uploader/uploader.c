@@ -136,6 +136,8 @@ static void budget_load(struct up_uploader *u)
 
 static int budget_save(struct up_uploader *u)
 {
+	/* Only what still counts: the file stays as small as the budget. */
+	up_budget_prune(&u->budget, wall_s(), (int64_t)u->s.budget_days * 86400);
 	char text[UP_BUDGET_MAX * 28 + 32];
 	int n = up_budget_format(&u->budget, text, sizeof(text));
 	if (n < 0)
