@@ -83,17 +83,26 @@ static int older(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
+/* A listing of the folder held as dirfd (its own descriptor: closedir must not close
+ * dirfd). NULL with errno set. */
+static DIR *open_listing(int dirfd)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (fd >= 0 && !d) {
+		int e = errno;
+		close(fd);
+		errno = e;
+	}
+	return d;
+}
+
 int up_queue_list(int dirfd, struct up_queued *out, size_t max, size_t *n)
 {
 	*n = 0;
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	DIR *d = open_listing(dirfd);
+	if (!d)
 		return -errno;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
 	struct dirent *de;
 	while ((de = readdir(d)) && *n < max) {
 		if (up_queue_parse_name(de->d_name, &out[*n]) == 0)
@@ -167,14 +176,9 @@ int up_queue_remove(int dirfd, const struct up_queued *q)
 
 int up_queue_clear(int dirfd)
 {
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	DIR *d = open_listing(dirfd);
+	if (!d)
 		return -errno;
-	DIR *d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
 	int removed = 0;
 	struct dirent *de;
 	struct up_queued q;
