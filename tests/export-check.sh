@@ -48,13 +48,23 @@ for e in events:
     if ph == "B":
         if not isinstance(e.get("name"), str) or not e["name"]:
             sys.exit("B without a name")
-        stacks.setdefault(key, []).append(ts)
+        stacks.setdefault(key, []).append((ts, e["name"]))
+        begins += 1
+    elif ph == "X":
+        if not isinstance(e.get("name"), str) or not e["name"]:
+            sys.exit("X without a name")
+        if not isinstance(e.get("dur"), (int, float)) or e["dur"] < 0:
+            sys.exit("X without a duration")
+        last[key] = ts + e["dur"]
         begins += 1
     elif ph == "E":
         if not stacks.get(key):
             sys.exit("E without its B on %r at %r" % (key, ts))
-        if stacks[key].pop() > ts:
+        b_ts, b_name = stacks[key].pop()
+        if b_ts > ts:
             sys.exit("E before its B on %r" % (key,))
+        if e.get("name") != b_name:
+            sys.exit("E named %r ends B %r (speedscope matches them by name)" % (e.get("name"), b_name))
     elif ph != "i":
         sys.exit("unexpected phase %r" % ph)
 open_ = {k: len(v) for k, v in stacks.items() if v}

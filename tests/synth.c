@@ -78,6 +78,8 @@ int synth_write(struct synth_thread *th, int n, const char *reason, char *path, 
 					   .end = t->written % nslots,
 					   .valid = t->written < nslots ? t->written : nslots,
 					   .laps = (uint32_t)(t->written / nslots),
+					   .copied = t->frozen != 0,
+					   .frozen_ticks = t->frozen,
 					   .tid = t->tid };
 		strncpy(f[i].name, t->name, sizeof(f[i].name) - 1);
 	}

@@ -21,6 +21,7 @@ struct synth_thread {
 	int tid;
 	const char *name;
 	bool bounded;
+	uint64_t frozen; /* nonzero: a copied ring, frozen then (its open calls ran until then) */
 };
 
 /* A ring of nslots slots (0: large enough never to wrap), starting with a sync record at

@@ -53,7 +53,7 @@ __attribute__((noinline)) void export_fn_leaf(void)
 
 #define WIDE_A	     0x7f0012345678ull /* in no module: named ?0x... */
 #define WIDE_B	     0x7f00abcdef00ull
-#define KEY	     0x42u
+#define KEY	     (5u << 2 | 1) /* a wait on fd 5 (marks.h) */
 #define UI_NAME	     "ui;\"q\"\\\t\xff" /* ';' for folded, '"' '\' and a tab for JSON, bad UTF-8 */
 #define UI_TID	     101
 #define WORKER_TID   102
@@ -71,7 +71,8 @@ __attribute__((noinline)) void export_fn_leaf(void)
  *   1000 sync; 1010 > main; 1020 frame begin; 1030 > a; 1040 > b; 1100 < b;
  *   1110 wait-begin 0x42; 1500 wait-end 0x42; 1600 < a; 1610 > wide; 1700 <;
  *   1710 frame end; 1720 anomaly (jank); 1800 < main; 1805 reserved record 0x7;
- *   1850 > a; 1900 > b; 1950 mark 9 (the ring is frozen inside a and b)
+ *   1850 > a; 1900 > b; 1950 mark 9; frozen at 2950, inside a and b (a copied ring: they ran
+ *   until the freeze, as a hang's culprit does)
  * worker (a ring of 32 slots that wrapped): 100 sync, then for j = 0..9 at base 100 + 100 j:
  *   > wide (2 slots) +10, > b +20, < +50, < +80; then 1110 > work, 1120 > leaf,
  *   1450 wake 0x42, 1460 mark 9, 1470 > b, 1480 <. The ring keeps the last 32 slots: the
@@ -101,6 +102,7 @@ static void make_trace(char *path, size_t size)
 	synth_entry(&th[0], 1850, synth_id(export_fn_a));
 	synth_entry(&th[0], 1900, synth_id(export_fn_b));
 	synth_special(&th[0], 1950, RB_MARK, 9);
+	th[0].frozen = 2950;
 
 	synth_init(&th[1], "worker", WORKER_TID, WORKER_SLOTS, 100);
 	for (uint64_t j = 0; j < 10; j++) {
@@ -213,22 +215,49 @@ static void trace_facts(const char *path, uint64_t *hz, uint64_t *t0)
 
 /* ---- Chrome JSON ---- */
 
+/* ns as the export writes microseconds: three decimals. */
+static const char *us_text(char *buf, uint64_t ns)
+{
+	snprintf(buf, 32, "%llu.%03u", (unsigned long long)(ns / 1000), (unsigned)(ns % 1000));
+	return buf;
+}
+
 struct chrome_thread {
 	unsigned long tid;
 	int depth, begins;
 	uint64_t last_ns, open_ns[16];
+	char open_name[16][128];
 };
 
-static uint64_t json_ts_ns(const char *line)
+/* The line's "name" member's value, raw (escapes kept), or "" when none. */
+static void json_name(const char *line, char *out, size_t size)
 {
-	const char *p = strstr(line, "\"ts\":");
+	const char *p = strstr(line, "\"name\":\"");
+	size_t n = 0;
+	if (p)
+		for (p += 8; *p && *p != '"' && n + 1 < size; p++) {
+			if (*p == '\\' && p[1])
+				out[n++] = *p++;
+			out[n++] = *p;
+		}
+	out[n] = '\0';
+}
+
+static uint64_t json_us_ns(const char *line, const char *member)
+{
+	const char *p = strstr(line, member);
 	char *end;
 	if (!p)
 		return UINT64_MAX;
-	uint64_t us = strtoull(p + 5, &end, 10);
+	uint64_t us = strtoull(p + strlen(member), &end, 10);
 	if (*end != '.')
 		return UINT64_MAX;
 	return us * 1000 + strtoull(end + 1, NULL, 10);
+}
+
+static uint64_t json_ts_ns(const char *line)
+{
+	return json_us_ns(line, "\"ts\":");
 }
 
 TEST(export_chrome_every_begin_has_its_end)
@@ -268,17 +297,30 @@ TEST(export_chrome_every_begin_has_its_end)
 		uint64_t ns = json_ts_ns(line);
 		if (!CHECK(ns != UINT64_MAX) || !CHECK(ns >= c->last_ns))
 			test_fail(__FILE__, __LINE__, "out of order: %s", line);
-		c->last_ns = ns;
+		char name[128];
+		json_name(line, name, sizeof(name));
+		CHECK(name[0] != '\0'); /* every event named, the ends too (speedscope) */
 		if (kind == 'B') {
-			if (CHECK(c->depth < 16))
+			c->last_ns = ns;
+			if (CHECK(c->depth < 16)) {
+				strcpy(c->open_name[c->depth], name);
 				c->open_ns[c->depth++] = ns;
+			}
 			c->begins++;
-			CHECK(strstr(line, "\"name\":\"") != NULL);
+		} else if (kind == 'X') {
+			/* A complete slice, nothing inside: the time goes on to its end. */
+			uint64_t dur = json_us_ns(line, "\"dur\":");
+			if (CHECK(dur != UINT64_MAX))
+				c->last_ns = ns + dur;
+			c->begins++;
 		} else if (kind == 'E') {
+			c->last_ns = ns;
 			if (!CHECK(c->depth > 0))
 				continue;
 			CHECK(ns >= c->open_ns[--c->depth]);
+			CHECK_STR(name, c->open_name[c->depth]);
 		} else {
+			c->last_ns = ns;
 			CHECK(kind == 'i');
 		}
 	}
@@ -303,12 +345,12 @@ TEST(export_chrome_every_begin_has_its_end)
 		"\"?0x7f0012345678\"",
 		"\"?0x7f00abcdef00\"",
 		"\"" UNKNOWN "\"",
-		"\"blocked on 0x42\"",
+		"\"blocked on fd 5\"",
 		"\"frame begin\"",
 		"\"frame end\"",
 		"\"anomaly: jank\"",
 		"\"mark 0x9\"",
-		"\"wake 0x42\"",
+		"\"wake-up of fd 5\"",
 		"\"record kind 0x7, argument 0x5\"",
 		"\"process_name\"",
 		/* the name: ';' kept, '"' and '\' escaped, the tab as \u0009, 0xff as U+FFFD,
@@ -319,11 +361,18 @@ TEST(export_chrome_every_begin_has_its_end)
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strstr(json, names[i]))
 			test_fail(__FILE__, __LINE__, "no %s in the Chrome JSON", names[i]);
-	char want[128], us[32];
-	uint64_t ns = hal_ticks_to_ns(1110 - t0, hz);
-	snprintf(us, sizeof(us), "%llu.%03u", (unsigned long long)(ns / 1000),
-		 (unsigned)(ns % 1000));
-	snprintf(want, sizeof(want), "\"ph\":\"B\",\"ts\":%s,\"name\":\"blocked on 0x42\"", us);
+	char want[256], us[32], dur[32];
+	/* The wait, a leaf: one complete event, from its begin to its end. */
+	snprintf(want, sizeof(want),
+		 "\"ph\":\"X\",\"ts\":%s,\"name\":\"blocked on fd 5\",\"cat\":\"blocked\",\"dur\":%s}",
+		 us_text(us, hal_ticks_to_ns(1110 - t0, hz)), us_text(dur, hal_ticks_to_ns(390, hz)));
+	if (!strstr(json, want))
+		test_fail(__FILE__, __LINE__, "no %s", want);
+	/* A call still running at the freeze ends at the freeze, marked, not at the last
+	 * record (1950): the summary's end, and a hang's culprit's whole time. */
+	snprintf(want, sizeof(want),
+		 "\"ph\":\"E\",\"ts\":%s,\"name\":\"export_fn_b\",\"args\":{\"cut\":",
+		 us_text(us, hal_ticks_to_ns(2950 - t0, hz)));
 	if (!strstr(json, want))
 		test_fail(__FILE__, __LINE__, "no %s", want);
 	snprintf(want, sizeof(want), "\"tid\":%d,\"ph\":\"B\",\"ts\":0.000,\"name\":\"%s\"",
@@ -356,7 +405,7 @@ TEST(export_folded_sums_to_the_self_time_of_the_tree)
 	static const char *const labels[3] = { "ui\\x3b\"q\"\\\\\\x09\xef\xbf\xbd-101",
 					       "worker-102", "idle-103" };
 	uint64_t sum[3] = { 0 };
-	int per[3] = { 0 };
+	int per[3] = { 0 }, waits = 0;
 	char *save = NULL;
 	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *sp = strrchr(line, ' '), *end;
@@ -377,27 +426,42 @@ TEST(export_folded_sums_to_the_self_time_of_the_tree)
 		}
 		sum[k] += v;
 		per[k]++;
+		if (k == 0 && strstr(line, "[blocked on fd 5]")) {
+			/* the wait, a frame of its own in the call that waited, 390 ticks */
+			CHECK(strstr(line, "export_fn_main;export_fn_a;[blocked on fd 5]") != NULL);
+			CHECK_EQ_U64(v, hal_ticks_to_ns(390, t.timer_hz));
+			waits++;
+		}
 		if (k == 0 && strstr(line, "export_fn_b"))
 			CHECK(strstr(line, "export_fn_main;export_fn_a;export_fn_b") ||
 			      strstr(line, "-101;export_fn_a;export_fn_b"));
 	}
 	/* The model: the calling-context tree of each thread, built here from all of its
-	 * events at once; the whole of its self time, from ticks to ns once. */
+	 * events at once and ended at the freeze (ui: 2950) as the summary ends it; the whole
+	 * of its self and blocked time, from ticks to ns once. */
 	for (uint32_t i = 0; i < t.nthreads && i < 3; i++) {
 		struct rb_event *ev;
 		size_t count;
 		struct cct c;
+		struct rb_decoder d;
+		struct cct_opts o = { .key = key_of, .ctx = &t };
 		CHECK_EQ_INT(rb_decode(&t.threads[i].view, t.ref_ticks, &ev, &count, NULL), 0);
-		CHECK_EQ_INT(cct_build(&c, ev, count, key_of, &t), 0);
+		CHECK_EQ_INT(rb_decoder_init(&d, &t.threads[i].view, t.ref_ticks, NULL, NULL), 0);
+		CHECK_EQ_INT(cct_init(&c, &o, d.open_at_start), 0);
+		CHECK_EQ_INT(cct_add_n(&c, ev, count), 0);
+		CHECK_EQ_INT(cct_finish(&c, d.end_ts), 0);
+		CHECK_EQ_U64(d.end_ts, i == 0 ? 2950 : d.end_ts);
+		rb_decoder_free(&d);
 		uint64_t self = 0;
 		for (uint32_t k = 0; k < c.n; k++)
-			self += c.node[k].s[CCT_WHOLE].self;
+			self += c.node[k].s[CCT_WHOLE].self + c.node[k].s[CCT_WHOLE].blocked;
 		CHECK_EQ_U64(sum[i], hal_ticks_to_ns(self, t.timer_hz));
-		CHECK(per[i] <= (int)c.n);
+		CHECK(per[i] <= (int)c.n + (i == 0)); /* ui: its wait, a frame of its own */
 		cct_free(&c);
 		free(ev);
 	}
 	CHECK(per[0] >= 4 && per[1] >= 4);
+	CHECK_EQ_INT(waits, 1);
 	CHECK_EQ_INT(per[2], 0); /* an empty ring: no time at all */
 	rb_trace_close(&t);
 	free(text);
@@ -458,6 +522,8 @@ static bool rd_field(struct rd *r, uint32_t *field, uint64_t *v, struct rd *body
 			r->bad = true;
 			return false;
 		}
+		for (size_t i = 0; i < w; i++) /* little-endian */
+			*v |= (uint64_t)r->p[i] << 8 * i;
 		r->p += w;
 		break;
 	}
@@ -474,6 +540,9 @@ static bool rd_field(struct rd *r, uint32_t *field, uint64_t *v, struct rd *body
 struct pf_seq {
 	uint32_t id;
 	uint64_t default_track, last_ts;
+	uint32_t default_clock; /* 0: absolute times */
+	bool incremental;	/* clock 64 is an incremental clock... */
+	uint64_t clock_now;	/* ...which reads this (the previous packet's time) */
 	bool cleared;
 	int npackets;
 	uint64_t iid[MAX_NAMES];
@@ -485,10 +554,18 @@ struct pf_track {
 	uint64_t uuid;
 	int64_t tid; /* -1: the process's track */
 	char name[128];
-	int depth, begins, instants;
+	int depth, begins, instants, cuts;
+	uint64_t last_end; /* the latest end's time */
+};
+
+struct pf_flow {
+	uint64_t id, ts;
+	bool terminating;
 };
 
 struct pf_read {
+	struct pf_flow flow[16];
+	int nflows;
 	struct pf_seq seq[MAX_SEQ];
 	int nseq;
 	struct pf_track track[MAX_SEQ];
@@ -554,13 +631,17 @@ static void read_descriptor(struct pf_read *pr, struct rd td)
 static void read_packet(struct pf_read *pr, struct rd pkt)
 {
 	uint32_t f, f2, f3;
-	uint64_t v, v2, v3, ts = 0, seq_id = 0, flags = 0;
+	uint64_t v, v2, v3, ts = 0, seq_id = 0, flags = 0, clock = 0;
 	struct rd sub, sub2, sub3, event = { NULL, NULL, false }, interned = event;
-	struct rd defaults = event, descriptor = event;
+	struct rd defaults = event, descriptor = event, snapshot = event;
 	bool has_ts = false;
 	while (rd_field(&pkt, &f, &v, &sub)) {
 		if (f == 8)
 			ts = v, has_ts = true;
+		else if (f == 58)
+			clock = v;
+		else if (f == 6)
+			snapshot = sub;
 		else if (f == 10)
 			seq_id = v;
 		else if (f == 13)
@@ -586,20 +667,52 @@ static void read_packet(struct pf_read *pr, struct rd pkt)
 		s = &pr->seq[pr->nseq++];
 		s->id = (uint32_t)seq_id;
 	}
-	CHECK(ts >= s->last_ts);
-	s->last_ts = ts;
 	if (flags & 1) {
 		CHECK_EQ_INT(s->npackets, 0); /* cleared once, by the first packet */
 		s->cleared = true;
 		s->nnames = 0;
+		s->incremental = false;
+		s->default_clock = 0;
 	}
+	/* The time: on the packet's clock, or the sequence's default; our incremental
+	 * clock counts from the previous packet that used it. */
+	if (!clock)
+		clock = s->default_clock;
+	if (clock == 64) {
+		CHECK(s->incremental);
+		ts += s->clock_now;
+		s->clock_now = ts;
+	} else {
+		CHECK(clock == 0 || clock == 6); /* the trace clock, BOOTTIME */
+	}
+	CHECK(ts >= s->last_ts);
+	s->last_ts = ts;
 	s->npackets++;
+	while (snapshot.p && rd_field(&snapshot, &f, &v, &sub)) {
+		uint64_t id = 0, at = 0, incremental = 0;
+		while (f == 1 && rd_field(&sub, &f2, &v2, &sub2))
+			if (f2 == 1)
+				id = v2;
+			else if (f2 == 2)
+				at = v2;
+			else if (f2 == 3)
+				incremental = v2;
+		if (id == 64) {
+			CHECK(incremental == 1);
+			CHECK_EQ_U64(at, ts); /* the two clocks read the same */
+			s->incremental = true;
+			s->clock_now = at;
+		}
+	}
 	if (descriptor.p)
 		read_descriptor(pr, descriptor);
-	while (defaults.p && rd_field(&defaults, &f, &v, &sub))
+	while (defaults.p && rd_field(&defaults, &f, &v, &sub)) {
+		if (f == 58)
+			s->default_clock = (uint32_t)v;
 		while (f == 11 && rd_field(&sub, &f2, &v2, &sub2))
 			if (f2 == 11)
 				s->default_track = v2;
+	}
 	while (interned.p && rd_field(&interned, &f, &v, &sub)) {
 		if (f != 2) /* InternedData.event_names */
 			continue;
@@ -620,13 +733,20 @@ static void read_packet(struct pf_read *pr, struct rd pkt)
 	if (!event.p)
 		return;
 	uint64_t type = 0, iid = 0, uuid = s->default_track;
-	while (rd_field(&event, &f3, &v3, &sub3))
+	bool cut = false;
+	while (rd_field(&event, &f3, &v3, &sub3)) {
 		if (f3 == 9)
 			type = v3;
 		else if (f3 == 10)
 			iid = v3;
 		else if (f3 == 11)
 			uuid = v3;
+		else if (f3 == 4) /* a debug annotation: "cut" is the freeze's mark */
+			while (rd_field(&sub3, &f2, &v2, &sub2))
+				cut |= f2 == 10 && sub2.end - sub2.p == 3 && !memcmp(sub2.p, "cut", 3);
+		else if ((f3 == 47 || f3 == 48) && CHECK(pr->nflows < 16))
+			pr->flow[pr->nflows++] = (struct pf_flow){ v3, ts, f3 == 48 };
+	}
 	CHECK(!event.bad);
 	CHECK(flags & 2);  /* it needs the sequence's interned names */
 	CHECK(s->cleared); /* ...which a packet before cleared */
@@ -643,6 +763,8 @@ static void read_packet(struct pf_read *pr, struct rd pkt)
 	} else if (type == 2) {
 		CHECK(tr->depth > 0);
 		tr->depth--;
+		tr->cuts += cut;
+		tr->last_end = ts;
 	} else {
 		CHECK_EQ_U64(type, 3);
 		tr->instants++;
@@ -662,7 +784,10 @@ TEST(export_perfetto_reads_back_balanced_and_interned)
 {
 	char trace[512];
 	size_t n = 0;
+	uint64_t t_hz = 0, t0 = 0;
 	make_trace(trace, sizeof(trace));
+	trace_facts(trace, &t_hz, &t0);
+	CHECK_EQ_U64(t0, 620);
 	uint8_t *pb = (uint8_t *)export_to(trace, agent_export_perfetto, "export.pftrace", &n);
 	if (!CHECK(pb != NULL))
 		return;
@@ -702,10 +827,25 @@ TEST(export_perfetto_reads_back_balanced_and_interned)
 		CHECK_STR(tr->name, want[i].name);
 		CHECK_EQ_INT(tr->depth, 0);
 		CHECK_EQ_INT(tr->begins, want[i].begins);
+		/* ui was frozen inside a and b: both end at the freeze, marked */
+		CHECK_EQ_INT(tr->cuts, (i < 2 ? 2 : 0)); /* worker: work and leaf, at its last event */
+		if (i == 0)
+			CHECK_EQ_U64(tr->last_end, hal_ticks_to_ns(2950 - 620, t_hz));
+	}
+	/* The worker's wake-up of fd 5 (1450) ended the ui's wait (1500): one flow, from
+	 * the wake-up to the "woken up" instant. */
+	CHECK_EQ_INT(pr->nflows, 2);
+	if (pr->nflows == 2) {
+		int from = pr->flow[0].terminating ? 1 : 0, to = 1 - from;
+		CHECK(!pr->flow[from].terminating && pr->flow[to].terminating);
+		CHECK_EQ_U64(pr->flow[from].id, pr->flow[to].id);
+		CHECK_EQ_U64(pr->flow[from].ts, hal_ticks_to_ns(1450 - 620, t_hz));
+		CHECK_EQ_U64(pr->flow[to].ts, hal_ticks_to_ns(1500 - 620, t_hz));
 	}
 	static const char *const names[] = {
 		"export_fn_main", "export_fn_a",     "export_fn_work", "?0x7f00abcdef00",
-		UNKNOWN,	  "blocked on 0x42", "anomaly: jank",  "wake 0x42",
+		UNKNOWN,	  "blocked on fd 5", "anomaly: jank",  "wake-up of fd 5",
+		"woken up: fd 5",
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!interned_anywhere(pr, names[i]))

@@ -469,6 +469,7 @@ static int first_event(struct cct *c, const struct rb_event *e)
 
 CCT_HOT int add_event(struct cct *c, const struct rb_event *e)
 {
+	uint64_t prev = c->events ? c->t1 : e->ts; /* the thread's previous event */
 	if (c->events++ == 0 && first_event(c, e) != 0)
 		goto nomem;
 	c->t1 = e->ts;
@@ -485,17 +486,28 @@ CCT_HOT int add_event(struct cct *c, const struct rb_event *e)
 		}
 		break;
 	case RB_EV_WAIT_BEGIN:
-		top->waiting = true;
 		clock_at(c, e->ts);
-		for (int l = 0; l < CCT_LANES; l++)
-			top->wait_pos[l] = clock_pos(c, l, e->ts);
+		for (int l = 0; l < CCT_LANES; l++) {
+			uint64_t now = clock_pos(c, l, e->ts);
+			/* A wait still open (its wait-end lost) ends where the next begins. */
+			if (top->waiting)
+				top->blocked[l] += now - top->wait_pos[l];
+			top->wait_pos[l] = now;
+		}
+		top->waiting = true;
 		break;
 	case RB_EV_WAIT_END:
-		/* With no wait-begin seen, the wait began before this frame's known part. */
+		/* With no wait-begin seen (the ring starts inside the wait), the wait's known
+		 * part is since the thread's previous event: nothing after it can overlap the
+		 * wait. The exports' wait slice is the same (export.c, walk_event). */
+		if (!top->waiting) {
+			clock_at(c, prev);
+			for (int l = 0; l < CCT_LANES; l++)
+				top->wait_pos[l] = clock_pos(c, l, prev);
+		}
 		clock_at(c, e->ts);
 		for (int l = 0; l < CCT_LANES; l++)
-			top->blocked[l] += clock_pos(c, l, e->ts) -
-					   (top->waiting ? top->wait_pos[l] : top->pos[l]);
+			top->blocked[l] += clock_pos(c, l, e->ts) - top->wait_pos[l];
 		top->waiting = false;
 		break;
 	default:

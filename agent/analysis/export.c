@@ -107,12 +107,19 @@ void agent_mark_name(uint32_t arg, char *out, size_t size)
 static void name_of(struct agent_names *n, uint64_t key, char *out, size_t size)
 {
 	uint32_t arg = (uint32_t)key;
+	char what[32];
 	switch (key >> 48) {
-	case AGENT_NAME_WAIT(0) >> 48:
-		snprintf(out, size, "blocked on 0x%x", arg);
+	case AGENT_NAME_WAIT(0) >> 48: /* named as the summary names it */
+		agent_wait_key_name(arg, what, sizeof(what));
+		snprintf(out, size, "blocked on %s", what);
 		break;
 	case AGENT_NAME_WAKE(0) >> 48:
-		snprintf(out, size, "wake 0x%x", arg);
+		agent_wait_key_name(arg, what, sizeof(what));
+		snprintf(out, size, "wake-up of %s", what);
+		break;
+	case AGENT_NAME_WOKEN(0) >> 48:
+		agent_wait_key_name(arg, what, sizeof(what));
+		snprintf(out, size, "woken up: %s", what);
 		break;
 	case AGENT_NAME_MARK(0) >> 48:
 		agent_mark_name(arg, out, size);
@@ -229,39 +236,66 @@ int agent_trace_start(const struct rb_trace *t, uint64_t *t0)
 
 enum { OPEN_CALL, OPEN_WAIT };
 
+struct open_slice {
+	uint64_t name;
+	uint64_t since; /* a wait: the ticks it began at */
+	uint8_t what;
+};
+
 struct walk {
 	const struct rb_trace *t;
 	const struct agent_timeline_ops *ops;
 	void *ctx;
-	uint8_t *open; /* what each open slice is, outermost first */
+	struct open_slice *open; /* outermost first */
 	size_t depth, cap, calls;
-	uint64_t last_ns;
+	uint64_t last_ns, last_ticks; /* the thread's previous event */
 };
 
 static int walk_begin(struct walk *w, uint8_t what, uint64_t ns, uint64_t name, unsigned flags)
 {
 	if (w->depth == w->cap) {
 		size_t cap = w->cap ? 2 * w->cap : 256;
-		uint8_t *o = realloc(w->open, cap);
+		struct open_slice *o = realloc(w->open, cap * sizeof(*o));
 		if (!o)
 			return -ENOMEM;
 		w->open = o;
 		w->cap = cap;
 	}
-	w->open[w->depth++] = what;
+	w->open[w->depth++] = (struct open_slice){ .name = name, .what = what };
 	w->calls += what == OPEN_CALL;
 	return w->ops->begin(w->ctx, ns, name, flags);
 }
 
 static int walk_end(struct walk *w, uint64_t ns, unsigned flags)
 {
-	w->calls -= w->open[--w->depth] == OPEN_CALL;
-	return w->ops->end(w->ctx, ns, flags);
+	const struct open_slice *o = &w->open[--w->depth];
+	w->calls -= o->what == OPEN_CALL;
+	return w->ops->end(w->ctx, ns, o->name, flags);
 }
 
 static bool waiting(const struct walk *w)
 {
-	return w->depth && w->open[w->depth - 1] == OPEN_WAIT;
+	return w->depth && w->open[w->depth - 1].what == OPEN_WAIT;
+}
+
+/* A wait begun at `since` ticks (its begin record, or the thread's previous event when the
+ * ring lost the begin: nothing after that event can overlap it, as cct.c counts it). */
+static int wait_begin(struct walk *w, uint64_t ns, uint64_t since, uint32_t key, unsigned flags)
+{
+	int err = walk_begin(w, OPEN_WAIT, ns, AGENT_NAME_WAIT(key), flags);
+	if (!err)
+		w->open[w->depth - 1].since = since;
+	return err;
+}
+
+/* The open wait ended by its wait-end record e, at ns. */
+static int wait_end(struct walk *w, const struct rb_event *e, uint64_t ns)
+{
+	uint64_t since = w->open[w->depth - 1].since;
+	int err = walk_end(w, ns, 0);
+	if (!err && w->ops->woken)
+		err = w->ops->woken(w->ctx, ns, e->arg, since, e->ts);
+	return err;
 }
 
 static int walk_event(struct walk *w, const struct rb_event *e, uint64_t ns)
@@ -281,24 +315,27 @@ static int walk_event(struct walk *w, const struct rb_event *e, uint64_t ns)
 	case RB_EV_WAIT_BEGIN:
 		if (waiting(w))
 			err = walk_end(w, ns, 0);
-		return err ? err : walk_begin(w, OPEN_WAIT, ns, AGENT_NAME_WAIT(e->arg), 0);
+		return err ? err : wait_begin(w, ns, e->ts, e->arg, 0);
 	case RB_EV_WAIT_END:
-		if (waiting(w))
-			return walk_end(w, ns, 0);
-		/* The wait began before the ring's oldest record: its known part is since the
-		 * thread's previous event, which nothing after it can overlap. */
-		err = walk_begin(w, OPEN_WAIT, w->last_ns, AGENT_NAME_WAIT(e->arg),
-				 AGENT_SLICE_CUT);
-		return err ? err : walk_end(w, ns, 0);
+		if (!waiting(w))
+			err = wait_begin(w, w->last_ns, w->last_ticks, e->arg, AGENT_SLICE_CUT);
+		return err ? err : wait_end(w, e, ns);
 	case RB_EV_MARK:
 		return w->ops->instant(w->ctx, ns, AGENT_NAME_MARK(e->arg));
 	case RB_EV_WAKE:
+		if (w->ops->wake)
+			return w->ops->wake(w->ctx, ns, e);
 		return w->ops->instant(w->ctx, ns, AGENT_NAME_WAKE(e->arg));
 	case RB_EV_RESERVED:
 		return w->ops->instant(w->ctx, ns, AGENT_NAME_RECORD(e->raw, e->arg));
 	default: /* sync records only anchor the time */
 		return 0;
 	}
+}
+
+static uint64_t ns_since(uint64_t ts, uint64_t t0, uint64_t hz)
+{
+	return hal_ticks_to_ns(ts > t0 ? ts - t0 : 0, hz);
 }
 
 int agent_timeline(const struct rb_trace *t, const struct rb_file_thread *th, uint64_t t0,
@@ -316,12 +353,12 @@ int agent_timeline(const struct rb_trace *t, const struct rb_file_thread *th, ui
 		err = -ENOMEM;
 	while (!err && (n = rb_decoder_read(&d, buf, BATCH)) > 0) {
 		for (size_t i = 0; i < n && !err; i++) {
-			uint64_t ts = buf[i].ts > t0 ? buf[i].ts - t0 : 0;
-			uint64_t ns = hal_ticks_to_ns(ts, t->timer_hz);
+			uint64_t ns = ns_since(buf[i].ts, t0, t->timer_hz);
 			if (first) {
 				/* The calls the wrapped ring starts inside: open since its first
 				 * event, named for what they are. */
 				w.last_ns = ns;
+				w.last_ticks = buf[i].ts;
 				for (uint64_t k = 0; k < d.open_at_start && !err; k++)
 					err = walk_begin(&w, OPEN_CALL, ns, CCT_UNKNOWN,
 							 AGENT_SLICE_CUT);
@@ -330,11 +367,16 @@ int agent_timeline(const struct rb_trace *t, const struct rb_file_thread *th, ui
 			if (!err)
 				err = walk_event(&w, &buf[i], ns);
 			w.last_ns = ns;
+			w.last_ticks = buf[i].ts;
 		}
 	}
-	/* Calls still running when the ring was frozen end at its last event. */
+	/* Calls and waits still open when the ring was frozen run until the freeze (the
+	 * decoder's end_ts: never before the last event), as in the summary (cct_finish). */
+	uint64_t end_ns = ns_since(d.end_ts, t0, t->timer_hz);
+	if (end_ns < w.last_ns)
+		end_ns = w.last_ns;
 	while (!err && w.depth)
-		err = walk_end(&w, w.last_ns, AGENT_SLICE_CUT);
+		err = walk_end(&w, end_ns, AGENT_SLICE_CUT);
 	free(buf);
 	free(w.open);
 	rb_decoder_free(&d);
@@ -345,13 +387,17 @@ int agent_timeline(const struct rb_trace *t, const struct rb_file_thread *th, ui
 
 /*
  * The Trace Event Format's JSON object form: {"traceEvents": [...]}, one event a line,
- * B/E pairs per call (they stream: a complete "X" event would need its end before it is
- * written), "M" metadata for the process and thread names, thread-scoped "i" instants.
+ * "M" metadata for the process and thread names, thread-scoped "i" instants, and per slice
+ * either a complete "X" event, when nothing happens inside it (a leaf call, a wait: the
+ * begin is held back one event to see), or a B/E pair around what does: the export
+ * streams, and an X event must be written whole. Both ends of a pair carry the name.
  * Timestamps are microseconds; three decimals keep the nanoseconds.
  */
 struct chrome {
 	FILE *out;
 	struct agent_names *names;
+	bool held; /* a begin not written yet: X or B is up to the next event */
+	uint64_t held_ns, held_name;
 	size_t head_len;
 	char head[64]; /* ",\n{"pid":P,"tid":T," */
 	/* One event's line, written at once: printf and a stdio call per piece made the
@@ -410,7 +456,10 @@ static char *chrome_start(struct chrome *c, const char *ph, uint64_t ns)
 	return put_us(p, ns);
 }
 
-static int chrome_item(struct chrome *c, const char *ph, uint64_t ns, uint64_t name)
+/* An event's line: the thread, phase, time, name and category, then `tail` ("}" or
+ * more members and the "}"). */
+static int chrome_item(struct chrome *c, const char *ph, uint64_t ns, uint64_t name,
+		       const char *tail)
 {
 	struct agent_name *nm = agent_names_get(c->names, name);
 	const char *json = nm ? agent_name_json(nm) : NULL;
@@ -424,34 +473,58 @@ static int chrome_item(struct chrome *c, const char *ph, uint64_t ns, uint64_t n
 		p = put(p, "\",\"cat\":\"");
 		p = put(p, cat);
 	}
-	p = put(p, "\"}");
+	p = put(p, "\"");
+	p = put(p, tail);
 	fwrite(c->line, 1, (size_t)(p - c->line), c->out);
 	return 0;
+}
+
+#define CUT_ARGS ",\"args\":{\"cut\":\"still running when the ring was frozen\"}"
+
+/* The held begin, as a "B" (something happens inside its slice). */
+static int chrome_flush(struct chrome *c)
+{
+	if (!c->held)
+		return 0;
+	c->held = false;
+	return chrome_item(c, "B", c->held_ns, c->held_name, "}");
 }
 
 static int chrome_begin(void *ctx, uint64_t ns, uint64_t name, unsigned flags)
 {
+	struct chrome *c = ctx;
 	(void)flags; /* a cut start is in the slice's name */
-	return chrome_item(ctx, "B", ns, name);
+	int err = chrome_flush(c);
+	c->held = true;
+	c->held_ns = ns;
+	c->held_name = name;
+	return err;
 }
 
 static int chrome_instant(void *ctx, uint64_t ns, uint64_t name)
 {
-	return chrome_item(ctx, "i\",\"s\":\"t", ns, name);
+	int err = chrome_flush(ctx);
+	return err ? err : chrome_item(ctx, "i\",\"s\":\"t", ns, name, "}");
 }
 
-static int chrome_end(void *ctx, uint64_t ns, unsigned flags)
+/* The end carries its slice's name: the format allows an E without one, but speedscope
+ * matches each E to its B by name and drops every unnamed one. */
+static int chrome_end(void *ctx, uint64_t ns, uint64_t name, unsigned flags)
 {
 	struct chrome *c = ctx;
-	char *p = chrome_start(c, "E", ns);
-	if (flags & AGENT_SLICE_CUT)
-		p = put(p, ",\"args\":{\"cut\":\"still running when the ring was frozen\"}");
-	p = put(p, "}");
-	fwrite(c->line, 1, (size_t)(p - c->line), c->out);
-	return 0;
+	const char *cut = flags & AGENT_SLICE_CUT ? CUT_ARGS : "";
+	if (!c->held)
+		return chrome_item(c, "E", ns, name, *cut ? CUT_ARGS "}" : "}");
+	char tail[64 + sizeof(CUT_ARGS)], *p = put(tail, ",\"dur\":");
+	p = put(put(put_us(p, ns - c->held_ns), cut), "}");
+	*p = '\0';
+	c->held = false;
+	return chrome_item(c, "X", c->held_ns, c->held_name, tail);
 }
 
-static const struct agent_timeline_ops chrome_ops = { chrome_begin, chrome_end, chrome_instant };
+static const struct agent_timeline_ops chrome_ops = {
+	.begin = chrome_begin, .end = chrome_end, .instant = chrome_instant
+};
 
 /* One metadata event: what (process_name, thread_name), its argument, already JSON. */
 static void chrome_meta(FILE *out, uint32_t pid, uint32_t tid, const char *what, const char *arg,
@@ -520,7 +593,10 @@ int agent_export_chrome(FILE *out, const struct rb_trace *t, struct agent_symbol
 		c->head_len =
 			(size_t)snprintf(c->head, sizeof(c->head), ",\n{\"pid\":%u,\"tid\":%u,",
 					 t->pid, t->threads[i].tid);
+		c->held = false;
 		err = agent_timeline(t, &t->threads[i], t0, &chrome_ops, c);
+		if (!err)
+			err = chrome_flush(c);
 	}
 	free(c);
 	if (!err)
@@ -600,9 +676,62 @@ static int fold_append(struct fold_path *p, const char *s)
 	return 0;
 }
 
+/*
+ * The folded export's events for the calling-context tree: a blocked wait becomes a call of
+ * its own, "[blocked on fd 5]", so that the flame graph shows where the thread waited, in
+ * the frame that waited, and the caller's count stays its self time (the tree subtracts
+ * the pseudo-call as a child, as the summary subtracts the blocked time). The wait's ends
+ * are those of the timeline (walk_event): a lost begin, since the previous event; a lost
+ * end, at the next wait's begin or the call's return; an open wait, at the freeze.
+ */
+struct fold_feed {
+	const struct rb_trace *t;
+	struct cct *c;
+	uint64_t last_ts;
+	uint64_t synthetic; /* the key of the pseudo-call being added, 0 for a real event */
+	bool waiting;
+};
+
 static uint64_t key_of(void *ctx, const struct rb_event *e)
 {
-	return agent_func_key(ctx, e);
+	const struct fold_feed *f = ctx;
+	return f->synthetic ? f->synthetic : agent_func_key(f->t, e);
+}
+
+static int feed_pseudo(struct fold_feed *f, uint8_t kind, uint64_t ts, uint32_t key)
+{
+	struct rb_event e = { .ts = ts, .kind = kind };
+	f->synthetic = AGENT_NAME_WAIT(key);
+	int err = cct_add(f->c, &e);
+	f->synthetic = 0;
+	f->waiting = kind == RB_EV_ENTRY;
+	return err;
+}
+
+static int feed_event(struct fold_feed *f, const struct rb_event *e)
+{
+	int err = 0;
+	switch (e->kind) {
+	case RB_EV_EXIT:
+	case RB_EV_WAIT_BEGIN:
+		if (f->waiting)
+			err = feed_pseudo(f, RB_EV_EXIT, e->ts, 0);
+		if (!err && e->kind == RB_EV_WAIT_BEGIN)
+			err = feed_pseudo(f, RB_EV_ENTRY, e->ts, e->arg);
+		break;
+	case RB_EV_WAIT_END:
+		if (!f->waiting)
+			err = feed_pseudo(f, RB_EV_ENTRY, f->last_ts, e->arg);
+		if (!err)
+			err = feed_pseudo(f, RB_EV_EXIT, e->ts, 0);
+		break;
+	default:
+		break;
+	}
+	f->last_ts = e->ts;
+	if (err || e->kind == RB_EV_WAIT_BEGIN || e->kind == RB_EV_WAIT_END)
+		return err;
+	return cct_add(f->c, e);
 }
 
 /* Each key's frame text, made once (fold_frame), by the key's name slot. */
@@ -628,8 +757,19 @@ static const char *fold_name(struct fold_names *f, uint64_t key)
 		f->text = t;
 		f->cap = cap;
 	}
-	if (!f->text[nm->iid])
+	if (!f->text[nm->iid] && key >> 48 == AGENT_NAME_WAIT(0) >> 48) {
+		/* A wait is no function: "[blocked on fd 5]", bracketed as perf marks its own
+		 * frames that are not code. */
+		size_t n = strlen(nm->text) + 3;
+		char *w = malloc(n);
+		if (!w)
+			return NULL;
+		snprintf(w, n, "[%s]", nm->text);
+		f->text[nm->iid] = fold_frame(w);
+		free(w);
+	} else if (!f->text[nm->iid]) {
 		f->text[nm->iid] = fold_frame(nm->text);
+	}
 	return f->text[nm->iid];
 }
 
@@ -733,7 +873,8 @@ int agent_export_folded_max(FILE *out, const struct rb_trace *t, struct agent_sy
 		const struct rb_file_thread *th = &t->threads[i];
 		struct rb_decoder d;
 		struct cct c;
-		struct cct_opts o = { .key = key_of, .ctx = (void *)t };
+		struct fold_feed feed = { .t = t, .c = &c };
+		struct cct_opts o = { .key = key_of, .ctx = &feed };
 		err = rb_decoder_init(&d, &th->view, t->ref_ticks, NULL, NULL);
 		if (err)
 			break;
@@ -745,9 +886,10 @@ int agent_export_folded_max(FILE *out, const struct rb_trace *t, struct agent_sy
 		size_t n;
 		while (!err && (n = rb_decoder_read(&d, buf, BATCH)) > 0)
 			for (size_t k = 0; k < n && !err; k++)
-				err = cct_add(&c, &buf[k]);
+				err = feed_event(&feed, &buf[k]);
+		/* What still runs, or waits, at the freeze ends there, as in the summary. */
 		if (!err)
-			err = cct_finish(&c, 0);
+			err = cct_finish(&c, d.end_ts);
 		rb_decoder_free(&d);
 		char raw[64], clean[64], *label;
 		snprintf(raw, sizeof(raw), "%s-%u", th->name[0] ? th->name : "thread", th->tid);

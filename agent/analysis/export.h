@@ -10,13 +10,16 @@
  *
  * Chrome and Perfetto share one walk of a thread's events (agent_timeline) that turns them
  * into properly nested slices: calls the wrapped ring starts inside begin at its first
- * event, calls still running at the freeze end at its last, and a blocked wait is a slice of
- * its own inside the call that waited. Both files count time from the trace's first event.
+ * event, calls and waits still open when the rings were frozen end at the freeze (the
+ * decoder's end_ts, where `jitt summarize` ends them too: a hang is the culprit running
+ * until the freeze, not a slice of no length), and a blocked wait is a slice of its own
+ * inside the call that waited. Both files count time from the trace's first event.
  */
 #ifndef JITT_AGENT_EXPORT_H
 #define JITT_AGENT_EXPORT_H
 
 #include "agent/analysis/symbols.h"
+#include "ringbuf/decode.h"
 #include "ringbuf/tracefile.h"
 
 #include <stdbool.h>
@@ -41,9 +44,10 @@ int agent_export_folded_max(FILE *out, const struct rb_trace *t, struct agent_sy
  * entered before the ring's oldest record, or one of these, whose top 16 bits are above
  * every module index a function key can carry.
  */
-#define AGENT_NAME_WAIT(key)	    (0xfff1ull << 48 | (uint32_t)(key)) /* "blocked on 0x2a" */
-#define AGENT_NAME_WAKE(key)	    (0xfff2ull << 48 | (uint32_t)(key)) /* "wake 0x2a" */
+#define AGENT_NAME_WAIT(key)	    (0xfff1ull << 48 | (uint32_t)(key)) /* "blocked on fd 5" */
+#define AGENT_NAME_WAKE(key)	    (0xfff2ull << 48 | (uint32_t)(key)) /* "wake-up of fd 5" */
 #define AGENT_NAME_MARK(arg)	    (0xfff3ull << 48 | (uint32_t)(arg)) /* marks.h */
+#define AGENT_NAME_WOKEN(key)	    (0xfff5ull << 48 | (uint32_t)(key)) /* "woken up: fd 5" */
 #define AGENT_NAME_RECORD(raw, arg) (0xfff4ull << 48 | (uint64_t)(raw) << 32 | (uint32_t)(arg))
 
 struct agent_name {
@@ -91,8 +95,15 @@ enum {
 
 struct agent_timeline_ops {
 	int (*begin)(void *ctx, uint64_t ns, uint64_t name, unsigned flags);
-	int (*end)(void *ctx, uint64_t ns, unsigned flags);
+	/* name: the slice's, as at its begin (viewers that match an end to its begin by name
+	 * need it on both) */
+	int (*end)(void *ctx, uint64_t ns, uint64_t name, unsigned flags);
 	int (*instant)(void *ctx, uint64_t ns, uint64_t name);
+	/* Optional, for the wake-up edges. wake: a wake-up record (instead of instant);
+	 * woken: a wait of `key` that lasted the ticks [from, to] has just been ended by its
+	 * wait-end record (not by the freeze, nor by its call's return). */
+	int (*wake)(void *ctx, uint64_t ns, const struct rb_event *e);
+	int (*woken)(void *ctx, uint64_t ns, uint32_t key, uint64_t from, uint64_t to);
 };
 
 int agent_timeline(const struct rb_trace *t, const struct rb_file_thread *th, uint64_t t0,

@@ -20,11 +20,16 @@
 #include <stdio.h>
 
 /*
- * One sequence per thread (trusted_packet_sequence_id), its first packet clearing the
- * incremental state and giving the thread's track as the default of every event after;
- * slices begin and end per call, wait and wake and marks as instants, as agent_timeline
- * walks them (export.h). Timestamps in ns since the trace's first event. Returns 0,
- * -EINVAL, -ENOMEM or -EIO.
+ * One sequence per thread (trusted_packet_sequence_id). Its first packet clears the
+ * incremental state, gives the thread's track as the default of every event after, and
+ * defines a sequence-scoped incremental clock as the default clock, as Perfetto's own
+ * producers do: every later packet carries the ns since the one before (one or two bytes),
+ * not an absolute time. Slices begin and end per call and per blocked wait, marks are
+ * instants, as agent_timeline walks them (export.h); a slice still open at the freeze ends
+ * there with a "cut" annotation. A wake-up is an instant that starts a flow, and the wait
+ * it ended gets a "woken up" instant that terminates it: the summary's blocked-on edge, an
+ * arrow in the UI. Times in ns since the trace's first event. Returns 0, -EINVAL, -ENOMEM
+ * or -EIO.
  */
 int agent_export_perfetto(FILE *out, const struct rb_trace *t, struct agent_symbols *s);
 
@@ -40,11 +45,12 @@ struct agent_pb {
 	bool failed;
 };
 
-enum { AGENT_PB_VARINT = 0, AGENT_PB_LEN = 2 };
+enum { AGENT_PB_VARINT = 0, AGENT_PB_FIXED64 = 1, AGENT_PB_LEN = 2 };
 
 void agent_pb_reset(struct agent_pb *b);
 void agent_pb_free(struct agent_pb *b);
 void agent_pb_varint(struct agent_pb *b, uint32_t field, uint64_t v);
+void agent_pb_fixed64(struct agent_pb *b, uint32_t field, uint64_t v);
 void agent_pb_bytes(struct agent_pb *b, uint32_t field, const void *data, size_t n);
 void agent_pb_string(struct agent_pb *b, uint32_t field, const char *s);
 /* Open a nested message; close it with what open returned. */
