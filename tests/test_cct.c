@@ -74,6 +74,37 @@ TEST(cct_self_inclusive_blocked_to_the_tick)
 	cct_free(&c);
 }
 
+TEST(cct_waits_with_a_lost_record_end_where_the_exports_end_them)
+{
+	/* The ring starts inside a wait of the unknown call u: its wait-end at 50 has no
+	 * begin, so the wait's known part is since the previous event (a's exit at 40), not
+	 * since u's start (10): the thread ran a in between. Then main waits twice with the
+	 * first wait's end lost: the first ends where the second begins. */
+	struct rb_event ev[] = {
+		X(10), /* u, entered before the ring, is open from here (c's exit comes later) */
+		E(20, 0xa0),
+		X(40),
+		W(50, RB_EV_WAIT_END),
+		X(60), /* u returns */
+		E(70, 0x100),
+		W(75, RB_EV_WAIT_BEGIN),
+		W(80, RB_EV_WAIT_BEGIN),
+		W(95, RB_EV_WAIT_END),
+		X(100),
+	};
+	struct cct c;
+	CHECK_EQ_INT(cct_build(&c, ev, sizeof(ev) / sizeof(ev[0]), NULL, NULL), 0);
+	const struct cct_node *u = find(&c, 0, CCT_UNKNOWN), *m = find(&c, 0, 0x100);
+	if (!CHECK(u && m))
+		return;
+	CHECK_EQ_U64(u->s[0].incl, 50);	   /* 10 to 60 */
+	CHECK_EQ_U64(u->s[0].blocked, 10); /* 40 to 50; it was 40 (10 to 50), over a's time */
+	CHECK_EQ_U64(u->s[0].self, 50 - 20 - 10);
+	CHECK_EQ_U64(m->s[0].blocked, 20); /* 75 to 80 and 80 to 95; it was 15 */
+	CHECK_EQ_U64(m->s[0].self, 30 - 20);
+	cct_free(&c);
+}
+
 TEST(cct_wrapped_start_and_frozen_end_are_flagged)
 {
 	/* The ring starts inside two calls (two exits with no entry) and ends inside one. */
