@@ -184,6 +184,38 @@ expect "jitt export --format=svg: usage" 2 "usage: jitt export" \
 expect "jitt export without --format: usage" 2 "usage: jitt export" "$jitt" export "$golden"
 expect "jitt export -x: usage" 2 "usage: jitt export" "$jitt" export --format=chrome -x "$golden"
 expect "jitt export --help" 0 "" "$jitt" export --help
+# Each usage error says what is wrong (issue 14): the valid formats, the missing one.
+expect "jitt export --format=json: names the valid formats" 2 \
+	"the formats are chrome, folded and perfetto, not 'json'" "$jitt" export --format=json "$golden"
+expect "jitt export without --format: asks which" 2 "which format?" "$jitt" export "$golden"
+expect "jitt export --format=Chrome: the name in any case" 0 "" \
+	"$jitt" export --format=Chrome "$golden"
+expect "jitt export --output=FILE" 0 "" "$jitt" export --format=folded --output="$tmp/out.folded" "$golden"
+if cmp -s "$tmp/out.folded" "$tmp/decode-synthetic.jtr.folded"; then
+	ok "--output=FILE writes what -o FILE writes"
+else
+	fail "--output=FILE writes what -o FILE writes"
+fi
+"$jitt" export --help | grep -q "in nanoseconds" && ok "--help says folded counts are ns" ||
+	fail "--help says folded counts are ns"
+# Binary to a terminal: refused, unless -o - insists. script(1) gives the command a tty.
+if command -v script >/dev/null; then
+	script -qec "$jitt export --format=perfetto $golden" /dev/null >"$tmp/tty.txt" 2>&1
+	st=$?
+	if [ $st -eq 2 ] && grep -q "not writing it to a terminal" "$tmp/tty.txt"; then
+		ok "perfetto to a terminal: refused with a reason"
+	else
+		fail "perfetto to a terminal: refused with a reason" "status $st: $(head -c 200 "$tmp/tty.txt")"
+	fi
+	script -qec "$jitt export --format=perfetto -o - $golden" /dev/null >"$tmp/tty.txt" 2>&1
+	if [ $? -eq 0 ] && [ "$(wc -c <"$tmp/tty.txt")" -gt 100 ]; then
+		ok "perfetto to a terminal with -o -: written"
+	else
+		fail "perfetto to a terminal with -o -: written"
+	fi
+else
+	echo "skip perfetto to a terminal: no script(1)"
+fi
 head -c 4096 /dev/urandom >"$tmp/garbage.jtr"
 head -c 300 "$golden" >"$tmp/torn.jtr"
 for bad in garbage.jtr torn.jtr missing.jtr; do
