@@ -14,7 +14,7 @@ static const struct {
 	{ "decode", cmd_decode, "print a trace file: every thread's calls with whole timestamps" },
 	{ "summarize", cmd_summarize, "what a trace says about its slow moment (text or --json)" },
 	{ "diff", cmd_diff, "compare two traces or summaries: what got slower, what is new" },
-	{ "export", cmd_export, "a trace for Perfetto, chrome://tracing or flame graphs" },
+	{ "export", cmd_export, "a trace for ui.perfetto.dev, speedscope or flame graphs" },
 	{ "report", cmd_report, "the exact bytes an upload of a summary would send" },
 	{ "status", cmd_status, "jittd's counters, or a traced process's state (PID)" },
 	{ "trigger", cmd_trigger, "ask a traced process to save its trace now" },
