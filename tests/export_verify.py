@@ -936,6 +936,36 @@ def selftest(argv):
             c = Chrome(path)
             expect("chrome: %s is refused" % what, any(says in p for p in c.problems),
                    repr(c.problems))
+        # Chrome self time: a [1, 10] us holds b [2, 4] us, a wait [5, 6] us and an X
+        # c [7, 7.5] us; a's self is 9 - 2 - 1 - 0.5 us.
+        with open(path, "w") as f:
+            f.write('{"displayTimeUnit":"ns","traceEvents":[' + ",".join(
+                '{"pid":1,"tid":1,%s}' % e for e in (
+                    '"ph":"M","name":"thread_name","args":{"name":"t"}',
+                    '"ph":"B","ts":1,"name":"a"', '"ph":"B","ts":2.000,"name":"b"',
+                    '"ph":"E","ts":4,"name":"b"',
+                    '"ph":"B","ts":5,"name":"blocked on 0x1","cat":"blocked"',
+                    '"ph":"E","ts":6,"name":"blocked on 0x1","cat":"blocked"',
+                    '"ph":"X","ts":7,"dur":0.5,"name":"c"', '"ph":"E","ts":10,"name":"a"'))
+                + ']}')
+        c = Chrome(path)
+        st = selves(c).get("t", {}).get("self", {})
+        expect("chrome: self times from B/E, X and a wait",
+               not c.problems and {k: v[0] for k, v in st.items()} ==
+               {"a": 5500, "b": 2000, "c": 500}, "%r %r" % (c.problems, st))
+        # Folded: the last frame's count, not the thread label's.
+        with open(path, "w") as f:
+            f.write("ui-1;a;b 5\nui-1;a 7\nui-1 3\nui-1;a;[blocked on 0x1] 4\n"
+                    "ui-1;x\\x3by\\\\ 2\n")
+        fo = Folded(path)
+        expect("folded: self time per last frame", not fo.problems and
+               {k: v[0] for k, v in fo.threads.get("ui", {}).items()} ==
+               {"a": 7, "b": 5, "x;y\\": 2}, "%r %r" % (fo.problems, fo.threads))
+        # Agreement: 1 us plus the rounding bounds, no more.
+        for got, bad in ((1001000 + 3 + 2, False), (1001000 + 3 + 3, True)):
+            _, wrong = compare("f", 1000000, 2, {fmt: {"f": [got, 1, 3]} for fmt in FORMATS})
+            expect("agree: %d ns against 1000000 %s" % (got, "fails" if bad else "passes"),
+                   wrong == bad)
     finally:
         for f in os.listdir(tmp):
             os.unlink(os.path.join(tmp, f))
