@@ -187,10 +187,11 @@ function one(s) {
 	return s.length > 300 ? s.slice(0, 300) + '...' : s;
 }
 
-// Ctrl+S, speedscope's own "Export" (its handler calls preventDefault, so the browser's
-// save-page never runs); keys as a person types them, through the input pipeline.
+// A key typed as a person types it, through Chromium's input pipeline (speedscope's
+// shortcuts listen on the window: "n" next profile, "2" Left Heavy, Ctrl+S Export, whose
+// handler calls preventDefault, so the browser's own save-page never runs).
 async function key(page, k, modifiers = 0) {
-	const code = 'Key' + k.toUpperCase();
+	const code = (/[0-9]/.test(k) ? 'Digit' : 'Key') + k.toUpperCase();
 	const vk = k.toUpperCase().charCodeAt(0);
 	const common = { key: k, code, windowsVirtualKeyCode: vk, modifiers };
 	await page('Input.dispatchKeyEvent', { type: 'keyDown', text: modifiers ? undefined : k, ...common });
@@ -268,8 +269,10 @@ async function profileShown(page) {
 	const expression = "document.title.endsWith(' - speedscope') && " +
 		"document.body.innerText.includes('Time Order')";
 	for (;;) {
-		const r = await page('Runtime.evaluate', { expression, returnByValue: true });
-		if (r.result.value === true) return;
+		// An evaluation that meets the navigation ("context destroyed") is asked again.
+		const r = await page('Runtime.evaluate', { expression, returnByValue: true })
+			.catch(() => null);
+		if (r && r.result.value === true) return;
 		await new Promise(resolve => setTimeout(resolve, 100));
 	}
 }
