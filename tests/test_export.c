@@ -368,13 +368,22 @@ TEST(export_chrome_every_begin_has_its_end)
 		 us_text(us, hal_ticks_to_ns(1110 - t0, hz)), us_text(dur, hal_ticks_to_ns(390, hz)));
 	if (!strstr(json, want))
 		test_fail(__FILE__, __LINE__, "no %s", want);
-	/* A call still running at the freeze ends at the freeze, marked, not at the last
-	 * record (1950): the summary's end, and a hang's culprit's whole time. */
-	snprintf(want, sizeof(want),
-		 "\"ph\":\"E\",\"ts\":%s,\"name\":\"export_fn_b\",\"args\":{\"cut\":",
-		 us_text(us, hal_ticks_to_ns(2950 - t0, hz)));
+	/* A call still running at the freeze ends at the freeze, not at the last record
+	 * (1950): the summary's end, and a hang's culprit's whole time. Its E has no
+	 * arguments (speedscope matches them with the B's); an instant says why it ended. */
+	us_text(us, hal_ticks_to_ns(2950 - t0, hz));
+	snprintf(want, sizeof(want), "\"ph\":\"E\",\"ts\":%s,\"name\":\"export_fn_b\"}", us);
 	if (!strstr(json, want))
 		test_fail(__FILE__, __LINE__, "no %s", want);
+	snprintf(want, sizeof(want),
+		 "\"tid\":%d,\"ph\":\"i\",\"s\":\"t\",\"ts\":%s,\"name\":\"ring frozen: ", UI_TID, us);
+	if (!strstr(json, want))
+		test_fail(__FILE__, __LINE__, "no %s", want);
+	for (const char *e = strstr(json, "\"ph\":\"E\""); e; e = strstr(e + 1, "\"ph\":\"E\"")) {
+		const char *eol = strchr(e, '\n'), *args = strstr(e, "\"args\"");
+		if (args && (!eol || args < eol))
+			test_fail(__FILE__, __LINE__, "an E with arguments: %.80s", e);
+	}
 	snprintf(want, sizeof(want), "\"tid\":%d,\"ph\":\"B\",\"ts\":0.000,\"name\":\"%s\"",
 		 WORKER_TID, UNKNOWN);
 	if (!strstr(json, want))

@@ -117,6 +117,9 @@ static void name_of(struct agent_names *n, uint64_t key, char *out, size_t size)
 		agent_wait_key_name(arg, what, sizeof(what));
 		snprintf(out, size, "wake-up of %s", what);
 		break;
+	case AGENT_NAME_FROZEN >> 48:
+		snprintf(out, size, "ring frozen: the open calls were still running");
+		break;
 	case AGENT_NAME_WOKEN(0) >> 48:
 		agent_wait_key_name(arg, what, sizeof(what));
 		snprintf(out, size, "woken up: %s", what);
@@ -397,6 +400,7 @@ struct chrome {
 	FILE *out;
 	struct agent_names *names;
 	bool held; /* a begin not written yet: X or B is up to the next event */
+	bool frozen_said; /* the thread's "ring frozen" instant is written */
 	uint64_t held_ns, held_name;
 	size_t head_len;
 	char head[64]; /* ",\n{"pid":P,"tid":T," */
@@ -437,6 +441,7 @@ static const char *category(uint64_t name)
 	case AGENT_NAME_WAKE(0) >> 48:
 		return "wake";
 	case AGENT_NAME_MARK(0) >> 48:
+	case AGENT_NAME_FROZEN >> 48:
 		return "mark";
 	case AGENT_NAME_RECORD(0, 0) >> 48:
 		return "record";
@@ -507,19 +512,31 @@ static int chrome_instant(void *ctx, uint64_t ns, uint64_t name)
 	return err ? err : chrome_item(ctx, "i\",\"s\":\"t", ns, name, "}");
 }
 
-/* The end carries its slice's name: the format allows an E without one, but speedscope
- * matches each E to its B by name and drops every unnamed one. */
+/*
+ * The end carries its slice's name, and nothing else: the format allows an E without a name,
+ * but speedscope matches each E to its B by name and arguments, and drops every E that
+ * differs. So a slice the freeze ends says so in its own arguments only when it is a
+ * complete X event; the thread's first such end is followed by a "ring frozen" instant.
+ */
 static int chrome_end(void *ctx, uint64_t ns, uint64_t name, unsigned flags)
 {
 	struct chrome *c = ctx;
-	const char *cut = flags & AGENT_SLICE_CUT ? CUT_ARGS : "";
-	if (!c->held)
-		return chrome_item(c, "E", ns, name, *cut ? CUT_ARGS "}" : "}");
-	char tail[64 + sizeof(CUT_ARGS)], *p = put(tail, ",\"dur\":");
-	p = put(put(put_us(p, ns - c->held_ns), cut), "}");
-	*p = '\0';
-	c->held = false;
-	return chrome_item(c, "X", c->held_ns, c->held_name, tail);
+	bool cut = flags & AGENT_SLICE_CUT;
+	int err;
+	if (!c->held) {
+		err = chrome_item(c, "E", ns, name, "}");
+	} else {
+		char tail[64 + sizeof(CUT_ARGS)], *p = put(tail, ",\"dur\":");
+		p = put(put(put_us(p, ns - c->held_ns), cut ? CUT_ARGS : ""), "}");
+		*p = '\0';
+		c->held = false;
+		err = chrome_item(c, "X", c->held_ns, c->held_name, tail);
+	}
+	if (!err && cut && !c->frozen_said) {
+		c->frozen_said = true;
+		err = chrome_item(c, "i\",\"s\":\"t", ns, AGENT_NAME_FROZEN, "}");
+	}
+	return err;
 }
 
 static const struct agent_timeline_ops chrome_ops = {
@@ -594,6 +611,7 @@ int agent_export_chrome(FILE *out, const struct rb_trace *t, struct agent_symbol
 			(size_t)snprintf(c->head, sizeof(c->head), ",\n{\"pid\":%u,\"tid\":%u,",
 					 t->pid, t->threads[i].tid);
 		c->held = false;
+		c->frozen_said = false;
 		err = agent_timeline(t, &t->threads[i], t0, &chrome_ops, c);
 		if (!err)
 			err = chrome_flush(c);

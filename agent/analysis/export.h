@@ -49,6 +49,7 @@ int agent_export_folded_max(FILE *out, const struct rb_trace *t, struct agent_sy
 #define AGENT_NAME_WAKE(key)	    (0xfff2ull << 48 | (uint32_t)(key)) /* "wake-up of fd 5" */
 #define AGENT_NAME_MARK(arg)	    (0xfff3ull << 48 | (uint32_t)(arg)) /* marks.h */
 #define AGENT_NAME_WOKEN(key)	    (0xfff5ull << 48 | (uint32_t)(key)) /* "woken up: fd 5" */
+#define AGENT_NAME_FROZEN	    (0xfff6ull << 48) /* the end of a thread's calls at the freeze */
 #define AGENT_NAME_RECORD(raw, arg) (0xfff4ull << 48 | (uint64_t)(raw) << 32 | (uint32_t)(arg))
 
 struct agent_name {
