@@ -391,17 +391,21 @@ int agent_timeline(const struct rb_trace *t, const struct rb_file_thread *th, ui
 /*
  * The Trace Event Format's JSON object form: {"traceEvents": [...]}, one event a line,
  * "M" metadata for the process and thread names, thread-scoped "i" instants, and per slice
- * either a complete "X" event, when nothing happens inside it (a leaf call, a wait: the
- * begin is held back one event to see), or a B/E pair around what does: the export
- * streams, and an X event must be written whole. Both ends of a pair carry the name.
- * Timestamps are microseconds; three decimals keep the nanoseconds.
+ * either a complete "X" event, when nothing happens inside it (a leaf call, a wait), or a
+ * B/E pair around what does, both ends named. The export streams, and an X event must be
+ * written whole: a begin is held back until the next event says which it is, and a
+ * complete slice until the next says how to write it (slice_done). Timestamps are
+ * microseconds; three decimals keep the nanoseconds.
  */
 struct chrome {
 	FILE *out;
 	struct agent_names *names;
 	bool held; /* a begin not written yet: X or B is up to the next event */
-	bool frozen_said; /* the thread's "ring frozen" instant is written */
 	uint64_t held_ns, held_name;
+	bool done; /* a complete slice, [done_ns, done_end], not written yet */
+	uint64_t done_ns, done_end, done_name;
+	bool frozen; /* the freeze ended calls: a "ring frozen" instant at frozen_ns */
+	uint64_t frozen_ns;
 	size_t head_len;
 	char head[64]; /* ",\n{"pid":P,"tid":T," */
 	/* One event's line, written at once: printf and a stdio call per piece made the
@@ -484,13 +488,36 @@ static int chrome_item(struct chrome *c, const char *ph, uint64_t ns, uint64_t n
 	return 0;
 }
 
-#define CUT_ARGS ",\"args\":{\"cut\":\"still running when the ring was frozen\"}"
+/*
+ * The complete slice held back, now that the next event is known: an X event, unless that
+ * event is an end at the same time. speedscope turns each X into a begin and an end and
+ * puts those ends after every E of the same time (a stable sort of the E events, then the
+ * X's ends appended), so a leaf ending at its caller's time would be ended after its
+ * caller and every end there dropped, as a hang's culprit was at the freeze. A B/E pair
+ * keeps the file's order.
+ */
+static int slice_done(struct chrome *c, const uint64_t *next_end)
+{
+	if (!c->done)
+		return 0;
+	c->done = false;
+	if (next_end && *next_end == c->done_end) {
+		int err = chrome_item(c, "B", c->done_ns, c->done_name, "}");
+		return err ? err : chrome_item(c, "E", c->done_end, c->done_name, "}");
+	}
+	char tail[64], *p = put(tail, ",\"dur\":");
+	p = put(put_us(p, c->done_end - c->done_ns), "}");
+	*p = '\0';
+	return chrome_item(c, "X", c->done_ns, c->done_name, tail);
+}
 
-/* The held begin, as a "B" (something happens inside its slice). */
+/* What is held back, written as the next event needs: the complete slice first, then the
+ * held begin as a "B" (something happens inside its slice). */
 static int chrome_flush(struct chrome *c)
 {
-	if (!c->held)
-		return 0;
+	int err = slice_done(c, NULL);
+	if (err || !c->held)
+		return err;
 	c->held = false;
 	return chrome_item(c, "B", c->held_ns, c->held_name, "}");
 }
@@ -515,27 +542,35 @@ static int chrome_instant(void *ctx, uint64_t ns, uint64_t name)
 /*
  * The end carries its slice's name, and nothing else: the format allows an E without a name,
  * but speedscope matches each E to its B by name and arguments, and drops every E that
- * differs. So a slice the freeze ends says so in its own arguments only when it is a
- * complete X event; the thread's first such end is followed by a "ring frozen" instant.
+ * differs. So slices the freeze ends say nothing themselves: the thread ends with a "ring
+ * frozen" instant at the freeze (chrome_thread_end).
  */
 static int chrome_end(void *ctx, uint64_t ns, uint64_t name, unsigned flags)
 {
 	struct chrome *c = ctx;
-	bool cut = flags & AGENT_SLICE_CUT;
-	int err;
-	if (!c->held) {
-		err = chrome_item(c, "E", ns, name, "}");
-	} else {
-		char tail[64 + sizeof(CUT_ARGS)], *p = put(tail, ",\"dur\":");
-		p = put(put(put_us(p, ns - c->held_ns), cut ? CUT_ARGS : ""), "}");
-		*p = '\0';
-		c->held = false;
-		err = chrome_item(c, "X", c->held_ns, c->held_name, tail);
+	int err = slice_done(c, &ns);
+	if (err)
+		return err;
+	if (flags & AGENT_SLICE_CUT) {
+		c->frozen = true;
+		c->frozen_ns = ns;
 	}
-	if (!err && cut && !c->frozen_said) {
-		c->frozen_said = true;
-		err = chrome_item(c, "i\",\"s\":\"t", ns, AGENT_NAME_FROZEN, "}");
-	}
+	if (!c->held)
+		return chrome_item(c, "E", ns, name, "}");
+	/* held: nothing happened inside, a complete slice */
+	c->held = false;
+	c->done = true;
+	c->done_ns = c->held_ns;
+	c->done_end = ns;
+	c->done_name = name;
+	return 0;
+}
+
+static int chrome_thread_end(struct chrome *c)
+{
+	int err = chrome_flush(c);
+	if (!err && c->frozen)
+		err = chrome_item(c, "i\",\"s\":\"t", c->frozen_ns, AGENT_NAME_FROZEN, "}");
 	return err;
 }
 
@@ -610,11 +645,10 @@ int agent_export_chrome(FILE *out, const struct rb_trace *t, struct agent_symbol
 		c->head_len =
 			(size_t)snprintf(c->head, sizeof(c->head), ",\n{\"pid\":%u,\"tid\":%u,",
 					 t->pid, t->threads[i].tid);
-		c->held = false;
-		c->frozen_said = false;
+		c->held = c->done = c->frozen = false;
 		err = agent_timeline(t, &t->threads[i], t0, &chrome_ops, c);
 		if (!err)
-			err = chrome_flush(c);
+			err = chrome_thread_end(c);
 	}
 	free(c);
 	if (!err)
