@@ -14,13 +14,16 @@
 #             S.json (Chrome), S.pftrace (Perfetto), S.folded, S.summary.json and S.culprit
 #             (the culprit's function name, one line), for other checks to load.
 # Needs python3 and protoc (Debian's protobuf-compiler), and the descriptor set
-# $JITT_PERFETTO_DESC (default /work/shared/testdata/perfetto_trace.desc). Host only.
+# $JITT_PERFETTO_DESC (default ../shared/testdata/perfetto_trace.desc beside the project,
+# else /work/shared/testdata). Host only.
 # Prints "ok what" / "FAIL what: why" lines, then "N passed, N failed"; exits 1 on failure.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${1:?usage: export-scenarios.sh BIN_DIR [KEEP_DIR]}
 keep=${2:-}
-desc=${JITT_PERFETTO_DESC:-/work/shared/testdata/perfetto_trace.desc}
+# The descriptor set lives beside the project (../shared/testdata), not in it.
+desc=${JITT_PERFETTO_DESC:-$here/../../shared/testdata/perfetto_trace.desc}
+[ -f "$desc" ] || desc=/work/shared/testdata/perfetto_trace.desc
 . "$here/check-lib.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

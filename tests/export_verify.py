@@ -44,7 +44,11 @@ import sys
 import tempfile
 
 MAX_SHOWN = 12  # problems listed before "... and N more"
-DEFAULT_DESC = "/work/shared/testdata/perfetto_trace.desc"
+# The descriptor set lives beside the project (../shared/testdata), not in it.
+DEFAULT_DESC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared",
+                            "testdata", "perfetto_trace.desc")
+if not os.path.isfile(DEFAULT_DESC):
+    DEFAULT_DESC = "/work/shared/testdata/perfetto_trace.desc"
 
 
 class Bad(Exception):

@@ -106,6 +106,24 @@ done
 if [ "$board" = host ]; then
 	counted rooms-check.sh sh "$here/rooms-check.sh" "$here/.."
 	counted export-check.sh sh "$here/export-check.sh" "$bin"
+	# Every sim scenario exported three ways, each format checked by an independent reader
+	# (Perfetto against Perfetto's own protos), self time equal to the summary's, the
+	# hang's culprit included; then the Chrome and folded files loaded into speedscope in
+	# headless Chromium, the screenshots kept in $(O)/viewer-shots (docs/exports.md).
+	scenarios=$bin/../export-scenarios
+	rm -rf "$scenarios"
+	counted export-scenarios.sh sh "$here/export-scenarios.sh" "$bin" "$scenarios"
+	set --
+	for c in "$scenarios"/*.culprit; do
+		[ -f "$c" ] || continue
+		s=${c%.culprit}
+		for f in "$s.json" "$s.folded"; do
+			[ -f "$f" ] && set -- "$@" "$f:$(cat "$c")"
+		done
+	done
+	if [ $# -gt 0 ]; then
+		counted viewer-check.sh sh "$here/viewer-check.sh" "$bin" "$bin/../viewer-shots" "$@"
+	fi
 	# An app built the way an OEM would, from $(O)/lib/libjitt.a and its flags file.
 	counted libjitt-check.sh sh "$here/libjitt-check.sh" "$bin/../lib" "$bin" musl-gcc
 	# The uploader's TLS transport against nginx: stored, refused certificates, timeouts.
