@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hal/sched.c - a thread's context switches from the kernel (sched.h): perf's switch records
+ * in a backward, overwritten ring, and /proc's schedstat as the fallback.
+ */
+#include "hal/sched.h"
+#include "hal/fs.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/*
+ * perf_event_open(2)'s ABI, the part used here, written out: musl's cross toolchains carry
+ * no kernel headers. The attribute is given at its 5th published size (112 bytes); the
+ * kernel takes any known size. Field offsets and bits as the man page and the kernel's
+ * uapi header give them.
+ */
+struct perf_attr {
+	uint32_t type, size;
+	uint64_t config, sample_period, sample_type, read_format;
+	uint64_t flags; /* bit fields, below */
+	uint32_t wakeup_events, bp_type;
+	uint64_t config1, config2, branch_sample_type, sample_regs_user;
+	uint32_t sample_stack_user;
+	int32_t clockid;
+	uint64_t sample_regs_intr;
+	uint32_t aux_watermark;
+	uint16_t sample_max_stack, reserved;
+};
+_Static_assert(sizeof(struct perf_attr) == 112, "PERF_ATTR_SIZE_VER5");
+
+enum {
+	PERF_TYPE_SOFTWARE = 1,
+	PERF_COUNT_SW_DUMMY = 9,
+	PERF_SAMPLE_TID = 1u << 1,
+	PERF_SAMPLE_TIME = 1u << 2,
+	PERF_SAMPLE_CPU = 1u << 7,
+	PERF_FLAG_FD_CLOEXEC = 1u << 3,
+	PERF_RECORD_LOST = 2,
+	PERF_RECORD_SWITCH = 14,
+};
+#define ATTR_EXCLUDE_KERNEL  (1ull << 5)
+#define ATTR_EXCLUDE_HV	     (1ull << 6)
+#define ATTR_SAMPLE_ID_ALL   (1ull << 18)
+#define ATTR_USE_CLOCKID     (1ull << 25)
+#define ATTR_CONTEXT_SWITCH  (1ull << 26)
+#define ATTR_WRITE_BACKWARD  (1ull << 27)
+#define IOC_PAUSE_OUTPUT     0x40042409ul /* _IOW('$', 9, __u32) */
+#define MMAP_PAGE_DATA_HEAD  1024	      /* perf_event_mmap_page's data_head */
+#define MMAP_PAGE_DATA_OFFSET 1040	      /* ...and data_offset, since Linux 4.1 */
+
+struct perf_header {
+	uint32_t type;
+	uint16_t misc, size;
+};
+
+/* What every record ends with (sample_id_all), for sample_type TID | TIME | CPU, in the
+ * order perf_event_open(2) gives: pid, tid; time; cpu, reserved. */
+struct sample_id {
+	uint32_t pid, tid;
+	uint64_t time;
+	uint32_t cpu, res;
+};
+
+#define SWITCH_OUT	   (1u << 13) /* PERF_RECORD_MISC_SWITCH_OUT */
+#define SWITCH_OUT_PREEMPT (1u << 14) /* PERF_RECORD_MISC_SWITCH_OUT_PREEMPT, Linux 4.17 */
+
+int hal_sched_open(struct hal_sched_ring *r, pid_t tid, unsigned data_pages)
+{
+	memset(r, 0, sizeof(*r));
+	r->fd = -1;
+	long page = sysconf(_SC_PAGESIZE);
+	if (page <= 0 || !data_pages || (data_pages & (data_pages - 1)))
+		return -EINVAL;
+	struct perf_attr a;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_DUMMY; /* counts nothing: only its side records */
+	a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
+	a.clockid = CLOCK_MONOTONIC;
+	a.flags = ATTR_SAMPLE_ID_ALL | ATTR_CONTEXT_SWITCH | ATTR_USE_CLOCKID |
+		  /* The flight recorder's ring: written backward (the newest record at
+		   * data_head), over the oldest, never waiting for a reader (the mapping is
+		   * read-only). */
+		  ATTR_WRITE_BACKWARD |
+		  /* What perf_event_paranoid 2 allows an unprivileged thread. */
+		  ATTR_EXCLUDE_KERNEL | ATTR_EXCLUDE_HV;
+	int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	size_t map = (size_t)(1 + data_pages) * (size_t)page;
+	void *base = mmap(NULL, map, PROT_READ, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	r->fd = fd;
+	r->base = base;
+	r->map_size = map;
+	r->data_size = (uint64_t)data_pages * (uint64_t)page;
+	return 0;
+}
+
+void hal_sched_close(struct hal_sched_ring *r)
+{
+	if (r->base)
+		munmap(r->base, r->map_size);
+	if (r->fd >= 0)
+		close(r->fd);
+	memset(r, 0, sizeof(*r));
+	r->fd = -1;
+}
+
+/* n bytes of the data area from offset `at` (any value: taken modulo its size) into out. */
+static void ring_read(const struct hal_sched_ring *r, uint64_t at, void *out, size_t n)
+{
+	uint64_t offset;
+	memcpy(&offset, (const uint8_t *)r->base + MMAP_PAGE_DATA_OFFSET, sizeof(offset));
+	if (!offset) /* a kernel before 4.1: the data follows the control page */
+		offset = r->map_size - r->data_size;
+	const uint8_t *data = (const uint8_t *)r->base + offset;
+	uint64_t mask = r->data_size - 1;
+	size_t first = (size_t)(r->data_size - (at & mask));
+	if (first > n)
+		first = n;
+	memcpy(out, data + (at & mask), first);
+	memcpy((uint8_t *)out + first, data, n - first);
+}
+
+long hal_sched_copy(struct hal_sched_ring *r, void *buf, size_t size)
+{
+	if (r->fd < 0 || !r->base)
+		return -EBADF;
+	/* Paused, the kernel writes nothing: the walk reads records it will not overwrite. */
+	if (ioctl(r->fd, IOC_PAUSE_OUTPUT, 1) != 0)
+		return -errno;
+	const uint64_t *data_head = (const uint64_t *)((const uint8_t *)r->base + MMAP_PAGE_DATA_HEAD);
+	uint64_t head = __atomic_load_n(data_head, __ATOMIC_ACQUIRE);
+	uint64_t done = 0;
+	/* From the newest record on, until a lap is read, the never-written (zero) part is
+	 * met, or what is left would cross the oldest record's start. */
+	while (done + sizeof(struct perf_header) <= r->data_size) {
+		struct perf_header h;
+		ring_read(r, head + done, &h, sizeof(h));
+		if (h.size < sizeof(h) || done + h.size > r->data_size || done + h.size > size)
+			break;
+		ring_read(r, head + done, (uint8_t *)buf + done, h.size);
+		done += h.size;
+	}
+	(void)ioctl(r->fd, IOC_PAUSE_OUTPUT, 0);
+	return (long)done;
+}
+
+size_t hal_sched_parse(const void *buf, size_t size, struct hal_sched_event *ev, size_t max,
+		       uint64_t *skipped, uint64_t *lost)
+{
+	const uint8_t *p = buf;
+	size_t n = 0, at = 0;
+	*skipped = 0;
+	*lost = 0;
+	while (at + sizeof(struct perf_header) <= size) {
+		struct perf_header h;
+		memcpy(&h, p + at, sizeof(h));
+		if (h.size < sizeof(h) || h.size > size - at) {
+			(*skipped)++; /* malformed: nothing after it can be found */
+			break;
+		}
+		struct sample_id id;
+		bool has_id = h.size >= sizeof(h) + sizeof(id);
+		if (has_id)
+			memcpy(&id, p + at + h.size - sizeof(id), sizeof(id));
+		if (h.type == PERF_RECORD_SWITCH && has_id && n < max) {
+			ev[n++] = (struct hal_sched_event){
+				.time_ns = id.time,
+				.cpu = id.cpu,
+				.kind = !(h.misc & SWITCH_OUT)	   ? HAL_SCHED_IN
+					: h.misc & SWITCH_OUT_PREEMPT ? HAL_SCHED_OUT_PREEMPTED
+								      : HAL_SCHED_OUT_SLEEPING,
+			};
+		} else if (h.type == PERF_RECORD_LOST && h.size >= sizeof(h) + 16) {
+			uint64_t count;
+			memcpy(&count, p + at + sizeof(h) + 8, sizeof(count)); /* after its id */
+			*lost += count;
+		} else {
+			(*skipped)++;
+		}
+		at += h.size;
+	}
+	/* Newest first as copied: turned to time order. */
+	for (size_t i = 0; i < n / 2; i++) {
+		struct hal_sched_event t = ev[i];
+		ev[i] = ev[n - 1 - i];
+		ev[n - 1 - i] = t;
+	}
+	return n;
+}
+
+int hal_sched_stat(pid_t tid, uint64_t *on_cpu_ns, uint64_t *wait_ns, uint64_t *slices)
+{
+	char rel[64], text[128];
+	snprintf(rel, sizeof(rel), "proc/self/task/%d/schedstat", (int)tid);
+	int e = hal_read_text(rel, text, sizeof(text));
+	if (e < 0)
+		return e;
+	/* Three unsigned decimals separated by single spaces, nothing else: a fake tree's
+	 * garbage, or a number too large, is refused. */
+	uint64_t v[3];
+	const char *q = text;
+	for (int i = 0; i < 3; i++) {
+		char *end;
+		if (*q < '0' || *q > '9')
+			return -EINVAL;
+		errno = 0;
+		unsigned long long x = strtoull(q, &end, 10);
+		if (errno || *end != (i < 2 ? ' ' : '\0'))
+			return -EINVAL;
+		v[i] = x;
+		q = end + (i < 2);
+	}
+	uint64_t a = v[0], b = v[1], c = v[2];
+	*on_cpu_ns = a;
+	*wait_ns = b;
+	*slices = c;
+	return 0;
+}
