@@ -309,11 +309,12 @@ INSN_BOARDS ?= $(sort $(BOARD) qemu-virt-aarch64 rpi3-armv7)
 bench-real: $(obj)/bin/jitt all
 	$(Q)sh tests/speedtest1.sh $(obj)/bin
 
-bench: $(obj)/bin/bench-timer $(obj)/bin/bench-trace $(obj)/bin/bench-summary $(obj)/bin/jitt \
+bench: $(obj)/bin/bench-timer $(obj)/bin/bench-trace $(obj)/bin/bench-sched $(obj)/bin/bench-summary $(obj)/bin/jitt \
 	$(obj)/bin/bench-freeze $(obj)/bin/jittd $(obj)/bin/jank-sim $(obj)/bin/jank-sim-plain \
 	$(obj)/bin/up-post all
 	$(Q)$(QEMU_USER) $(obj)/bin/bench-timer
 	$(Q)$(QEMU_USER) $(obj)/bin/bench-trace
+	$(Q)echo; $(if $(QEMU_USER),echo "bench-sched: host only (qemu-user has no perf_event_open)",$(obj)/bin/bench-sched)
 	$(Q)echo; $(if $(QEMU_USER),echo "bench-summary: host only",$(obj)/bin/bench-summary $(obj)/bin/jitt)
 	$(Q)echo; $(if $(QEMU_USER),echo "bench-freeze: host only",$(obj)/bin/bench-freeze $(obj)/bench-freeze)
 	$(Q)echo; $(if $(QEMU_USER),echo "bench-jittd: host only",sh tests/bench-jittd.sh $(obj)/bin)

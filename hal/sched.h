@@ -48,7 +48,7 @@ struct hal_sched_ring {
 
 /*
  * Start recording tid's context switches into a ring of data_pages pages (a power of two;
- * 8 pages of 4 KiB hold about 500 switches). 0, or a negative errno: -EACCES / -EPERM
+ * 8 pages of 4 KiB hold 1,024 switch records). 0, or a negative errno: -EACCES / -EPERM
  * (perf_event_paranoid, seccomp, SELinux), -ENOSYS, -ENOENT / -EOPNOTSUPP (a kernel
  * without these records), -ESRCH, -ENOMEM. On error the ring is left closed (fd -1).
  */
