@@ -61,16 +61,16 @@ __attribute__((noinline)) void export_fn_leaf(void)
 #define WORKER_SLOTS 32
 #define UNKNOWN	     "(entered before the ring's oldest record)"
 
-/* Slices each thread opens: ui 6 calls and a wait; worker, after the wrap, the call it
+/* Slices each thread opens: ui 7 calls and a wait; worker, after the wrap, the call it
  * starts inside, b, four (wide, b) pairs, work, leaf and b. */
-#define UI_SLICES     7
+#define UI_SLICES     8
 #define WORKER_SLICES 13
 
 /*
  * ui (unbounded ring, times in ticks):
  *   1000 sync; 1010 > main; 1020 frame begin; 1030 > a; 1040 > b; 1100 < b;
  *   1110 wait-begin 0x42; 1500 wait-end 0x42; 1600 < a; 1610 > wide; 1700 <;
- *   1710 frame end; 1720 anomaly (jank); 1800 < main; 1805 reserved record 0x7;
+ *   1710 frame end; 1720 anomaly (jank); 1800 < main; 1802 > leaf <; 1805 reserved 0x7;
  *   1850 > a; 1900 > b; 1950 mark 9; frozen at 2950, inside a and b (a copied ring: they ran
  *   until the freeze, as a hang's culprit does)
  * worker (a ring of 32 slots that wrapped): 100 sync, then for j = 0..9 at base 100 + 100 j:
@@ -98,6 +98,8 @@ static void make_trace(char *path, size_t size)
 	synth_special(&th[0], 1710, RB_MARK, AGENT_MARK_FRAME_END);
 	synth_special(&th[0], 1720, RB_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_JANK);
 	synth_exit(&th[0], 1800);
+	synth_entry(&th[0], 1802, synth_id(export_fn_leaf)); /* a call of no length */
+	synth_exit(&th[0], 1802);
 	synth_special(&th[0], 1805, 0x7, 5);
 	synth_entry(&th[0], 1850, synth_id(export_fn_a));
 	synth_entry(&th[0], 1900, synth_id(export_fn_b));
@@ -377,6 +379,13 @@ TEST(export_chrome_every_begin_has_its_end)
 		test_fail(__FILE__, __LINE__, "no %s", want);
 	snprintf(want, sizeof(want),
 		 "\"tid\":%d,\"ph\":\"i\",\"s\":\"t\",\"ts\":%s,\"name\":\"ring frozen: ", UI_TID, us);
+	if (!strstr(json, want))
+		test_fail(__FILE__, __LINE__, "no %s", want);
+	/* A slice of no length is a B/E pair, never an X (speedscope would order its begin
+	 * after a sibling's of the same time). */
+	CHECK(strstr(json, "\"dur\":0.000}") == NULL);
+	snprintf(want, sizeof(want), "\"ph\":\"B\",\"ts\":%s,\"name\":\"export_fn_leaf\"}",
+		 us_text(dur, hal_ticks_to_ns(1802 - t0, hz)));
 	if (!strstr(json, want))
 		test_fail(__FILE__, __LINE__, "no %s", want);
 	for (const char *e = strstr(json, "\"ph\":\"E\""); e; e = strstr(e + 1, "\"ph\":\"E\"")) {
