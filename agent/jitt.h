@@ -40,11 +40,15 @@ void jitt_shutdown(void);
 /*
  * Trace the calling thread's function calls (on) or stop (off). The first call maps the
  * thread's ring. At most CONFIG_RB_MAX_TRACED_THREADS threads are traced at once (Hubble
- * section 4.3): -EBUSY beyond that; the others pay only the off check.
+ * section 4.3): -EBUSY beyond that; the others pay only the off check. Only a running
+ * runtime traces: before jitt_init(), after a jitt_init() that failed (its settings
+ * refused) or was switched off, and after jitt_shutdown(), on is -ENODEV and no ring is
+ * mapped. Off always works.
  */
 int jitt_trace_thread(bool on);
 
-/* Name the calling thread in trace files and summaries (at most 15 bytes kept). */
+/* Name the calling thread in trace files and summaries (at most 15 bytes kept); before it
+ * is traced too (the name waits for its ring). */
 int jitt_thread_name(const char *name);
 
 /*

@@ -207,6 +207,7 @@ static void *freeze_all(void *arg)
 TEST(runtime_wrappers_record_waits_and_who_woke_whom)
 {
 	const char *dir = test_tmpdir();
+	CHECK_EQ_INT(jitt_init(setup("")), 0); /* only a running runtime traces */
 	CHECK_EQ_INT(pipe(done_fd), 0);
 	CHECK_EQ_INT(jitt_thread_name("t-main"), 0);
 	CHECK_EQ_INT(jitt_trace_thread(true), 0);
@@ -236,6 +237,7 @@ TEST(runtime_wrappers_record_waits_and_who_woke_whom)
 	pthread_join(th, NULL);
 	jitt_trace_thread(false);
 	rb_thread_unregister();
+	jitt_shutdown();
 
 	struct rb_trace t;
 	char err[200];
@@ -299,6 +301,30 @@ TEST(runtime_init_errors)
 	CHECK(strchr(jitt_version(), '.') != NULL);
 	jitt_shutdown();
 	jitt_shutdown(); /* twice is fine */
+}
+
+/* A runtime whose settings were refused never saves a ring (issue 15: an unknown key used
+ * to leave jitt_trace_thread(true) mapping a 4 MiB ring and filling it at the full tracing
+ * cost): naming and tracing a thread then map and record nothing. */
+TEST(runtime_that_did_not_start_traces_nothing)
+{
+	char bad[512];
+	snprintf(bad, sizeof(bad), "%s/bad.conf", test_tmpdir());
+	FILE *f = fopen(bad, "w");
+	fprintf(f, "no_such_key = 1\n");
+	fclose(f);
+	CHECK_EQ_INT(jitt_init(bad), -EINVAL);
+	CHECK_EQ_INT(jitt_thread_name("refused"), 0);
+	CHECK(jitt_trace_thread(true) != 0);
+	traced_empty();
+	CHECK_EQ_U64(atomic_load(&rb_tls.pos), 0);
+	CHECK(rb_tls.ring == NULL);
+	struct rb_ring *r;
+	rb_lock();
+	CHECK_EQ_INT(rb_rings(&r, 1), 0);
+	rb_unlock();
+	CHECK_EQ_INT(jitt_trace_thread(false), 0);
+	rb_thread_unregister();
 }
 
 TEST(runtime_hang_detector_fires_while_the_frame_still_runs)

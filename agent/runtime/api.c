@@ -88,13 +88,30 @@ RT void jitt_shutdown(void)
 	atomic_store(&agent_rt.state, 0);
 }
 
+/* A name given before the thread has a ring: used when it gets one, so that naming a
+ * thread never maps a ring (a runtime that is not running must map none). */
+static __thread char pending_name[RB_NAME_MAX];
+
 RT int jitt_trace_thread(bool on)
 {
+	if (!on)
+		return rb_trace_self(false);
+	/* Only a running runtime can ever persist a ring: without it (not started, its
+	 * settings refused, switched off) a ring would cost 4 MiB and the full tracing cost
+	 * for nothing. Turning off is always allowed. */
+	if (atomic_load(&agent_rt.state) != 2)
+		return -ENODEV;
 	/* The timer must be probed before the first trace point reads it. */
 	int err = hal_timer_init();
 	if (err)
 		return err;
-	return rb_trace_self(on);
+	if (!rb_tls.ring) {
+		err = rb_thread_register(pending_name);
+		if (err)
+			return err;
+		pending_name[0] = 0;
+	}
+	return rb_trace_self(true);
 }
 
 RT int jitt_thread_name(const char *name)
@@ -103,7 +120,8 @@ RT int jitt_thread_name(const char *name)
 		return -EINVAL;
 	int err = rb_thread_set_name(name);
 	if (err == -ENOENT) {
-		err = rb_thread_register(name);
+		snprintf(pending_name, sizeof(pending_name), "%s", name);
+		err = 0;
 	}
 	return err;
 }
