@@ -167,10 +167,15 @@ RT static int handle_request(char *path, size_t path_size)
 	char reason[AGENT_REASON_MAX];
 	memcpy(reason, rt->request_reason, sizeof(reason));
 	uint64_t asked = rt->request_ns;
-	/* The cool-down starts now: requests from here on are refused, so the slot is free. */
-	atomic_store(&rt->last_persist_ns, agent_now_ns());
+	atomic_store(&rt->last_persist_ns, agent_now_ns()); /* the cool-down starts now */
+	/* The slot stays taken until the rings run again. From the freeze to the restart a
+	 * mark cannot be written (a frozen ring records nothing), so a request accepted then
+	 * would be persisted without its mark, and the summary would look for the anomaly in
+	 * the wrong place. Refused, it is counted (suppressed_pending) instead. */
+	atomic_store(&rt->request, 3);
+	int e = persist(reason, asked, path, path_size);
 	atomic_store(&rt->request, 0);
-	return persist(reason, asked, path, path_size);
+	return e;
 }
 
 /* ---- the control socket ---- */
