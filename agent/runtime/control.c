@@ -305,6 +305,11 @@ RT static void *control_main(void *arg)
 {
 	struct agent_runtime *rt = arg;
 	lower_priority();
+	/* The sockets of this user's traced processes killed with -9 (an app's own earlier
+	 * runs, mostly): here, at low priority, not on the app's way to main(). */
+	int stale = agent_ctl_remove_stale(rt->cfg.run_dir);
+	if (stale > 0)
+		log_dbg("jitt: removed %d stale control socket(s) from %s", stale, rt->cfg.run_dir);
 	while (atomic_load(&rt->state) != 3) {
 		struct pollfd pfd[1 + AGENT_CTL_POLLFDS] = { { rt->wake_fd, POLLIN, 0 } };
 		int n = 1;
