@@ -4,6 +4,7 @@
  * control thread's persist cycle, its cool-down and caps, and the control socket. Linked
  * into runtime-tests with the wrap flags, as an app is.
  */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include "harness.h"
 #include "agent/ctl.h"
 #include "agent/jitt.h"
@@ -325,6 +326,65 @@ TEST(runtime_that_did_not_start_traces_nothing)
 	rb_unlock();
 	CHECK_EQ_INT(jitt_trace_thread(false), 0);
 	rb_thread_unregister();
+}
+
+/* ---- thread names (issue 15) ---- */
+
+static _Atomic int named_ready;
+static int named_done[2];
+
+/* Named by the kernel only (pthread_setname_np), or by both: the app's name wins. */
+static void *named_thread(void *arg)
+{
+	pthread_setname_np(pthread_self(), "kernel-name");
+	if (arg)
+		jitt_thread_name(arg);
+	jitt_trace_thread(true);
+	traced_empty();
+	atomic_fetch_add(&named_ready, 1);
+	char c;
+	(void)!read(named_done[0], &c, 1); /* blocked through the freeze: its ring is copied */
+	jitt_trace_thread(false);
+	rb_thread_unregister();
+	return NULL;
+}
+
+TEST(runtime_unnamed_threads_go_by_the_kernels_name)
+{
+	CHECK_EQ_INT(jitt_init(setup("")), 0);
+	CHECK_EQ_INT(pipe(named_done), 0);
+	pthread_t a, b;
+	pthread_create(&a, NULL, named_thread, NULL);
+	pthread_create(&b, NULL, named_thread, "app-name");
+	while (atomic_load(&named_ready) < 2)
+		sched_yield();
+	/* Renamed after it began tracing: the name at the freeze counts. */
+	pthread_setname_np(a, "renamed");
+	jitt_thread_name("ui");
+	jitt_trace_thread(true);
+	CHECK_EQ_INT(jitt_anomaly("names"), 0);
+	CHECK(wait_persisted(1));
+	(void)!write(named_done[1], "xx", 2);
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	jitt_trace_thread(false);
+	jitt_shutdown();
+	rb_thread_unregister();
+	char path[1024] = "";
+	CHECK_EQ_INT(count_traces(path, sizeof(path)), 1);
+	struct rb_trace t;
+	char err[200];
+	CHECK_EQ_INT(rb_trace_open(path, &t, err, sizeof(err)), 0);
+	int renamed = 0, app = 0, ui = 0;
+	for (uint32_t i = 0; i < t.nthreads; i++) {
+		renamed += !strcmp(t.threads[i].name, "renamed");
+		app += !strcmp(t.threads[i].name, "app-name");
+		ui += !strcmp(t.threads[i].name, "ui");
+		CHECK(strcmp(t.threads[i].name, "kernel-name") != 0);
+		CHECK(t.threads[i].name[0] != 0);
+	}
+	CHECK(renamed == 1 && app == 1 && ui == 1);
+	rb_trace_close(&t);
 }
 
 TEST(runtime_hang_detector_fires_while_the_frame_still_runs)

@@ -120,6 +120,11 @@ RT static int persist(const char *reason, uint64_t t0, char *path, size_t path_s
 		bytes += rb_frozen_stored(&frozen[i]) * 8;
 		ok[nok++] = frozen[i];
 	}
+	/* A thread the app did not name goes by the kernel's name for it (the program's, or
+	 * what pthread_setname_np set): read now, so a later rename counts. */
+	for (int i = 0; i < nok; i++)
+		if (!ok[i].name[0])
+			(void)hal_thread_name(ok[i].tid, ok[i].name, sizeof(ok[i].name));
 	char spool[AGENT_PATH_MAX];
 	if (!nok)
 		e = -ENODATA;
