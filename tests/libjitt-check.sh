@@ -3,8 +3,11 @@
 # with $(O)/lib/libjitt.a and the flags in $(O)/lib/libjitt.ldflags only.
 #  - app.c calls libjitt: the runtime starts by itself (the constructor), a blocking call is
 #    wrapped, jitt_anomaly() persists a trace, and its summary names the app's function.
-#  - plain.c has no jitt code at all: the control sockets of such apps killed with -9 are
-#    removed by the next app's start and by jittd's, never a live app's.
+#  - plain.c has no jitt code at all: with trace_main = 1 its main thread is traced from the
+#    constructor, by the kernel's name for it ("plain"), and `jitt trigger` persists it;
+#    JITT_DISABLE=1 or enabled = 0 start nothing (no control thread, no socket); the
+#    control sockets of such apps killed with -9 are removed by the next app's start and
+#    by jittd's, never a live app's.
 # usage: libjitt-check.sh LIB_DIR BIN_DIR CC   (host: runs the apps natively)
 set -u
 lib=$1 bin=$2 cc=$3
@@ -110,6 +113,41 @@ plain() {
 }
 sock() { echo "$work/run/jitt-$1.sock"; }
 gone() { [ ! -e "$1" ]; }
+
+threads() { ls "/proc/$1/task" | wc -l; }
+
+# ---- the switches (issue 15): no code in the app, settings and environment only.
+conf main 'trace_main = 1'
+plain traced main && traced=$app
+if wait_for 10 test -S "$(sock "$traced")" &&
+	out=$("$bin/jitt" trigger -c "$work/main.conf" "$traced" 2>&1) &&
+	"$bin/jitt" summarize "${out#trace }" >"$work/summary" 2>&1 &&
+	grep -q '^thread "plain"' "$work/summary" && grep -q 'oem_plain_work' "$work/summary"; then
+	ok "trace_main: an app with no jitt code is traced from the constructor, as \"plain\""
+else
+	fail "trace_main: trigger said '$out'; summary:" "$(cat "$work/summary" 2>/dev/null)"
+fi
+kill "$traced" && wait "$traced" 2>/dev/null
+rm -f "$work"/data/spool/*.jtr
+plain untraced app && untraced=$app
+wait_for 10 test -S "$(sock "$untraced")"
+out=$("$bin/jitt" trigger -c "$work/app.conf" "$untraced" 2>&1)
+check "trace_main: off by default, nothing is traced ($out)" matches "$out" "persist failed: No data"
+kill "$untraced" && wait "$untraced" 2>/dev/null
+conf off 'enabled = 0' 'trace_main = 1'
+for how in "JITT_DISABLE=1:main" "enabled = 0:off"; do
+	if [ "${how%%:*}" = "JITT_DISABLE=1" ]; then
+		plain off main JITT_DISABLE=1
+	else
+		plain off off
+	fi
+	check "switched off by ${how%%:*}: main() runs, no control socket, no control thread" \
+		test ! -e "$(sock "$app")" -a "$(threads "$app")" -eq 1
+	kill "$app" && wait "$app" 2>/dev/null
+done
+set -- "$work"/data/spool/*.jtr
+check "switched off: no trace was written" test "$#" -eq 1 -a ! -e "$1"
+rm -f "$work"/data/spool/*.jtr
 
 # ---- stale control sockets (issue 15): an app killed with -9 leaves its socket behind.
 conf plain

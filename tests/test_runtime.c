@@ -328,7 +328,92 @@ TEST(runtime_that_did_not_start_traces_nothing)
 	rb_thread_unregister();
 }
 
-/* ---- thread names (issue 15) ---- */
+/* ---- the switches (issue 15) ---- */
+
+static int count_threads(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	int n = 0;
+	struct dirent *e;
+	while (d && (e = readdir(d)))
+		n += e->d_name[0] != '.';
+	if (d)
+		closedir(d);
+	return n;
+}
+
+/* What a runtime switched off must leave as it was: no control thread, no socket, no ring,
+ * trace points off. */
+static void check_nothing_started(int threads_before)
+{
+	char sock[600];
+	snprintf(sock, sizeof(sock), "%s/run/jitt-%d.sock", test_tmpdir(), (int)getpid());
+	CHECK_EQ_INT(count_threads(), threads_before);
+	CHECK(!agent_rt.control);
+	CHECK(access(sock, F_OK) != 0);
+	CHECK_EQ_INT(jitt_thread_name("off"), 0);
+	CHECK_EQ_INT(jitt_trace_thread(true), -ENODEV);
+	traced_empty();
+	CHECK_EQ_U64(atomic_load(&rb_tls.pos), 0);
+	CHECK(rb_tls.ring == NULL);
+	struct rb_ring *r;
+	rb_lock();
+	CHECK_EQ_INT(rb_rings(&r, 1), 0);
+	rb_unlock();
+	CHECK_EQ_INT(jitt_anomaly("off"), -ENODEV);
+}
+
+TEST(runtime_switched_off_starts_nothing)
+{
+	int before = count_threads();
+	/* By the environment, whatever the settings say (trace_main too). */
+	setenv("JITT_DISABLE", "1", 1);
+	CHECK_EQ_INT(jitt_init(setup("trace_main = 1\n")), -ECANCELED);
+	unsetenv("JITT_DISABLE");
+	check_nothing_started(before);
+	/* By the settings. */
+	CHECK_EQ_INT(jitt_init(setup("enabled = 0\ntrace_main = 1\n")), -ECANCELED);
+	check_nothing_started(before);
+	/* JITT_DISABLE=0 switches nothing off. */
+	setenv("JITT_DISABLE", "0", 1);
+	CHECK_EQ_INT(jitt_init(setup("")), 0);
+	unsetenv("JITT_DISABLE");
+	CHECK_EQ_INT(count_threads(), before + 1);
+	jitt_shutdown();
+}
+
+/* trace_main: jitt_init() on the main thread (the constructor, in an app) traces it, and
+ * the thread, unnamed by the app, goes by the kernel's name for it (the program's). */
+TEST(runtime_trace_main_traces_the_main_thread_by_its_kernel_name)
+{
+	CHECK_EQ_INT(jitt_init(setup("trace_main = 1\n")), 0);
+	CHECK(atomic_load(&rb_tls.pos) != 0);
+	traced_top(1);
+	CHECK_EQ_INT(jitt_anomaly("main"), 0);
+	CHECK(wait_persisted(1));
+	jitt_trace_thread(false);
+	jitt_shutdown();
+	rb_thread_unregister();
+	char comm[32] = "", path[1024] = "";
+	FILE *f = fopen("/proc/self/comm", "r");
+	CHECK(f && fgets(comm, sizeof(comm), f));
+	if (f)
+		fclose(f);
+	comm[strcspn(comm, "\n")] = 0;
+	CHECK_EQ_INT(count_traces(path, sizeof(path)), 1);
+	struct rb_trace t;
+	char err[200];
+	CHECK_EQ_INT(rb_trace_open(path, &t, err, sizeof(err)), 0);
+	struct rb_event *ev = NULL;
+	int n = thread_events(&t, comm, &ev);
+	CHECK(n > 0);
+	int entries = 0;
+	for (int i = 0; i < n; i++)
+		entries += ev[i].kind == RB_EV_ENTRY;
+	CHECK(entries >= 3); /* traced_top, traced_mid, traced_leaf */
+	free(ev);
+	rb_trace_close(&t);
+}
 
 static _Atomic int named_ready;
 static int named_done[2];

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -41,12 +42,25 @@ RT void agent_wake_control(void)
 		(void)syscall(SYS_write, agent_rt.wake_fd, &one, sizeof(one));
 }
 
+/* JITT_DISABLE set, and not to "0": this run stays untraced whatever the settings say (an
+ * OEM's switch for one app or one run, no rebuild). getenv even in a set-uid program, unlike
+ * JITT_CONFIG: switching off only takes tracing away, it gives the caller nothing. */
+RT static bool disabled_by_environment(void)
+{
+	const char *v = getenv("JITT_DISABLE");
+	return v && *v && strcmp(v, "0") != 0;
+}
+
 RT int jitt_init(const char *config_file)
 {
 	int expected = 0;
 	if (!atomic_compare_exchange_strong(&agent_rt.state, &expected, 1))
 		return -EALREADY;
 	struct agent_runtime *rt = &agent_rt;
+	if (disabled_by_environment()) {
+		atomic_store(&rt->state, 0);
+		return -ECANCELED;
+	}
 	/* A fresh start (after a jitt_shutdown too): counters, requests, frames. */
 	memset(&rt->status, 0, sizeof(rt->status));
 	atomic_store(&rt->request, 0);
@@ -62,6 +76,11 @@ RT int jitt_init(const char *config_file)
 		atomic_store(&rt->state, 0);
 		return e;
 	}
+	if (!rt->cfg.enabled) {
+		log_dbg("jitt: switched off (enabled = 0)");
+		atomic_store(&rt->state, 0);
+		return -ECANCELED;
+	}
 	rt->budget_ns = (uint64_t)rt->cfg.frame_budget_us * 1000u;
 	rt->hang_ns = (uint64_t)rt->cfg.hang_ms * 1000000u;
 	rt->cooldown_ns = (uint64_t)rt->cfg.cooldown_ms * 1000000u;
@@ -76,6 +95,12 @@ RT int jitt_init(const char *config_file)
 		return e;
 	}
 	atomic_store(&rt->state, 2);
+	/* With AUTO_INIT this is the constructor, before main(): the app needs no code. */
+	if (rt->cfg.trace_main && syscall(SYS_gettid) == getpid()) {
+		e = jitt_trace_thread(true);
+		if (e)
+			log_warn("jitt: the main thread is not traced: %s", strerror(-e));
+	}
 	return 0;
 }
 
