@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * libjitt's runtime (agent/runtime/): the blocking-call wrappers, the detectors, the
- * control thread's persist cycle, its cool-down and caps, and the control socket. Linked
- * into runtime-tests with the wrap flags, as an app is.
+ * control thread's persist cycle, its cool-down and caps, the control socket, the
+ * switches and thread names. Linked into runtime-tests with the wrap flags, as an app is.
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include "harness.h"
