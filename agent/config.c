@@ -69,6 +69,12 @@ CFG void agent_config_defaults(struct agent_config *c)
 	c->keep_traces = 1;
 #endif
 	c->system_uid = CONFIG_AGENT_SYSTEM_UID;
+#ifdef CONFIG_AGENT_ENABLED
+	c->enabled = 1;
+#endif
+#ifdef CONFIG_AGENT_TRACE_MAIN
+	c->trace_main = 1;
+#endif
 	c->log_level = CONFIG_AGENT_LOG_LEVEL;
 	upload_defaults(&c->up);
 }
@@ -78,7 +84,7 @@ static const struct {
 	const char *key;
 	size_t off;
 	int64_t min, max;
-	int wide; /* int64_t field, else uint32_t (int for keep_traces) */
+	int wide; /* int64_t field, else uint32_t (int for the 0-or-1 switches) */
 } numbers[] = {
 	{ "hang_ms", offsetof(struct agent_config, hang_ms), 50, 60000, 0 },
 	{ "jank_frames", offsetof(struct agent_config, jank_frames), 1, 1000, 0 },
@@ -88,6 +94,8 @@ static const struct {
 	{ "max_trace_mb", offsetof(struct agent_config, max_trace_mb), 1, 100000, 0 },
 	{ "max_threads", offsetof(struct agent_config, max_threads), 1, 64, 0 },
 	{ "keep_traces", offsetof(struct agent_config, keep_traces), 0, 1, 0 },
+	{ "enabled", offsetof(struct agent_config, enabled), 0, 1, 0 },
+	{ "trace_main", offsetof(struct agent_config, trace_main), 0, 1, 0 },
 	{ "system_uid", offsetof(struct agent_config, system_uid), -1, 2147483647, 1 },
 	{ "upload_budget", offsetof(struct agent_config, up.budget), 0, 1000, 0 },
 	{ "upload_budget_days", offsetof(struct agent_config, up.budget_days), 1, 365, 0 },
@@ -189,7 +197,8 @@ CFG static int set(struct agent_config *c, const char *key, const char *val, uns
 		char *field = (char *)c + numbers[i].off;
 		if (numbers[i].wide)
 			*(int64_t *)field = v;
-		else if (!strcmp(key, "keep_traces"))
+		else if (!strcmp(key, "keep_traces") || !strcmp(key, "enabled") ||
+			 !strcmp(key, "trace_main"))
 			*(int *)field = (int)v;
 		else
 			*(uint32_t *)field = (uint32_t)v;

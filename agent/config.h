@@ -17,6 +17,10 @@
  *   keep_traces   = 1               jittd keeps a raw trace after summarising it (0: delete)
  *   system_uid    = 1000            besides root, the user allowed to change anything
  *   log_level     = info            error, warn, info, debug
+ *   enabled       = 1               0: the runtime stays off in every app (no ring, no
+ *                                   thread, no socket); so does JITT_DISABLE=1
+ *   trace_main    = 0               1: jitt_init() (the constructor) traces the main thread,
+ *                                   so an app is traced with no code of its own
  */
 #ifndef JITT_AGENT_CONFIG_H
 #define JITT_AGENT_CONFIG_H
@@ -60,6 +64,8 @@ struct agent_config {
 	int keep_traces;
 	int64_t system_uid; /* -1: none */
 	int log_level;      /* enum agent_log_level */
+	int enabled;	    /* the runtime starts at all */
+	int trace_main;	    /* jitt_init() on the main thread traces it */
 	struct agent_upload_config up; /* jittd's uploader (uploader/Kconfig's defaults) */
 };
 

@@ -10,9 +10,13 @@
 #include "agent/ctl.h"
 #include "agent/escape.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -202,6 +206,77 @@ CTL int agent_ctl_listen(const char *path)
 fail:
 	close(fd);
 	return e;
+}
+
+/* "jitt-<pid>.sock", pid a positive int, nothing else: *pid. */
+CTL static bool socket_name(const char *name, pid_t *pid)
+{
+	if (strncmp(name, "jitt-", 5) || name[5] == '0') /* as agent_config_socket writes it */
+		return false;
+	const char *p = name + 5;
+	long long v = 0;
+	int digits = 0;
+	for (; *p >= '0' && *p <= '9' && digits < 10; p++, digits++)
+		v = v * 10 + (*p - '0');
+	if (!digits || v <= 0 || v > INT_MAX || strcmp(p, ".sock"))
+		return false;
+	*pid = (pid_t)v;
+	return true;
+}
+
+/* Does connecting to it fail with ECONNREFUSED (a socket nobody listens on)? One try that
+ * never waits: success, a full backlog (EAGAIN) or any other error means keep it. */
+CTL static bool nobody_listens(const char *dir, const char *name)
+{
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+	struct sockaddr_un a;
+	int n = snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (n < 0 || (size_t)n >= sizeof(path) || fill_addr(&a, path))
+		return false;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	int r = connect(fd, (struct sockaddr *)&a, sizeof(a));
+	bool refused = r != 0 && errno == ECONNREFUSED;
+	close(fd);
+	return refused;
+}
+
+CTL int agent_ctl_remove_stale(const char *run_dir)
+{
+	int dfd = open(run_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	DIR *d = fdopendir(dfd);
+	if (!d) {
+		int e = -errno;
+		close(dfd);
+		return e;
+	}
+	uid_t me = geteuid();
+	int removed = 0, seen = 0;
+	struct dirent *ent;
+	while (seen++ < AGENT_CTL_SWEEP_MAX && (ent = readdir(d))) {
+		pid_t pid;
+		struct stat st, again;
+		if (!socket_name(ent->d_name, &pid) ||
+		    fstatat(dfd, ent->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    !S_ISSOCK(st.st_mode) || (me != 0 && st.st_uid != me))
+			continue;
+		/* Alive (EPERM: another user's) or unknown: keep. The pid alone is not enough
+		 * either way: a process of another pid namespace may hold it, and it answers. */
+		if (kill(pid, 0) == 0 || errno != ESRCH || !nobody_listens(run_dir, ent->d_name))
+			continue;
+		/* The same file as the one looked at: a process that just replaced it (its own
+		 * start, agent_ctl_listen) keeps its new one. */
+		if (fstatat(dfd, ent->d_name, &again, AT_SYMLINK_NOFOLLOW) != 0 ||
+		    again.st_ino != st.st_ino || again.st_dev != st.st_dev)
+			continue;
+		if (unlinkat(dfd, ent->d_name, 0) == 0)
+			removed++;
+	}
+	closedir(d);
+	return removed;
 }
 
 /* ---- the request parser ---- */

@@ -41,6 +41,19 @@ struct agent_ctl_peer {
 int agent_ctl_listen(const char *path);
 
 /*
+ * Remove the sockets of traced processes that are gone (killed with -9, they leave
+ * "<run_dir>/jitt-<pid>.sock" behind). Only an entry named exactly jitt-<digits>.sock that
+ * is a socket itself (never through a symlink; any other kind of file is kept), owned by
+ * the caller's euid (by anyone when the caller is root), whose pid names no process
+ * (kill(pid, 0) is ESRCH), and on which a connect is refused: nobody listens. A reused pid
+ * is alive, and a server in another pid namespace answers, so a live process's socket is
+ * never removed. Looks at AGENT_CTL_SWEEP_MAX entries at most. Returns how many were
+ * removed, or -errno when run_dir cannot be read.
+ */
+#define AGENT_CTL_SWEEP_MAX 4096
+int agent_ctl_remove_stale(const char *run_dir);
+
+/*
  * The server's answer to one request: write the reply text (without the leading "ok")
  * into reply and return 0, or return a negative errno and put the reason (without
  * "error: ") into reply (empty: strerror's text is sent). cmd is the request's first word,

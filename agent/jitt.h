@@ -7,7 +7,9 @@
  * The runtime starts by itself before main() (a constructor, CONFIG_AGENT_AUTO_INIT) with
  * the Kconfig defaults, overridden by the config file (CONFIG_AGENT_CONFIG_FILE, or the
  * file named by the JITT_CONFIG environment variable). Nothing is traced until a thread
- * asks: jitt_trace_thread(true).
+ * asks, jitt_trace_thread(true), or the settings say trace_main = 1 (the main thread is then
+ * traced from the constructor). JITT_DISABLE=1 in the environment, or enabled = 0 in the
+ * settings, keeps the runtime off: no ring, no thread, no socket.
  *
  * Functions return 0 or a negative errno. Every function may be called from any thread,
  * before or after init. C11, usable from C++. This interface is stable: new functions
@@ -29,7 +31,8 @@ const char *jitt_version(void);
  * Start the runtime: read the configuration, start the control thread (which runs the
  * detectors and persists traces). Done automatically before main() unless Kconfig turns
  * that off; calling it again returns -EALREADY. config_file NULL: the default file (which
- * may be absent).
+ * may be absent). Switched off (JITT_DISABLE, enabled = 0): -ECANCELED, nothing started.
+ * With trace_main = 1, called on the main thread, it also traces that thread.
  */
 int jitt_init(const char *config_file);
 /* Stop the control thread and close the control socket: nothing is detected or persisted
@@ -40,11 +43,17 @@ void jitt_shutdown(void);
 /*
  * Trace the calling thread's function calls (on) or stop (off). The first call maps the
  * thread's ring. At most CONFIG_RB_MAX_TRACED_THREADS threads are traced at once (Hubble
- * section 4.3): -EBUSY beyond that; the others pay only the off check.
+ * section 4.3): -EBUSY beyond that; the others pay only the off check. Only a running
+ * runtime traces: before jitt_init(), after a jitt_init() that failed (its settings
+ * refused) or was switched off, and after jitt_shutdown(), on is -ENODEV and no ring is
+ * mapped. Off always works.
  */
 int jitt_trace_thread(bool on);
 
-/* Name the calling thread in trace files and summaries (at most 15 bytes kept). */
+/* Name the calling thread in trace files and summaries (at most 15 bytes kept); before it
+ * is traced too (the name waits for its ring). Without one, a thread goes by the kernel's
+ * name for it (the program's name, or what pthread_setname_np set), read when it is
+ * persisted. */
 int jitt_thread_name(const char *name);
 
 /*

@@ -469,6 +469,19 @@ int hal_topology_class_cpus(const struct hal_topology *t, enum hal_cpu_class cls
 	return n ? n : -EACCES;
 }
 
+int hal_thread_name(pid_t tid, char *buf, size_t size)
+{
+	char rel[64], comm[64]; /* the kernel keeps 15 bytes (TASK_COMM_LEN) */
+	if (size == 0)
+		return -EINVAL;
+	snprintf(rel, sizeof(rel), "proc/self/task/%d/comm", (int)tid);
+	int n = hal_read_text(rel, comm, sizeof(comm)); /* bounded; the newline stripped */
+	if (n < 0)
+		return n;
+	snprintf(buf, size, "%s", comm);
+	return 0;
+}
+
 int hal_pin_to_class(const struct hal_topology *t, pid_t tid, enum hal_cpu_class cls)
 {
 	unsigned ids[MAXCPU];

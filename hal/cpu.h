@@ -69,6 +69,11 @@ int hal_topology_class_cpus(const struct hal_topology *topo, enum hal_cpu_class 
  * of hal_topology_class_cpus, or the -errno of sched_setaffinity. */
 int hal_pin_to_class(const struct hal_topology *topo, pid_t tid, enum hal_cpu_class cls);
 
+/* The kernel's name of one of this process's threads ("proc/self/task/<tid>/comm" under
+ * hal's root: the program's name, or what pthread_setname_np set), at most size - 1 bytes,
+ * without the newline. Returns 0, or -errno (a thread that is gone: -ENOENT). */
+int hal_thread_name(pid_t tid, char *buf, size_t size);
+
 const char *hal_cpu_class_name(enum hal_cpu_class cls);
 const char *hal_cpu_source_name(enum hal_cpu_source source);
 /* Parse a class name ("little", "middle", "big", case-insensitive). 0 or -EINVAL. */

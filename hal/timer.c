@@ -287,3 +287,17 @@ const struct hal_timer_info *hal_timer_info(void)
 	hal_timer_init();
 	return &info;
 }
+
+uint64_t hal_timer_resolution_ticks(void)
+{
+	hal_timer_init();
+	uint64_t best = 0, prev = hal_timer_now();
+	for (int i = 0; i < HAL_TIMER_RESOLUTION_READS; i++) {
+		uint64_t now = hal_timer_now();
+		/* A preemption between two reads only makes a step longer, never shorter. */
+		if (now > prev && (!best || now - prev < best))
+			best = now - prev;
+		prev = now;
+	}
+	return best;
+}

@@ -43,6 +43,17 @@ int hal_timer_init(void);
 const struct hal_timer_info *hal_timer_info(void);
 const char *hal_timer_source_name(enum hal_timer_source source);
 
+/*
+ * The timer's real resolution, in ticks: the smallest non-zero step between two consecutive
+ * reads of hal_timer_now() over HAL_TIMER_RESOLUTION_READS reads (0: it never moved). The
+ * rate says how long a tick is, not how many ticks the counter moves at once: a VM's TSC
+ * was seen to move 21 ticks (10 ns) at a time at 0.48 ns per tick. A step includes a read's
+ * own time, so this is an upper bound: events closer than it may get the same time.
+ * Measured afresh on each call (a few microseconds); the trace point never calls it.
+ */
+#define HAL_TIMER_RESOLUTION_READS 4096
+uint64_t hal_timer_resolution_ticks(void);
+
 /* floor(ticks * 1e9 / freq_hz), exact, saturating at UINT64_MAX when that does not fit. */
 uint64_t hal_ticks_to_ns(uint64_t ticks, uint64_t freq_hz);
 /* floor(a * b / c) without intermediate overflow; UINT64_MAX when the result does not fit. */

@@ -123,8 +123,9 @@ if [ -z "$qemu" ] && [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	set -- "$dir"/data/spool/*.jtr
 	if echo "$out" | grep -q '^trace ' && [ -f "$1" ] &&
 		"$bin/jitt" status -c "$dir/jitt.conf" $app | grep -q '^anomaly_external 1$' &&
-		"$bin/jitt" summarize "$1" | grep -q '^anomaly: external: from sim-check'; then
-		ok "external: jitt trigger persisted ${1##*/}, counted in jitt status"
+		"$bin/jitt" summarize "$1" | grep -q '^anomaly: external: from sim-check' &&
+		"$bin/jitt" summarize --json "$1" | grep -q '"detector":"external"'; then
+		ok "external: jitt trigger persisted ${1##*/}, counted in jitt status, detector external"
 	else
 		fail external "jitt trigger: $out"
 	fi

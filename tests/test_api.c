@@ -7,10 +7,25 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
+
+/* Only a running runtime traces: start one on this test's folder. */
+static void start_runtime(void)
+{
+	char conf[512];
+	snprintf(conf, sizeof(conf), "%s/jitt.conf", test_tmpdir());
+	FILE *f = fopen(conf, "w");
+	fprintf(f, "data_dir = %s/data\nrun_dir = %s/run\nlog_level = error\n", test_tmpdir(),
+		test_tmpdir());
+	fclose(f);
+	CHECK_EQ_INT(jitt_init(conf), 0);
+}
 
 TEST(api_trace_thread_on_off_and_name)
 {
-	CHECK_EQ_INT(jitt_thread_name("ui"), 0); /* names (and registers) the thread */
+	CHECK_EQ_INT(jitt_trace_thread(true), -ENODEV); /* not started */
+	start_runtime();
+	CHECK_EQ_INT(jitt_thread_name("ui"), 0); /* named before it has a ring */
 	CHECK_EQ_INT(jitt_trace_thread(true), 0);
 	uintptr_t before = atomic_load(&rb_tls.pos) & ~(uintptr_t)1;
 	traced_empty();
@@ -24,6 +39,7 @@ TEST(api_trace_thread_on_off_and_name)
 	CHECK_EQ_INT(rb_rings(&r, 1), 1);
 	rb_unlock();
 	CHECK_EQ_INT(rb_thread_unregister(), 0);
+	jitt_shutdown();
 }
 
 static void *third(void *arg)
@@ -34,6 +50,7 @@ static void *third(void *arg)
 
 TEST(api_more_threads_than_rings_get_ebusy)
 {
+	start_runtime();
 	CHECK_EQ_INT(rb_set_max_threads(1), 0);
 	CHECK_EQ_INT(jitt_trace_thread(true), 0);
 	pthread_t t;
@@ -44,4 +61,5 @@ TEST(api_more_threads_than_rings_get_ebusy)
 	CHECK_EQ_INT(jitt_trace_thread(false), 0);
 	CHECK_EQ_INT(rb_thread_unregister(), 0);
 	CHECK_EQ_INT(rb_set_max_threads(CONFIG_RB_MAX_TRACED_THREADS), 0);
+	jitt_shutdown();
 }

@@ -29,6 +29,8 @@ TEST(config_good_file)
 	agent_config_defaults(&c);
 	CHECK_STR(c.data_dir, CONFIG_AGENT_DATA_DIR);
 	CHECK_EQ_INT(c.max_traces, CONFIG_AGENT_MAX_TRACES);
+	CHECK_EQ_INT(c.enabled, 1);    /* the host defconfig's AGENT_ENABLED */
+	CHECK_EQ_INT(c.trace_main, 0); /* AGENT_TRACE_MAIN is off by default */
 	const char *text = "# jitt settings\n"
 			   "\n"
 			   "data_dir = /data/jitt   # where traces go\n"
@@ -40,6 +42,8 @@ TEST(config_good_file)
 			   "max_traces = 3\n"
 			   "max_trace_mb = 64\n"
 			   "keep_traces = 0\n"
+			   "enabled = 0\n"
+			   "trace_main = 1\n"
 			   "system_uid = 1000\n"
 			   "log_level = debug"; /* no final newline */
 	char err[256];
@@ -53,6 +57,8 @@ TEST(config_good_file)
 	CHECK_EQ_INT(c.max_traces, 3);
 	CHECK_EQ_INT(c.max_trace_mb, 64);
 	CHECK_EQ_INT(c.keep_traces, 0);
+	CHECK_EQ_INT(c.enabled, 0);
+	CHECK_EQ_INT(c.trace_main, 1);
 	CHECK_EQ_INT(c.system_uid, 1000);
 	CHECK_EQ_INT(c.log_level, AGENT_LOG_DEBUG);
 	/* A later file applies over the earlier settings; the last line of a key wins. */

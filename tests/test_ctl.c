@@ -339,6 +339,103 @@ TEST(ctl_listen_rules)
 	CHECK_EQ_INT(agent_ctl_request(path, "echo", big, reply, sizeof(reply), 100), -EINVAL);
 }
 
+/* A socket file at dir/name that nobody listens on (its server gone). */
+static void dead_socket(const char *dir, const char *name)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s/%s", dir, name);
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	CHECK(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+	close(fd);
+}
+
+/* A pid no process has now: a child's, reaped. */
+static pid_t dead_pid(void)
+{
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(0);
+	waitpid(pid, NULL, 0);
+	return pid;
+}
+
+static bool exists(const char *dir, const char *name)
+{
+	char path[512];
+	struct stat st;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	return lstat(path, &st) == 0;
+}
+
+/* Issue 15: an app killed with -9 leaves run_dir/jitt-PID.sock; jittd and the next app
+ * remove those of processes that are gone, and nothing else, least of all a live socket. */
+TEST(ctl_remove_stale_removes_dead_sockets_only)
+{
+	if (!sockets_work())
+		return;
+	char dir[300], name[64], listening[64], reused[64], regular[64], link[64], odd[64];
+	snprintf(dir, sizeof(dir), "%s/run", test_tmpdir());
+	CHECK(mkdir(dir, 0755) == 0);
+	pid_t gone = dead_pid(), gone2 = dead_pid(), gone3 = dead_pid(), gone4 = dead_pid();
+	/* Gone, and nobody listens: the one to remove. */
+	snprintf(name, sizeof(name), "jitt-%d.sock", (int)gone);
+	dead_socket(dir, name);
+	/* Gone in our pid namespace, but listening (a process of another namespace): kept. */
+	snprintf(listening, sizeof(listening), "jitt-%d.sock", (int)gone2);
+	char path[600];
+	snprintf(path, sizeof(path), "%s/%s", dir, listening);
+	int l = agent_ctl_listen(path);
+	CHECK(l >= 0);
+	/* Nobody listens, but the pid is alive (reused): kept. */
+	snprintf(reused, sizeof(reused), "jitt-%d.sock", (int)getpid());
+	dead_socket(dir, reused);
+	/* Not a socket; a symlink to a dead socket; names that are not ours: kept. */
+	snprintf(regular, sizeof(regular), "jitt-%d.sock", (int)gone3);
+	snprintf(path, sizeof(path), "%s/%s", dir, regular);
+	int fd = open(path, O_WRONLY | O_CREAT, 0600);
+	CHECK(fd >= 0);
+	close(fd);
+	dead_socket(dir, "target.sock");
+	snprintf(link, sizeof(link), "jitt-%d.sock", (int)gone4);
+	snprintf(path, sizeof(path), "%s/%s", dir, link);
+	CHECK(symlink("target.sock", path) == 0);
+	snprintf(odd, sizeof(odd), "jitt-0%d.sock", (int)gone);
+	dead_socket(dir, odd);
+	dead_socket(dir, "jitt-12x.sock");
+	dead_socket(dir, "jittd.sock");
+
+	CHECK_EQ_INT(agent_ctl_remove_stale(dir), 1);
+	CHECK(!exists(dir, name));
+	CHECK(exists(dir, listening));
+	CHECK(exists(dir, reused));
+	CHECK(exists(dir, regular));
+	CHECK(exists(dir, link) && exists(dir, "target.sock"));
+	CHECK(exists(dir, odd) && exists(dir, "jitt-12x.sock") && exists(dir, "jittd.sock"));
+	CHECK_EQ_INT(agent_ctl_remove_stale(dir), 0);
+	close(l);
+	snprintf(path, sizeof(path), "%s/nowhere", dir);
+	CHECK_EQ_INT(agent_ctl_remove_stale(path), -ENOENT);
+
+	/* Another user removes only its own: root's dead socket stays, though the folder
+	 * would let it go. */
+	if (geteuid() != 0) {
+		printf("    (not root: the owner part needs another user)\n");
+		return;
+	}
+	CHECK(chmod(test_tmpdir(), 0755) == 0 && chmod(dir, 0777) == 0);
+	snprintf(name, sizeof(name), "jitt-%d.sock", (int)dead_pid());
+	dead_socket(dir, name);
+	pid_t kid = fork();
+	if (kid == 0) {
+		if (setgid(65534) != 0 || setuid(65534) != 0)
+			_exit(2);
+		_exit(agent_ctl_remove_stale(dir) == 0 ? 0 : 1);
+	}
+	int status;
+	CHECK(waitpid(kid, &status, 0) == kid && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(exists(dir, name));
+}
+
 TEST(ctl_peer_is_the_kernels_word)
 {
 	if (!sockets_work())

@@ -463,6 +463,64 @@ TEST(summary_edge_cases)
 	synth_free(&a);
 }
 
+/* The fixture's summary as text, in a malloc'd buffer (NULL on failure). */
+static char *text_of(struct fixture *fx)
+{
+	struct agent_symbols syms;
+	char *buf = NULL;
+	size_t size = 0;
+	FILE *m = open_memstream(&buf, &size);
+	if (!CHECK(m && agent_symbols_open(&syms, &fx->t) == 0)) {
+		if (m)
+			fclose(m);
+		free(buf);
+		return NULL;
+	}
+	CHECK_EQ_INT(summary_write_text(m, &fx->s, &syms), 0);
+	fclose(m);
+	agent_symbols_close(&syms);
+	return buf;
+}
+
+/* The detectors that cannot write a mark (external: the control thread cannot write into
+ * another thread's ring; hang: the hung thread cannot) are named by the reason the runtime
+ * gave the trace. Issue 15: `jitt trigger` traces said "detector": null. */
+TEST(summary_detector_without_a_mark_comes_from_the_reason)
+{
+	static const struct {
+		const char *reason, *json, *text;
+	} cases[] = {
+		{ "external", "\"detector\":\"external\"", "(detector: external;" },
+		{ "external: from a test", "\"detector\":\"external\"", "(detector: external;" },
+		{ "hang: a frame still running after 402 ms", "\"detector\":\"hang\"",
+		  "(detector: hang;" },
+		{ "externally", "\"detector\":null", "(no anomaly mark:" },
+		{ "golden test", "\"detector\":null", "(no anomaly mark:" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct synth_thread ui;
+		synth_init(&ui, "ui", 100, 0, 0);
+		normal_frame(&ui, 100);
+		struct fixture fx;
+		if (!summarise(&ui, 1, cases[i].reason, 10, &fx)) {
+			synth_free(&ui);
+			continue;
+		}
+		size_t size;
+		char *json = json_of(&fx, &size), *text = text_of(&fx);
+		if (!json || !strstr(json, cases[i].json))
+			test_fail(__FILE__, __LINE__, "reason \"%s\": no %s in %.200s", cases[i].reason,
+				  cases[i].json, json ? json : "(none)");
+		if (!text || !strstr(text, cases[i].text))
+			test_fail(__FILE__, __LINE__, "reason \"%s\": no \"%s\" in %.200s",
+				  cases[i].reason, cases[i].text, text ? text : "(none)");
+		free(json);
+		free(text);
+		release(&fx);
+		synth_free(&ui);
+	}
+}
+
 /* The JSON form stays small: K = 10 of everything in well under 4 KiB. */
 TEST(summary_json_is_small)
 {

@@ -39,6 +39,19 @@ TEST(timer_init_chooses_a_sane_source)
 		CHECK_STR(hal_timer_source_name(t->source), expect);
 }
 
+/* Issue 15: a VM's TSC moved 21 ticks (10 ns) at a time while the rate said 0.48 ns per
+ * tick. The resolution is a step the timer really took: at least a tick, and far finer than
+ * a millisecond on any source the HAL accepts. */
+TEST(timer_resolution_is_a_step_the_timer_takes)
+{
+	CHECK_EQ_INT(hal_timer_init(), 0);
+	uint64_t step = hal_timer_resolution_ticks(), hz = hal_timer_freq();
+	printf("    resolution %llu ticks, %.2f ns (a tick is %.2f ns)\n", (unsigned long long)step,
+	       (double)step * 1e9 / (double)hz, 1e9 / (double)hz);
+	CHECK(step >= 1);
+	CHECK(step < hz / 1000);
+}
+
 TEST(timer_is_monotonic_in_one_thread)
 {
 	hal_timer_init();

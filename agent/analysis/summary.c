@@ -780,6 +780,21 @@ void summary_free(struct summary *s)
 	s->trace = t;
 }
 
+const char *summary_detector(const struct summary *s)
+{
+	if (s->anomaly_marked)
+		return agent_detector_name(s->anomaly_arg);
+	/* The runtime's reasons are "<detector>" or "<detector>: <more>". */
+	const char *r = s->trace->reason;
+	for (uint32_t d = AGENT_DETECT_HANG; d <= AGENT_DETECT_EXTERNAL; d++) {
+		const char *name = agent_detector_name(d);
+		size_t n = strlen(name);
+		if (!strncmp(r, name, n) && (r[n] == 0 || r[n] == ':'))
+			return name;
+	}
+	return NULL;
+}
+
 const char *agent_detector_name(uint32_t arg)
 {
 	switch (arg & 0xff) {

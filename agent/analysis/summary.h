@@ -140,4 +140,10 @@ struct summary {
 int summary_build(struct summary *s, const struct rb_trace *t, unsigned k);
 void summary_free(struct summary *s);
 
+/* The detector that fired ("hang", "jank", "explicit", "external", "unknown"): the anomaly
+ * mark's, else the one the trace's reason begins with ("external", "hang: ..."), since the
+ * external and hang detectors cannot write a mark (docs/runtime.md); NULL when neither
+ * names one. */
+const char *summary_detector(const struct summary *s);
+
 #endif

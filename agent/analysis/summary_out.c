@@ -339,8 +339,8 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 		SUMMARY_VERSION);
 	json_string(out, t->reason, lim);
 	fprintf(out, ",\"detector\":");
-	if (s->anomaly_marked)
-		json_string(out, agent_detector_name(s->anomaly_arg), lim);
+	if (summary_detector(s))
+		json_string(out, summary_detector(s), lim);
 	else
 		fputs("null", out);
 	fputs(",\"thread\":", out);
@@ -564,10 +564,12 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 
 	fputs("anomaly: ", out);
 	agent_escape_fput(out, s->trace->reason[0] ? s->trace->reason : "(no reason given)");
+	const char *detector = summary_detector(s);
 	if (s->anomaly_marked)
-		fprintf(out, " (detector: %s)\n", agent_detector_name(s->anomaly_arg));
+		fprintf(out, " (detector: %s)\n", detector);
 	else
-		fprintf(out, " (no anomaly mark: the window ends with the trace)\n");
+		fprintf(out, " (%s%s%sno anomaly mark: the window ends with the trace)\n",
+			detector ? "detector: " : "", detector ? detector : "", detector ? "; " : "");
 	fprintf(out, "thread \"%s\": ", thread_text(s, s->thread, thread, sizeof(thread)));
 	if (s->window_kind == SUMMARY_WINDOW_FRAME)
 		fprintf(out, "the slow frame took %s", H(wlen));

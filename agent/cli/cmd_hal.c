@@ -29,6 +29,14 @@ static void print_timer(void)
 		printf("  reported by hardware: %llu Hz\n", (unsigned long long)t->reported_hz);
 	if (t->measured_hz)
 		printf("  measured: %llu Hz\n", (unsigned long long)t->measured_hz);
+	uint64_t step = hal_timer_resolution_ticks();
+	if (step)
+		printf("  resolution: %llu tick%s (%.2f ns), the smallest step between two reads\n",
+		       (unsigned long long)step, step == 1 ? "" : "s",
+		       (double)step * 1e9 / (double)t->freq_hz);
+	else
+		printf("  resolution: unknown, the timer did not move in %d reads\n",
+		       HAL_TIMER_RESOLUTION_READS);
 	if (err)
 		printf("  error: the configured counter is unusable (%s): tracing cannot start\n",
 		       strerror(-err));

@@ -219,6 +219,10 @@ static int run_pass(struct jittd *d)
 	/* Gone writers' temporaries and the caps first: a crash loop of an app must not fill
 	 * the disk with what it never finished writing. */
 	jittd_worker_trim(&d->w);
+	/* And the control sockets of traced apps killed with -9 (every user's, as root). */
+	int stale = agent_ctl_remove_stale(d->c.run_dir);
+	if (stale > 0)
+		log_info("removed %d stale control socket(s) from %s", stale, d->c.run_dir);
 	struct agent_spool_file *files;
 	size_t n;
 	int e = agent_spool_list_at(&d->dirs, "spool", &files, &n);

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -41,12 +42,25 @@ RT void agent_wake_control(void)
 		(void)syscall(SYS_write, agent_rt.wake_fd, &one, sizeof(one));
 }
 
+/* JITT_DISABLE set, and not to "0": this run stays untraced whatever the settings say (an
+ * OEM's switch for one app or one run, no rebuild). getenv even in a set-uid program, unlike
+ * JITT_CONFIG: switching off only takes tracing away, it gives the caller nothing. */
+RT static bool disabled_by_environment(void)
+{
+	const char *v = getenv("JITT_DISABLE");
+	return v && *v && strcmp(v, "0") != 0;
+}
+
 RT int jitt_init(const char *config_file)
 {
 	int expected = 0;
 	if (!atomic_compare_exchange_strong(&agent_rt.state, &expected, 1))
 		return -EALREADY;
 	struct agent_runtime *rt = &agent_rt;
+	if (disabled_by_environment()) {
+		atomic_store(&rt->state, 0);
+		return -ECANCELED;
+	}
 	/* A fresh start (after a jitt_shutdown too): counters, requests, frames. */
 	memset(&rt->status, 0, sizeof(rt->status));
 	atomic_store(&rt->request, 0);
@@ -62,6 +76,11 @@ RT int jitt_init(const char *config_file)
 		atomic_store(&rt->state, 0);
 		return e;
 	}
+	if (!rt->cfg.enabled) {
+		log_dbg("jitt: switched off (enabled = 0)");
+		atomic_store(&rt->state, 0);
+		return -ECANCELED;
+	}
 	rt->budget_ns = (uint64_t)rt->cfg.frame_budget_us * 1000u;
 	rt->hang_ns = (uint64_t)rt->cfg.hang_ms * 1000000u;
 	rt->cooldown_ns = (uint64_t)rt->cfg.cooldown_ms * 1000000u;
@@ -76,6 +95,12 @@ RT int jitt_init(const char *config_file)
 		return e;
 	}
 	atomic_store(&rt->state, 2);
+	/* With AUTO_INIT this is the constructor, before main(): the app needs no code. */
+	if (rt->cfg.trace_main && syscall(SYS_gettid) == getpid()) {
+		e = jitt_trace_thread(true);
+		if (e)
+			log_warn("jitt: the main thread is not traced: %s", strerror(-e));
+	}
 	return 0;
 }
 
@@ -88,13 +113,37 @@ RT void jitt_shutdown(void)
 	atomic_store(&agent_rt.state, 0);
 }
 
+/* A name given before the thread has a ring: used when it gets one, so that naming a
+ * thread never maps a ring (a runtime that is not running must map none). */
+static __thread char pending_name[RB_NAME_MAX];
+/* The thread asked to be traced and has not turned it off: a stopped ring is then a freeze's
+ * doing, not the app's (agent_request_persist). */
+static __thread bool trace_wanted;
+
 RT int jitt_trace_thread(bool on)
 {
+	if (!on) {
+		trace_wanted = false;
+		return rb_trace_self(false);
+	}
+	/* Only a running runtime can ever persist a ring: without it (not started, its
+	 * settings refused, switched off) a ring would cost 4 MiB and the full tracing cost
+	 * for nothing. Turning off is always allowed. */
+	if (atomic_load(&agent_rt.state) != 2)
+		return -ENODEV;
 	/* The timer must be probed before the first trace point reads it. */
 	int err = hal_timer_init();
 	if (err)
 		return err;
-	return rb_trace_self(on);
+	if (!rb_tls.ring) {
+		err = rb_thread_register(pending_name);
+		if (err)
+			return err;
+		pending_name[0] = 0;
+	}
+	err = rb_trace_self(true);
+	trace_wanted = err == 0;
+	return err;
 }
 
 RT int jitt_thread_name(const char *name)
@@ -103,7 +152,8 @@ RT int jitt_thread_name(const char *name)
 		return -EINVAL;
 	int err = rb_thread_set_name(name);
 	if (err == -ENOENT) {
-		err = rb_thread_register(name);
+		snprintf(pending_name, sizeof(pending_name), "%s", name);
+		err = 0;
 	}
 	return err;
 }
@@ -184,6 +234,17 @@ RT int agent_request_persist(uint32_t detector, const char *reason, bool mark_se
 	}
 	int expected = 0;
 	if (!atomic_compare_exchange_strong(&rt->request, &expected, 1)) {
+		atomic_fetch_add(&rt->status.suppressed_pending, 1);
+		return -EAGAIN;
+	}
+	/* A ring that the last freeze stopped (copied while this thread was blocked or
+	 * preempted: it has not answered, or its restart is pending) would lose the mark, as
+	 * during a persist: refused and counted the same way. Stable from here on: no freeze
+	 * can start while this request holds the slot. */
+	if (mark_self && trace_wanted &&
+	    !(atomic_load_explicit(&rb_tls.pos, memory_order_relaxed) &&
+	      atomic_load_explicit(&rb_tls.limit, memory_order_relaxed))) {
+		atomic_store(&rt->request, 0);
 		atomic_fetch_add(&rt->status.suppressed_pending, 1);
 		return -EAGAIN;
 	}

@@ -120,6 +120,11 @@ RT static int persist(const char *reason, uint64_t t0, char *path, size_t path_s
 		bytes += rb_frozen_stored(&frozen[i]) * 8;
 		ok[nok++] = frozen[i];
 	}
+	/* A thread the app did not name goes by the kernel's name for it (the program's, or
+	 * what pthread_setname_np set): read now, so a later rename counts. */
+	for (int i = 0; i < nok; i++)
+		if (!ok[i].name[0])
+			(void)hal_thread_name(ok[i].tid, ok[i].name, sizeof(ok[i].name));
 	char spool[AGENT_PATH_MAX];
 	if (!nok)
 		e = -ENODATA;
@@ -167,10 +172,15 @@ RT static int handle_request(char *path, size_t path_size)
 	char reason[AGENT_REASON_MAX];
 	memcpy(reason, rt->request_reason, sizeof(reason));
 	uint64_t asked = rt->request_ns;
-	/* The cool-down starts now: requests from here on are refused, so the slot is free. */
-	atomic_store(&rt->last_persist_ns, agent_now_ns());
+	atomic_store(&rt->last_persist_ns, agent_now_ns()); /* the cool-down starts now */
+	/* The slot stays taken until the rings run again. From the freeze to the restart a
+	 * mark cannot be written (a frozen ring records nothing), so a request accepted then
+	 * would be persisted without its mark, and the summary would look for the anomaly in
+	 * the wrong place. Refused, it is counted (suppressed_pending) instead. */
+	atomic_store(&rt->request, 3);
+	int e = persist(reason, asked, path, path_size);
 	atomic_store(&rt->request, 0);
-	return persist(reason, asked, path, path_size);
+	return e;
 }
 
 /* ---- the control socket ---- */
@@ -300,6 +310,11 @@ RT static void *control_main(void *arg)
 {
 	struct agent_runtime *rt = arg;
 	lower_priority();
+	/* The sockets of this user's traced processes killed with -9 (an app's own earlier
+	 * runs, mostly): here, at low priority, not on the app's way to main(). */
+	int stale = agent_ctl_remove_stale(rt->cfg.run_dir);
+	if (stale > 0)
+		log_dbg("jitt: removed %d stale control socket(s) from %s", stale, rt->cfg.run_dir);
 	while (atomic_load(&rt->state) != 3) {
 		struct pollfd pfd[1 + AGENT_CTL_POLLFDS] = { { rt->wake_fd, POLLIN, 0 } };
 		int n = 1;

@@ -66,7 +66,8 @@ struct agent_runtime {
 	_Atomic int ctl_idle; /* the control thread sleeps with no deadline: wake it */
 
 	/* One anomaly request at a time: 0 free, 1 being written, 2 ready for the control
-	 * thread. The detector is an enum agent_detector. */
+	 * thread, 3 being persisted (until the rings restart). The detector is an enum
+	 * agent_detector. */
 	_Atomic int request;
 	uint32_t request_detector;
 	uint64_t request_ns; /* when the request was published (CLOCK_MONOTONIC) */
