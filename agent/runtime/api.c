@@ -116,16 +116,11 @@ RT void jitt_shutdown(void)
 /* A name given before the thread has a ring: used when it gets one, so that naming a
  * thread never maps a ring (a runtime that is not running must map none). */
 static __thread char pending_name[RB_NAME_MAX];
-/* The thread asked to be traced and has not turned it off: a stopped ring is then a freeze's
- * doing, not the app's (agent_request_persist). */
-static __thread bool trace_wanted;
 
 RT int jitt_trace_thread(bool on)
 {
-	if (!on) {
-		trace_wanted = false;
+	if (!on)
 		return rb_trace_self(false);
-	}
 	/* Only a running runtime can ever persist a ring: without it (not started, its
 	 * settings refused, switched off) a ring would cost 4 MiB and the full tracing cost
 	 * for nothing. Turning off is always allowed. */
@@ -141,9 +136,7 @@ RT int jitt_trace_thread(bool on)
 			return err;
 		pending_name[0] = 0;
 	}
-	err = rb_trace_self(true);
-	trace_wanted = err == 0;
-	return err;
+	return rb_trace_self(true);
 }
 
 RT int jitt_thread_name(const char *name)
@@ -234,17 +227,6 @@ RT int agent_request_persist(uint32_t detector, const char *reason, bool mark_se
 	}
 	int expected = 0;
 	if (!atomic_compare_exchange_strong(&rt->request, &expected, 1)) {
-		atomic_fetch_add(&rt->status.suppressed_pending, 1);
-		return -EAGAIN;
-	}
-	/* A ring that the last freeze stopped (copied while this thread was blocked or
-	 * preempted: it has not answered, or its restart is pending) would lose the mark, as
-	 * during a persist: refused and counted the same way. Stable from here on: no freeze
-	 * can start while this request holds the slot. */
-	if (mark_self && trace_wanted &&
-	    !(atomic_load_explicit(&rb_tls.pos, memory_order_relaxed) &&
-	      atomic_load_explicit(&rb_tls.limit, memory_order_relaxed))) {
-		atomic_store(&rt->request, 0);
 		atomic_fetch_add(&rt->status.suppressed_pending, 1);
 		return -EAGAIN;
 	}
