@@ -490,19 +490,19 @@ static int chrome_item(struct chrome *c, const char *ph, uint64_t ns, uint64_t n
 
 /*
  * The complete slice held back, now that the next event is known: an X event, unless it
- * has no length or that event is an end at the same time. speedscope turns each X into a
+ * has no length or that event (an end, or a sibling's begin) is at the same time. speedscope turns each X into a
  * begin and an end and puts those after every B and E of the same time (stable sorts of
  * the B and E events, the X's appended), so a leaf ending at its caller's time would be
  * ended after its caller and every end there dropped, as a hang's culprit was at the
  * freeze; and a leaf of no length would begin after a sibling that begins at its time
  * (common with a 19.2 MHz ARM timer). A B/E pair keeps the file's order.
  */
-static int slice_done(struct chrome *c, const uint64_t *next_end)
+static int slice_done(struct chrome *c, const uint64_t *next_at)
 {
 	if (!c->done)
 		return 0;
 	c->done = false;
-	if (c->done_end == c->done_ns || (next_end && *next_end == c->done_end)) {
+	if (c->done_end == c->done_ns || (next_at && *next_at == c->done_end)) {
 		int err = chrome_item(c, "B", c->done_ns, c->done_name, "}");
 		return err ? err : chrome_item(c, "E", c->done_end, c->done_name, "}");
 	}
@@ -527,7 +527,11 @@ static int chrome_begin(void *ctx, uint64_t ns, uint64_t name, unsigned flags)
 {
 	struct chrome *c = ctx;
 	(void)flags; /* a cut start is in the slice's name */
-	int err = chrome_flush(c);
+	/* A sibling that begins where the held slice ended: speedscope computes an X's end as
+	 * ts + dur in floating point, which can land a hair after this begin. A pair, then. */
+	int err = slice_done(c, &ns);
+	if (!err)
+		err = chrome_flush(c);
 	c->held = true;
 	c->held_ns = ns;
 	c->held_name = name;
