@@ -44,6 +44,15 @@ const char *test_fakes(void)
 	return fakes;
 }
 
+pid_t test_dead_pid(void)
+{
+	pid_t pid = fork();
+	if (pid == 0)
+		_exit(0);
+	waitpid(pid, NULL, 0);
+	return pid;
+}
+
 const char *test_tmpdir(void)
 {
 	if (!tmpdir[0]) {

@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 struct test_case {
 	const char *name;
@@ -29,6 +30,8 @@ int test_fail(const char *file, int line, const char *fmt, ...)
 const char *test_fakes(void);
 /* A fresh temporary folder for this test (removed by the harness afterwards). */
 const char *test_tmpdir(void);
+/* A pid no process has now: a child's, exited and reaped. */
+pid_t test_dead_pid(void);
 
 #define TEST(name)                                                     \
 	static void name(void);                                        \

@@ -349,16 +349,6 @@ static void dead_socket(const char *dir, const char *name)
 	close(fd);
 }
 
-/* A pid no process has now: a child's, reaped. */
-static pid_t dead_pid(void)
-{
-	pid_t pid = fork();
-	if (pid == 0)
-		_exit(0);
-	waitpid(pid, NULL, 0);
-	return pid;
-}
-
 static bool exists(const char *dir, const char *name)
 {
 	char path[512];
@@ -376,7 +366,7 @@ TEST(ctl_remove_stale_removes_dead_sockets_only)
 	char dir[300], name[64], listening[64], reused[64], regular[64], link[64], odd[64];
 	snprintf(dir, sizeof(dir), "%s/run", test_tmpdir());
 	CHECK(mkdir(dir, 0755) == 0);
-	pid_t gone = dead_pid(), gone2 = dead_pid(), gone3 = dead_pid(), gone4 = dead_pid();
+	pid_t gone = test_dead_pid(), gone2 = test_dead_pid(), gone3 = test_dead_pid(), gone4 = test_dead_pid();
 	/* Gone, and nobody listens: the one to remove. */
 	snprintf(name, sizeof(name), "jitt-%d.sock", (int)gone);
 	dead_socket(dir, name);
@@ -423,7 +413,7 @@ TEST(ctl_remove_stale_removes_dead_sockets_only)
 		return;
 	}
 	CHECK(chmod(test_tmpdir(), 0755) == 0 && chmod(dir, 0777) == 0);
-	snprintf(name, sizeof(name), "jitt-%d.sock", (int)dead_pid());
+	snprintf(name, sizeof(name), "jitt-%d.sock", (int)test_dead_pid());
 	dead_socket(dir, name);
 	pid_t kid = fork();
 	if (kid == 0) {

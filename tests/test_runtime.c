@@ -304,6 +304,19 @@ TEST(runtime_init_errors)
 	jitt_shutdown(); /* twice is fine */
 }
 
+/* This thread has no ring and records nothing: a trace point leaves pos at 0, and no ring
+ * is registered at all. */
+static void check_no_ring(void)
+{
+	traced_empty();
+	CHECK_EQ_U64(atomic_load(&rb_tls.pos), 0);
+	CHECK(rb_tls.ring == NULL);
+	struct rb_ring *r;
+	rb_lock();
+	CHECK_EQ_INT(rb_rings(&r, 1), 0);
+	rb_unlock();
+}
+
 /* A runtime whose settings were refused never saves a ring (issue 15: an unknown key used
  * to leave jitt_trace_thread(true) mapping a 4 MiB ring and filling it at the full tracing
  * cost): naming and tracing a thread then map and record nothing. */
@@ -317,13 +330,7 @@ TEST(runtime_that_did_not_start_traces_nothing)
 	CHECK_EQ_INT(jitt_init(bad), -EINVAL);
 	CHECK_EQ_INT(jitt_thread_name("refused"), 0);
 	CHECK(jitt_trace_thread(true) != 0);
-	traced_empty();
-	CHECK_EQ_U64(atomic_load(&rb_tls.pos), 0);
-	CHECK(rb_tls.ring == NULL);
-	struct rb_ring *r;
-	rb_lock();
-	CHECK_EQ_INT(rb_rings(&r, 1), 0);
-	rb_unlock();
+	check_no_ring();
 	CHECK_EQ_INT(jitt_trace_thread(false), 0);
 	rb_thread_unregister();
 }
@@ -353,13 +360,7 @@ static void check_nothing_started(int threads_before)
 	CHECK(access(sock, F_OK) != 0);
 	CHECK_EQ_INT(jitt_thread_name("off"), 0);
 	CHECK_EQ_INT(jitt_trace_thread(true), -ENODEV);
-	traced_empty();
-	CHECK_EQ_U64(atomic_load(&rb_tls.pos), 0);
-	CHECK(rb_tls.ring == NULL);
-	struct rb_ring *r;
-	rb_lock();
-	CHECK_EQ_INT(rb_rings(&r, 1), 0);
-	rb_unlock();
+	check_no_ring();
 	CHECK_EQ_INT(jitt_anomaly("off"), -ENODEV);
 }
 

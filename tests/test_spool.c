@@ -264,16 +264,6 @@ TEST(spool_missing_folders)
 	CHECK(n == 0 && f == NULL);
 }
 
-/* A pid that is gone: a child that has exited and been reaped. */
-static pid_t dead_pid(void)
-{
-	pid_t pid = fork();
-	if (pid == 0)
-		_exit(0);
-	waitpid(pid, NULL, 0);
-	return pid;
-}
-
 /* Writers' temporaries (issue 12, item 5): a gone writer's is removed and counted by the
  * trim; a live writer's is left alone but counts against the caps while it exists. */
 TEST(spool_trim_removes_gone_writers_temporaries_and_counts_live_ones)
@@ -284,8 +274,8 @@ TEST(spool_trim_removes_gone_writers_temporaries_and_counts_live_ones)
 	c.max_trace_mb = 100;
 	time_t now = time(NULL);
 	char dead[64], live[64], fresh[64], old[64];
-	snprintf(dead, sizeof(dead), ".tmp-trace-%d-1-0", (int)dead_pid());
-	snprintf(fresh, sizeof(fresh), ".tmp-trace-%d-2-0", (int)dead_pid());
+	snprintf(dead, sizeof(dead), ".tmp-trace-%d-1-0", (int)test_dead_pid());
+	snprintf(fresh, sizeof(fresh), ".tmp-trace-%d-2-0", (int)test_dead_pid());
 	snprintf(live, sizeof(live), ".tmp-trace-%d-3-0", (int)getpid());
 	snprintf(old, sizeof(old), ".tmp-trace-%d-4-0", (int)getpid());
 	put(&c, "spool", dead, 1000, now - 2 * AGENT_SPOOL_TMP_GRACE_S); /* gone writer */

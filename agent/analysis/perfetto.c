@@ -345,12 +345,12 @@ static int pf_event(struct pf *p, uint64_t ns, unsigned type, uint64_t name, uns
 		    uint64_t flow, uint64_t end_flow)
 {
 	struct agent_pb *b = &p->b;
-	struct agent_name *nm = agent_names_get(p->names, name);
-	if (!nm)
+	/* An end needs no name: it closes the track's innermost slice. */
+	struct agent_name *nm = type == TE_SLICE_END ? NULL : agent_names_get(p->names, name);
+	if (type != TE_SLICE_END && !nm)
 		return -ENOMEM;
 	pf_head(p, ns, SEQ_NEEDS_INCREMENTAL_STATE);
-	/* An end needs no name: it closes the track's innermost slice. */
-	if (type != TE_SLICE_END && nm->seq != p->seq) {
+	if (nm && nm->seq != p->seq) {
 		size_t data = agent_pb_open(b, PKT_INTERNED_DATA);
 		size_t en = agent_pb_open(b, ID_EVENT_NAMES);
 		agent_pb_varint(b, EN_IID, nm->iid);
@@ -367,7 +367,7 @@ static int pf_event(struct pf *p, uint64_t ns, unsigned type, uint64_t name, uns
 		agent_pb_close(b, da);
 	}
 	agent_pb_varint(b, TE_TYPE, type);
-	if (type != TE_SLICE_END)
+	if (nm)
 		agent_pb_varint(b, TE_NAME_IID, nm->iid);
 	if (flow)
 		agent_pb_fixed64(b, TE_FLOW_IDS, flow);
