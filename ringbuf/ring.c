@@ -551,6 +551,17 @@ NO_INSTR int rb_trace_self(bool on)
 	return err;
 }
 
+NO_INSTR uint64_t rb_self_records(void)
+{
+	struct rb_ring *r = rb_tls.ring;
+	uintptr_t p = atomic_load_explicit(&rb_tls.pos, memory_order_relaxed) & ~RB_POS_CLOCK;
+	if (!r || !p)
+		return 0;
+	/* Each lap holds a sync record (2 slots) and RB_RING_SLOTS - 2 others. */
+	uint64_t laps = atomic_load_explicit(&r->laps, memory_order_relaxed);
+	return laps * (RB_RING_SLOTS - 2) + (p - (uintptr_t)r->slots) / 8 - 2;
+}
+
 /* The rare paths' register-preserving stubs (trace.h, RB_RARE): in this object, not one of
  * their own, for the reason stubs.h gives. */
 #include "ringbuf/stubs.h"
