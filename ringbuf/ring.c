@@ -28,6 +28,7 @@ struct rb_ring {
 	uintptr_t end;           /* address of slot RB_RING_SLOTS */
 	struct rb_tls *tls;      /* the owner's thread-local control words */
 	_Atomic uint32_t laps;   /* written by the owner (wrap) and by rb_start while off */
+	bool clock;              /* timestamps from clock_gettime; set by rb_start while off */
 	enum rb_state state;     /* control side only, under the lock */
 	pid_t tid;
 	char name[RB_NAME_MAX];
@@ -45,10 +46,35 @@ static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
 /* ---- the traced thread's rare paths (trace.h) ---- */
 
-/* The trace clock of a running ring: bit 0 of pos (trace.h). */
-NO_INSTR static uint64_t now(uintptr_t clock_mode)
+/*
+ * Whether the running ring takes its timestamps from the clock (trace.h, "the clock"),
+ * given a value of pos the owner loaded: on ARM its bit RB_POS_CLOCK, published with it.
+ * On x86_64 (RB_LIMIT_FIRST) the ring's flag, which rb_start stored before publishing pos:
+ * x86 orders loads, so an owner that saw that pos sees the flag too.
+ */
+NO_INSTR static bool uses_clock(uintptr_t pos)
 {
-	return clock_mode ? hal_clock_now() : hal_counter_read();
+#if defined(RB_LIMIT_FIRST)
+	(void)pos;
+	return rb_tls.ring->clock;
+#else
+	return pos & RB_POS_CLOCK;
+#endif
+}
+
+NO_INSTR static uint64_t now(bool clock)
+{
+	return clock ? hal_clock_now() : hal_counter_read();
+}
+
+/* limit while the ring runs (trace.h) */
+NO_INSTR static uintptr_t running_limit(const struct rb_ring *r)
+{
+#if defined(RB_LIMIT_FIRST)
+	if (r->clock)
+		return RB_LIMIT_CLOCK;
+#endif
+	return r->end - RB_LIMIT_SLACK;
 }
 
 NO_INSTR static uintptr_t write_sync(uintptr_t p, uint64_t ts, uint32_t laps)
@@ -58,11 +84,13 @@ NO_INSTR static uintptr_t write_sync(uintptr_t p, uint64_t ts, uint32_t laps)
 	return p + 16;
 }
 
-NO_INSTR void rb_slow_path(uintptr_t p)
+/* The wrap and the stop check, for a record that ends just before p. */
+NO_INSTR static void settle(uintptr_t p)
 {
 	struct rb_tls *t = &rb_tls;
 	struct rb_ring *r = t->ring;
-	uintptr_t mode = atomic_load_explicit(&t->pos, memory_order_relaxed) & RB_POS_CLOCK;
+	uintptr_t pos = atomic_load_explicit(&t->pos, memory_order_relaxed);
+	uintptr_t mode = pos & RB_POS_CLOCK;
 	if (p >= r->end) {
 		uintptr_t base = (uintptr_t)r->slots;
 		if (p > r->end) {
@@ -76,7 +104,7 @@ NO_INSTR void rb_slow_path(uintptr_t p)
 		}
 		uint32_t laps = atomic_load_explicit(&r->laps, memory_order_relaxed) + 1;
 		atomic_store_explicit(&r->laps, laps, memory_order_relaxed);
-		p = write_sync(p, now(mode), laps);
+		p = write_sync(p, now(uses_clock(pos)), laps);
 	}
 	if (atomic_load_explicit(&t->limit, memory_order_relaxed) == 0) {
 		/* The answer: the exact end position, written by this thread after its last
@@ -88,21 +116,31 @@ NO_INSTR void rb_slow_path(uintptr_t p)
 	atomic_store_explicit(&t->pos, p | mode, memory_order_relaxed);
 }
 
-/* Both rare writers share this: two slots, then the usual advance. */
+/* The trace point's rare paths are called from asm (trace.h, RB_RARE, through the stubs
+ * in stubs.h), which the compiler cannot see: `used` keeps them, under their names, in
+ * every build. */
+#define RARE NO_INSTR __attribute__((used))
+
+RARE void rb_slow_path(uintptr_t p)
+{
+	settle(p);
+}
+
+/* Both rare writers share this: one or two slots, then the usual advance. */
 NO_INSTR static void put(uintptr_t pos, uint64_t payload, uint32_t low, int nslots)
 {
 	uintptr_t mode = pos & RB_POS_CLOCK, p = pos & ~RB_POS_CLOCK;
-	uint64_t ts = now(mode);
+	uint64_t ts = now(uses_clock(pos));
 	if (nslots == 2) {
 		if (low != RB_WIDE)
 			payload = rb_special_payload(ts, (uint32_t)payload);
 		rb_store(p, payload);
-		p += 8; /* may be the spare slot: see rb_slow_path */
+		p += 8; /* may be the spare slot: see settle() */
 	}
 	rb_store(p, rb_tag(ts, low));
 	p += 8;
 	if (p >= atomic_load_explicit(&rb_tls.limit, memory_order_relaxed))
-		rb_slow_path(p);
+		settle(p);
 	else
 		atomic_store_explicit(&rb_tls.pos, p | mode, memory_order_relaxed);
 }
@@ -114,7 +152,12 @@ NO_INSTR void rb_put2(uint64_t payload, uint32_t low)
 		put(pos, payload, low, 2);
 }
 
-NO_INSTR void rb_put1_clock(uintptr_t low)
+RARE void rb_put_wide(uintptr_t fn)
+{
+	rb_put2(fn, RB_WIDE);
+}
+
+RARE void rb_put1_rare(uintptr_t low)
 {
 	uintptr_t pos = atomic_load_explicit(&rb_tls.pos, RB_POS_ORDER);
 	if (pos)
@@ -230,8 +273,8 @@ NO_INSTR int rb_thread_register(const char *name)
 	rings[slot] = r;
 	rb_tls.bias = m.bias;
 	atomic_store_explicit(&rb_tls.pos, 0, memory_order_relaxed);
-	atomic_store_explicit(&rb_tls.limit, r->end, memory_order_relaxed);
 	rb_tls.ring = r;
+	atomic_store_explicit(&rb_tls.limit, running_limit(r), memory_order_relaxed);
 	pthread_mutex_unlock(&lock);
 	pthread_setspecific(exit_key, r);
 	return 0;
@@ -294,9 +337,11 @@ NO_INSTR int rb_set_max_threads(int n)
 
 /* ---- start and stop (Hubble Fig. 4), from the control thread ---- */
 
+/* Once a stop is asked (limit 0), only the owner writes limit, and only its answer. */
 NO_INSTR static bool answered(const struct rb_ring *r, uintptr_t limit)
 {
-	return limit != 0 && limit != r->end;
+	(void)r;
+	return limit != 0;
 }
 
 NO_INSTR pid_t rb_ring_tid(const struct rb_ring *r)
@@ -317,15 +362,18 @@ NO_INSTR int rb_start(struct rb_ring *r)
 	/* The thread is off (pos == 0) and does not touch its ring: the ring and laps are
 	 * ours until pos is published. */
 #if defined(RB_CLOCK_ONLY)
-	uintptr_t mode = RB_POS_CLOCK;
+	r->clock = true;
 #elif defined(RB_COUNTER_ONLY)
-	uintptr_t mode = 0;
+	r->clock = false;
 #else
-	uintptr_t mode = hal_timer_info()->source == HAL_TIMER_SRC_CLOCK ? RB_POS_CLOCK : 0;
+	/* The HAL's published choice, the one hal_timer_now() follows (tests flip it). */
+	hal_timer_init();
+	r->clock = atomic_load_explicit(&hal_timer_use_clock, memory_order_relaxed);
 #endif
+	uintptr_t mode = r->clock ? RB_POS_CLOCK : 0;
 	atomic_store_explicit(&r->laps, 0, memory_order_relaxed);
-	uintptr_t p = write_sync((uintptr_t)r->slots, now(mode), 0);
-	atomic_store_explicit(&t->limit, r->end, memory_order_relaxed);
+	uintptr_t p = write_sync((uintptr_t)r->slots, now(r->clock), 0);
+	atomic_store_explicit(&t->limit, running_limit(r), memory_order_relaxed);
 	/* Release: the sync record and the limit are visible before the thread sees pos. A
 	 * thread that still sees an old answer in limit just takes the slow path once, which
 	 * treats anything but 0 as "keep going". */
@@ -496,9 +544,24 @@ NO_INSTR int rb_trace_self(bool on)
 	} else if (r->state != RB_OFF) {
 		/* The writer stops itself: no handshake needed. */
 		atomic_store_explicit(&rb_tls.pos, 0, memory_order_relaxed);
-		atomic_store_explicit(&rb_tls.limit, r->end, memory_order_relaxed);
+		atomic_store_explicit(&rb_tls.limit, running_limit(r), memory_order_relaxed);
 		r->state = RB_OFF;
 	}
 	pthread_mutex_unlock(&lock);
 	return err;
 }
+
+NO_INSTR uint64_t rb_self_records(void)
+{
+	struct rb_ring *r = rb_tls.ring;
+	uintptr_t p = atomic_load_explicit(&rb_tls.pos, memory_order_relaxed) & ~RB_POS_CLOCK;
+	if (!r || !p)
+		return 0;
+	/* Each lap holds a sync record (2 slots) and RB_RING_SLOTS - 2 others. */
+	uint64_t laps = atomic_load_explicit(&r->laps, memory_order_relaxed);
+	return laps * (RB_RING_SLOTS - 2) + (p - (uintptr_t)r->slots) / 8 - 2;
+}
+
+/* The rare paths' register-preserving stubs (trace.h, RB_RARE): in this object, not one of
+ * their own, for the reason stubs.h gives. */
+#include "ringbuf/stubs.h"

@@ -94,5 +94,9 @@ uintptr_t rb_main_bias(void);
 
 /* The calling thread's own tracing on or off (registering it first if needed). */
 int rb_trace_self(bool on);
+/* How many slots the calling thread's ring has filled since its start, sync records left
+ * out (the number of records when all took one slot), or 0 when it is not running. For
+ * benchmarks: a variant that was meant to trace really did. */
+uint64_t rb_self_records(void);
 
 #endif

@@ -16,8 +16,11 @@ __attribute__((noinline)) void bench_empty_hook(void *fn)
 
 LISTING1(listing1_bare_call, bench_empty_hook((void *)listing1_bare_call), bench_empty_hook(0))
 
-/* The least a trace point can do: the counter, one store, an index that wraps. */
-static __thread uint64_t limit_ring[1 << 16] __attribute__((aligned(64)));
+/* The least a trace point can do: the counter, one store, an index that wraps. The ring is
+ * read by bench_alternatives_positions(): without a reader GCC dropped the stores as dead
+ * (this row then measured a timer read and an index update only). A global array (the
+ * benchmark has one thread): 512 KiB of TLS would break the boards' -mtls-size=12. */
+static uint64_t limit_ring[1 << 16] __attribute__((aligned(64)));
 static __thread uint32_t limit_idx;
 #define LIMIT_POINT(low)                                                      \
 	do {                                                                  \
@@ -80,4 +83,12 @@ void bench_alternatives_setup(uint64_t *ring, uint64_t nslots, int on)
 {
 	alt_mask = (struct alt_mask){ ring, 0, on ? nslots - 1 : 0, 0 };
 	alt_two = (struct alt_two){ on ? ring : 0, ring, ring + nslots, 0 };
+}
+
+void bench_alternatives_positions(struct bench_positions *out)
+{
+	out->limit = limit_idx;
+	out->limit_newest = limit_ring[(limit_idx - 1) & ((1 << 16) - 1)];
+	out->mask = alt_mask.idx;
+	out->two = alt_two.pos ? (uint64_t)(alt_two.pos - alt_two.base) : 0;
 }

@@ -27,9 +27,9 @@ TEST(api_trace_thread_on_off_and_name)
 	start_runtime();
 	CHECK_EQ_INT(jitt_thread_name("ui"), 0); /* named before it has a ring */
 	CHECK_EQ_INT(jitt_trace_thread(true), 0);
-	uintptr_t before = atomic_load(&rb_tls.pos) & ~(uintptr_t)1;
+	uintptr_t before = atomic_load(&rb_tls.pos) & ~RB_POS_CLOCK;
 	traced_empty();
-	CHECK_EQ_U64((atomic_load(&rb_tls.pos) & ~(uintptr_t)1) - before, 16);
+	CHECK_EQ_U64((atomic_load(&rb_tls.pos) & ~RB_POS_CLOCK) - before, 16);
 	CHECK_EQ_INT(jitt_trace_thread(false), 0);
 	CHECK_EQ_U64(atomic_load(&rb_tls.pos), 0);
 	traced_empty(); /* off: nothing written, nothing crashes */

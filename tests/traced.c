@@ -27,8 +27,9 @@ __attribute__((noinline)) int traced_recurse(int depth)
 }
 
 /* An empty function: everything the instrumented build adds to it is the two trace points
- * (tests/count-trace-insns.sh compares it with untraced_empty). */
+ * (tests/count-trace-insns.sh compares it with untraced_empty). The NOP marks where the
+ * entry trace point ends and the exit one begins. */
 __attribute__((noinline)) void traced_empty(void)
 {
-	__asm__ __volatile__("");
+	__asm__ __volatile__("nop");
 }
