@@ -295,3 +295,37 @@ TEST(exclude_option_lines_hold_at_most_32_names)
 		free(text);
 	}
 }
+
+TEST(exclude_estimate_ignores_a_preempted_call)
+{
+	/* 2000 calls of excl_tiny, one unit each, but one of them preempted for 10 ms: the
+	 * estimate of C stays one unit, while its self time per call says 5 us. */
+	uint64_t u = unit();
+	double un = (double)hal_ticks_to_ns(u, hal_timer_freq());
+	struct synth_thread th;
+	uint64_t t = 1000;
+	synth_init(&th, "main", 1, 0, t);
+	synth_entry(&th, t, synth_id(excl_top));
+	for (int i = 0; i < ITER; i++) {
+		call(&th, &t, synth_id(excl_tiny), i == 7 ? 1000000 * u : u);
+		t += u;
+	}
+	synth_exit(&th, t);
+	char path[512];
+	int e = synth_write(&th, 1, "exclude", path, sizeof(path));
+	synth_free(&th);
+	if (!CHECK(e == 0))
+		return;
+	struct exclude_set s;
+	exclude_init(&s);
+	struct exclude_opts o = { .budget_pct = 10, .keep = 1, .min_calls = 100 };
+	struct exclude_result r;
+	if (CHECK(load(&s, path) == 0) && CHECK(exclude_select(&s, &o, &r) == 0)) {
+		CHECK_EQ_U64(r.cost_from, index_of(&s, "excl_tiny"));
+		CHECK(near(r.cost_ns, un));
+		CHECK_EQ_U64(find(&s, "excl_tiny")->leaf_calls, ITER - 1);
+		CHECK(find(&s, "excl_tiny")->self_ns > 400 * un * ITER);
+		exclude_result_free(&r);
+	}
+	exclude_free(&s);
+}

@@ -139,9 +139,53 @@ static int by_key(const void *a, const void *b)
 	return x->key < y->key ? -1 : x->key > y->key;
 }
 
-/* One thread's tree into the set: per function its calls and self time, and the nodes. */
+/* One thread's calls that called nothing traced and lasted at most `max` ticks, per
+ * function key: the estimate of C (exclude.h). An entry's count is never 0. */
+struct leaf {
+	uint64_t key, ticks, n;
+};
+struct leaves {
+	struct leaf *l;
+	size_t n, cap;
+	uint64_t max;
+};
+
+static size_t leaf_slot(const struct leaf *l, size_t cap, uint64_t key)
+{
+	size_t h = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
+	while (l[h].n && l[h].key != key)
+		h = (h + 1) & (cap - 1);
+	return h;
+}
+
+static int leaf_add(struct leaves *v, uint64_t key, uint64_t ticks)
+{
+	if (2 * (v->n + 1) > v->cap) {
+		size_t cap = v->cap ? 2 * v->cap : 256;
+		struct leaf *l = calloc(cap, sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		for (size_t i = 0; i < v->cap; i++)
+			if (v->l[i].n)
+				l[leaf_slot(l, cap, v->l[i].key)] = v->l[i];
+		free(v->l);
+		v->l = l;
+		v->cap = cap;
+	}
+	struct leaf *x = &v->l[leaf_slot(v->l, v->cap, key)];
+	if (!x->n) {
+		x->key = key;
+		v->n++;
+	}
+	x->ticks += ticks;
+	x->n++;
+	return 0;
+}
+
+/* One thread's tree into the set: per function its calls, self time and short leaf
+ * calls, and the nodes. */
 static int add_tree(struct exclude_set *s, const struct rb_trace *t, struct agent_symbols *syms,
-		    const struct cct *c)
+		    const struct cct *c, const struct leaves *lv)
 {
 	struct cct_func *fs = NULL;
 	size_t nf = 0;
@@ -198,8 +242,17 @@ static int add_tree(struct exclude_set *s, const struct rb_trace *t, struct agen
 		x->fn = k->fn;
 		f->calls += st->calls;
 		f->self_ns += x->self_ns;
-		f->flags |= EXCLUDE_TRACED | (n->first_child != CCT_NONE ? EXCLUDE_HAS_CHILD : 0);
+		f->flags |= EXCLUDE_TRACED;
 		s->calls += st->calls;
+	}
+	for (size_t i = 0; i < lv->cap && !err; i++) {
+		struct keymap want = { lv->l[i].key, 0 };
+		const struct keymap *k =
+			lv->l[i].n ? bsearch(&want, map, nf, sizeof(*map), by_key) : NULL;
+		if (k) {
+			s->f[k->fn].leaf_ns += (double)hal_ticks_to_ns(lv->l[i].ticks, t->timer_hz);
+			s->f[k->fn].leaf_calls += lv->l[i].n;
+		}
 	}
 	free(map);
 	if (err)
@@ -219,8 +272,8 @@ static uint64_t key_of(void *ctx, const struct rb_event *e)
 int exclude_add_trace(struct exclude_set *s, const struct rb_trace *t, struct agent_symbols *syms)
 {
 	int err = 0;
-	/* Every function of the modules here, called or not: an entry must not exclude by
-	 * substring a function the traces never saw. */
+	/* Every function of the modules here, called or not: what an entry matches by
+	 * substring is counted and shown, the functions the traces never saw included. */
 	for (uint32_t m = 0; m < t->nmodules && !err; m++) {
 		if (!agent_symbols_ready(syms, (int)m))
 			continue;
@@ -231,23 +284,38 @@ int exclude_add_trace(struct exclude_set *s, const struct rb_trace *t, struct ag
 	struct rb_event *ev = err ? NULL : malloc(BATCH * sizeof(*ev));
 	if (!err && !ev)
 		err = -ENOMEM;
+	uint64_t max = hal_muldiv_u64(EXCLUDE_EST_MAX_NS, t->timer_hz, 1000000000u);
 	for (uint32_t i = 0; i < t->nthreads && !err; i++) {
 		struct rb_decoder dec;
+		memset(&dec, 0, sizeof(dec));
 		err = rb_decoder_init(&dec, &t->threads[i].view, t->ref_ticks, NULL, NULL);
-		if (err)
-			break;
 		struct cct c;
 		struct cct_opts o = { .key = key_of, .ctx = (void *)t };
-		err = cct_init(&c, &o, dec.open_at_start);
+		if (!err)
+			err = cct_init(&c, &o, dec.open_at_start);
+		else
+			memset(&c, 0, sizeof(c));
+		struct leaves lv = { .max = max };
+		struct rb_event prev = { .kind = RB_EV_SYNC };
 		size_t n;
-		while (!err && (n = rb_decoder_read(&dec, ev, BATCH)) > 0)
+		while (!err && (n = rb_decoder_read(&dec, ev, BATCH)) > 0) {
 			err = cct_add_n(&c, ev, n);
+			/* An entry followed at once by its exit: a call of nothing traced. */
+			for (size_t j = 0; j < n && !err; j++) {
+				if (ev[j].kind == RB_EV_EXIT && prev.kind == RB_EV_ENTRY &&
+				    ev[j].ts - prev.ts <= lv.max)
+					err = leaf_add(&lv, key_of((void *)t, &prev),
+						       ev[j].ts - prev.ts);
+				prev = ev[j];
+			}
+		}
 		if (!err)
 			err = cct_finish(&c, dec.end_ts);
-		if (!err && c.events)
-			err = add_tree(s, t, syms, &c);
-		if (!err && c.events)
+		if (!err && c.events) {
+			err = add_tree(s, t, syms, &c, &lv);
 			s->threads++;
+		}
+		free(lv.l);
 		cct_free(&c);
 		rb_decoder_free(&dec);
 	}
@@ -287,16 +355,16 @@ static int by_self(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* Estimate C (exclude.h): the leaf of least mean time per call. */
+/* Estimate C (exclude.h): the least mean time of a function's short leaf calls. */
 static uint32_t estimate_cost(const struct exclude_set *s, double *cost)
 {
 	uint32_t best = EXCLUDE_NONE;
 	for (size_t i = 0; i < s->n; i++) {
 		const struct exclude_func *f = &s->f[i];
-		if (!(f->flags & EXCLUDE_LISTABLE) || (f->flags & EXCLUDE_HAS_CHILD) ||
-		    f->calls < EXCLUDE_EST_MIN_CALLS || f->self_ns <= 0)
+		if (!(f->flags & EXCLUDE_LISTABLE) || f->leaf_calls < EXCLUDE_EST_MIN_CALLS ||
+		    f->leaf_ns <= 0)
 			continue;
-		double v = f->self_ns / (double)f->calls;
+		double v = f->leaf_ns / (double)f->leaf_calls;
 		if (best == EXCLUDE_NONE || v < *cost) {
 			best = (uint32_t)i;
 			*cost = v;

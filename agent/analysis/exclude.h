@@ -11,10 +11,13 @@
  * which the summary then shows as its caller's: the cheapest functions to lose are those
  * with the least self time per call, so candidates are taken in that order, and picking
  * stops once the overhead left is at most the budget (in % of W). C comes from --cost, or
- * from the traces: the smallest mean time per call of a leaf function (one called 1000
- * times or more, calling nothing traced) spans about one trace point (the part of the
- * entry's after its timer read, the exit's up to its read) plus that function's work, so
- * it is an upper bound of C, and the model errs towards excluding more.
+ * from the traces: a call that calls nothing traced lasts, from its entry's timer read to
+ * its exit's, about one trace point (the entry's part after its read, the exit's up to
+ * it) plus the function's work, so the function whose such calls are shortest on average
+ * (of 1000 calls or more) gives an upper bound of C, and the model errs towards excluding
+ * more. Calls over EXCLUDE_EST_MAX_NS are left out of that average: a preemption or a page
+ * fault inside one of many 30 ns calls would otherwise swamp it (seen on a loaded
+ * machine: one 20 ms preemption turned a 30 ns function into 224 ns a call).
  *
  * What is never picked: the `keep` functions of most self time (the summary's top list:
  * excluding them would change what the summary says first), functions seen fewer than
@@ -40,27 +43,29 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define EXCLUDE_EST_MIN_CALLS 1000 /* calls a leaf needs to estimate C from */
+#define EXCLUDE_EST_MIN_CALLS 1000 /* short leaf calls a function needs to estimate C */
+#define EXCLUDE_EST_MAX_NS    1000 /* longer leaf calls are not used for the estimate */
 #define EXCLUDE_NAME_MAX      200  /* longer names are not listed */
 #define EXCLUDE_NONE	      UINT32_MAX
 
 /* Per function (flags). */
-#define EXCLUDE_LISTABLE  1u  /* a C identifier GCC's list can hold */
-#define EXCLUDE_TRACED	  2u  /* called in the traces */
-#define EXCLUDE_KEPT	  4u  /* among the `keep` of most self time */
-#define EXCLUDE_EXCLUDED  8u  /* the selection excludes it (listed, or matched by an entry) */
-#define EXCLUDE_LISTED	  16u /* an entry of the list */
-#define EXCLUDE_HAS_CHILD 32u /* called a traced function (not a leaf) */
+#define EXCLUDE_LISTABLE 1u  /* a C identifier GCC's list can hold */
+#define EXCLUDE_TRACED	 2u  /* called in the traces */
+#define EXCLUDE_KEPT	 4u  /* among the `keep` of most self time */
+#define EXCLUDE_EXCLUDED 8u  /* the selection excludes it (listed, or matched by an entry) */
+#define EXCLUDE_LISTED	 16u /* an entry of the list */
 
 struct exclude_func {
-	char *name;	 /* the source name; for unnamed functions, how they are shown */
-	uint64_t calls;	 /* in all traces and threads */
-	double self_ns;	 /* own time, blocked time left out */
-	double after_ns; /* predicted self time once the selection is excluded */
-	unsigned flags;	 /* EXCLUDE_* */
-	uint32_t by;	 /* excluded by this entry (an index), or EXCLUDE_NONE */
-	uint32_t clash;	 /* not picked: a kept function whose name contains this one's
-			  * (an index), or EXCLUDE_NONE */
+	char *name;	     /* the source name; for unnamed functions, how they are shown */
+	uint64_t calls;	     /* in all traces and threads */
+	double self_ns;	     /* own time, blocked time left out */
+	double after_ns;     /* predicted self time once the selection is excluded */
+	double leaf_ns;	     /* its calls that called nothing traced and were short (above)... */
+	uint64_t leaf_calls; /* ...their time and count, for the estimate of C */
+	unsigned flags;	     /* EXCLUDE_* */
+	uint32_t by;	     /* excluded by this entry (an index), or EXCLUDE_NONE */
+	uint32_t clash;	     /* not picked: a kept function whose name contains this one's
+			      * (an index), or EXCLUDE_NONE */
 };
 
 /* One calling-context node of one thread, for predicting where excluded time goes. */
@@ -102,7 +107,7 @@ struct exclude_opts {
 
 struct exclude_result {
 	double cost_ns;	      /* C used */
-	uint32_t cost_from;   /* the leaf C was estimated from; EXCLUDE_NONE: given */
+	uint32_t cost_from;   /* the function C was estimated from; EXCLUDE_NONE: given */
 	double work_ns;	      /* W: the traces' time without trace points */
 	double before, after; /* overhead, trace points / W */
 	uint64_t calls_saved;
@@ -118,8 +123,9 @@ struct exclude_result {
 };
 
 /*
- * Pick the list (above). 0; -ERANGE when the traces hold no call to estimate C from, or
- * when 2C x N is not below T (C too large for these traces: give a smaller one); -ENOMEM.
+ * Pick the list (above). 0; -ERANGE when the traces hold no calls to estimate C from
+ * (cost_from is then EXCLUDE_NONE), or when 2C x N is not below T (C, given or estimated,
+ * is too large for these traces; cost_ns and cost_from say which); -ENOMEM.
  * Per function, flags, `by` and after_ns describe the selection.
  */
 int exclude_select(struct exclude_set *s, const struct exclude_opts *o, struct exclude_result *r);

@@ -156,10 +156,11 @@ static void print_report(const struct exclude_set *s, const struct exclude_resul
 	       human(s->traced_ns, a, sizeof(a)), (unsigned long long)s->calls);
 	if (r->cost_from != EXCLUDE_NONE) {
 		const struct exclude_func *f = &s->f[r->cost_from];
-		printf("trace point: C = %.1f ns, estimated: the cheapest leaf, %s, %llu calls "
-		       "(an upper bound; --cost sets it)\n",
+		printf("trace point: C = %.1f ns, estimated: the mean of %s's %llu calls of "
+		       "nothing "
+		       "traced (an upper bound; --cost sets it)\n",
 		       r->cost_ns, name(s, r->cost_from, nm, sizeof(nm)),
-		       (unsigned long long)f->calls);
+		       (unsigned long long)f->leaf_calls);
 	} else {
 		printf("trace point: C = %.1f ns (--cost)\n", r->cost_ns);
 	}
@@ -168,9 +169,10 @@ static void print_report(const struct exclude_set *s, const struct exclude_resul
 	printf("overhead:    now %.1f%% (%.2fx); with the list %.1f%% (%.2fx), budget %g%%%s\n",
 	       100 * r->before, 1 + r->before, 100 * r->after, 1 + r->after, o->budget_pct,
 	       r->reached ? "" : ": not reached with these traces");
-	printf("list:        %zu entries excluding %zu functions, %llu calls (%.1f%%); their self "
+	printf("list:        %zu entr%s excluding %zu functions, %llu calls (%.1f%%); their self "
 	       "time, %s, goes to their callers\n",
-	       r->nlist, r->excluded, (unsigned long long)r->calls_saved,
+	       r->nlist, r->nlist == 1 ? "y" : "ies", r->excluded,
+	       (unsigned long long)r->calls_saved,
 	       s->calls ? 100.0 * (double)r->calls_saved / (double)s->calls : 0.0,
 	       human(r->moved_ns, a, sizeof(a)));
 	printf("not picked:  the %u of most self time (--keep), and %zu whose name is part of "
@@ -366,17 +368,23 @@ int cmd_exclude(int argc, char **argv)
 	struct exclude_result r;
 	int e = status ? 0 : exclude_select(&set, &o, &r);
 	if (!status && e == -ERANGE) {
+		char nm[256];
 		if (o.cost_ns > 0)
 			fprintf(stderr,
 				"jitt exclude: --cost %g ns: two trace points per call would "
-				"take more than the traces' whole running time; give a "
-				"smaller cost\n",
+				"take all the traces' running time; give a smaller cost\n",
 				o.cost_ns);
+		else if (r.cost_from != EXCLUDE_NONE)
+			fprintf(stderr,
+				"jitt exclude: the cost estimated from %s, %.1f ns, would take "
+				"all the traces' running time: give --cost NS\n",
+				name(&set, r.cost_from, nm, sizeof(nm)), r.cost_ns);
 		else
 			fprintf(stderr,
-				"jitt exclude: no leaf function with %d calls or more to "
-				"estimate a trace point's cost from: give --cost NS\n",
-				EXCLUDE_EST_MIN_CALLS);
+				"jitt exclude: no function has %d calls of nothing traced "
+				"under %d ns to estimate a trace point's cost from: give --cost "
+				"NS\n",
+				EXCLUDE_EST_MIN_CALLS, EXCLUDE_EST_MAX_NS);
 		status = 1;
 	} else if (!status && e) {
 		fprintf(stderr, "jitt exclude: %s\n", strerror(-e));
@@ -392,9 +400,9 @@ int cmd_exclude(int argc, char **argv)
 			else {
 				char shown[512];
 				agent_escape(shown, sizeof(shown), outpath);
-				printf("\nwrote %zu entries to %s: add @%s to the instrumented "
+				printf("\nwrote %zu entr%s to %s: add @%s to the instrumented "
 				       "compiles (docs/exclude.md)\n",
-				       r.nlist, shown, shown);
+				       r.nlist, r.nlist == 1 ? "y" : "ies", shown, shown);
 			}
 		}
 		if (fflush(stdout) != 0)
