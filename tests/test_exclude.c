@@ -299,7 +299,8 @@ TEST(exclude_option_lines_hold_at_most_32_names)
 TEST(exclude_estimate_ignores_a_preempted_call)
 {
 	/* 2000 calls of excl_tiny, one unit each, but one of them preempted for 10 ms: the
-	 * estimate of C stays one unit, while its self time per call says 5 us. */
+	 * estimate of C stays one unit, and the silence counts neither as running time nor
+	 * as the function's self time. */
 	uint64_t u = unit();
 	double un = (double)hal_ticks_to_ns(u, hal_timer_freq());
 	struct synth_thread th;
@@ -308,7 +309,7 @@ TEST(exclude_estimate_ignores_a_preempted_call)
 	synth_entry(&th, t, synth_id(excl_top));
 	for (int i = 0; i < ITER; i++) {
 		call(&th, &t, synth_id(excl_tiny), i == 7 ? 1000000 * u : u);
-		t += u;
+		t += 10 * u;
 	}
 	synth_exit(&th, t);
 	char path[512];
@@ -324,7 +325,10 @@ TEST(exclude_estimate_ignores_a_preempted_call)
 		CHECK_EQ_U64(r.cost_from, index_of(&s, "excl_tiny"));
 		CHECK(near(r.cost_ns, un));
 		CHECK_EQ_U64(find(&s, "excl_tiny")->leaf_calls, ITER - 1);
-		CHECK(find(&s, "excl_tiny")->self_ns > 400 * un * ITER);
+		CHECK(near(find(&s, "excl_tiny")->self_ns, (ITER - 1) * un));
+		CHECK_EQ_U64(s.silences, 1);
+		CHECK(near(s.silent_ns, 1000000 * un));
+		CHECK(near(s.traced_ns, (11.0 * ITER - 1) * un));
 		exclude_result_free(&r);
 	}
 	exclude_free(&s);

@@ -285,6 +285,7 @@ int exclude_add_trace(struct exclude_set *s, const struct rb_trace *t, struct ag
 	if (!err && !ev)
 		err = -ENOMEM;
 	uint64_t max = hal_muldiv_u64(EXCLUDE_EST_MAX_NS, t->timer_hz, 1000000000u);
+	uint64_t quiet = hal_muldiv_u64(EXCLUDE_SILENCE_NS, t->timer_hz, 1000000000u);
 	for (uint32_t i = 0; i < t->nthreads && !err; i++) {
 		struct rb_decoder dec;
 		memset(&dec, 0, sizeof(dec));
@@ -297,20 +298,40 @@ int exclude_add_trace(struct exclude_set *s, const struct rb_trace *t, struct ag
 			memset(&c, 0, sizeof(c));
 		struct leaves lv = { .max = max };
 		struct rb_event prev = { .kind = RB_EV_SYNC };
+		uint64_t last = 0, cut = 0, silent = 0; /* ticks */
 		size_t n;
 		while (!err && (n = rb_decoder_read(&dec, ev, BATCH)) > 0) {
-			err = cct_add_n(&c, ev, n);
-			/* An entry followed at once by its exit: a call of nothing traced. */
 			for (size_t j = 0; j < n && !err; j++) {
+				uint64_t ts = ev[j].ts;
+				/* An entry followed at once by its exit: a call of nothing
+				 * traced, timed before any silence is cut from it. */
 				if (ev[j].kind == RB_EV_EXIT && prev.kind == RB_EV_ENTRY &&
-				    ev[j].ts - prev.ts <= lv.max)
-					err = leaf_add(&lv, key_of((void *)t, &prev),
-						       ev[j].ts - prev.ts);
+				    ts - prev.ts <= lv.max)
+					err = leaf_add(&lv, key_of((void *)t, &prev), ts - prev.ts);
 				prev = ev[j];
+				/* Silences (exclude.h) are cut out of the thread's time: later
+				 * records move back by what was cut before them. */
+				if (last && ts > last + quiet) {
+					cut += ts - last;
+					silent += ts - last;
+					s->silences++;
+				}
+				last = ts > last ? ts : last;
+				ev[j].ts = ts - cut;
 			}
+			if (!err)
+				err = cct_add_n(&c, ev, n);
 		}
+		/* A copied ring ends at its freeze, maybe long after its last record. */
+		uint64_t end = dec.end_ts;
+		if (last && end > last + quiet) {
+			silent += end - last;
+			s->silences++;
+			end = last;
+		}
+		s->silent_ns += (double)hal_ticks_to_ns(silent, t->timer_hz);
 		if (!err)
-			err = cct_finish(&c, dec.end_ts);
+			err = cct_finish(&c, end > cut ? end - cut : 0);
 		if (!err && c.events) {
 			err = add_tree(s, t, syms, &c, &lv);
 			s->threads++;

@@ -154,6 +154,12 @@ static void print_report(const struct exclude_set *s, const struct exclude_resul
 	char a[32], b[32], nm[256];
 	printf("traces:      %u (%u threads): %s running, %llu calls\n", s->traces, s->threads,
 	       human(s->traced_ns, a, sizeof(a)), (unsigned long long)s->calls);
+	if (s->silences)
+		printf("silences:    %llu over %d ms between two records, %s in all, not counted "
+		       "as "
+		       "running (waiting for a core, most likely)\n",
+		       (unsigned long long)s->silences, EXCLUDE_SILENCE_NS / 1000000,
+		       human(s->silent_ns, a, sizeof(a)));
 	if (r->cost_from != EXCLUDE_NONE) {
 		const struct exclude_func *f = &s->f[r->cost_from];
 		printf("trace point: C = %.1f ns, estimated: the mean of %s's %llu calls of "
