@@ -139,10 +139,13 @@ static int by_key(const void *a, const void *b)
 	return x->key < y->key ? -1 : x->key > y->key;
 }
 
-/* One thread's calls that called nothing traced and lasted at most `max` ticks, per
- * function key: the estimate of C (exclude.h). An entry's count is never 0. */
+/* Per function key of one thread, the two halves of a call's cycle, each when it lasted
+ * at most `max` ticks: [LEAF] from the entry's timer read to the exit's, for a call of
+ * nothing traced; [STEP] from the previous exit's read to this entry's (exclude.h). */
+enum { LEAF, STEP };
 struct leaf {
-	uint64_t key, ticks, n;
+	uint64_t key, ticks[2], n[2];
+	bool used;
 };
 struct leaves {
 	struct leaf *l;
@@ -153,12 +156,12 @@ struct leaves {
 static size_t leaf_slot(const struct leaf *l, size_t cap, uint64_t key)
 {
 	size_t h = (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
-	while (l[h].n && l[h].key != key)
+	while (l[h].used && l[h].key != key)
 		h = (h + 1) & (cap - 1);
 	return h;
 }
 
-static int leaf_add(struct leaves *v, uint64_t key, uint64_t ticks)
+static int leaf_add(struct leaves *v, uint64_t key, int half, uint64_t ticks)
 {
 	if (2 * (v->n + 1) > v->cap) {
 		size_t cap = v->cap ? 2 * v->cap : 256;
@@ -166,19 +169,20 @@ static int leaf_add(struct leaves *v, uint64_t key, uint64_t ticks)
 		if (!l)
 			return -ENOMEM;
 		for (size_t i = 0; i < v->cap; i++)
-			if (v->l[i].n)
+			if (v->l[i].used)
 				l[leaf_slot(l, cap, v->l[i].key)] = v->l[i];
 		free(v->l);
 		v->l = l;
 		v->cap = cap;
 	}
 	struct leaf *x = &v->l[leaf_slot(v->l, v->cap, key)];
-	if (!x->n) {
+	if (!x->used) {
 		x->key = key;
+		x->used = true;
 		v->n++;
 	}
-	x->ticks += ticks;
-	x->n++;
+	x->ticks[half] += ticks;
+	x->n[half]++;
 	return 0;
 }
 
@@ -248,10 +252,11 @@ static int add_tree(struct exclude_set *s, const struct rb_trace *t, struct agen
 	for (size_t i = 0; i < lv->cap && !err; i++) {
 		struct keymap want = { lv->l[i].key, 0 };
 		const struct keymap *k =
-			lv->l[i].n ? bsearch(&want, map, nf, sizeof(*map), by_key) : NULL;
-		if (k) {
-			s->f[k->fn].leaf_ns += (double)hal_ticks_to_ns(lv->l[i].ticks, t->timer_hz);
-			s->f[k->fn].leaf_calls += lv->l[i].n;
+			lv->l[i].used ? bsearch(&want, map, nf, sizeof(*map), by_key) : NULL;
+		for (int h = LEAF; k && h <= STEP; h++) {
+			s->f[k->fn].half_ns[h] +=
+				(double)hal_ticks_to_ns(lv->l[i].ticks[h], t->timer_hz);
+			s->f[k->fn].halves[h] += lv->l[i].n[h];
 		}
 	}
 	free(map);
@@ -303,11 +308,17 @@ int exclude_add_trace(struct exclude_set *s, const struct rb_trace *t, struct ag
 		while (!err && (n = rb_decoder_read(&dec, ev, BATCH)) > 0) {
 			for (size_t j = 0; j < n && !err; j++) {
 				uint64_t ts = ev[j].ts;
-				/* An entry followed at once by its exit: a call of nothing
-				 * traced, timed before any silence is cut from it. */
+				/* An entry followed at once by its exit (a call of nothing
+				 * traced), an exit at once by an entry: the halves of a call's
+				 * cycle, timed before any silence is cut from them. */
 				if (ev[j].kind == RB_EV_EXIT && prev.kind == RB_EV_ENTRY &&
 				    ts - prev.ts <= lv.max)
-					err = leaf_add(&lv, key_of((void *)t, &prev), ts - prev.ts);
+					err = leaf_add(&lv, key_of((void *)t, &prev), LEAF,
+						       ts - prev.ts);
+				else if (ev[j].kind == RB_EV_ENTRY && prev.kind == RB_EV_EXIT &&
+					 ts - prev.ts <= lv.max)
+					err = leaf_add(&lv, key_of((void *)t, &ev[j]), STEP,
+						       ts - prev.ts);
 				prev = ev[j];
 				/* Silences (exclude.h) are cut out of the thread's time: later
 				 * records move back by what was cut before them. */
@@ -376,19 +387,19 @@ static int by_self(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* Estimate C (exclude.h): the least mean time of a function's short leaf calls. */
-static uint32_t estimate_cost(const struct exclude_set *s, double *cost)
+/* The function of least mean time in one half of the call cycle (exclude.h). */
+static uint32_t shortest(const struct exclude_set *s, int half, double *mean)
 {
 	uint32_t best = EXCLUDE_NONE;
 	for (size_t i = 0; i < s->n; i++) {
 		const struct exclude_func *f = &s->f[i];
-		if (!(f->flags & EXCLUDE_LISTABLE) || f->leaf_calls < EXCLUDE_EST_MIN_CALLS ||
-		    f->leaf_ns <= 0)
+		if (!(f->flags & EXCLUDE_LISTABLE) || f->halves[half] < EXCLUDE_EST_MIN_CALLS ||
+		    f->half_ns[half] <= 0)
 			continue;
-		double v = f->leaf_ns / (double)f->leaf_calls;
-		if (best == EXCLUDE_NONE || v < *cost) {
+		double v = f->half_ns[half] / (double)f->halves[half];
+		if (best == EXCLUDE_NONE || v < *mean) {
 			best = (uint32_t)i;
-			*cost = v;
+			*mean = v;
 		}
 	}
 	return best;
@@ -445,16 +456,20 @@ static int predict_after(struct exclude_set *s, double cost)
 int exclude_select(struct exclude_set *s, const struct exclude_opts *o, struct exclude_result *r)
 {
 	memset(r, 0, sizeof(*r));
-	r->cost_from = EXCLUDE_NONE;
+	r->cost_from[0] = r->cost_from[1] = EXCLUDE_NONE;
 	for (size_t i = 0; i < s->n; i++) {
 		s->f[i].flags &= ~(EXCLUDE_KEPT | EXCLUDE_EXCLUDED | EXCLUDE_LISTED);
 		s->f[i].by = s->f[i].clash = EXCLUDE_NONE;
 	}
 	r->cost_ns = o->cost_ns;
 	if (r->cost_ns <= 0) {
-		r->cost_from = estimate_cost(s, &r->cost_ns);
-		if (r->cost_from == EXCLUDE_NONE)
+		r->cost_from[0] = shortest(s, LEAF, &r->half_ns[0]);
+		r->cost_from[1] = shortest(s, STEP, &r->half_ns[1]);
+		if (r->cost_from[0] == EXCLUDE_NONE || r->cost_from[1] == EXCLUDE_NONE) {
+			r->cost_from[0] = r->cost_from[1] = EXCLUDE_NONE;
 			return -ERANGE;
+		}
+		r->cost_ns = (r->half_ns[0] + r->half_ns[1]) / 2;
 	}
 	double tp = 2 * r->cost_ns * (double)s->calls; /* ns of trace points in the traces */
 	r->work_ns = s->traced_ns - tp;

@@ -12,13 +12,19 @@
  * which the summary then shows as its caller's: the cheapest functions to lose are those
  * with the least self time per call, so candidates are taken in that order, and picking
  * stops once the overhead left is at most the budget (in % of W). C comes from --cost, or
- * from the traces: a call that calls nothing traced lasts, from its entry's timer read to
- * its exit's, about one trace point (the entry's part after its read, the exit's up to
- * it) plus the function's work, so the function whose such calls are shortest on average
- * (of 1000 calls or more) gives an upper bound of C, and the model errs towards excluding
- * more. Calls over EXCLUDE_EST_MAX_NS are left out of that average: a preemption or a page
- * fault inside one of many 30 ns calls would otherwise swamp it (seen on a loaded
- * machine: one 20 ms preemption turned a 30 ns function into 224 ns a call).
+ * from the traces. A call's cycle, from one record to the next, is made of two halves: a
+ * call of nothing traced lasts, from its entry's timer read to its exit's, the end of one
+ * trace point, the function's work, the start of the next (LEAF); and from an exit's read
+ * to the next entry's read run the end of that trace point, the callee's return, the
+ * caller's code, the call and the start of the next trace point (STEP). Two trace points
+ * and the frame fit in LEAF + STEP, so half the least mean of each (over a function's 1000
+ * calls or more, each half measured separately) is an upper bound of the trace points' own
+ * cost. What else instrumentation costs (larger code, lost optimisations: the "off" build
+ * of speedtest1 takes 1.07x) it does not see: there, both halves were 10.8 ns while the
+ * runs imply 13.3 ns a trace point (docs/exclude.md). Halves over
+ * EXCLUDE_EST_MAX_NS are left out of the means: a preemption or a page fault inside one
+ * of many 30 ns calls would otherwise swamp them (seen on a loaded machine: one 20 ms
+ * preemption turned a 30 ns function into 224 ns a call).
  *
  * A silence, over EXCLUDE_SILENCE_NS between two records of a thread, is left out of the
  * running time and of every self time: in code where every function is a trace point,
@@ -67,16 +73,17 @@
 #define EXCLUDE_LISTED	 16u /* an entry of the list */
 
 struct exclude_func {
-	char *name;	     /* the source name; for unnamed functions, how they are shown */
-	uint64_t calls;	     /* in all traces and threads */
-	double self_ns;	     /* own time, blocked time left out */
-	double after_ns;     /* predicted self time once the selection is excluded */
-	double leaf_ns;	     /* its calls that called nothing traced and were short (above)... */
-	uint64_t leaf_calls; /* ...their time and count, for the estimate of C */
-	unsigned flags;	     /* EXCLUDE_* */
-	uint32_t by;	     /* excluded by this entry (an index), or EXCLUDE_NONE */
-	uint32_t clash;	     /* not picked: a kept function whose name contains this one's
-			      * (an index), or EXCLUDE_NONE */
+	char *name;	    /* the source name; for unnamed functions, how they are shown */
+	uint64_t calls;	    /* in all traces and threads */
+	double self_ns;	    /* own time, blocked time left out */
+	double after_ns;    /* predicted self time once the selection is excluded */
+	double half_ns[2];  /* the halves of its calls' cycles (LEAF, STEP, above) that were
+			     * short... */
+	uint64_t halves[2]; /* ...their time and count, for the estimate of C */
+	unsigned flags;	    /* EXCLUDE_* */
+	uint32_t by;	    /* excluded by this entry (an index), or EXCLUDE_NONE */
+	uint32_t clash;	    /* not picked: a kept function whose name contains this one's
+			     * (an index), or EXCLUDE_NONE */
 };
 
 /* One calling-context node of one thread, for predicting where excluded time goes. */
@@ -120,10 +127,12 @@ struct exclude_opts {
 };
 
 struct exclude_result {
-	double cost_ns;	      /* C used */
-	uint32_t cost_from;   /* the function C was estimated from; EXCLUDE_NONE: given */
-	double work_ns;	      /* W: the traces' time without trace points */
-	double before, after; /* overhead, trace points / W */
+	double cost_ns;	       /* C used */
+	uint32_t cost_from[2]; /* the functions C was estimated from (LEAF, STEP); EXCLUDE_NONE:
+				* given */
+	double half_ns[2];     /* their mean half cycles */
+	double work_ns;	       /* W: the traces' time without trace points */
+	double before, after;  /* overhead, trace points / W */
 	uint64_t calls_saved;
 	double moved_ns; /* self time of the excluded functions, now their callers' */
 	uint32_t *list;	 /* entries of the list, in the order picked */
@@ -138,8 +147,8 @@ struct exclude_result {
 
 /*
  * Pick the list (above). 0; -ERANGE when the traces hold no calls to estimate C from
- * (cost_from is then EXCLUDE_NONE), or when 2C x N is not below T (C, given or estimated,
- * is too large for these traces; cost_ns and cost_from say which); -ENOMEM.
+ * (cost_from[0] is then EXCLUDE_NONE), or when 2C x N is not below T (C, given or
+ * estimated, is too large for these traces; cost_ns and cost_from say which); -ENOMEM.
  * Per function, flags, `by` and after_ns describe the selection.
  */
 int exclude_select(struct exclude_set *s, const struct exclude_opts *o, struct exclude_result *r);

@@ -160,13 +160,14 @@ static void print_report(const struct exclude_set *s, const struct exclude_resul
 		       "running (waiting for a core, most likely)\n",
 		       (unsigned long long)s->silences, EXCLUDE_SILENCE_NS / 1000000,
 		       human(s->silent_ns, a, sizeof(a)));
-	if (r->cost_from != EXCLUDE_NONE) {
-		const struct exclude_func *f = &s->f[r->cost_from];
-		printf("trace point: C = %.1f ns, estimated: the mean of %s's %llu calls of "
-		       "nothing "
-		       "traced (an upper bound; --cost sets it)\n",
-		       r->cost_ns, name(s, r->cost_from, nm, sizeof(nm)),
-		       (unsigned long long)f->leaf_calls);
+	if (r->cost_from[0] != EXCLUDE_NONE) {
+		char other[256];
+		printf("trace point: C = %.1f ns, estimated: half of %s's %.1f ns from entry to "
+		       "exit "
+		       "and %s's %.1f ns from the exit before it (an upper bound; --cost sets "
+		       "it)\n",
+		       r->cost_ns, name(s, r->cost_from[0], nm, sizeof(nm)), r->half_ns[0],
+		       name(s, r->cost_from[1], other, sizeof(other)), r->half_ns[1]);
 	} else {
 		printf("trace point: C = %.1f ns (--cost)\n", r->cost_ns);
 	}
@@ -374,21 +375,20 @@ int cmd_exclude(int argc, char **argv)
 	struct exclude_result r;
 	int e = status ? 0 : exclude_select(&set, &o, &r);
 	if (!status && e == -ERANGE) {
-		char nm[256];
 		if (o.cost_ns > 0)
 			fprintf(stderr,
 				"jitt exclude: --cost %g ns: two trace points per call would "
 				"take all the traces' running time; give a smaller cost\n",
 				o.cost_ns);
-		else if (r.cost_from != EXCLUDE_NONE)
+		else if (r.cost_from[0] != EXCLUDE_NONE)
 			fprintf(stderr,
-				"jitt exclude: the cost estimated from %s, %.1f ns, would take "
-				"all the traces' running time: give --cost NS\n",
-				name(&set, r.cost_from, nm, sizeof(nm)), r.cost_ns);
+				"jitt exclude: the cost estimated from the traces, %.1f ns, "
+				"would take all their running time: give --cost NS\n",
+				r.cost_ns);
 		else
 			fprintf(stderr,
-				"jitt exclude: no function has %d calls of nothing traced "
-				"under %d ns to estimate a trace point's cost from: give --cost "
+				"jitt exclude: no function has %d calls with records under "
+				"%d ns apart to estimate a trace point's cost from: give --cost "
 				"NS\n",
 				EXCLUDE_EST_MIN_CALLS, EXCLUDE_EST_MAX_NS);
 		status = 1;
