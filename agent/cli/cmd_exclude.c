@@ -366,7 +366,10 @@ int cmd_exclude(int argc, char **argv)
 	for (size_t i = 0; i < set.n; i++)
 		named += (set.f[i].flags & (EXCLUDE_TRACED | EXCLUDE_LISTABLE)) ==
 			 (EXCLUDE_TRACED | EXCLUDE_LISTABLE);
-	if (!status && !named) {
+	if (!status && !set.calls) {
+		fputs("jitt exclude: these traces hold no calls: nothing to list\n", stderr);
+		status = 1;
+	} else if (!status && !named) {
 		fputs("jitt exclude: no function of these traces has a name here (is the program, "
 		      "with its symbols, on this machine?): nothing to list\n",
 		      stderr);
