@@ -6,34 +6,35 @@
  * Cost model. Every call of an instrumented function runs two trace points, each costing
  * C ns on the device, so the traces' T ns of running time (each thread's span less its
  * blocked time and its silences, below) hold about 2C x N of trace points for their N
- * calls, and the program
- * without them would have taken W = T - 2C x N. The overhead is 2C x N / W; excluding a
- * function f saves 2C x calls(f) of it. What the saving costs is f's own (self) time,
- * which the summary then shows as its caller's: the cheapest functions to lose are those
- * with the least self time per call, so candidates are taken in that order, and picking
- * stops once the overhead left is at most the budget (in % of W). C comes from --cost, or
- * from the traces. A call's cycle, from one record to the next, is made of two halves: a
- * call of nothing traced lasts, from its entry's timer read to its exit's, the end of one
- * trace point, the function's work, the start of the next (LEAF); and from an exit's read
- * to the next entry's read run the end of that trace point, the callee's return, the
- * caller's code, the call and the start of the next trace point (STEP). Two trace points
- * and the frame fit in LEAF + STEP, so half the least mean of each (over a function's 1000
- * calls or more, each half measured separately) is an upper bound of the trace points' own
- * cost. What else instrumentation costs (larger code, lost optimisations: the "off" build
- * of speedtest1 takes 1.07x) it does not see: there, both halves were 10.8 ns while the
- * runs imply 13.3 ns a trace point (docs/exclude.md). Halves over
- * EXCLUDE_EST_MAX_NS are left out of the means: a preemption or a page fault inside one
- * of many 30 ns calls would otherwise swamp them (seen on a loaded machine: one 20 ms
- * preemption turned a 30 ns function into 224 ns a call).
+ * calls, and the program without them would have taken W = T - 2C x N. The overhead is
+ * 2C x N / W; excluding a function f saves 2C x calls(f) of it. What the saving costs is
+ * f's own (self) time, which the summary then shows as its caller's: the cheapest
+ * functions to lose are those with the least self time per call, so candidates are taken
+ * in that order, and picking stops once the overhead left is at most the budget (in % of
+ * W).
+ *
+ * C comes from --cost, or from the traces. A call's cycle, from one record to the next,
+ * has two halves: a call of nothing traced lasts, from its entry's timer read to its
+ * exit's, the end of one trace point, the function's work and the start of the next
+ * (LEAF); from an exit's read to the next entry's read run the end of that trace point,
+ * the return, the caller's code, the call and the start of the next trace point (STEP).
+ * Two trace points and the instrumented frame fit in LEAF + STEP, so half the least mean
+ * of each (over a function's 1000 calls or more, each half measured separately) bounds the
+ * trace points' own cost from above. It cannot be finer than the timer (on the x86_64 VM
+ * here both halves were one step of its TSC, 10.3 ns, while speedtest1's runs imply 13 to
+ * 14 ns a trace point), nor does it see what else instrumentation costs (larger code, lost
+ * optimisations: part of the "off" build's 1.02x to 1.11x); docs/exclude.md. Halves over
+ * EXCLUDE_EST_MAX_NS are left out of the means: a preemption or a page fault inside one of
+ * many 30 ns calls would otherwise swamp them (one 20 ms preemption had turned a 30 ns
+ * function into 224 ns a call).
  *
  * A silence, over EXCLUDE_SILENCE_NS between two records of a thread, is left out of the
- * running time and of every self time: in code where every function is a trace point,
- * records come every few tens of ns, and such a gap is the thread waiting for a core (on a
- * loaded 2-core machine they were 21-82% of speedtest1's traces, issue 15) or in a system
- * call jitt does not wrap, rarely a long stretch of uninstrumented work. Counted, they made
- * speedtest1's overhead look like 1.06x where it is 2x. Until traces record the thread's
- * switches, leaving them out errs the same way as the estimate of C: towards excluding
- * more.
+ * running time and of every self time: where every function is a trace point, records
+ * come every few tens of ns, and such a gap is the thread waiting for a core (issue 15
+ * found 21-82% of an interpreter's traces in such gaps on this loaded 2-core machine) or
+ * in a system call jitt does not wrap, rarely a long stretch of uninstrumented work.
+ * Counted, they made speedtest1's overhead look like 1.06x where it was 2x. Until traces
+ * record the thread's switches, leaving them out errs towards excluding more.
  *
  * What is never picked: the `keep` functions of most self time (the summary's top list:
  * excluding them would change what the summary says first), functions seen fewer than
