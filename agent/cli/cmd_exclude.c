@@ -29,7 +29,7 @@ static const char usage[] =
 	"  --budget PCT   the trace points' cost to aim at, in %% of the time the program\n"
 	"                 takes without them (default 10: 1.10x)\n"
 	"  --cost NS      one trace point's cost on the device, in ns (default: estimated\n"
-	"                 from the traces, an upper bound)\n"
+	"                 from the traces)\n"
 	"  --keep N       never exclude the N functions of most self time (default %d)\n"
 	"  --min-calls N  exclude only functions called N times or more (default 100)\n"
 	"  -o FILE        write the list as GCC options, for `gcc @FILE`\n"
@@ -163,9 +163,7 @@ static void print_report(const struct exclude_set *s, const struct exclude_resul
 	if (r->cost_from[0] != EXCLUDE_NONE) {
 		char other[256];
 		printf("trace point: C = %.1f ns, estimated: half of %s's %.1f ns from entry to "
-		       "exit "
-		       "and %s's %.1f ns from the exit before it (an upper bound; --cost sets "
-		       "it)\n",
+		       "exit and %s's %.1f ns from the exit before it (--cost sets it)\n",
 		       r->cost_ns, name(s, r->cost_from[0], nm, sizeof(nm)), r->half_ns[0],
 		       name(s, r->cost_from[1], other, sizeof(other)), r->half_ns[1]);
 	} else {
@@ -190,9 +188,9 @@ static void print_report(const struct exclude_set *s, const struct exclude_resul
 		       "names contain an entry (GCC matches substrings)\n",
 		       r->unseen);
 	if (r->unlistable)
-		printf("unlistable:  %zu functions, %.1f%% of the calls (no symbol here, or not "
+		printf("unlistable:  %zu function%s, %.1f%% of the calls (no symbol here, or not "
 		       "a C name)\n",
-		       r->unlistable,
+		       r->unlistable, r->unlistable == 1 ? "" : "s",
 		       s->calls ? 100.0 * (double)r->unlistable_calls / (double)s->calls : 0.0);
 	if (!r->nlist)
 		return;
