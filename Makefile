@@ -307,8 +307,9 @@ endif
 # host, at most CALLGRIND_MAX_PER_POINT per trace point. Either over its pin fails make bench.
 INSN_BOARDS ?= $(sort $(BOARD) qemu-virt-aarch64 rpi3-armv7 rpi4)
 CALLGRIND_MAX_PER_POINT ?= 13
-# A measurement on a real program (SQLite's speedtest1, docs/report-format.md), not a test:
-# host only, and it fetches Debian's sqlite3 source package.
+# A measurement on a real program (SQLite's speedtest1), not a test: summaries and reports
+# (docs/report-format.md), and the overhead plain, off, on and on with the list of `jitt
+# exclude` (docs/exclude.md). Host only, and it fetches Debian's sqlite3 source package.
 bench-real: $(obj)/bin/jitt all
 	$(Q)sh tests/speedtest1.sh $(obj)/bin
 
@@ -364,7 +365,7 @@ help:
 	@echo "  check          this board's tests only"
 	@echo "  boot-test      this board's tests inside its kernel under qemu-system"
 	@echo "  bench          benchmarks"
-	@echo "  bench-real     contexts kept in summaries and reports of SQLite's speedtest1"
+	@echo "  bench-real     SQLite's speedtest1: summaries, reports, overhead with jitt exclude"
 	@echo "  fuzz           every fuzz target briefly (FUZZ_SHORT=15 s each): traces, summaries,"
 	@echo "                 exports, diff, settings, control requests,"
 	@echo "                 the uploader's HTTP answers"

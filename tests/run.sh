@@ -139,6 +139,8 @@ if [ "$board" = host ]; then
 	fi
 	# An app built the way an OEM would, from $(O)/lib/libjitt.a and its flags file.
 	counted libjitt-check.sh sh "$here/libjitt-check.sh" "$bin/../lib" "$bin" musl-gcc
+	# `jitt exclude`: bad input, and the round trip (trace, exclude, rebuild) in real builds.
+	counted exclude-check.sh sh "$here/exclude-check.sh" "$bin" musl-gcc
 	# The uploader's TLS transport against nginx: stored, refused certificates, timeouts.
 	counted tls-check.sh sh "$here/tls-check.sh" "$bin"
 	# The reference collector over TLS on 127.0.0.1, driven by curl, openssl and python3.

@@ -1,18 +1,28 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# speedtest1.sh BIN_DIR [OUT_DIR] - how much of a summary and a report survives the 4 KiB
-# cap on a real program nobody here wrote: SQLite's speedtest1 (a bytecode interpreter under
-# a SQL front end: deep call paths, long names). It is built from Debian's source package as
-# an OEM would build an app (docs/runtime.md, "Linking an app"): -finstrument-functions
-# -flto, linked with BIN_DIR/../lib/libjitt.a and the flags in libjitt.ldflags. While the
-# instrumented build runs, `jitt trigger` saves TRACES traces at spaced moments; for each,
-# `jitt summarize --json` and `jitt report` are measured: bytes, how many of the K = 10
-# ranked contexts each keeps, the chains (count/frames) it kept, and the deepest context
-# path (its frames inside the ring: calls entered before the ring's oldest record count as one).
+# speedtest1.sh BIN_DIR [OUT_DIR] - jitt on a real program nobody here wrote: SQLite's
+# speedtest1 (a bytecode interpreter under a SQL front end: deep call paths, long names,
+# millions of tiny calls). It is built from Debian's source package as an OEM would build
+# an app (docs/runtime.md, "Linking an app"): the flags of BIN_DIR/../lib/libjitt.cflags
+# (-finstrument-functions -flto), linked with libjitt.a and the flags in libjitt.ldflags.
+#  1. A traced run, `jitt trigger` saving a trace every INTERVAL seconds (0.4) until it ends.
+#  2. Summaries and reports of TRACES (5) of them, spread over the run: bytes, how many of
+#     the K = 10 ranked contexts each keeps, the chains (count/frames), the deepest context
+#     path (its frames inside the ring: calls entered before the ring's oldest record count
+#     as one) (docs/report-format.md).
+#  3. `jitt exclude` on all of them writes the list; speedtest1 is built again with it.
+#  4. The overhead, in one run (docs/exclude.md): plain (uninstrumented), off (instrumented,
+#     its thread not traced), on, and on with the list, REPS (5) rounds interleaved, CPU
+#     time of each process (user + sys: wall time lies on a loaded machine), the fastest
+#     and the median against plain; every run's verification hash must be plain's, and
+#     each traced run must save the trace it is asked for once, a quarter second into it.
+#  5. A traced run of the build with the list, triggered at the same points of its work,
+#     and the top self time over all traces with and without the list.
 # A measurement, not a test: `make bench-real` runs it, `make test` does not.
 # Host only (musl-gcc), needs deb-src (make deps), dpkg-dev and tcl (see below).
-# Environment: SIZE (speedtest1 --size, 50: about 10 s instrumented here), TRACES (5).
+# Environment: SIZE (speedtest1 --size, 50: about 10 s traced here), TRACES (5), REPS (5),
+# INTERVAL (0.4), BUDGET (jitt exclude --budget, 10).
 set -eu
 
 bin=$(cd "${1:?usage: speedtest1.sh BIN_DIR [OUT_DIR]}" && pwd)
@@ -24,6 +34,9 @@ out=$(cd "${2:-$bin/../speedtest1}" && pwd)
 dl=${DL_DIR:-$srctree/build/dl}
 size=${SIZE:-50}
 traces=${TRACES:-5}
+reps=${REPS:-5}
+interval=${INTERVAL:-0.4}
+budget=${BUDGET:-10}
 cc=${CC_MUSL:-musl-gcc}
 
 # Pinned like mbedtls (board/common/mbedtls.mk): bookworm's sqlite3 with its security
@@ -84,7 +97,7 @@ if [ ! -f "$stamp" ]; then
 	touch "$stamp"
 fi
 
-# ---- 2. two builds, both static with musl ----
+# ---- 2. the builds, all static with musl ----
 # No extension loading: a static musl program has no dlopen to speak of.
 flags="-static -O2 -DSQLITE_OMIT_LOAD_EXTENSION -I$out/amalg"
 st=$out/src/test/speedtest1.c
@@ -94,70 +107,92 @@ if stale "$out/speedtest1-plain" "$stamp"; then
 	nice $cc $flags "$st" "$out/amalg/sqlite3.c" -o "$out/speedtest1-plain"
 fi
 # The OEM's build: every function of speedtest1 and of SQLite is a trace point; the shim
-# only asks for the main thread to be traced (tests/speedtest1_shim.c). LTO compiles all of
-# SQLite again at the link: a minute or two.
-if stale "$out/speedtest1" "$lib/libjitt.a" || stale "$out/speedtest1" "$here/speedtest1_shim.c" ||
-	stale "$out/speedtest1" "$stamp"; then
-	say "building speedtest1 with -finstrument-functions -flto and libjitt.a (a minute or two)"
-	# shellcheck disable=SC2046,SC2086 # $flags and the flags file are lists of words
-	nice $cc $flags -flto -finstrument-functions -I"$srctree" "$st" "$out/amalg/sqlite3.c" \
+# only asks for the main thread to be traced (tests/speedtest1_shim.c). Measured here with
+# no list: libjitt.cflags must be the plain flags (a build made with JITT_EXCLUDE has one).
+appflags=$(cat "$lib/libjitt.cflags")
+case $appflags in
+*exclude-function-list*)
+	echo "speedtest1: $lib/libjitt.cflags has an exclusion list (make JITT_EXCLUDE=...):" >&2
+	echo "this measures the full instrumentation first; build libjitt without it" >&2
+	exit 1
+	;;
+esac
+# LTO compiles all of SQLite again at the link: a minute or two.
+build_traced() { # output, extra compile flags (an @file or nothing)
+	say "building ${1##*/} with libjitt.cflags${2:+ and $2} and libjitt.a (a minute or two)"
+	# shellcheck disable=SC2046,SC2086 # $flags and the flags files are lists of words
+	nice $cc $flags $appflags ${2:-} -I"$srctree" "$st" "$out/amalg/sqlite3.c" \
 		"$here/speedtest1_shim.c" "$lib/libjitt.a" $(cat "$lib/libjitt.ldflags") \
-		-o "$out/speedtest1" 2>"$out/link.log" || {
-		cat "$out/link.log" >&2
+		-o "$1" 2>"$1.log" || {
+		cat "$1.log" >&2
 		exit 1
 	}
+}
+if stale "$out/speedtest1" "$lib/libjitt.a" || stale "$out/speedtest1" "$here/speedtest1_shim.c" ||
+	stale "$out/speedtest1" "$stamp" || stale "$out/speedtest1" "$lib/libjitt.cflags"; then
+	build_traced "$out/speedtest1"
 fi
 
-# ---- 3. a run with traces saved at spaced moments ----
+# ---- 3. a traced run, a trace every INTERVAL seconds ----
 run=$out/run
 rm -rf "$run"
-mkdir -p "$run/data" "$run/sock" "$run/db"
-# cooldown_ms = 0: the runtime refuses a persist within the cool-down of the last one
-# (10 s by default), which would swallow every trigger after the first.
-printf 'data_dir = %s/data\nrun_dir = %s/sock\ncooldown_ms = 0\nmax_traces = %s\nlog_level = warn\n' \
-	"$run" "$run" $((traces + 2)) >"$run/conf"
-spool=$run/data/spool
-count_traces() { set -- "$spool"/*.jtr; [ -e "$1" ] && echo $# || echo 0; }
-
-say "plain run, --size $size (for the overhead)"
-t0=$(date +%s.%N)
-(cd "$run/db" && nice "$out/speedtest1-plain" --size "$size" plain.db >"$run/plain.out" 2>&1)
-t1=$(date +%s.%N)
-rm -f "$run/db/plain.db"
-
-say "instrumented run, --size $size, $traces triggers"
-t2=$(date +%s.%N)
-(cd "$run/db" && JITT_CONFIG=$run/conf exec nice "$out/speedtest1" --size "$size" traced.db \
-	>"$run/traced.out" 2>&1) &
-pid=$!
-trap 'kill $pid 2>/dev/null; wait 2>/dev/null' EXIT
-# The subshell execs, so $! is speedtest1's pid, and its control socket is named by it.
-i=0
-while [ ! -S "$run/sock/jitt-$pid.sock" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
-[ -S "$run/sock/jitt-$pid.sock" ] || { say "no control socket after 10 s"; cat "$run/traced.out"; exit 1; }
-n=0
-while [ $n -lt "$traces" ]; do
-	sleep 1.5 # spaced: each trace sees another part of the run
-	kill -0 $pid 2>/dev/null || break
-	"$bin/jitt" trigger $pid "speedtest1-$((n + 1))" -c "$run/conf" >/dev/null 2>&1 || break
-	# The next trigger waits for this trace's file: one persist at a time.
-	i=0
-	while [ "$(count_traces)" -le $n ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
-	[ "$(count_traces)" -gt $n ] || break
-	n=$((n + 1))
+mkdir -p "$run/sock" "$run/db"
+# Each variant has its own settings and spool. cooldown_ms = 0: the runtime refuses a
+# persist within the cool-down of the last one (10 s by default), which would swallow
+# every trigger after the first. Traces are 4 MiB each: 100 fit.
+for v in on list off; do
+	mkdir -p "$run/$v"
+	printf 'data_dir = %s/%s\nrun_dir = %s/sock\ncooldown_ms = 0\nmax_traces = 100\nmax_trace_mb = 500\nlog_level = warn\n' \
+		"$run" "$v" "$run" >"$run/$v.conf"
 done
-wait $pid || true
-trap - EXIT
-t3=$(date +%s.%N)
-grep TOTAL "$run/plain.out" | sed 's/^ */  plain:        /'
-grep TOTAL "$run/traced.out" | sed 's/^ */  instrumented: /'
-echo "  wall time: plain $(awk "BEGIN{printf \"%.1f\", $t1 - $t0}") s, instrumented $(awk "BEGIN{printf \"%.1f\", $t3 - $t2}") s; $n traces"
+# speedtest1's own options, the same for every run: --verify prints a hash of every
+# result (each run must give plain's), --nosync leaves fsync's disk waits out of the work.
+args="--size $size --verify --nosync"
+count_traces() { set -- "$1"/*.jtr; [ -e "$1" ] && echo $# || echo 0; }
+
+# Runs variant $1's binary $2 once, saving a trace every $3 seconds until it ends; the
+# traces go to $run/$1/spool, the output to $run/$1.out; prints how many were saved.
+collect() {
+	spool=$run/$1/spool
+	# shellcheck disable=SC2086 # $args is a list of words
+	(cd "$run/db" && rm -f "$1.db" && JITT_CONFIG=$run/$1.conf exec nice "$2" $args "$1.db" \
+		>"$run/$1.out" 2>&1) &
+	pid=$!
+	trap 'kill $pid 2>/dev/null; wait 2>/dev/null' EXIT
+	# The subshell execs, so $! is speedtest1's pid, and its control socket is named by it.
+	i=0
+	while [ ! -S "$run/sock/jitt-$pid.sock" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+	[ -S "$run/sock/jitt-$pid.sock" ] || { say "no control socket after 10 s" >&2; cat "$run/$1.out" >&2; exit 1; }
+	n=0
+	while [ $n -lt 100 ]; do
+		sleep "$3"
+		kill -0 $pid 2>/dev/null || break
+		"$bin/jitt" trigger $pid "speedtest1-$((n + 1))" -c "$run/$1.conf" >/dev/null 2>&1 || break
+		# The next trigger waits for this trace's file: one persist at a time.
+		i=0
+		while [ "$(count_traces "$spool")" -le $n ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+		[ "$(count_traces "$spool")" -gt $n ] || break
+		n=$((n + 1))
+	done
+	wait $pid || { say "$1 failed" >&2; cat "$run/$1.out" >&2; exit 1; }
+	trap - EXIT
+	rm -f "$run/db/$1.db"
+	echo "$n"
+}
+
+say "traced run, $args, a trace every $interval s"
+n=$(collect on "$out/speedtest1" "$interval")
+grep TOTAL "$run/on.out" | sed 's/^ */  traced: /'
+echo "  $n traces"
 [ "$n" -gt 0 ] || { say "no trace was saved"; exit 1; }
 
-# ---- 4. each trace: summary, report, the figures ----
+# ---- 4. TRACES of them, spread over the run: summary, report, the figures ----
 # Oldest first: the names (trace-PID-NS-N.jtr) sort by the time of the trace.
-k=0
-for t in "$spool"/*.jtr; do
+k=0 j=0
+for t in "$run/on/spool"/*.jtr; do
+	j=$((j + 1))
+	# the traces numbered 1, 1 + n/TRACES, 1 + 2n/TRACES, ...
+	[ $(((j - 1) * traces / n)) -eq $k ] || continue
 	k=$((k + 1))
 	"$bin/jitt" summarize "$t" --json >"$run/summary-$k.json"
 	"$bin/jitt" report "$run/summary-$k.json" >"$run/report-$k.json" 2>/dev/null
@@ -213,5 +248,73 @@ if whole:
     print("  deepest ranked context (#%d, %d frames, cost %.3f ms), innermost 6:" %
           (d + 1, depth[d], s["contexts"][d]["cost_ns"] / 1e6))
     print("    " + " > ".join(fn[f][2] for f in whole[d][-6:]))
+PY
+
+# ---- 5. the list, and speedtest1 built with it ----
+say "jitt exclude --budget $budget on the $n traces"
+"$bin/jitt" exclude "$run/on/spool"/*.jtr --budget "$budget" -o "$run/exclude.opt" \
+	>"$run/exclude.txt" || { cat "$run/exclude.txt"; exit 1; }
+sed -n '1,/^$/p' "$run/exclude.txt" | sed 's/^/  /'
+[ -s "$run/exclude.opt" ] || { say "the list is empty"; exit 1; }
+# Rebuilt when the list changed: the traces differ from run to run, and so may the list.
+if stale "$out/speedtest1-list" "$out/speedtest1" || ! cmp -s "$run/exclude.opt" "$out/exclude.opt"; then
+	cp "$run/exclude.opt" "$out/exclude.opt"
+	build_traced "$out/speedtest1-list" "@$out/exclude.opt"
+fi
+
+# ---- 6. the overhead: the four variants interleaved, CPU time ----
+say "plain, off, on, on with the list: $reps rounds, $args"
+python3 "$here/speedtest1_time.py" --reps "$reps" --run "$run" --jitt "$bin/jitt" \
+	--args "$args" --plain "$out/speedtest1-plain" --traced "$out/speedtest1" \
+	--list "$out/speedtest1-list" --exclude "$run/exclude.txt" >"$run/time.txt" ||
+	{ cat "$run/time.txt"; exit 1; }
+cat "$run/time.txt"
+
+# ---- 7. the top self time with and without the list ----
+# The build with the list is triggered at the same points of its work: every INTERVAL
+# scaled by its median time over the traced build's.
+scale=$(sed -n 's/^scale //p' "$run/time.txt")
+m=$(collect list "$out/speedtest1-list" "$(awk "BEGIN{printf \"%.3f\", $interval * $scale}")")
+say "the traced run with the list: $m traces"
+"$bin/jitt" exclude "$run/on/spool"/*.jtr --keep 10 >"$run/top-on.txt"
+"$bin/jitt" exclude "$run/list/spool"/*.jtr --keep 10 >"$run/top-list.txt"
+python3 - "$run" "$n" "$m" <<'PY'
+import re, sys
+run, n, m = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+
+def top(path):
+    """The top 10 self time over all traces, [(time, name)], and their running time."""
+    rows, on, total = [], False, ""
+    for line in open(path):
+        if line.startswith("traces:"):
+            total = line.split("threads): ", 1)[-1].strip()
+        if line.startswith("top "):
+            on = True
+            continue
+        g = re.match(r"\s*\d+\.\s+([0-9.]+ \S+) ->\s+(?:excluded|[0-9.]+ \S+)\s+(?:#\d+)?\s*(.+)$",
+                     line) if on else None
+        if on and not g:
+            break
+        if g:
+            rows.append((g.group(1), g.group(2)))
+    return rows, total
+
+def ns(text):
+    v, unit = text.split()
+    return float(v) * {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}[unit]
+
+a, ta = top("%s/top-on.txt" % run)
+b, tb = top("%s/top-list.txt" % run)
+print("\n  top self time over all traces: on, %d traces: %s" % (n, ta))
+print("                                 on with the list, %d traces: %s" % (m, tb))
+names_a, names_b = [x[1] for x in a], [x[1] for x in b]
+ra, rb = ns(ta.split(" running")[0]), ns(tb.split(" running")[0])
+for i in range(max(len(a), len(b))):
+    l = "%10s %5.1f%%  %-40s" % (a[i][0], 100 * ns(a[i][0]) / ra, a[i][1]) if i < len(a) else " " * 59
+    r = "%10s %5.1f%%  %s" % (b[i][0], 100 * ns(b[i][0]) / rb, b[i][1]) if i < len(b) else ""
+    mark = "" if i >= len(b) or b[i][1] in names_a else "  (new)"
+    print("  %2d. %s %s%s" % (i + 1, l, r, mark))
+print("  the same functions in both top 10s: %d of %d" % (len(set(names_a) & set(names_b)),
+      len(names_a)))
 PY
 echo "  files: $run"

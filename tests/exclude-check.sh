@@ -1,0 +1,153 @@
+#!/bin/sh
+# `jitt exclude` end to end (docs/exclude.md): what it answers to bad input (a clear error
+# and status 1 for a file that is not a usable trace, a usage line and status 2 for bad
+# arguments), and the round trip an OEM makes, with real builds: an app compiled with the
+# flags of $(O)/lib/libjitt.cflags is traced, `jitt exclude -o` lists its cheap functions,
+# libjitt's build takes the list (make JITT_EXCLUDE=FILE writes it into libjitt.cflags),
+# and the app rebuilt with those flags no longer traces them, GCC's substring matching
+# included, while the function that matters still is.
+# usage: exclude-check.sh BIN_DIR CC   (host: builds and runs natively)
+set -u
+bin=$(cd "$1" && pwd) cc=$2
+here=$(cd "$(dirname "$0")" && pwd)
+srctree=$(cd "$here/.." && pwd)
+lib=$bin/../lib
+work=$(mktemp -d)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+passed=0 failed=0
+ok() { echo "ok   $1"; passed=$((passed + 1)); }
+fail() { echo "FAIL $1"; failed=$((failed + 1)); }
+
+# ---- bad input: status and a message naming what is wrong ----
+expect() { # what, wanted status, text wanted on stderr, arguments...
+	what=$1 want=$2 text=$3
+	shift 3
+	err=$("$bin/jitt" exclude "$@" 2>&1 >/dev/null)
+	got=$?
+	if [ "$got" -eq "$want" ] && printf '%s' "$err" | grep -qF -- "$text"; then
+		ok "jitt exclude: $what"
+	else
+		fail "jitt exclude: $what: status $got (wanted $want), said: $err"
+	fi
+}
+printf 'JITTRACE this is not a trace file at all\n' >"$work/garbage.jtr"
+head -c 4096 /dev/urandom >"$work/random.jtr"
+mkfifo "$work/fifo"
+expect "a garbage file" 1 "$work/garbage.jtr: " "$work/garbage.jtr"
+expect "random bytes" 1 "$work/random.jtr: " "$work/random.jtr"
+expect "a missing file" 1 "No such file" "$work/missing.jtr"
+expect "a folder" 1 "a directory, not a trace file" "$work"
+expect "a FIFO, not waited on" 1 "a FIFO, not a trace file" "$work/fifo"
+expect "one bad file among good ones" 1 "$work/garbage.jtr" \
+	"$here/golden/decode-synthetic.jtr" "$work/garbage.jtr"
+# The committed trace comes from another machine: nothing in it has a name here.
+expect "a trace with no names here" 1 "nothing to list" "$here/golden/decode-synthetic.jtr"
+expect "no trace" 2 "usage" --budget 5
+expect "a bad budget" 2 "--budget" --budget ten "$work/garbage.jtr"
+expect "a negative cost" 2 "--cost" --cost -3 "$work/garbage.jtr"
+expect "a fractional --keep" 2 "--keep" --keep 2.5 "$work/garbage.jtr"
+expect "--min-calls 0" 2 "--min-calls" --min-calls 0 "$work/garbage.jtr"
+expect "-o without a file" 2 "needs a value" "$work/garbage.jtr" -o
+expect "an unknown option" 2 "unknown option" --fast "$work/garbage.jtr"
+
+# ---- the round trip ----
+# oem_tiny is called a lot and does almost nothing: the list's first entry. oem_tiny_twin
+# costs more a call, but contains oem_tiny's name, so GCC's list excludes it too. oem_work
+# is where the time goes, in few calls. The options make the list the same on any machine
+# and load: no budget (every function of 1000 calls or more is a candidate), none kept.
+cat >"$work/app.c" <<'C'
+#include "agent/jitt.h"
+#include <stdio.h>
+#include <unistd.h>
+static volatile unsigned long sink;
+__attribute__((noinline)) void oem_tiny(unsigned long i) { sink += i; }
+__attribute__((noinline)) void oem_tiny_twin(unsigned long i)
+{
+	for (volatile int k = 0; k < 1000; k++)
+		sink ^= i;
+}
+__attribute__((noinline)) void oem_work(void)
+{
+	for (volatile int i = 0; i < 100000; i++)
+		sink += (unsigned long)i;
+}
+int main(void)
+{
+	jitt_thread_name("oem-main");
+	if (jitt_trace_thread(true))
+		return 1;
+	for (unsigned long i = 0; i < 100000; i++) {
+		oem_tiny(i);
+		if (i % 100 == 0)
+			oem_tiny_twin(i);
+		if (i % 1000 == 0)
+			oem_work();
+	}
+	printf("anomaly %d\n", jitt_anomaly("exclude check"));
+	usleep(300000); /* the control thread persists */
+	return 0;
+}
+C
+# Builds and runs the app with the compile flags in $1; its one trace's path on stdout.
+build_run() { # cflags-file name
+	rm -rf "$work/$2.data"
+	printf 'data_dir = %s/%s.data\nrun_dir = %s\nlog_level = warn\n' "$work" "$2" "$work" \
+		>"$work/$2.conf"
+	# shellcheck disable=SC2046 # the flags files are lists of words
+	$cc -static -O2 $(cat "$1") -I"$srctree" "$work/app.c" "$lib/libjitt.a" \
+		$(cat "$lib/libjitt.ldflags") -o "$work/$2" 2>"$work/$2.err" || return 1
+	[ "$(JITT_CONFIG=$work/$2.conf "$work/$2")" = "anomaly 0" ] || return 1
+	set -- "$work/$2.data"/spool/*.jtr
+	[ -f "$1" ] && echo "$1"
+}
+calls() { "$bin/jitt" decode "$1" | grep -c " $2\$"; }
+
+if t1=$(build_run "$lib/libjitt.cflags" app-on) && [ "$(calls "$t1" oem_tiny)" -eq 100000 ]
+then
+	ok "round trip: the app built with libjitt.cflags traces its 100000 calls of oem_tiny"
+else
+	fail "round trip: the instrumented app: $(cat "$work/app-on.err" 2>/dev/null)"
+	echo "$passed passed, $failed failed"
+	exit 1
+fi
+"$bin/jitt" exclude "$t1" --budget 0 --keep 0 --min-calls 1000 -o "$work/exclude.opt" \
+	>"$work/report" 2>&1
+status=$?
+if [ $status -eq 0 ] &&
+	grep -qx -- '-finstrument-functions-exclude-function-list=oem_tiny' "$work/exclude.opt" &&
+	grep -q 'and oem_tiny_twin, whose name contains it' "$work/report" &&
+	! grep -q oem_work "$work/exclude.opt"; then
+	ok "round trip: the list is oem_tiny (oem_tiny_twin goes with it), not oem_work"
+else
+	fail "round trip: jitt exclude said (status $status):"
+	cat "$work/report" "$work/exclude.opt"
+fi
+# libjitt's build takes the list: make JITT_EXCLUDE=FILE puts it into libjitt.cflags.
+sdk=$work/sdk
+if make -s -C "$srctree" BOARD=host O="$sdk" JITT_EXCLUDE="$work/exclude.opt" \
+	"$sdk/lib/libjitt.cflags" >"$work/make.log" 2>&1 &&
+	[ "$(cat "$sdk/lib/libjitt.cflags")" = "$(cat "$lib/libjitt.cflags") $(cat "$work/exclude.opt")" ]
+then
+	ok "round trip: make JITT_EXCLUDE=FILE adds the list to libjitt.cflags"
+else
+	fail "round trip: libjitt.cflags with JITT_EXCLUDE: $(cat "$sdk/lib/libjitt.cflags" \
+		"$work/make.log" 2>&1)"
+fi
+if t2=$(build_run "$sdk/lib/libjitt.cflags" app-list) && [ "$(calls "$t2" oem_tiny)" -eq 0 ] &&
+	[ "$(calls "$t2" oem_tiny_twin)" -eq 0 ] && [ "$(calls "$t2" oem_work)" -eq 100 ]; then
+	ok "round trip: rebuilt with it, oem_tiny and oem_tiny_twin are not traced, oem_work is"
+else
+	fail "round trip: the app rebuilt with the list: $(cat "$work/app-list.err" 2>/dev/null)"
+	[ -n "${t2:-}" ] && "$bin/jitt" summarize "$t2"
+fi
+# A list that is not jitt's is refused by the build, with a sentence.
+printf 'oem_tiny\n' >"$work/bad.opt"
+if ! make -s -C "$srctree" BOARD=host O="$sdk" JITT_EXCLUDE="$work/bad.opt" \
+	"$sdk/lib/libjitt.cflags" >"$work/make.log" 2>&1 &&
+	grep -q "not a file of jitt exclude -o" "$work/make.log"; then
+	ok "round trip: make JITT_EXCLUDE refuses a file that is not a list"
+else
+	fail "round trip: make JITT_EXCLUDE took a bad file: $(cat "$work/make.log")"
+fi
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]

@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * `jitt exclude`'s selection (agent/analysis/exclude.h) on a synthetic trace with exactly
+ * known calls and times: the estimate of a trace point's cost, the order of the picks, the
+ * budget, the kept top, GCC's substring matching (an entry that would exclude a kept
+ * function is not listed; one that excludes others takes them along), unnamed functions,
+ * where the excluded time goes, several traces, and the option file's form.
+ */
+#include "harness.h"
+#include "synth.h"
+#include "agent/analysis/exclude.h"
+#include "agent/analysis/symbols.h"
+#include "hal/timer.h"
+#include "ringbuf/tracefile.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Functions of this program, so ids resolve to names. "excl_tiny" is part of
+ * "excl_tiny_twin", "excl_mid" of "excl_mid_heavy" and "excl_small" of
+ * "excl_small_unseen", which the trace never calls: GCC's list matches substrings. */
+static volatile int sink;
+#define FN(name, v)                                            \
+	__attribute__((noinline, used)) static void name(void) \
+	{                                                      \
+		sink = v;                                      \
+	}
+FN(excl_top, 1)
+FN(excl_mid_heavy, 2)
+FN(excl_tiny, 3)
+FN(excl_small, 4)
+FN(excl_mid, 5)
+FN(excl_tiny_twin, 6)
+FN(excl_small_unseen, 7)
+/* Referenced, or the linker's --gc-sections drops it from the symbol table. */
+static void (*volatile unseen_ref)(void) = excl_small_unseen;
+
+#define ITER	2000
+#define UNNAMED 0x10 /* no function's address: shown by module and offset, never listable */
+
+/* One call of fn lasting d ticks, a unit u after *t: the caller's step from the last
+ * record to the call (a trace point's end, the call, the next one's start). */
+static void call(struct synth_thread *th, uint64_t *t, uint64_t u, uint64_t id, uint64_t d)
+{
+	*t += u;
+	synth_entry(th, *t, id);
+	*t += d;
+	synth_exit(th, *t);
+}
+
+/*
+ * excl_top calls, `iter` times: excl_mid_heavy (100 units), excl_tiny (1), excl_small (4),
+ * excl_mid (20), the unnamed function (1), every 4th time excl_tiny_twin (30), each a unit
+ * after the previous record, then works 10 units itself: 141 units a time, 31 more every
+ * 4th. A unit is about 10 ns, whole ticks, so any timer gives exact ratios.
+ */
+static int write_trace(int iter, uint64_t u, char *path, size_t size)
+{
+	struct synth_thread th;
+	uint64_t t = 1000;
+	synth_init(&th, "main", 1, 0, t);
+	synth_entry(&th, t, synth_id(excl_top));
+	for (int i = 0; i < iter; i++) {
+		call(&th, &t, u, synth_id(excl_mid_heavy), 100 * u);
+		call(&th, &t, u, synth_id(excl_tiny), 1 * u);
+		call(&th, &t, u, synth_id(excl_small), 4 * u);
+		call(&th, &t, u, synth_id(excl_mid), 20 * u);
+		call(&th, &t, u, UNNAMED, 1 * u);
+		if (i % 4 == 0)
+			call(&th, &t, u, synth_id(excl_tiny_twin), 30 * u);
+		t += 10 * u;
+	}
+	synth_exit(&th, t);
+	int e = synth_write(&th, 1, "exclude", path, size);
+	synth_free(&th);
+	return e;
+}
+
+static uint64_t unit(void)
+{
+	uint64_t u = hal_timer_freq() / 100000000u; /* ticks in 10 ns */
+	return u ? u : 1;
+}
+
+static int load(struct exclude_set *s, const char *path)
+{
+	struct rb_trace t;
+	char err[256];
+	if (!CHECK(rb_trace_open(path, &t, err, sizeof(err)) == 0))
+		return -EINVAL;
+	struct agent_symbols syms;
+	int e = agent_symbols_open(&syms, &t);
+	if (!e) {
+		e = exclude_add_trace(s, &t, &syms);
+		agent_symbols_close(&syms);
+	}
+	rb_trace_close(&t);
+	return e;
+}
+
+static const struct exclude_func *find(const struct exclude_set *s, const char *name)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (strcmp(s->f[i].name, name) == 0)
+			return &s->f[i];
+	static const struct exclude_func none = { .by = EXCLUDE_NONE, .clash = EXCLUDE_NONE };
+	test_fail(__FILE__, __LINE__, "no function %s", name);
+	return &none;
+}
+
+static uint32_t index_of(const struct exclude_set *s, const char *name)
+{
+	const struct exclude_func *f = find(s, name);
+	return f >= s->f && f < s->f + s->n ? (uint32_t)(f - s->f) : EXCLUDE_NONE;
+}
+
+static int near(double a, double b)
+{
+	return fabs(a - b) <= 0.01 * fabs(b) + 1;
+}
+
+TEST(exclude_model_order_budget_keep_and_substrings)
+{
+	uint64_t u = unit();
+	double un = (double)hal_ticks_to_ns(u, hal_timer_freq()); /* one unit in ns */
+	char path[512];
+	if (!CHECK(write_trace(ITER, u, path, sizeof(path)) == 0))
+		return;
+	struct exclude_set s;
+	exclude_init(&s);
+	if (!CHECK(load(&s, path) == 0))
+		goto out;
+	/* The trace's figures: calls of every function, the unnamed one included, and the
+	 * running time (the top call spans it). */
+	CHECK_EQ_U64(s.calls, 5 * ITER + ITER / 4 + 1);
+	CHECK(near(s.traced_ns, (141.0 * ITER + 31.0 * ITER / 4) * un));
+	CHECK_EQ_U64(find(&s, "excl_tiny")->calls, ITER);
+	CHECK(near(find(&s, "excl_small")->self_ns, 4.0 * ITER * un));
+	size_t unnamed = 0;
+	for (size_t i = 0; i < s.n; i++)
+		unnamed += (s.f[i].flags & (EXCLUDE_TRACED | EXCLUDE_LISTABLE)) == EXCLUDE_TRACED;
+	CHECK_EQ_U64(unnamed, 1);
+	CHECK(find(&s, "excl_tiny")->flags & EXCLUDE_LISTABLE);
+	/* Known from the symbol table though never called: the substring check needs it. */
+	CHECK(unseen_ref != NULL);
+	CHECK(!(find(&s, "excl_small_unseen")->flags & EXCLUDE_TRACED));
+
+	/* C estimated from the call cycle's halves: excl_tiny's one unit from entry to exit
+	 * (the unnamed function is as short, but cannot be listed and is not used), and one
+	 * unit from an exit to the next entry. */
+	struct exclude_opts o = { .budget_pct = 1, .keep = 1, .min_calls = 100 };
+	struct exclude_result r;
+	if (!CHECK(exclude_select(&s, &o, &r) == 0))
+		goto out;
+	CHECK_EQ_U64(r.cost_from[0], index_of(&s, "excl_tiny"));
+	CHECK(r.cost_from[1] != EXCLUDE_NONE && r.cost_from[1] != index_of(&s, "excl_mid_heavy"));
+	CHECK(near(r.half_ns[1], un));
+	CHECK(near(r.cost_ns, un));
+	/* W = T - 2C x calls; the overhead now is 2C x calls / W. */
+	double calls = 5.0 * ITER + ITER / 4 + 1,
+	       w = (141.0 * ITER + 31.0 * ITER / 4 - 2 * calls) * un;
+	CHECK(near(r.work_ns, w));
+	CHECK(near(r.before * 1e4, 2 * calls * un / w * 1e4));
+	/* Least self per call first: excl_tiny (taking excl_tiny_twin along), excl_small
+	 * (taking the unseen excl_small_unseen along); excl_mid is part of the kept
+	 * excl_mid_heavy's name: skipped. The 1% cannot be reached. */
+	CHECK_EQ_U64(r.nlist, 2);
+	if (r.nlist == 2) {
+		CHECK_STR(s.f[r.list[0]].name, "excl_tiny");
+		CHECK_STR(s.f[r.list[1]].name, "excl_small");
+	}
+	CHECK(find(&s, "excl_mid_heavy")->flags & EXCLUDE_KEPT);
+	CHECK_EQ_U64(find(&s, "excl_tiny_twin")->by, index_of(&s, "excl_tiny"));
+	CHECK_EQ_U64(find(&s, "excl_small_unseen")->by, index_of(&s, "excl_small"));
+	CHECK_EQ_U64(find(&s, "excl_mid")->clash, index_of(&s, "excl_mid_heavy"));
+	CHECK(!(find(&s, "excl_mid")->flags & EXCLUDE_EXCLUDED));
+	CHECK_EQ_U64(r.skip_kept, 1);
+	CHECK_EQ_U64(r.unseen, 1);
+	CHECK_EQ_U64(r.excluded, 4);
+	CHECK_EQ_U64(r.calls_saved, 2 * ITER + ITER / 4);
+	CHECK_EQ_U64(r.unlistable, 1);
+	CHECK_EQ_U64(r.unlistable_calls, ITER);
+	CHECK(!r.reached);
+	CHECK(near(r.after * 1e4, 2 * (calls - 2 * ITER - ITER / 4) * un / w * 1e4));
+	/* The excluded time goes to the caller (its own: 15 units a time, 16 every 4th),
+	 * less two trace points a call: excl_tiny's (1 unit) is all trace points, the twin
+	 * leaves 28 units a call, excl_small 2. */
+	CHECK(near(find(&s, "excl_top")->after_ns,
+		   (15.0 * ITER + 29.0 * ITER / 4 + 2.0 * ITER) * un));
+	CHECK(near(find(&s, "excl_mid_heavy")->after_ns, 100.0 * ITER * un));
+	CHECK_EQ_U64((uint64_t)find(&s, "excl_tiny")->after_ns, 0);
+
+	/* As GCC options, for `gcc @FILE`. */
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	if (CHECK(f != NULL)) {
+		CHECK(exclude_write_flags(f, &s, &r) == 0);
+		fclose(f);
+		CHECK_STR(text,
+			  "-finstrument-functions-exclude-function-list=excl_tiny,excl_small\n");
+		free(text);
+	}
+	exclude_result_free(&r);
+
+	/* A budget the first pick meets stops there. */
+	o.budget_pct = 7;
+	if (CHECK(exclude_select(&s, &o, &r) == 0)) {
+		CHECK(r.reached);
+		CHECK_EQ_U64(r.nlist, 1);
+		CHECK(!(find(&s, "excl_small")->flags & EXCLUDE_EXCLUDED));
+		exclude_result_free(&r);
+	}
+	/* Nothing kept: excl_mid is listed, and takes excl_mid_heavy along. */
+	o.budget_pct = 1;
+	o.keep = 0;
+	if (CHECK(exclude_select(&s, &o, &r) == 0)) {
+		CHECK_EQ_U64(find(&s, "excl_mid_heavy")->by, index_of(&s, "excl_mid"));
+		exclude_result_free(&r);
+	}
+	/* A given cost; one too large for the trace is refused. */
+	o.cost_ns = 2 * un;
+	if (CHECK(exclude_select(&s, &o, &r) == 0)) {
+		CHECK_EQ_U64(r.cost_from[0], EXCLUDE_NONE);
+		CHECK(near(r.cost_ns, 2 * un));
+		exclude_result_free(&r);
+	}
+	o.cost_ns = 1e6;
+	CHECK_EQ_INT(exclude_select(&s, &o, &r), -ERANGE);
+
+	/* A second trace adds up: twice the calls and time, the same picks. */
+	if (CHECK(load(&s, path) == 0)) {
+		CHECK_EQ_U64(s.traces, 2);
+		CHECK_EQ_U64(find(&s, "excl_tiny")->calls, 2 * ITER);
+		o = (struct exclude_opts){ .budget_pct = 1, .keep = 1, .min_calls = 100 };
+		if (CHECK(exclude_select(&s, &o, &r) == 0)) {
+			CHECK_EQ_U64(r.nlist, 2);
+			CHECK(near(r.after * 1e4,
+				   2 * (calls - 2 * ITER - ITER / 4) * un / w * 1e4));
+			exclude_result_free(&r);
+		}
+	}
+out:
+	exclude_free(&s);
+}
+
+TEST(exclude_needs_a_cost_when_no_leaf_has_enough_calls)
+{
+	uint64_t u = unit();
+	char path[512];
+	if (!CHECK(write_trace(10, u, path, sizeof(path)) == 0))
+		return;
+	struct exclude_set s;
+	exclude_init(&s);
+	if (CHECK(load(&s, path) == 0)) {
+		struct exclude_opts o = { .budget_pct = 10, .keep = 1, .min_calls = 1 };
+		struct exclude_result r;
+		CHECK_EQ_INT(exclude_select(&s, &o, &r), -ERANGE);
+		o.cost_ns = 1;
+		if (CHECK(exclude_select(&s, &o, &r) == 0))
+			exclude_result_free(&r);
+	}
+	exclude_free(&s);
+}
+
+TEST(exclude_option_lines_hold_at_most_32_names)
+{
+	struct exclude_func f[33];
+	uint32_t list[33];
+	char names[33][8];
+	for (int i = 0; i < 33; i++) {
+		snprintf(names[i], sizeof(names[i]), "f%d", i);
+		f[i] = (struct exclude_func){ .name = names[i] };
+		list[i] = (uint32_t)i;
+	}
+	struct exclude_set s = { .f = f, .n = 33 };
+	struct exclude_result r = { .list = list, .nlist = 33 };
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	if (!CHECK(out != NULL))
+		return;
+	CHECK(exclude_write_flags(out, &s, &r) == 0);
+	fclose(out);
+	/* Two options: GCC adds up repeated ones. */
+	const char *second = text ? strchr(text, '\n') : NULL;
+	CHECK(text &&
+	      strncmp(text, "-finstrument-functions-exclude-function-list=f0,f1,", 51) == 0);
+	CHECK(second &&
+	      strcmp(second, "\n-finstrument-functions-exclude-function-list=f32\n") == 0);
+	free(text);
+	/* An empty list is an empty file: `gcc @FILE` then adds nothing. */
+	r.nlist = 0;
+	text = NULL;
+	out = open_memstream(&text, &len);
+	if (CHECK(out != NULL)) {
+		exclude_write_flags(out, &s, &r);
+		fclose(out);
+		CHECK_EQ_U64(len, 0);
+		free(text);
+	}
+}
+
+TEST(exclude_estimate_ignores_a_preempted_call)
+{
+	/* 2000 calls of excl_tiny, one unit each, but one of them preempted for 10 ms: the
+	 * estimate of C stays one unit, and the silence counts neither as running time nor
+	 * as the function's self time. */
+	uint64_t u = unit();
+	double un = (double)hal_ticks_to_ns(u, hal_timer_freq());
+	struct synth_thread th;
+	uint64_t t = 1000;
+	synth_init(&th, "main", 1, 0, t);
+	synth_entry(&th, t, synth_id(excl_top));
+	for (int i = 0; i < ITER; i++) {
+		call(&th, &t, u, synth_id(excl_tiny), i == 7 ? 1000000 * u : u);
+		call(&th, &t, u, synth_id(excl_small), 20 * u);
+	}
+	synth_exit(&th, t);
+	char path[512];
+	int e = synth_write(&th, 1, "exclude", path, sizeof(path));
+	synth_free(&th);
+	if (!CHECK(e == 0))
+		return;
+	struct exclude_set s;
+	exclude_init(&s);
+	struct exclude_opts o = { .budget_pct = 10, .keep = 1, .min_calls = 100 };
+	struct exclude_result r;
+	if (CHECK(load(&s, path) == 0) && CHECK(exclude_select(&s, &o, &r) == 0)) {
+		CHECK_EQ_U64(r.cost_from[0], index_of(&s, "excl_tiny"));
+		CHECK(near(r.cost_ns, un));
+		CHECK_EQ_U64(find(&s, "excl_tiny")->halves[0], ITER - 1);
+		CHECK(near(find(&s, "excl_tiny")->self_ns, (ITER - 1) * un));
+		CHECK_EQ_U64(s.silences, 1);
+		CHECK(near(s.silent_ns, 1000000 * un));
+		CHECK(near(s.traced_ns, (23.0 * ITER - 1) * un));
+		exclude_result_free(&r);
+	}
+	exclude_free(&s);
+}
