@@ -76,6 +76,7 @@ CFG void agent_config_defaults(struct agent_config *c)
 	c->trace_main = 1;
 #endif
 	c->log_level = CONFIG_AGENT_LOG_LEVEL;
+	c->sched_pages = CONFIG_AGENT_SCHED_PAGES;
 	upload_defaults(&c->up);
 }
 
@@ -96,6 +97,7 @@ static const struct {
 	{ "keep_traces", offsetof(struct agent_config, keep_traces), 0, 1, 0 },
 	{ "enabled", offsetof(struct agent_config, enabled), 0, 1, 0 },
 	{ "trace_main", offsetof(struct agent_config, trace_main), 0, 1, 0 },
+	{ "sched_pages", offsetof(struct agent_config, sched_pages), 0, 256, 0 },
 	{ "system_uid", offsetof(struct agent_config, system_uid), -1, 2147483647, 1 },
 	{ "upload_budget", offsetof(struct agent_config, up.budget), 0, 1000, 0 },
 	{ "upload_budget_days", offsetof(struct agent_config, up.budget_days), 1, 365, 0 },
@@ -194,6 +196,8 @@ CFG static int set(struct agent_config *c, const char *key, const char *val, uns
 		if (parse_int(val, &v) || v < numbers[i].min || v > numbers[i].max)
 			return fail(err, errsize, line, "%s wants a whole number in %lld..%lld", key,
 				    (long long)numbers[i].min, (long long)numbers[i].max);
+		if (!strcmp(key, "sched_pages") && (v & (v - 1)))
+			return fail(err, errsize, line, "sched_pages wants 0 or a power of two");
 		char *field = (char *)c + numbers[i].off;
 		if (numbers[i].wide)
 			*(int64_t *)field = v;

@@ -21,6 +21,8 @@
  *                                   thread, no socket); so does JITT_DISABLE=1
  *   trace_main    = 0               1: jitt_init() (the constructor) traces the main thread,
  *                                   so an app is traced with no code of its own
+ *   sched_pages   = 8               pages of each traced thread's context-switch ring (a
+ *                                   power of two); 0: none, schedstat samples instead
  */
 #ifndef JITT_AGENT_CONFIG_H
 #define JITT_AGENT_CONFIG_H
@@ -66,6 +68,7 @@ struct agent_config {
 	int log_level;      /* enum agent_log_level */
 	int enabled;	    /* the runtime starts at all */
 	int trace_main;	    /* jitt_init() on the main thread traces it */
+	uint32_t sched_pages; /* per traced thread's perf switch ring; 0: schedstat */
 	struct agent_upload_config up; /* jittd's uploader (uploader/Kconfig's defaults) */
 };
 

@@ -9,9 +9,10 @@
 
 const char *rb_ev_kind_name(enum rb_ev_kind kind)
 {
-	static const char *const names[] = { "entry",	   "exit",     "sync", "mark",
-					     "wait-begin", "wait-end", "wake", "reserved" };
-	return kind <= RB_EV_RESERVED ? names[kind] : "?";
+	static const char *const names[] = { "entry",	 "exit",      "sync",	"mark",
+					     "wait-begin", "wait-end",	"wake",	   "reserved",
+					     "schedstat",  "off-cpu" };
+	return kind <= RB_EV_OFF_CPU ? names[kind] : "?";
 }
 
 static enum rb_ev_kind special_kind(uint32_t low)
@@ -27,10 +28,16 @@ static enum rb_ev_kind special_kind(uint32_t low)
 		return RB_EV_WAIT_END;
 	case RB_WAKE:
 		return RB_EV_WAKE;
+	case RB_SCHED_RUN:
+	case RB_SCHED_WAIT:
+		return RB_EV_SCHEDSTAT;
 	default:
 		return RB_EV_RESERVED;
 	}
 }
+
+/* Ring events read ahead while off-CPU intervals are merged in (rb_decoder_read). */
+#define HELD_EVENTS 256
 
 /* The slot at forward index p: 0 is the oldest valid slot, valid - 1 the newest. */
 static uint64_t slot_at(const struct rb_decoder *d, uint64_t p)
@@ -131,8 +138,12 @@ int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t
 	if (d->base >= v->nslots)
 		d->base -= v->nslots;
 	d->payload = calloc(v->valid / 64 + 1, sizeof(*d->payload));
-	if (!d->payload)
+	if (v->noff)
+		d->held = malloc(HELD_EVENTS * sizeof(*d->held));
+	if (!d->payload || (v->noff && !d->held)) {
+		rb_decoder_free(d);
 		return -ENOMEM;
+	}
 
 	/*
 	 * Newest to oldest (Hubble 5.1.1): find which slots are payloads, hand the special
@@ -233,14 +244,19 @@ void rb_decoder_rewind(struct rb_decoder *d)
 	d->started = false;
 	d->fix_at = UINT64_MAX;
 	d->first_pass = false; /* gaps and conflicts are counted once */
+	d->held_n = d->held_i = d->off_i = 0;
+	d->last_ts = d->off_end = 0;
+	d->any = d->tail_done = false;
 }
 
 void rb_decoder_free(struct rb_decoder *d)
 {
 	free(d->payload);
 	free(d->plan);
+	free(d->held);
 	d->payload = NULL;
 	d->plan = NULL;
+	d->held = NULL;
 }
 
 /*
@@ -309,7 +325,7 @@ static void read_one(struct rb_decoder *d, struct rb_event *e)
  * every record) and the ring read through a physical index that wraps once; anchors and
  * the oldest record go through read_one.
  */
-size_t rb_decoder_read(struct rb_decoder *d, struct rb_event *buf, size_t max)
+static size_t read_ring(struct rb_decoder *d, struct rb_event *buf, size_t max)
 {
 	const uint64_t *slots = d->view.slots, *bits = d->payload;
 	const uint64_t nslots = d->view.nslots, valid = d->view.valid;
@@ -363,6 +379,60 @@ size_t rb_decoder_read(struct rb_decoder *d, struct rb_event *buf, size_t max)
 	return n;
 }
 
+/* The off-CPU interval at d->off_i as an event, cut at `until` (the next record, or the
+ * ring's end); false when nothing of it is left to give. */
+static bool off_event(struct rb_decoder *d, uint64_t until, struct rb_event *e)
+{
+	const struct rb_offcpu *o = &d->view.off[d->off_i++];
+	/* Before the first record, overlapping the one before (a crafted file), or with the
+	 * two clocks' disagreement larger than the interval: nothing to say. */
+	if (!d->any || o->start < d->last_ts || o->start < d->off_end)
+		return false;
+	uint64_t end = o->end < until ? o->end : until;
+	if (end <= o->start)
+		return false;
+	d->off_end = end;
+	*e = (struct rb_event){ .ts = end, .id = o->start, .arg = o->cpu, .kind = RB_EV_OFF_CPU,
+				.raw = o->why };
+	return true;
+}
+
+/*
+ * The ring's events with the off-CPU intervals between them (rb_ring_view.off): the ring's
+ * are read ahead in batches, and before each one go the intervals that began before it.
+ */
+size_t rb_decoder_read(struct rb_decoder *d, struct rb_event *buf, size_t max)
+{
+	if (!d->view.noff)
+		return read_ring(d, buf, max);
+	size_t n = 0;
+	while (n < max) {
+		if (d->held_i == d->held_n) {
+			d->held_i = 0;
+			d->held_n = d->tail_done ? 0 : read_ring(d, d->held, HELD_EVENTS);
+		}
+		if (d->held_i == d->held_n) { /* the ring's end: those before end_ts */
+			d->tail_done = true;
+			while (n < max && d->off_i < d->view.noff &&
+			       d->view.off[d->off_i].start < d->end_ts)
+				n += off_event(d, d->end_ts, &buf[n]);
+			if (n < max)
+				d->off_i = d->view.noff;
+			break;
+		}
+		const struct rb_event *e = &d->held[d->held_i];
+		if (d->off_i < d->view.noff && d->view.off[d->off_i].start < e->ts) {
+			n += off_event(d, e->ts, &buf[n]);
+			continue;
+		}
+		buf[n++] = *e;
+		d->held_i++;
+		d->last_ts = e->ts;
+		d->any = true;
+	}
+	return n;
+}
+
 int rb_decode(const struct rb_ring_view *v, uint64_t ref_ticks, struct rb_event **events,
 	      size_t *count, struct rb_decode_stats *stats)
 {
@@ -372,12 +442,13 @@ int rb_decode(const struct rb_ring_view *v, uint64_t ref_ticks, struct rb_event 
 	int err = rb_decoder_init(&d, v, ref_ticks, NULL, NULL);
 	if (err)
 		return err;
-	struct rb_event *ev = malloc((d.stats.records ? d.stats.records : 1) * sizeof(*ev));
+	size_t cap = d.stats.records + v->noff;
+	struct rb_event *ev = malloc((cap ? cap : 1) * sizeof(*ev));
 	if (!ev) {
 		rb_decoder_free(&d);
 		return -ENOMEM;
 	}
-	*count = rb_decoder_read(&d, ev, d.stats.records);
+	*count = rb_decoder_read(&d, ev, cap);
 	*events = ev;
 	if (stats)
 		*stats = d.stats;

@@ -29,7 +29,10 @@ enum rb_ev_kind {
 	RB_EV_WAIT_BEGIN,
 	RB_EV_WAIT_END,
 	RB_EV_WAKE,
-	RB_EV_RESERVED, /* kinds 0x7..0xF: kept, not understood */
+	RB_EV_RESERVED, /* kinds 0x9..0xF: kept, not understood */
+	RB_EV_SCHEDSTAT, /* RB_SCHED_RUN or RB_SCHED_WAIT (raw says which): arg in us */
+	RB_EV_OFF_CPU,	/* not a record: the thread was off its CPU from id to ts, raw says
+			 * why (enum rb_off_why), arg is the CPU it left (rb_ring_view.off) */
 };
 
 struct rb_event {
@@ -42,6 +45,16 @@ struct rb_event {
 	uint8_t pad;
 };
 
+enum rb_off_why { RB_OFF_PREEMPTED = 1, RB_OFF_SLEEPING = 2 };
+
+/* A time the thread was off its CPU, from the kernel's context switches (the trace file's
+ * scheduling section), in timer ticks: end is UINT64_MAX when it had not come back. */
+struct rb_offcpu {
+	uint64_t start, end;
+	uint32_t cpu; /* the CPU it left */
+	uint8_t why;  /* enum rb_off_why */
+};
+
 /* What the decoder reads: `valid` slots ending (circularly) at index `end`, of a ring of
  * `nslots`, of which the first `stored` are present in `slots`. */
 struct rb_ring_view {
@@ -51,6 +64,13 @@ struct rb_ring_view {
 	/* A copied ring (its thread did not answer the stop: blocked, or busy without a trace
 	 * point): the timer when it was frozen, since its open calls ran until then; else 0. */
 	uint64_t frozen_ticks;
+	/* Optional: the thread's times off its CPU, sorted and disjoint. The decoder puts each
+	 * between the two records it fell between as an RB_EV_OFF_CPU event (its ts the end),
+	 * cut at the next record: no trace point runs while the thread is off its CPU, so a
+	 * record inside means the two clocks disagree by that much. Those before the first
+	 * record are left out; those after the last reach end_ts. */
+	const struct rb_offcpu *off;
+	size_t noff;
 };
 
 struct rb_decode_stats {
@@ -83,6 +103,12 @@ struct rb_decoder {
 	size_t nplan, capplan, plan_left;
 	uint64_t base, first, pos, cur, fix_at, fix_add;
 	bool started, first_pass;
+	/* Merging the off-CPU times (view.off): ring events read ahead, the next interval,
+	 * the last event given out. */
+	struct rb_event *held;
+	size_t held_n, held_i, off_i;
+	uint64_t last_ts, off_end;
+	bool any, tail_done;
 };
 
 int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t ref_ticks,

@@ -37,7 +37,12 @@ enum rb_kind {
 	RB_WAIT_BEGIN = 0x4, /* arg: object key (a lock, condition, fd) the thread waits on */
 	RB_WAIT_END = 0x5,   /* arg: the same key */
 	RB_WAKE = 0x6,       /* arg: key of the object this thread signalled (Argus 3.1) */
-	RB_KIND_LAST = 0xF,  /* 0x7..0xF reserved: decoded as "unknown special" */
+	/* The schedstat fallback (hal/sched.h), at frame boundaries when no perf ring could
+	 * be opened: the thread's total time on a CPU (7) and waiting on a run queue (8), in
+	 * microseconds modulo 2^32. Two samples' difference is what happened between them. */
+	RB_SCHED_RUN = 0x7,
+	RB_SCHED_WAIT = 0x8,
+	RB_KIND_LAST = 0xF,  /* 0x9..0xF reserved: decoded as "unknown special" */
 	RB_FIRST_ID = 0x10,  /* the smallest function id */
 };
 

@@ -12,6 +12,8 @@
 
 #include "ringbuf/decode.h"
 
+struct hal_sched_event;
+
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -34,6 +36,12 @@ struct rb_frozen {
 	pid_t tid;
 	char name[RB_NAME_MAX];
 	void *copy; /* owned buffer of a copy, freed by rb_frozen_release */
+	/* The thread's context switches (hal/sched.h), oldest first, for the trace file's
+	 * scheduling section; set by the caller of rb_trace_write_sched, never freed here. */
+	const struct hal_sched_event *sched;
+	uint32_t nsched;
+	bool sched_on;	     /* a perf ring was recording this thread */
+	uint64_t sched_lost; /* switch records the kernel dropped or the parse skipped */
 };
 
 /* How many slots from index 0 hold what a frozen ring needs: up to the end when the valid
@@ -46,8 +54,13 @@ static inline uint64_t rb_frozen_stored(const struct rb_frozen *f)
 /* A frozen ring as the decoder reads it. */
 static inline struct rb_ring_view rb_frozen_view(const struct rb_frozen *f)
 {
-	return (struct rb_ring_view){ f->slots, f->nslots, rb_frozen_stored(f), f->end, f->valid,
-				      sizeof(void *), f->copied ? f->frozen_ticks : 0 };
+	return (struct rb_ring_view){ .slots = f->slots,
+				      .nslots = f->nslots,
+				      .stored = rb_frozen_stored(f),
+				      .end = f->end,
+				      .valid = f->valid,
+				      .word_size = sizeof(void *),
+				      .frozen_ticks = f->copied ? f->frozen_ticks : 0 };
 }
 
 /* Give the calling thread a ring (tracing stays off until rb_start). Returns 0, -EALREADY,

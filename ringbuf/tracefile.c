@@ -3,6 +3,7 @@
 #include "tracefile.h"
 #include "crc32.h"
 #include "hal/fs.h"
+#include "hal/sched.h"
 #include "hal/timer.h"
 
 #include <errno.h>
@@ -36,7 +37,9 @@ struct file_header {
 	uint32_t nthreads;
 	uint32_t reason_len;
 	uint64_t frozen_ticks;
-	uint8_t reserved[16];
+	uint32_t sched_source; /* version 2: enum rb_sched_source; a section when not 0 */
+	uint32_t ncpus;	       /* version 2: CPU classes in the scheduling section */
+	uint8_t reserved[8];
 };
 
 struct file_module {
@@ -56,6 +59,15 @@ struct file_thread {
 	uint32_t pad;
 };
 
+/* The scheduling section: per thread, then its switches (struct hal_sched_event: ns of
+ * CLOCK_MONOTONIC, CPU, kind). */
+struct file_sched {
+	uint32_t count;
+	uint32_t flags; /* SCHED_ON */
+	uint64_t lost;
+};
+#define SCHED_ON 1u
+
 #define FLAG_COPIED 1u
 #define FOOTER_MAGIC "JEND"
 #define MAX_SLOTS ((uint64_t)1 << 27) /* 1 GiB of ring: more is not a ring we wrote */
@@ -63,6 +75,8 @@ struct file_thread {
 _Static_assert(sizeof(struct file_header) == 96, "header layout");
 _Static_assert(sizeof(struct file_module) == 64, "module layout");
 _Static_assert(sizeof(struct file_thread) == 64, "thread layout");
+_Static_assert(sizeof(struct file_sched) == 16, "scheduling layout");
+_Static_assert(sizeof(struct hal_sched_event) == 16, "switch layout");
 
 static const uint8_t host_order =
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -185,9 +199,18 @@ static uint64_t clock_ns(clockid_t id)
 int rb_trace_write(const char *dir, const char *reason, const struct rb_frozen *threads,
 		   int nthreads, char *path_out, size_t path_size)
 {
+	return rb_trace_write_sched(dir, reason, threads, nthreads, NULL, path_out, path_size);
+}
+
+int rb_trace_write_sched(const char *dir, const char *reason, const struct rb_frozen *threads,
+			 int nthreads, const struct rb_trace_sched *sched, char *path_out,
+			 size_t path_size)
+{
 	static _Atomic unsigned seq;
 	if (nthreads < 0 || nthreads > RB_FILE_MAX_THREADS)
 		return -EINVAL;
+	if (sched && (sched->source == RB_SCHED_NONE || sched->ncpus > RB_FILE_MAX_CPUS))
+		sched = NULL;
 	struct module_list *mods = malloc(sizeof(*mods));
 	if (!mods)
 		return -ENOMEM;
@@ -209,6 +232,10 @@ int rb_trace_write(const char *dir, const char *reason, const struct rb_frozen *
 	h.nmodules = mods->n;
 	h.nthreads = (uint32_t)nthreads;
 	h.reason_len = reason ? (uint32_t)strnlen(reason, 4096) : 0;
+	if (sched) {
+		h.sched_source = sched->source;
+		h.ncpus = sched->ncpus;
+	}
 
 	/* The size goes in the header, so compute it first. */
 	uint64_t size = sizeof(h) + pad8(h.reason_len);
@@ -217,7 +244,11 @@ int rb_trace_write(const char *dir, const char *reason, const struct rb_frozen *
 	for (int i = 0; i < nthreads; i++) {
 		const struct rb_frozen *f = &threads[i];
 		size += sizeof(struct file_thread) + 8 * rb_frozen_stored(f);
+		if (sched)
+			size += sizeof(struct file_sched) + 16 * (uint64_t)f->nsched;
 	}
+	if (sched)
+		size += pad8(h.ncpus);
 	size += 8;
 	h.file_size = size;
 
@@ -252,6 +283,17 @@ int rb_trace_write(const char *dir, const char *reason, const struct rb_frozen *
 		put(&w, &ft, sizeof(ft));
 		put(&w, f->slots, ft.stored * 8);
 	}
+	if (sched) {
+		put_padded(&w, sched->cpu_class, h.ncpus);
+		for (int i = 0; i < nthreads; i++) {
+			const struct rb_frozen *f = &threads[i];
+			struct file_sched fs = { .count = f->nsched,
+						 .flags = f->sched_on ? SCHED_ON : 0,
+						 .lost = f->sched_lost };
+			put(&w, &fs, sizeof(fs));
+			put(&w, f->sched, 16 * (size_t)f->nsched);
+		}
+	}
 	uint32_t crc = w.crc;
 	put(&w, &crc, 4);
 	put(&w, FOOTER_MAGIC, 4);
@@ -282,6 +324,114 @@ __attribute__((format(printf, 4, 5))) static int fail(char *err, size_t errsize,
 	return -EINVAL;
 }
 
+/* A switch's CLOCK_MONOTONIC time as the timer's ticks, through the header's reference
+ * pair (read together when the file was written). */
+static uint64_t mono_to_ticks(const struct file_header *h, uint64_t ns)
+{
+	double ticks_per_ns = (double)h->timer_hz / 1e9;
+	int64_t delta = (int64_t)(ns - h->ref_monotonic_ns);
+	double t = (double)h->ref_ticks + (double)delta * ticks_per_ns;
+	return t <= 0 ? 0 : t >= 1.8e19 ? UINT64_MAX - 1 : (uint64_t)t;
+}
+
+/*
+ * The scheduling section (version 2): the CPU classes, then per thread its switches,
+ * checked (kinds, CPUs, time order, times within 2^50 ns of the reference) and turned into
+ * ticks and into the times off the CPU that the decoder merges (rb_ring_view.off): from a
+ * switch out to the next switch in; one with no switch in (it had not come back when the
+ * rings froze) runs to the end, and one followed by another switch out (the switch in was
+ * lost) is dropped, since where it ended is not known.
+ */
+static int parse_sched(const uint8_t *d, size_t *offp, size_t limit, const struct file_header *h,
+		       struct rb_trace *t, char *err, size_t errsize)
+{
+	size_t off = *offp;
+	if (h->sched_source > RB_SCHED_SCHEDSTAT || h->ncpus > RB_FILE_MAX_CPUS)
+		return fail(err, errsize, 80, "scheduling source %u with %u CPUs: not understood",
+			    h->sched_source, h->ncpus);
+	if (pad8(h->ncpus) > limit - off)
+		return fail(err, errsize, off, "CPU classes run past the end");
+	for (uint32_t c = 0; c < h->ncpus; c++)
+		if (d[off + c] > 2 && d[off + c] != RB_CPU_CLASS_UNKNOWN)
+			return fail(err, errsize, off + c, "CPU %u: class %u", c, d[off + c]);
+	t->sched = (struct rb_trace_sched){ h->sched_source, h->ncpus, d + off };
+	off += pad8(h->ncpus);
+
+	/* First the bounds, to size one allocation for every thread's switches. */
+	size_t at = off;
+	uint64_t total = 0;
+	for (uint32_t i = 0; i < h->nthreads; i++) {
+		struct file_sched fs;
+		if (sizeof(fs) > limit - at)
+			return fail(err, errsize, at, "thread %u's switches run past the end", i);
+		memcpy(&fs, d + at, sizeof(fs));
+		at += sizeof(fs);
+		if (fs.count > (limit - at) / 16)
+			return fail(err, errsize, at, "thread %u: %u switches run past the end", i,
+				    fs.count);
+		at += 16 * (size_t)fs.count;
+		total += fs.count;
+	}
+	t->sched_mem = malloc((total ? total : 1) *
+			      (sizeof(struct rb_switch) + sizeof(struct rb_offcpu)));
+	if (!t->sched_mem)
+		return -ENOMEM;
+	struct rb_switch *sw = t->sched_mem;
+	struct rb_offcpu *offs = (struct rb_offcpu *)(sw + total);
+	for (uint32_t i = 0; i < h->nthreads; i++) {
+		struct file_sched fs;
+		memcpy(&fs, d + off, sizeof(fs));
+		off += sizeof(fs);
+		struct rb_file_thread *th = &t->threads[i];
+		th->sw = sw;
+		th->nsw = fs.count;
+		th->sched_on = !!(fs.flags & SCHED_ON);
+		th->sched_lost = fs.lost;
+		th->view.off = offs;
+		uint64_t prev = 0;
+		bool out = false;
+		struct rb_offcpu open = { 0 };
+		for (uint32_t k = 0; k < fs.count; k++, off += 16) {
+			struct hal_sched_event ev;
+			memcpy(&ev, d + off, sizeof(ev));
+			uint64_t from_ref = ev.time_ns > h->ref_monotonic_ns
+						    ? ev.time_ns - h->ref_monotonic_ns
+						    : h->ref_monotonic_ns - ev.time_ns;
+			if (ev.kind < HAL_SCHED_IN || ev.kind > HAL_SCHED_OUT_SLEEPING ||
+			    ev.cpu > 0xffff || ev.time_ns < prev || from_ref >> 50)
+				return fail(err, errsize, off,
+					    "thread %u: switch %u is malformed (kind %u, CPU %u, "
+					    "%llu ns)",
+					    i, k, ev.kind, ev.cpu, (unsigned long long)ev.time_ns);
+			prev = ev.time_ns;
+			*sw = (struct rb_switch){ mono_to_ticks(h, ev.time_ns), ev.cpu, ev.kind };
+			if (sw->kind == HAL_SCHED_IN) {
+				if (out) {
+					open.end = sw->ts;
+					*offs++ = open;
+				}
+				out = false;
+			} else {
+				open = (struct rb_offcpu){
+					.start = sw->ts,
+					.cpu = sw->cpu,
+					.why = sw->kind == HAL_SCHED_OUT_PREEMPTED ? RB_OFF_PREEMPTED
+										  : RB_OFF_SLEEPING
+				};
+				out = true;
+			}
+			sw++;
+		}
+		if (out) {
+			open.end = UINT64_MAX;
+			*offs++ = open;
+		}
+		th->view.noff = (size_t)(offs - th->view.off);
+	}
+	*offp = off;
+	return 0;
+}
+
 int rb_trace_parse(const void *data, size_t size, struct rb_trace *t, char *err, size_t errsize)
 {
 	const uint8_t *d = data;
@@ -300,9 +450,9 @@ int rb_trace_parse(const void *data, size_t size, struct rb_trace *t, char *err,
 	if (h.byte_order != host_order)
 		return fail(err, errsize, 11, "written %s endian; this machine is %s endian",
 			    h.byte_order == 1 ? "little" : "big", host_order == 1 ? "little" : "big");
-	if (h.version != RB_FILE_VERSION)
-		return fail(err, errsize, 8, "version %u; this jitt reads version %u", h.version,
-			    RB_FILE_VERSION);
+	if (h.version < 1 || h.version > RB_FILE_VERSION)
+		return fail(err, errsize, 8, "version %u; this jitt reads versions 1 to %u",
+			    h.version, RB_FILE_VERSION);
 	if (h.word_size != 4 && h.word_size != 8)
 		return fail(err, errsize, 10, "word size %u is neither 4 nor 8", h.word_size);
 	if (h.header_size != sizeof(h))
@@ -411,6 +561,13 @@ int rb_trace_parse(const void *data, size_t size, struct rb_trace *t, char *err,
 								  ? h.frozen_ticks
 								  : 0 };
 		off += ft.stored * 8;
+	}
+	if (h.version >= 2 && h.sched_source != RB_SCHED_NONE) {
+		int e = parse_sched(d, &off, limit, &h, t, err, errsize);
+		if (e) {
+			rb_trace_close(t);
+			return e;
+		}
 	}
 	if (off != limit) {
 		rb_trace_close(t);
@@ -529,6 +686,7 @@ void rb_trace_close(struct rb_trace *t)
 	free(t->strings);
 	free(t->modules);
 	free(t->threads);
+	free(t->sched_mem);
 	if (t->map)
 		munmap(t->map, t->size);
 	rb_trace_free_copy(t->copy, t->size);

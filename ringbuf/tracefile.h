@@ -15,10 +15,26 @@
 #include <stdint.h>
 
 #define RB_FILE_MAGIC "JITTRACE"
-#define RB_FILE_VERSION 1
+#define RB_FILE_VERSION 2 /* 2 added the scheduling section; 1 is still read */
 #define RB_BUILD_ID_MAX 32
 #define RB_FILE_MAX_THREADS 256
 #define RB_FILE_MAX_MODULES 1024
+#define RB_FILE_MAX_CPUS 1024
+
+/* Where the threads' scheduling came from (the file's scheduling section). */
+enum rb_sched_source {
+	RB_SCHED_NONE = 0,
+	RB_SCHED_PERF = 1,	/* the kernel's context switches, per thread */
+	RB_SCHED_SCHEDSTAT = 2, /* schedstat samples at frame boundaries, in the rings */
+};
+#define RB_CPU_CLASS_UNKNOWN 255
+
+/* One context switch of a thread, in timer ticks. */
+struct rb_switch {
+	uint64_t ts;
+	uint32_t cpu;
+	uint32_t kind; /* enum hal_sched_kind: 1 in, 2 out preempted, 3 out sleeping */
+};
 
 struct rb_module {
 	uint64_t bias;        /* load bias: runtime address = bias + ELF virtual address */
@@ -33,7 +49,21 @@ struct rb_file_thread {
 	char name[RB_NAME_MAX + 1];
 	uint32_t laps;
 	int copied; /* a validated copy (the thread was blocked), not a clean stop */
-	struct rb_ring_view view;
+	struct rb_ring_view view; /* view.off: the times off its CPU, from `sw` */
+	/* Its context switches, oldest first (source perf), and how many the kernel dropped
+	 * or the writer skipped; sched_on: a perf ring was recording it. */
+	const struct rb_switch *sw;
+	uint32_t nsw;
+	bool sched_on;
+	uint64_t sched_lost;
+};
+
+/* What the writer says about scheduling: the source and each CPU's class (hal/cpu.h's
+ * enum hal_cpu_class, RB_CPU_CLASS_UNKNOWN when not ranked), CPU id order. */
+struct rb_trace_sched {
+	uint32_t source; /* enum rb_sched_source */
+	uint32_t ncpus;
+	const uint8_t *cpu_class;
 };
 
 struct rb_trace {
@@ -48,11 +78,13 @@ struct rb_trace {
 	uint32_t nmodules, nthreads;
 	struct rb_module *modules;    /* [0] is the main program */
 	struct rb_file_thread *threads;
+	struct rb_trace_sched sched; /* source RB_SCHED_NONE in a version 1 file */
 	/* private */
 	void *map;   /* rb_trace_open's mapping, or NULL */
 	void *copy;  /* rb_trace_load_fd's copy (free), or NULL */
 	size_t size;
 	char *strings;
+	void *sched_mem;
 };
 
 /*
@@ -61,6 +93,11 @@ struct rb_trace {
  */
 int rb_trace_write(const char *dir, const char *reason, const struct rb_frozen *threads,
 		   int nthreads, char *path_out, size_t path_size);
+/* The same with a scheduling section: sched's source and CPU classes, and each thread's
+ * switches (rb_frozen.sched). sched NULL or its source RB_SCHED_NONE: no section. */
+int rb_trace_write_sched(const char *dir, const char *reason, const struct rb_frozen *threads,
+			 int nthreads, const struct rb_trace_sched *sched, char *path_out,
+			 size_t path_size);
 
 /*
  * Parse and check a whole file in memory (it must stay valid while t is used). Returns 0,

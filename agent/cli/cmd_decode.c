@@ -4,7 +4,9 @@
 #include "agent/cli/cli.h"
 #include "agent/escape.h"
 #include "agent/analysis/symbols.h"
+#include "hal/cpu.h"
 #include "hal/timer.h"
+#include "ringbuf/record.h"
 #include "ringbuf/decode.h"
 #include "ringbuf/tracefile.h"
 
@@ -50,6 +52,9 @@ static void print_thread(struct agent_symbols *s, const struct rb_file_thread *t
 	printf("  %llu records, %llu anchors, %llu cut by the wrap, %llu gaps repaired\n",
 	       (unsigned long long)st.records, (unsigned long long)st.anchors,
 	       (unsigned long long)st.cut, (unsigned long long)st.gaps);
+	if (th->sched_on)
+		printf("  %u context switches (%llu lost), %zu times off its CPU\n", th->nsw,
+		       (unsigned long long)th->sched_lost, th->view.noff);
 	if (n == 0) {
 		free(ev);
 		return;
@@ -84,6 +89,15 @@ static void print_thread(struct agent_symbols *s, const struct rb_file_thread *t
 			}
 			depth--;
 			printf("%*s< %.6f ms\n", indent, "", starts ? ms(t, starts[depth], e->ts) : 0.0);
+			break;
+		case RB_EV_OFF_CPU: /* printed at its end, like an exit */
+			printf("%*s~ off its CPU %.6f ms, %s (left CPU %u)\n", indent, "",
+			       ms(t, e->id, e->ts),
+			       e->raw == RB_OFF_PREEMPTED ? "preempted" : "sleeping", e->arg);
+			break;
+		case RB_EV_SCHEDSTAT:
+			printf("%*sschedstat %s %u us\n", indent, "",
+			       e->raw == RB_SCHED_RUN ? "on-cpu" : "run-queue", e->arg);
 			break;
 		default:
 			printf("%*s%s %u\n", indent, "", rb_ev_kind_name(e->kind), e->arg);
@@ -136,6 +150,18 @@ int cmd_decode(int argc, char **argv)
 		       m == 0 ? (agent_symbols_ready(&s, 0) ? " (symbols)" : " (no matching symbols here)")
 			      : "");
 	}
+	static const char *const sources[] = { "none", "perf context switches",
+					       "schedstat samples at frame boundaries" };
+	printf("  scheduling: %s", sources[t.sched.source]);
+	if (t.sched.ncpus) {
+		printf("; CPU classes");
+		for (uint32_t c = 0; c < t.sched.ncpus; c++)
+			printf(" %u:%s", c,
+			       t.sched.cpu_class[c] == RB_CPU_CLASS_UNKNOWN
+				       ? "?"
+				       : hal_cpu_class_name((enum hal_cpu_class)t.sched.cpu_class[c]));
+	}
+	printf("\n");
 	for (uint32_t i = 0; i < t.nthreads; i++)
 		print_thread(&s, &t.threads[i]);
 	agent_symbols_close(&s);

@@ -135,6 +135,9 @@ RT int jitt_trace_thread(bool on)
 		if (err)
 			return err;
 		pending_name[0] = 0;
+		/* Its scheduling: a perf ring, else schedstat samples (sched.c). Tracing goes
+		 * on either way. */
+		(void)agent_sched_thread_start();
 	}
 	return rb_trace_self(true);
 }
@@ -157,6 +160,7 @@ RT void jitt_frame_begin(void)
 {
 	struct agent_runtime *rt = &agent_rt;
 	rb_special(RB_MARK, AGENT_MARK_FRAME_BEGIN);
+	agent_sched_sample(); /* only without a perf ring: schedstat's totals, after the mark */
 	/* seq_cst, paired with the control thread's in control.c: either it sees this frame
 	 * before it goes to sleep with no deadline, or this thread sees it asleep and wakes
 	 * it. A frame costs no system call while the control thread has a deadline. */
@@ -170,6 +174,7 @@ RT void jitt_frame_end(void)
 {
 	struct agent_runtime *rt = &agent_rt;
 	uint64_t begin = atomic_load_explicit(&rt->frame_begin_ns, memory_order_relaxed);
+	agent_sched_sample(); /* before the mark: the frame's samples lie inside it */
 	rb_special(RB_MARK, AGENT_MARK_FRAME_END);
 	if (!begin)
 		return; /* no frame open */

@@ -125,6 +125,14 @@ RT static int persist(const char *reason, uint64_t t0, char *path, size_t path_s
 	for (int i = 0; i < nok; i++)
 		if (!ok[i].name[0])
 			(void)hal_thread_name(ok[i].tid, ok[i].name, sizeof(ok[i].name));
+	/* Their context switches, copied now: the perf rings run on (what comes after the
+	 * freeze falls after the rings' end, and the summary cuts it there). */
+	pid_t live[MAX_RINGS];
+	for (int i = 0; i < n; i++)
+		live[i] = rb_ring_tid(rings[i]);
+	struct rb_trace_sched sched;
+	void *sched_mem;
+	agent_sched_freeze(ok, nok, live, n, &sched, &sched_mem);
 	char spool[AGENT_PATH_MAX];
 	if (!nok)
 		e = -ENODATA;
@@ -134,8 +142,9 @@ RT static int persist(const char *reason, uint64_t t0, char *path, size_t path_s
 		int trimmed = agent_spool_trim(&rt->cfg, bytes, NULL);
 		if (trimmed > 0)
 			atomic_fetch_add(&st->trimmed, (uint64_t)trimmed);
-		e = rb_trace_write(spool, reason, ok, nok, path, path_size);
+		e = rb_trace_write_sched(spool, reason, ok, nok, &sched, path, path_size);
 	}
+	free(sched_mem);
 	for (int i = 0; i < n; i++) {
 		if (errs[i])
 			continue;
