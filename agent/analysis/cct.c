@@ -145,7 +145,7 @@ struct frame {
 	uint64_t start;
 	uint64_t pos[CCT_LANES];      /* lane_pos at the start */
 	uint64_t wait_pos[CCT_LANES]; /* lane_pos when the open wait began (while waiting) */
-	uint64_t children[CCT_LANES], blocked[CCT_LANES];
+	uint64_t children[CCT_LANES], blocked[CCT_LANES], preempted[CCT_LANES];
 	struct cct_link *best; /* the longest child's chain so far, window lane */
 };
 
@@ -285,11 +285,13 @@ static void close_chain(struct cct *c, struct frame *f, struct frame *parent, ui
 				.start = f->start,
 				.incl = incl,
 				.blocked = f->blocked[CCT_WINDOW],
+				.preempted = f->preempted[CCT_WINDOW],
 				.truncated = cut,
 				.running = running };
-	uint64_t busy = f->children[CCT_WINDOW] + l->blocked;
+	uint64_t busy = f->children[CCT_WINDOW] + l->blocked + l->preempted;
 	l->self = l->incl > busy ? l->incl - busy : 0;
 	uint64_t own = l->self > l->blocked ? l->self : l->blocked;
+	own = own > l->preempted ? own : l->preempted;
 	if (best && best->incl > own)
 		l->next = best;
 	else
@@ -311,7 +313,8 @@ CCT_HOT void lane_close(struct frame *f, struct frame *parent, struct cct_node *
 	st->calls++;
 	st->incl += incl;
 	st->blocked += f->blocked[l];
-	uint64_t busy = f->children[l] + f->blocked[l];
+	st->preempted += f->preempted[l];
+	uint64_t busy = f->children[l] + f->blocked[l] + f->preempted[l];
 	st->self += incl > busy ? incl - busy : 0;
 	st->truncated += cut;
 	if (parent)
@@ -410,6 +413,7 @@ CCT_HOT int push(struct cct *c, uint64_t func, uint64_t ts, bool cut)
 		f->pos[l] = clock_pos(c, l, ts);
 		f->children[l] = 0;
 		f->blocked[l] = 0;
+		f->preempted[l] = 0;
 	}
 	return 0;
 }
@@ -510,6 +514,21 @@ CCT_HOT int add_event(struct cct *c, const struct rb_event *e)
 			top->blocked[l] += clock_pos(c, l, e->ts) - top->wait_pos[l];
 		top->waiting = false;
 		break;
+	case RB_EV_OFF_CPU: {
+		/* Off its CPU from id to ts (between two records: the same frame throughout).
+		 * Inside a wrapped wait the wait already counts it. */
+		if (top->waiting || e->id > e->ts)
+			break;
+		uint64_t *to = e->raw == RB_OFF_PREEMPTED ? top->preempted : top->blocked;
+		uint64_t from[CCT_LANES];
+		clock_at(c, e->id);
+		for (int l = 0; l < CCT_LANES; l++)
+			from[l] = clock_pos(c, l, e->id);
+		clock_at(c, e->ts);
+		for (int l = 0; l < CCT_LANES; l++)
+			to[l] += clock_pos(c, l, e->ts) - from[l];
+		break;
+	}
 	default:
 		break;
 	}
@@ -630,6 +649,7 @@ int cct_functions(const struct cct *c, enum cct_lane lane, struct cct_func **out
 		x->calls += st->calls;
 		x->self += st->self;
 		x->blocked += st->blocked;
+		x->preempted += st->preempted;
 		x->truncated += st->truncated;
 	}
 	free(slot);

@@ -3,8 +3,10 @@
  * agent/analysis/cct.h - the calling-context tree of one thread's decoded events (IntroPerf
  * section 3.2, Alg. 1): a node per distinct call path, whose index is the path id. Per node:
  * calls, inclusive time, self time (IntroPerf's top-down normalisation, Alg. 3: inclusive
- * minus the children's), time blocked (between a wait-begin and its wait-end, which is not
- * the function's own work), and the longest single instance.
+ * minus the children's), time blocked (between a wait-begin and its wait-end, or asleep off
+ * its CPU outside one), time preempted (off its CPU while runnable: another task had the
+ * CPU), neither of which is the function's own work, and the longest single instance.
+ * Self time is running time only: inclusive minus children, blocked and preempted.
  *
  * Every figure is kept in up to three lanes: the whole trace, and two spans of time given
  * by the caller (the summary uses the anomaly window and the baseline of normal frames).
@@ -48,7 +50,7 @@ uint64_t cct_span_total(const struct cct_span *s);
 struct cct_stat {
 	uint32_t calls;
 	uint32_t truncated;	      /* instances cut by the ring's start or end */
-	uint64_t incl, self, blocked; /* timer ticks */
+	uint64_t incl, self, blocked, preempted; /* timer ticks */
 };
 
 struct cct_node {
@@ -61,12 +63,12 @@ struct cct_node {
 /*
  * One link of a longest call chain (Hubble section 7), in the window lane: the instance's
  * node (its path), its time inside the window, and the next link: its longest child, as
- * long as that child outlasts the instance's own time (self or blocked); where the own
- * time dominates, the chain ends: that frame is where the time went.
+ * long as that child outlasts the instance's own time (self, blocked or preempted); where
+ * the own time dominates, the chain ends: that frame is where the time went.
  */
 struct cct_link {
 	uint32_t node;
-	uint64_t start, incl, self, blocked;
+	uint64_t start, incl, self, blocked, preempted;
 	bool truncated; /* cut by the ring's start, or still running at its end... */
 	bool running;	/* ...the latter: still running when the ring was frozen */
 	struct cct_link *next;
@@ -142,7 +144,7 @@ int cct_build(struct cct *c, const struct rb_event *ev, size_t n, cct_key_fn key
 
 /* Per function, over all its calling contexts, in one lane. */
 struct cct_func {
-	uint64_t func, calls, self, blocked, truncated;
+	uint64_t func, calls, self, blocked, preempted, truncated;
 };
 
 /* Functions of a lane by self time, largest first, into a malloc'd array (only those

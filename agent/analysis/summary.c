@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "agent/analysis/summary.h"
+#include "agent/analysis/sched.h"
 #include "agent/marks.h"
 #include "agent/analysis/symbols.h"
 #include "hal/timer.h"
@@ -26,7 +27,8 @@ struct thread {
 	struct rb_decoder dec;
 	struct mark *marks;
 	struct wake *wakes;
-	size_t nmarks, nwakes, capm, capw;
+	struct sched_sample *stats; /* schedstat samples (the fallback source) */
+	size_t nmarks, nwakes, capm, capw, nstats, caps;
 	int failed;
 };
 
@@ -73,6 +75,11 @@ static void on_special(void *ctx, const struct rb_event *e)
 			t->failed = -ENOMEM;
 		else
 			t->wakes[t->nwakes++] = (struct wake){ e->ts, e->arg };
+	} else if (e->kind == RB_EV_SCHEDSTAT) {
+		if (grow((void **)&t->stats, &t->caps, t->nstats, sizeof(*t->stats)))
+			t->failed = -ENOMEM;
+		else
+			t->stats[t->nstats++] = (struct sched_sample){ e->ts, e->arg, e->raw };
 	}
 }
 
@@ -381,7 +388,7 @@ static int top_functions(const struct cct *c, enum cct_lane lane, unsigned k,
 	}
 	for (size_t i = 0; i < m; i++)
 		(*out)[i] = (struct summary_func){ f[i].func, f[i].calls, f[i].self, f[i].blocked,
-						   f[i].truncated > 0 };
+						   f[i].truncated > 0, f[i].preempted };
 	*n = m;
 	free(f);
 	return 0;
@@ -408,11 +415,11 @@ static bool many_calls(const struct cct *c, const struct cct_link *last,
 			func = c->node[ch].func;
 		}
 	}
-	if (!best || best->calls < 2 || best->incl <= last->self + last->blocked ||
-	    best->incl > last->incl)
+	if (!best || best->calls < 2 ||
+	    best->incl <= last->self + last->blocked + last->preempted || best->incl > last->incl)
 		return false;
-	*out = (struct summary_frame){ func, best->incl, best->self, best->blocked,
-				       best->truncated > 0, false, best->calls };
+	*out = (struct summary_frame){ func,	   best->incl,	       best->self, best->blocked,
+				       best->truncated > 0, false, best->calls, best->preempted };
 	return true;
 }
 
@@ -450,9 +457,14 @@ static int chain_of(const struct cct *c, const struct cct_link *l, struct summar
 	size_t o = 0, i = 0;
 	for (; l; l = l->next, i++)
 		if (i < at || i >= at + elided)
-			out->f[o++] = (struct summary_frame){ c->node[l->node].func, l->incl,
-							      l->self, l->blocked, l->truncated,
-							      l->running, 0 };
+			out->f[o++] = (struct summary_frame){ c->node[l->node].func,
+							      l->incl,
+							      l->self,
+							      l->blocked,
+							      l->truncated,
+							      l->running,
+							      0,
+							      l->preempted };
 	if (more)
 		out->f[o++] = extra;
 	return 0;
@@ -691,6 +703,23 @@ static int follow_wakeups(struct summary *s, struct thread *ths, const struct wa
 	return err;
 }
 
+/* Where the window's thread ran, and with schedstat its preempted time (sched.h). */
+static void window_sched(struct summary *s, const struct thread *th)
+{
+	const struct rb_file_thread *ft = &s->trace->threads[s->thread];
+	uint64_t pre;
+	if (ft->sched_on) {
+		sched_window_perf(s->trace, ft, s->w0, s->w1, &s->sched);
+	} else if (sched_window_stat(th->stats, th->nstats, s->w0, s->w1, s->trace->timer_hz,
+				     &pre)) {
+		s->sched.source = SUMMARY_SCHED_SCHEDSTAT;
+		uint64_t room = s->w1 - s->w0 - (s->window_blocked < s->w1 - s->w0
+							 ? s->window_blocked
+							 : s->w1 - s->w0);
+		s->window_preempted = pre < room ? pre : room;
+	}
+}
+
 int summary_build(struct summary *s, const struct rb_trace *t, unsigned k)
 {
 	memset(s, 0, sizeof(*s));
@@ -709,6 +738,7 @@ int summary_build(struct summary *s, const struct rb_trace *t, unsigned k)
 			err = ths[i].failed;
 		reverse(ths[i].marks, ths[i].nmarks, sizeof(*ths[i].marks));
 		reverse(ths[i].wakes, ths[i].nwakes, sizeof(*ths[i].wakes));
+		reverse(ths[i].stats, ths[i].nstats, sizeof(*ths[i].stats));
 		s->records += ths[i].dec.stats.records;
 	}
 	struct cct_span window = { 0 }, base = { 0 };
@@ -726,8 +756,11 @@ int summary_build(struct summary *s, const struct rb_trace *t, unsigned k)
 	if (!err) {
 		s->span = p.c.t1 - p.c.t0;
 		s->ncontexts_tree = p.c.n - 1;
-		for (uint32_t i = 1; i < p.c.n; i++)
+		for (uint32_t i = 1; i < p.c.n; i++) {
 			s->window_blocked += p.c.node[i].s[CCT_WINDOW].blocked;
+			s->window_preempted += p.c.node[i].s[CCT_WINDOW].preempted;
+		}
+		window_sched(s, &ths[s->thread]);
 		err = top_functions(&p.c, CCT_WINDOW, s->k, &s->top_window, &s->ntop_window);
 	}
 	if (!err)
@@ -751,6 +784,7 @@ int summary_build(struct summary *s, const struct rb_trace *t, unsigned k)
 		rb_decoder_free(&ths[i].dec);
 		free(ths[i].marks);
 		free(ths[i].wakes);
+		free(ths[i].stats);
 	}
 	free(ths);
 	if (err)

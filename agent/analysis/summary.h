@@ -33,6 +33,7 @@
 #define JITT_AGENT_SUMMARY_H
 
 #include "agent/analysis/cct.h"
+#include "hal/cpu.h"
 #include "ringbuf/tracefile.h"
 
 #include <stdbool.h>
@@ -57,6 +58,7 @@ struct summary_func {
 	uint64_t key; /* agent_func_key; CCT_UNKNOWN for calls the ring starts inside */
 	uint64_t calls, self, blocked;
 	bool truncated;
+	uint64_t preempted;
 };
 
 struct summary_frame {
@@ -65,6 +67,7 @@ struct summary_frame {
 	bool running; /* still running when the rings were frozen (truncated too) */
 	uint32_t calls; /* 0: one call; more: the chain's last link stands for that many
 			 * calls of one function (many short calls that add up) */
+	uint64_t preempted;
 };
 
 /* A chain or path of more than SUMMARY_MAX_DEPTH frames keeps f[0..at) (the outermost),
@@ -113,6 +116,26 @@ struct summary_frames {
 
 enum summary_window_kind { SUMMARY_WINDOW_FRAME, SUMMARY_WINDOW_SPAN };
 
+/*
+ * Where the window's thread ran (issue 15). perf: the kernel's context switches split the
+ * window exactly and per function (cct.h), and say on which CPUs it ran. schedstat: only
+ * the thread's totals sampled at frame boundaries; the preempted time is the run-queue
+ * wait between the window's first and last samples, and functions' self time still holds
+ * it (the text says so). none: preemption cannot be told from work.
+ */
+enum summary_sched_source { SUMMARY_SCHED_NONE, SUMMARY_SCHED_PERF, SUMMARY_SCHED_SCHEDSTAT };
+
+struct summary_sched {
+	enum summary_sched_source source;
+	uint64_t on_class[HAL_CPU_NCLASSES]; /* perf: running time in the window per class */
+	uint64_t on_unknown;		     /* ...on CPUs of no known class */
+	unsigned nclasses;		     /* distinct classes of the trace's CPUs */
+	uint32_t migrations;		     /* switches in onto another CPU, in the window */
+	uint32_t main_cpu;		     /* the CPU it ran on longest in the window */
+	uint64_t main_cpu_ticks;
+	uint64_t lost; /* switch records lost (the kernel's or the writer's) */
+};
+
 struct summary {
 	const struct rb_trace *trace;
 	unsigned k;
@@ -122,7 +145,9 @@ struct summary {
 	uint64_t anomaly_ts;
 	enum summary_window_kind window_kind;
 	uint64_t w0, w1;	 /* the window [w0, w1) */
-	uint64_t window_blocked; /* of it, the thread's time waiting */
+	uint64_t window_blocked; /* of it, the thread's time waiting (or asleep off its CPU) */
+	uint64_t window_preempted; /* ...and runnable but off its CPU: preempted */
+	struct summary_sched sched;
 	uint64_t base_frames;	 /* frames in the baseline (0: the time before the window) */
 	uint64_t span;		 /* the thread's first to last event */
 	uint64_t records;	 /* decoded, all threads */

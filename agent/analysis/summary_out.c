@@ -17,6 +17,18 @@ static uint64_t ns(const struct summary *s, uint64_t ticks)
 	return v > INT64_MAX ? INT64_MAX : v;
 }
 
+/* The window split into running, preempted and blocked ticks (they add up to its length). */
+static void window_split(const struct summary *s, uint64_t *running, uint64_t *preempted,
+			 uint64_t *blocked)
+{
+	uint64_t wlen = s->w1 - s->w0;
+	*blocked = s->window_blocked < wlen ? s->window_blocked : wlen;
+	*preempted = s->window_preempted < wlen - *blocked ? s->window_preempted : wlen - *blocked;
+	*running = wlen - *blocked - *preempted;
+}
+
+static const char *const sched_source_name[] = { "none", "perf", "schedstat" };
+
 static const char *thread_name(const struct summary *s, int i)
 {
 	const struct rb_file_thread *th = &s->trace->threads[i];
@@ -116,9 +128,10 @@ static void json_funcs(FILE *out, const struct summary *s, struct ftable *ft,
 {
 	fputc('[', out);
 	for (size_t i = 0; i < n; i++)
-		fprintf(out, "%s[%d,%llu,%llu,%llu,%d]", i ? "," : "", fidx(ft, f[i].key),
+		fprintf(out, "%s[%d,%llu,%llu,%llu,%d,%llu]", i ? "," : "", fidx(ft, f[i].key),
 			(unsigned long long)ns(s, f[i].self), (unsigned long long)f[i].calls,
-			(unsigned long long)ns(s, f[i].blocked), f[i].truncated);
+			(unsigned long long)ns(s, f[i].blocked), f[i].truncated,
+			(unsigned long long)ns(s, f[i].preempted));
 	fputc(']', out);
 }
 
@@ -141,15 +154,41 @@ static void json_chain(FILE *out, const struct summary *s, struct ftable *ft,
 	for (size_t i = 0, o = 0; i < c->n; i++) {
 		if (i >= keep_at && i < keep_at + skip)
 			continue;
-		fprintf(out, "%s[%d,%llu,%llu,%llu,%d", o++ ? "," : "", fidx(ft, c->f[i].key),
+		fprintf(out, "%s[%d,%llu,%llu,%llu,%d,%llu", o++ ? "," : "", fidx(ft, c->f[i].key),
 			(unsigned long long)ns(s, c->f[i].incl),
 			(unsigned long long)ns(s, c->f[i].self),
-			(unsigned long long)ns(s, c->f[i].blocked), c->f[i].truncated);
+			(unsigned long long)ns(s, c->f[i].blocked), c->f[i].truncated,
+			(unsigned long long)ns(s, c->f[i].preempted));
 		if (c->f[i].calls > 1)
 			fprintf(out, ",%u", c->f[i].calls);
 		fputc(']', out);
 	}
 	fputc(']', out);
+}
+
+/* "sched": the source; with perf the migrations and, on a machine of two or more CPU
+ * classes, the running time on each (issue 15). */
+static void json_sched(FILE *out, const struct summary *s)
+{
+	const struct summary_sched *sc = &s->sched;
+	fprintf(out, ",\"sched\":{\"source\":\"%s\"", sched_source_name[sc->source]);
+	if (sc->source == SUMMARY_SCHED_PERF) {
+		fprintf(out, ",\"migrations\":%u", sc->migrations);
+		if (sc->nclasses >= 2) {
+			fputs(",\"cpu_ns\":{", out);
+			bool first = true;
+			for (int c = 0; c < HAL_CPU_NCLASSES; c++) {
+				if (!sc->on_class[c])
+					continue;
+				fprintf(out, "%s\"%s\":%llu", first ? "" : ",",
+					c == HAL_CPU_LITTLE ? "little" : c == HAL_CPU_BIG ? "big" : "middle",
+					(unsigned long long)ns(s, sc->on_class[c]));
+				first = false;
+			}
+			fputc('}', out);
+		}
+	}
+	fputc('}', out);
 }
 
 static void json_u64s(FILE *out, const struct summary *s, const uint64_t *v, size_t n)
@@ -225,12 +264,20 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 	const struct summary_frames *fr = &s->frames;
 	size_t ntop = lim->level >= 2 ? 0 : lim->level >= 1 ? 3 : SIZE_MAX;
 	size_t nhops = lim->level >= 2 ? 0 : lim->level >= 1 ? 1 : s->nhops;
+	uint64_t wlen = s->w1 - s->w0, blocked, preempted, running;
+	window_split(s, &running, &preempted, &blocked);
+	/* In ns the three add up exactly too: running is what is left. */
+	uint64_t parts = ns(s, preempted) + ns(s, blocked);
+	uint64_t running_ns = ns(s, wlen) > parts ? ns(s, wlen) - parts : 0;
 	fprintf(b,
-		",\"window\":{\"kind\":\"%s\",\"ns\":%llu,\"blocked_ns\":%llu,\"anomaly_marked\":%"
-		"s}",
+		",\"window\":{\"kind\":\"%s\",\"ns\":%llu,\"running_ns\":%llu,\"preempted_ns\":%llu,"
+		"\"blocked_ns\":%llu,\"anomaly_marked\":%s",
 		s->window_kind == SUMMARY_WINDOW_FRAME ? "frame" : "span",
-		(unsigned long long)ns(s, s->w1 - s->w0),
-		(unsigned long long)ns(s, s->window_blocked), s->anomaly_marked ? "true" : "false");
+		(unsigned long long)ns(s, wlen), (unsigned long long)running_ns,
+		(unsigned long long)ns(s, preempted), (unsigned long long)ns(s, blocked),
+		s->anomaly_marked ? "true" : "false");
+	json_sched(b, s);
+	fputc('}', b);
 	fprintf(b,
 		",\"frames\":{\"count\":%zu,\"median_ns\":%llu,\"p99_ns\":%llu,\"budget_ns\":%llu,"
 		"\"over_budget\":%zu,\"mean_ns\":%llu,\"sigma_ns\":%llu,\"this_ns\":%llu,"
@@ -519,13 +566,14 @@ static void text_funcs(FILE *out, const struct summary *s, struct agent_symbols 
 		fprintf(out, "    (no calls)\n");
 		return;
 	}
-	fprintf(out, "    %12s %6s %9s %12s  %s\n", "self", "self%", "calls", "blocked",
-		"function");
+	fprintf(out, "    %12s %6s %9s %12s %12s  %s\n", "self", "self%", "calls", "blocked",
+		"preempted", "function");
 	for (size_t i = 0; i < n; i++) {
 		key_text(syms, f[i].key, name, sizeof(name));
-		fprintf(out, "    %12s %5.1f%% %9llu %12s  %s%s\n", H(f[i].self),
+		fprintf(out, "    %12s %5.1f%% %9llu %12s %12s  %s%s\n", H(f[i].self),
 			total ? 100.0 * (double)f[i].self / (double)total : 0.0,
-			(unsigned long long)f[i].calls, f[i].blocked ? H(f[i].blocked) : "-", name,
+			(unsigned long long)f[i].calls, f[i].blocked ? H(f[i].blocked) : "-",
+			f[i].preempted ? H(f[i].preempted) : "-", name,
 			f[i].truncated ? " [cut by the ring]" : "");
 	}
 }
@@ -546,14 +594,76 @@ static void text_chain(FILE *out, const struct summary *s, struct agent_symbols 
 		char calls[40] = "";
 		if (f->calls > 1)
 			snprintf(calls, sizeof(calls), " in %u calls", f->calls);
-		fprintf(out, "%s%*s%s  (%s incl%s, %s self%s%s)%s%s\n", indent, (int)(2 * i), "",
-			name, H(f->incl), calls, H(f->self), f->blocked ? ", blocked " : "",
-			f->blocked ? H(f->blocked) : "",
+		/* The chain's end: where the time went, unless what dominates that frame is
+		 * its time preempted, which is not its code's doing. */
+		bool preempted_most = f->preempted > f->self && f->preempted > f->blocked;
+		fprintf(out, "%s%*s%s  (%s incl%s, %s self%s%s%s%s)%s%s\n", indent, (int)(2 * i),
+			"", name, H(f->incl), calls, H(f->self), f->blocked ? ", blocked " : "",
+			f->blocked ? H(f->blocked) : "", f->preempted ? ", preempted " : "",
+			f->preempted ? H(f->preempted) : "",
 			f->running	  ? " [still running when frozen]"
 			: f->truncated ? " [cut by the ring]"
 				       : "",
-			i + 1 == c->n ? "  <- where the time went" : "");
+			i + 1 < c->n	   ? ""
+			: preempted_most ? "  <- preempted here: another task had its CPU"
+					 : "  <- where the time went");
 	}
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+/*
+ * The rest of the window's line: how its time split into running, preempted and blocked,
+ * where the thread ran, and, when preemption took most of it, the verdict that the code
+ * below is not the culprit (issue 15).
+ */
+static void text_window(FILE *out, const struct summary *s)
+{
+	const struct summary_sched *sc = &s->sched;
+	uint64_t wlen = s->w1 - s->w0, running, preempted, blocked;
+	window_split(s, &running, &preempted, &blocked);
+	if (!wlen) {
+		fputc('\n', out);
+		return;
+	}
+	if (sc->source == SUMMARY_SCHED_NONE) {
+		fprintf(out, ", %.0f%% of it blocked\n", pct(blocked, wlen));
+		fprintf(out, "scheduling: not recorded (no perf ring, no schedstat samples): time "
+			     "the thread was preempted counts as its functions' self time\n");
+		return;
+	}
+	fprintf(out, ": running %s (%.0f%%), preempted %s (%.0f%%), blocked %s (%.0f%%)\n",
+		H(running), pct(running, wlen), H(preempted), pct(preempted, wlen), H(blocked),
+		pct(blocked, wlen));
+	if (sc->source == SUMMARY_SCHED_PERF) {
+		fprintf(out, "scheduling (perf context switches): ran longest on CPU %u (%s)",
+			sc->main_cpu, H(sc->main_cpu_ticks));
+		uint64_t on = sc->on_unknown;
+		for (int c = 0; c < HAL_CPU_NCLASSES; c++)
+			on += sc->on_class[c];
+		if (sc->nclasses >= 2 && on) {
+			for (int c = HAL_CPU_NCLASSES - 1; c >= 0; c--)
+				fprintf(out, ", %s %.0f%%", hal_cpu_class_name((enum hal_cpu_class)c),
+					pct(sc->on_class[c], on));
+		}
+		fprintf(out, "; %u migration%s", sc->migrations, sc->migrations == 1 ? "" : "s");
+		if (sc->lost)
+			fprintf(out, "; %llu switch records lost", (unsigned long long)sc->lost);
+		fputc('\n', out);
+	} else {
+		fprintf(out, "scheduling (schedstat samples at frame boundaries): the frame's "
+			     "preempted time only; the functions' self time below still holds it\n");
+	}
+	if (2 * preempted >= wlen)
+		fprintf(out,
+			"=> preempted for most of this %s: the thread was runnable but another task "
+			"had its CPU%s. Its own code ran %s; look at what else runs there, and at "
+			"the thread's priority and CPU affinity, before the functions below.\n",
+			s->window_kind == SUMMARY_WINDOW_FRAME ? "frame" : "window",
+			sc->source == SUMMARY_SCHED_PERF ? "" : " (schedstat)", H(running));
 }
 
 int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols *syms)
@@ -575,10 +685,7 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 		fprintf(out, "the slow frame took %s", H(wlen));
 	else
 		fprintf(out, "no frame marks; the window is the last %s", H(wlen));
-	if (wlen)
-		fprintf(out, ", %.0f%% of it blocked",
-			100.0 * (double)s->window_blocked / (double)wlen);
-	fputc('\n', out);
+	text_window(out, s);
 	if (fr->count) {
 		fprintf(out, "frames: %zu complete, median %s, p99 %s, %zu over the %s budget",
 			fr->count, H(fr->median), H(fr->p99), fr->over_budget, H(fr->budget));

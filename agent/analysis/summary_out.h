@@ -13,7 +13,7 @@
 #include <stdio.h>
 
 #define SUMMARY_SCHEMA	"jitt.summary"
-#define SUMMARY_VERSION 2
+#define SUMMARY_VERSION 3
 /* The most bytes of JSON a summary takes: the lowest-ranked contexts are left out (and
  * counted in "contexts_left_out") until it fits. */
 #define SUMMARY_JSON_MAX 4096
