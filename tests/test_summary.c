@@ -10,6 +10,8 @@
 #include "agent/analysis/summary.h"
 #include "agent/analysis/summary_out.h"
 #include "agent/analysis/symbols.h"
+#include "hal/sched.h"
+#include "hal/timer.h"
 #include "ringbuf/tracefile.h"
 
 #include <stdlib.h>
@@ -552,7 +554,7 @@ TEST(summary_json_is_small)
 	if (buf) {
 		printf("    JSON summary, K = 10: %zu bytes\n", size);
 		CHECK(size <= 4096);
-		CHECK(strncmp(buf, "{\"schema\":\"jitt.summary\",\"version\":2,", 37) == 0);
+		CHECK(strncmp(buf, "{\"schema\":\"jitt.summary\",\"version\":3,", 37) == 0);
 	}
 	free(buf);
 	release(&fx);
@@ -675,5 +677,192 @@ TEST(summary_json_shares_path_prefixes_so_deep_contexts_fit)
 	}
 	free(buf);
 	release(&fx);
+	synth_free(&ui);
+}
+
+/*
+ * Scheduling (issue 15): a frame whose culprit was preempted for most of its call. The
+ * trace's context switches are given straight to the parsed trace (as the file's
+ * scheduling section gives them): ticks, CPU 0 LITTLE and CPU 1 big.
+ *   1000 frame begin; 1010 > frame; 1020 > culprit
+ *   1100..5100 off, preempted (CPU 0, back on CPU 1); 5200..5300 off, asleep (unwrapped)
+ *   6020 < culprit; 6030 wait-begin; 6040..6540 off, preempted, inside the wait (the wait
+ *   counts it); 7030 wait-end; 7040 < frame; 7045..7055 off, preempted, across the frame
+ *   end at 7050 (cut there); 7050 frame end (the window: 1000..7050); 7060 anomaly.
+ */
+static const struct rb_switch preempt_sw[] = {
+	{ 1100, 0, HAL_SCHED_OUT_PREEMPTED }, { 5100, 1, HAL_SCHED_IN },
+	{ 5200, 1, HAL_SCHED_OUT_SLEEPING },  { 5300, 1, HAL_SCHED_IN },
+	{ 6040, 1, HAL_SCHED_OUT_PREEMPTED }, { 6540, 0, HAL_SCHED_IN },
+	{ 7045, 0, HAL_SCHED_OUT_PREEMPTED }, { 7055, 0, HAL_SCHED_IN },
+};
+static const struct rb_offcpu preempt_off[] = {
+	{ 1100, 5100, 0, RB_OFF_PREEMPTED },
+	{ 5200, 5300, 1, RB_OFF_SLEEPING },
+	{ 6040, 6540, 1, RB_OFF_PREEMPTED },
+	{ 7045, 7055, 0, RB_OFF_PREEMPTED },
+};
+static const uint8_t preempt_classes[] = { HAL_CPU_LITTLE, HAL_CPU_BIG };
+
+static void preempted_frame(struct synth_thread *ui)
+{
+	synth_special(ui, 1000, RB_MARK, AGENT_MARK_FRAME_BEGIN);
+	synth_entry(ui, 1010, ID(fn_frame));
+	synth_entry(ui, 1020, ID(fn_culprit));
+	synth_exit(ui, 6020);
+	synth_special(ui, 6030, RB_WAIT_BEGIN, 0x40);
+	synth_special(ui, 7030, RB_WAIT_END, 0x40);
+	synth_exit(ui, 7040);
+	synth_special(ui, 7050, RB_MARK, AGENT_MARK_FRAME_END);
+	synth_special(ui, 7060, RB_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_JANK);
+}
+
+TEST(summary_preempted_time_is_not_self_time)
+{
+	struct synth_thread ui;
+	synth_init(&ui, "ui", 100, 0, 0);
+	preempted_frame(&ui);
+	char path[512], err[256];
+	struct rb_trace t;
+	if (!CHECK(synth_write(&ui, 1, "jank", path, sizeof(path)) == 0) ||
+	    !CHECK(rb_trace_open(path, &t, err, sizeof(err)) == 0)) {
+		synth_free(&ui);
+		return;
+	}
+	struct rb_file_thread *th = &t.threads[0];
+	th->sw = preempt_sw;
+	th->nsw = sizeof(preempt_sw) / sizeof(preempt_sw[0]);
+	th->sched_on = true;
+	th->view.off = preempt_off;
+	th->view.noff = sizeof(preempt_off) / sizeof(preempt_off[0]);
+	t.sched = (struct rb_trace_sched){ RB_SCHED_PERF, 2, preempt_classes };
+
+	/* The decoder puts each between the records it fell between, cut at the next one. */
+	struct rb_event *ev;
+	size_t n;
+	CHECK_EQ_INT(rb_decode(&th->view, t.ref_ticks, &ev, &n, NULL), 0);
+	uint64_t want[][2] = { { 1100, 5100 }, { 5200, 5300 }, { 6040, 6540 }, { 7045, 7050 } };
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (ev[i].kind != RB_EV_OFF_CPU)
+			continue;
+		if (k < 4) {
+			CHECK_EQ_U64(ev[i].id, want[k][0]);
+			CHECK_EQ_U64(ev[i].ts, want[k][1]);
+			CHECK(i > 0 && ev[i - 1].ts <= ev[i].id);
+			CHECK(i + 1 == n || ev[i + 1].ts >= ev[i].ts);
+		}
+		k++;
+	}
+	CHECK_EQ_INT((int)k, 4);
+	free(ev);
+
+	struct summary s;
+	if (!CHECK(summary_build(&s, &t, 10) == 0)) {
+		rb_trace_close(&t);
+		synth_free(&ui);
+		return;
+	}
+	CHECK_EQ_U64(s.w1 - s.w0, 6050); /* the frame: begin to end */
+	CHECK_EQ_U64(s.window_preempted, 4000); /* not the one inside the wait */
+	CHECK_EQ_U64(s.window_blocked, 1100);	/* the wait, and the unwrapped sleep */
+	const struct summary_func *top = &s.top_window[0];
+	CHECK_EQ_U64(top->key, key(fn_culprit));
+	CHECK_EQ_U64(top->self, 900); /* 5000 - 4000 preempted - 100 asleep */
+	CHECK_EQ_U64(top->preempted, 4000);
+	CHECK_EQ_U64(top->blocked, 100);
+	/* The chain ends in the culprit, its own time mostly preempted. */
+	CHECK_EQ_INT((int)s.nchains, 1);
+	const struct summary_chain *c = &s.chains[0];
+	CHECK_EQ_INT((int)c->n, 2);
+	CHECK_EQ_U64(c->f[1].preempted, 4000);
+	CHECK_EQ_U64(c->f[0].self, 30); /* 6030 - 5000 culprit - 1000 waiting */
+	/* Where it ran in the frame: 1000..1100 and 6540..7045 on CPU 0 (LITTLE), 5100..5200
+	 * and 5300..6040 on CPU 1 (big); it came back on another CPU twice. */
+	CHECK_EQ_INT((int)s.sched.source, SUMMARY_SCHED_PERF);
+	CHECK_EQ_U64(s.sched.on_class[HAL_CPU_LITTLE], 100 + 505);
+	CHECK_EQ_U64(s.sched.on_class[HAL_CPU_BIG], 100 + 740);
+	CHECK_EQ_INT((int)s.sched.migrations, 2);
+	CHECK_EQ_INT((int)s.sched.main_cpu, 1);
+
+	struct fixture fx = { .t = t, .s = s, .ok = 1 };
+	size_t size;
+	char *json = json_of(&fx, &size), *text = text_of(&fx);
+	static const char *const in_json[] = { "\"version\":3", "\"sched\":{\"source\":\"perf\"",
+					       "\"migrations\":2", "\"cpu_ns\":{\"little\":" };
+	for (size_t i = 0; i < sizeof(in_json) / sizeof(in_json[0]); i++)
+		if (!json || !strstr(json, in_json[i]))
+			test_fail(__FILE__, __LINE__, "no %s in %.300s", in_json[i],
+				  json ? json : "(none)");
+	static const char *const in_text[] = { "preempted", "=> preempted for most of this frame",
+					       "preempted here: another task had its CPU",
+					       "2 migrations", "big 58%" };
+	for (size_t i = 0; i < sizeof(in_text) / sizeof(in_text[0]); i++)
+		if (!text || !strstr(text, in_text[i]))
+			test_fail(__FILE__, __LINE__, "no \"%s\" in:\n%s", in_text[i],
+				  text ? text : "(none)");
+	free(json);
+	free(text);
+	summary_free(&s);
+	rb_trace_close(&t);
+	synth_free(&ui);
+}
+
+/* The schedstat fallback: the run-queue wait between the frame's first and last samples is
+ * the window's preempted time; the functions keep it in their self time. */
+TEST(summary_schedstat_samples_give_the_frame_its_preempted_time)
+{
+	struct synth_thread ui;
+	synth_init(&ui, "ui", 100, 0, 0);
+	uint64_t hz = hal_timer_freq();
+	/* Half of a SLOW frame waiting to run, in whole microseconds. */
+	uint32_t wait_us = (uint32_t)((double)SLOW / 2 * 1e6 / (double)hz);
+	uint64_t w0 = 1000;
+	synth_special(&ui, w0, RB_MARK, AGENT_MARK_FRAME_BEGIN);
+	synth_special(&ui, w0 + 1, RB_SCHED_RUN, 100);
+	synth_special(&ui, w0 + 2, RB_SCHED_WAIT, 0xfffffff0u); /* wraps: modulo 2^32 */
+	synth_entry(&ui, w0 + 10, ID(fn_culprit));
+	synth_exit(&ui, w0 + SLOW - 10);
+	synth_special(&ui, w0 + SLOW - 5, RB_SCHED_RUN, 200);
+	synth_special(&ui, w0 + SLOW - 4, RB_SCHED_WAIT, 0xfffffff0u + wait_us);
+	synth_special(&ui, w0 + SLOW - 3, RB_MARK, AGENT_MARK_FRAME_END);
+	synth_special(&ui, w0 + SLOW, RB_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_JANK);
+	struct fixture fx;
+	if (summarise(&ui, 1, "jank", 10, &fx)) {
+		CHECK_EQ_INT((int)fx.s.sched.source, SUMMARY_SCHED_SCHEDSTAT);
+		uint64_t want = (uint64_t)((double)wait_us * (double)fx.t.timer_hz / 1e6);
+		CHECK(fx.s.window_preempted + 2 >= want && fx.s.window_preempted <= want + 2);
+		CHECK_EQ_U64(fx.s.top_window[0].self, SLOW - 20); /* no per-function split */
+		size_t size;
+		char *json = json_of(&fx, &size), *text = text_of(&fx);
+		CHECK(json && strstr(json, "\"sched\":{\"source\":\"schedstat\"}"));
+		CHECK(text && strstr(text, "schedstat samples at frame boundaries"));
+		CHECK(text && strstr(text, "=> preempted for most of this frame"));
+		free(json);
+		free(text);
+		release(&fx);
+	}
+	synth_free(&ui);
+}
+
+/* No scheduling records: the summary says preemption cannot be told from work. */
+TEST(summary_without_scheduling_records_says_so)
+{
+	struct synth_thread ui;
+	synth_init(&ui, "ui", 100, 0, 0);
+	preempted_frame(&ui);
+	struct fixture fx;
+	if (summarise(&ui, 1, "jank", 10, &fx)) {
+		CHECK_EQ_INT((int)fx.s.sched.source, SUMMARY_SCHED_NONE);
+		CHECK_EQ_U64(fx.s.top_window[0].self, 5000);
+		size_t size;
+		char *json = json_of(&fx, &size), *text = text_of(&fx);
+		CHECK(json && strstr(json, "\"preempted_ns\":0,"));
+		CHECK(json && strstr(json, "\"sched\":{\"source\":\"none\"}"));
+		CHECK(text && strstr(text, "scheduling: not recorded"));
+		free(json);
+		free(text);
+		release(&fx);
+	}
 	synth_free(&ui);
 }
