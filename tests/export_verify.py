@@ -31,9 +31,11 @@ usage:
 Each prints one short result line and exits 0, or says what is wrong and exits 1 (2 for
 usage). Self time is the summary's (agent/analysis/cct.c lane_close): a call's time minus
 its callees' and minus its waits. From a timeline: each slice's duration minus its direct
-children's, waits included ("blocked" in Chrome, "blocked on ..." names in Perfetto), summed
-per name; wait slices themselves are not functions. From folded stacks: the counts of the
-lines whose last frame is the function.
+children's, waits and times off the CPU included ("blocked" and "off-cpu" in Chrome,
+"blocked on ...", "preempted (CPU n)" and "off CPU: ..." names in Perfetto), summed per
+name; those slices themselves are not functions. From folded stacks: the counts of the lines
+whose last frame is the function ("[blocked on ...]", "[preempted]" and "[off CPU: ...]"
+frames are not functions).
 """
 import decimal
 import json
@@ -73,6 +75,17 @@ def report(what, problems, line):
 
 
 # ---- self time from slices ----
+
+# Slices that are no function (export.c's names): a wait, and a time off the CPU outside one
+# (the summary's preempted and unwrapped-sleeping time, not self time). Chrome gives them
+# categories ("blocked", "off-cpu"); Perfetto and folded only names.
+NOT_CODE = re.compile(r"blocked on .*|preempted \(CPU [0-9]+\)|off CPU: .*")
+NOT_CODE_FRAME = re.compile(r"\[(?:blocked on .*|preempted|off CPU: .*)\]")
+
+
+def not_code(name):
+    return NOT_CODE.fullmatch(name) is not None
+
 
 def self_times(intervals):
     """intervals: per track, a list of (begin, end, order, name, wait). Nests them by time
@@ -383,7 +396,7 @@ class Perfetto:
                     self.bad(i, "slice %r ends before it begins" % bname)
                 self.slices += 1
                 self.intervals.setdefault(track, []).append(
-                    (begin, ts, order, bname, bname.startswith("blocked on")))
+                    (begin, ts, order, bname, not_code(bname)))
         elif kind != INSTANT:
             self.bad(i, "track_event of type %s" % kind)
         for fid in te.get("flow_ids", []):
@@ -480,7 +493,7 @@ class Chrome:
         last[key] = ts
         name = e.get("name")
         named = isinstance(name, str) and name != ""
-        wait = e.get("cat") == "blocked"
+        wait = e.get("cat") in ("blocked", "off-cpu")
         st = stacks.setdefault(key, [])
         if ph == "B":
             if not named:
@@ -567,8 +580,8 @@ class Folded:
             self.total += count
             thread = frames[0].rsplit("-", 1)[0]
             leaf = frames[-1]
-            if len(frames) < 2 or leaf.startswith("[blocked on"):
-                continue  # time outside any function, or a wait: no function's self
+            if len(frames) < 2 or NOT_CODE_FRAME.fullmatch(leaf):
+                continue  # outside any function, a wait, off the CPU: no function's self
             o = self.threads.setdefault(thread, {}).setdefault(unfold(leaf), [0, 0, 0])
             o[0] += count
             o[1] += 1
@@ -940,8 +953,8 @@ def selftest(argv):
             c = Chrome(path)
             expect("chrome: %s is refused" % what, any(says in p for p in c.problems),
                    repr(c.problems))
-        # Chrome self time: a [1, 10] us holds b [2, 4] us, a wait [5, 6] us and an X
-        # c [7, 7.5] us; a's self is 9 - 2 - 1 - 0.5 us.
+        # Chrome self time: a [1, 10] us holds b [2, 4] us, a wait [5, 6] us, an X
+        # c [7, 7.5] us and a preemption [8, 9] us; a's self is 9 - 2 - 1 - 0.5 - 1 us.
         with open(path, "w") as f:
             f.write('{"displayTimeUnit":"ns","traceEvents":[' + ",".join(
                 '{"pid":1,"tid":1,%s}' % e for e in (
@@ -950,17 +963,20 @@ def selftest(argv):
                     '"ph":"E","ts":4,"name":"b"',
                     '"ph":"B","ts":5,"name":"blocked on 0x1","cat":"blocked"',
                     '"ph":"E","ts":6,"name":"blocked on 0x1","cat":"blocked"',
-                    '"ph":"X","ts":7,"dur":0.5,"name":"c"', '"ph":"E","ts":10,"name":"a"'))
+                    '"ph":"X","ts":7,"dur":0.5,"name":"c"',
+                    '"ph":"X","ts":8,"dur":1,"name":"preempted (CPU 2)","cat":"off-cpu"',
+                    '"ph":"E","ts":10,"name":"a"'))
                 + ']}')
         c = Chrome(path)
         st = selves(c).get("t", {}).get("self", {})
         expect("chrome: self times from B/E, X and a wait",
                not c.problems and {k: v[0] for k, v in st.items()} ==
-               {"a": 5500, "b": 2000, "c": 500}, "%r %r" % (c.problems, st))
+               {"a": 4500, "b": 2000, "c": 500}, "%r %r" % (c.problems, st))
         # Folded: the last frame's count, not the thread label's.
         with open(path, "w") as f:
             f.write("ui-1;a;b 5\nui-1;a 7\nui-1 3\nui-1;a;[blocked on 0x1] 4\n"
-                    "ui-1;x\\x3by\\\\ 2\n")
+                    "ui-1;x\\x3by\\\\ 2\nui-1;a;[preempted] 6\n"
+                    "ui-1;b;[off CPU: sleeping] 1\n")
         fo = Folded(path)
         expect("folded: self time per last frame", not fo.problems and
                {k: v[0] for k, v in fo.threads.get("ui", {}).items()} ==

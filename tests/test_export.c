@@ -3,7 +3,8 @@
  * tests/test_export.c - `jitt export`'s three formats on one synthetic trace with exactly
  * known times: two threads that nest calls, a wrapped ring that starts inside a call (with a
  * wide entry cut by the wrap) and ends inside two, marks, a blocked wait and the wake that
- * ended it, a reserved record, a thread with an empty ring and a name that needs escaping.
+ * ended it, a reserved record, a thread with an empty ring and a name that needs escaping,
+ * and times off the CPU (preempted, and sleeping, inside a wait and outside).
  *
  * Chrome: every B has its E per thread, in order, at the right times. Folded: the counts sum
  * to the calling-context tree's self time exactly. Perfetto: read back by a small protobuf
@@ -61,9 +62,9 @@ __attribute__((noinline)) void export_fn_leaf(void)
 #define WORKER_SLOTS 32
 #define UNKNOWN	     "(entered before the ring's oldest record)"
 
-/* Slices each thread opens: ui 7 calls and a wait; worker, after the wrap, the call it
- * starts inside, b, four (wide, b) pairs, work, leaf and b. */
-#define UI_SLICES     8
+/* Slices each thread opens: ui 7 calls, a wait and 4 times off the CPU; worker, after the
+ * wrap, the call it starts inside, b, four (wide, b) pairs, work, leaf and b. */
+#define UI_SLICES     12
 #define WORKER_SLICES 13
 
 /*
@@ -80,7 +81,32 @@ __attribute__((noinline)) void export_fn_leaf(void)
  *   < 680: it starts inside one call.
  * idle: only its start record, at 5000.
  * The trace's first event is worker's > b at 620.
+ *
+ * ui's times off the CPU (ui_off, set on the parsed trace by open_trace, as the scheduling
+ * section's switches are): 900-950 preempted (before the ring's first record: left out);
+ * 1050-1080 preempted from CPU 3, in b; 1200-1400 sleeping, inside the wait (no slice: the
+ * wait covers it); 1510-1590 sleeping from CPU 2, in a; 2000-2500 preempted from CPU 0, in the
+ * second a and b, after the ring's last record; 2900 sleeping from CPU 2, not back before the
+ * freeze: it ends there (2950).
  */
+static const struct rb_offcpu ui_off[] = {
+	{ 900, 950, 1, RB_OFF_PREEMPTED },   { 1050, 1080, 3, RB_OFF_PREEMPTED },
+	{ 1200, 1400, 1, RB_OFF_SLEEPING },  { 1510, 1590, 2, RB_OFF_SLEEPING },
+	{ 2000, 2500, 0, RB_OFF_PREEMPTED }, { 2900, UINT64_MAX, 2, RB_OFF_SLEEPING },
+};
+
+/* rb_trace_open, and ui's times off the CPU (above) on its view. */
+static int open_trace(const char *path, struct rb_trace *t, char *err, size_t size)
+{
+	int e = rb_trace_open(path, t, err, size);
+	if (e)
+		return e;
+	if (CHECK(t->nthreads == 3) && CHECK(t->threads[0].tid == UI_TID)) {
+		t->threads[0].view.off = ui_off;
+		t->threads[0].view.noff = sizeof(ui_off) / sizeof(ui_off[0]);
+	}
+	return 0;
+}
 static void make_trace(char *path, size_t size)
 {
 	struct synth_thread th[3];
@@ -174,13 +200,15 @@ static void keep(const char *path, const char *name)
 
 typedef int (*export_fn)(FILE *out, const struct rb_trace *t, struct agent_symbols *s);
 
-/* Export trace to the test's folder as name; its contents, or NULL. */
-static char *export_to(const char *trace, export_fn fn, const char *name, size_t *size)
+/* Export trace to the test's folder as name; its contents, or NULL. off_cpu: with ui's
+ * times off the CPU (open_trace), else the file as it is (what `jitt export` reads). */
+static char *export_to(const char *trace, export_fn fn, const char *name, size_t *size,
+		       bool off_cpu)
 {
 	struct rb_trace t;
 	struct agent_symbols s;
 	char err[256], out[512];
-	if (rb_trace_open(trace, &t, err, sizeof(err)) != 0) {
+	if ((off_cpu ? open_trace : rb_trace_open)(trace, &t, err, sizeof(err)) != 0) {
 		test_fail(__FILE__, __LINE__, "%s: %s", trace, err);
 		return NULL;
 	}
@@ -202,7 +230,7 @@ static void trace_facts(const char *path, uint64_t *hz, uint64_t *t0)
 {
 	struct rb_trace t;
 	char err[256];
-	if (!CHECK(rb_trace_open(path, &t, err, sizeof(err)) == 0))
+	if (!CHECK(open_trace(path, &t, err, sizeof(err)) == 0))
 		return;
 	*hz = t.timer_hz;
 	CHECK_EQ_INT(agent_trace_start(&t, t0), 0);
@@ -270,7 +298,7 @@ TEST(export_chrome_every_begin_has_its_end)
 	make_trace(trace, sizeof(trace));
 	trace_facts(trace, &hz, &t0);
 	keep(trace, "export.jtr");
-	char *json = export_to(trace, agent_export_chrome, "export.json", &n);
+	char *json = export_to(trace, agent_export_chrome, "export.json", &n, true);
 	if (!CHECK(json != NULL))
 		return;
 	CHECK(strncmp(json, "{", 1) == 0);
@@ -335,7 +363,7 @@ TEST(export_chrome_every_begin_has_its_end)
 	free(json);
 
 	/* The names, and the times to the nanosecond (microseconds with three decimals). */
-	json = export_to(trace, agent_export_chrome, "export.json", &n);
+	json = export_to(trace, agent_export_chrome, "export.json", &n, true);
 	if (!CHECK(json != NULL))
 		return;
 	static const char *const names[] = {
@@ -370,6 +398,39 @@ TEST(export_chrome_every_begin_has_its_end)
 		 us_text(us, hal_ticks_to_ns(1110 - t0, hz)), us_text(dur, hal_ticks_to_ns(390, hz)));
 	if (!strstr(json, want))
 		test_fail(__FILE__, __LINE__, "no %s", want);
+	/* Times off the CPU outside the wait: leaves of the call they fell in, X events
+	 * between their ends, or a B/E pair when the next event is at their end (the sleep
+	 * the freeze ended, at b's and a's ends). */
+	static const struct {
+		uint64_t from, to;
+		const char *name;
+	} off[] = { { 1050, 1080, "preempted (CPU 3)" },
+		    { 1510, 1590, "off CPU: sleeping" },
+		    { 2000, 2500, "preempted (CPU 0)" } };
+	for (size_t i = 0; i < sizeof(off) / sizeof(off[0]); i++) {
+		uint64_t from = hal_ticks_to_ns(off[i].from - t0, hz);
+		snprintf(want, sizeof(want),
+			 "\"tid\":%d,\"ph\":\"X\",\"ts\":%s,\"name\":\"%s\",\"cat\":\"off-cpu\","
+			 "\"dur\":%s}",
+			 UI_TID, us_text(us, from), off[i].name,
+			 us_text(dur, hal_ticks_to_ns(off[i].to - t0, hz) - from));
+		if (!strstr(json, want))
+			test_fail(__FILE__, __LINE__, "no %s", want);
+	}
+	snprintf(want, sizeof(want),
+		 "\"ph\":\"B\",\"ts\":%s,\"name\":\"off CPU: sleeping\",\"cat\":\"off-cpu\"}",
+		 us_text(us, hal_ticks_to_ns(2900 - t0, hz)));
+	if (!strstr(json, want))
+		test_fail(__FILE__, __LINE__, "no %s", want);
+	snprintf(want, sizeof(want),
+		 "\"ph\":\"E\",\"ts\":%s,\"name\":\"off CPU: sleeping\",\"cat\":\"off-cpu\"}",
+		 us_text(us, hal_ticks_to_ns(2950 - t0, hz)));
+	if (!strstr(json, want))
+		test_fail(__FILE__, __LINE__, "no %s", want);
+	/* The sleep inside the wait (1200) has no slice, nor the time before the ring (900). */
+	snprintf(want, sizeof(want), "\"ts\":%s,", us_text(us, hal_ticks_to_ns(1200 - t0, hz)));
+	CHECK(strstr(json, want) == NULL);
+	CHECK(strstr(json, "CPU 1") == NULL);
 	/* A call still running at the freeze ends at the freeze, not at the last record
 	 * (1950): the summary's end, and a hang's culprit's whole time. Its E has no
 	 * arguments (speedscope matches them with the B's); an instant says why it ended. */
@@ -412,10 +473,12 @@ TEST(export_folded_sums_to_the_self_time_of_the_tree)
 	char trace[512];
 	size_t n = 0;
 	make_trace(trace, sizeof(trace));
-	char *text = export_to(trace, agent_export_folded, "export.folded", &n);
+	/* The file as it is, for export-check.sh to compare with `jitt export`'s. */
+	free(export_to(trace, agent_export_folded, "export.folded", &n, false));
+	char *text = export_to(trace, agent_export_folded, "export-offcpu.folded", &n, true);
 	struct rb_trace t;
 	char err[256];
-	if (!CHECK(text != NULL) || !CHECK(rb_trace_open(trace, &t, err, sizeof(err)) == 0)) {
+	if (!CHECK(text != NULL) || !CHECK(open_trace(trace, &t, err, sizeof(err)) == 0)) {
 		free(text);
 		return;
 	}
@@ -423,7 +486,21 @@ TEST(export_folded_sums_to_the_self_time_of_the_tree)
 	static const char *const labels[3] = { "ui\\x3b\"q\"\\\\\\x09\xef\xbf\xbd-101",
 					       "worker-102", "idle-103" };
 	uint64_t sum[3] = { 0 };
-	int per[3] = { 0 }, waits = 0;
+	int per[3] = { 0 }, waits = 0, offs = 0;
+	/* ui's times off the CPU outside the wait, a frame each under the call they fell in,
+	 * one per reason (no CPU: the two preemptions are in two contexts anyway). A count is
+	 * the difference of two running sums each rounded down: its ticks in ns, or 1 more. */
+	static const struct {
+		const char *path;
+		uint64_t ticks;
+	} off[] = {
+		{ "-101;export_fn_main;export_fn_a;export_fn_b;[preempted]", 30 },
+		{ "-101;export_fn_main;export_fn_a;[off CPU: sleeping]", 80 },
+		{ "-101;export_fn_a;export_fn_b;[preempted]", 500 },
+		{ "-101;export_fn_a;export_fn_b;[off CPU: sleeping]", 50 },
+		/* b's self time: its 60 ticks but the 30 it was preempted */
+		{ "-101;export_fn_main;export_fn_a;export_fn_b", 30 },
+	};
 	char *save = NULL;
 	for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *sp = strrchr(line, ' '), *end;
@@ -453,10 +530,21 @@ TEST(export_folded_sums_to_the_self_time_of_the_tree)
 		if (k == 0 && strstr(line, "export_fn_b"))
 			CHECK(strstr(line, "export_fn_main;export_fn_a;export_fn_b") ||
 			      strstr(line, "-101;export_fn_a;export_fn_b"));
+		for (size_t i = 0; k == 0 && i < sizeof(off) / sizeof(off[0]); i++) {
+			const char *at = strstr(line, off[i].path);
+			if (!at || at[strlen(off[i].path)])
+				continue;
+			uint64_t ns = hal_ticks_to_ns(off[i].ticks, t.timer_hz);
+			if (!CHECK(v == ns || v == ns + 1))
+				test_fail(__FILE__, __LINE__, "%s %llu, not %llu", line, v,
+					  (unsigned long long)ns);
+			offs++;
+		}
+		CHECK(strstr(line, "CPU 1") == NULL && strstr(line, "(CPU") == NULL);
 	}
 	/* The model: the calling-context tree of each thread, built here from all of its
 	 * events at once and ended at the freeze (ui: 2950) as the summary ends it; the whole
-	 * of its self and blocked time, from ticks to ns once. */
+	 * of its time (the root's: self, blocked and off the CPU), from ticks to ns once. */
 	for (uint32_t i = 0; i < t.nthreads && i < 3; i++) {
 		struct rb_event *ev;
 		size_t count;
@@ -470,16 +558,15 @@ TEST(export_folded_sums_to_the_self_time_of_the_tree)
 		CHECK_EQ_INT(cct_finish(&c, d.end_ts), 0);
 		CHECK_EQ_U64(d.end_ts, i == 0 ? 2950 : d.end_ts);
 		rb_decoder_free(&d);
-		uint64_t self = 0;
-		for (uint32_t k = 0; k < c.n; k++)
-			self += c.node[k].s[CCT_WHOLE].self + c.node[k].s[CCT_WHOLE].blocked;
-		CHECK_EQ_U64(sum[i], hal_ticks_to_ns(self, t.timer_hz));
-		CHECK(per[i] <= (int)c.n + (i == 0)); /* ui: its wait, a frame of its own */
+		CHECK_EQ_U64(sum[i], hal_ticks_to_ns(c.node[0].s[CCT_WHOLE].incl, t.timer_hz));
+		/* ui: its wait and 4 times off the CPU, frames of their own */
+		CHECK(per[i] <= (int)c.n + (i == 0 ? 5 : 0));
 		cct_free(&c);
 		free(ev);
 	}
 	CHECK(per[0] >= 4 && per[1] >= 4);
 	CHECK_EQ_INT(waits, 1);
+	CHECK_EQ_INT(offs, 5);
 	CHECK_EQ_INT(per[2], 0); /* an empty ring: no time at all */
 	rb_trace_close(&t);
 	free(text);
@@ -574,6 +661,16 @@ struct pf_track {
 	char name[128];
 	int depth, begins, instants, cuts;
 	uint64_t last_end; /* the latest end's time */
+	char open[16][48]; /* the open slices' names, begin times and "cpu" annotations */
+	uint64_t open_ts[16];
+	int64_t open_cpu[16];
+};
+
+/* A slice read back whose name says it is a time off the CPU. */
+struct pf_off {
+	int64_t tid, cpu;
+	uint64_t begin, end;
+	char name[48];
 };
 
 struct pf_flow {
@@ -588,6 +685,8 @@ struct pf_read {
 	int nseq;
 	struct pf_track track[MAX_SEQ];
 	int ntracks;
+	struct pf_off off[16];
+	int noff;
 	char process_name[256];
 	int64_t pid;
 };
@@ -752,17 +851,28 @@ static void read_packet(struct pf_read *pr, struct rd pkt)
 		return;
 	uint64_t type = 0, iid = 0, uuid = s->default_track;
 	bool cut = false;
+	int64_t cpu = -1;
 	while (rd_field(&event, &f3, &v3, &sub3)) {
-		if (f3 == 9)
+		if (f3 == 9) {
 			type = v3;
-		else if (f3 == 10)
+		} else if (f3 == 10) {
 			iid = v3;
-		else if (f3 == 11)
+		} else if (f3 == 11) {
 			uuid = v3;
-		else if (f3 == 4) /* a debug annotation: "cut" is the freeze's mark */
-			while (rd_field(&sub3, &f2, &v2, &sub2))
-				cut |= f2 == 10 && sub2.end - sub2.p == 3 && !memcmp(sub2.p, "cut", 3);
-		else if ((f3 == 47 || f3 == 48) && CHECK(pr->nflows < 16))
+		} else if (f3 == 4) { /* a debug annotation: "cut" is the freeze's mark, "cpu"
+				       * (a uint_value) the CPU a time off the CPU left */
+			bool is_cpu = false;
+			uint64_t value = 0;
+			while (rd_field(&sub3, &f2, &v2, &sub2)) {
+				bool three = f2 == 10 && sub2.end - sub2.p == 3;
+				cut |= three && !memcmp(sub2.p, "cut", 3);
+				is_cpu |= three && !memcmp(sub2.p, "cpu", 3);
+				if (f2 == 3)
+					value = v2;
+			}
+			if (is_cpu)
+				cpu = (int64_t)value;
+		} else if ((f3 == 47 || f3 == 48) && CHECK(pr->nflows < 16))
 			pr->flow[pr->nflows++] = (struct pf_flow){ v3, ts, f3 == 48 };
 	}
 	CHECK(!event.bad);
@@ -776,13 +886,30 @@ static void read_packet(struct pf_read *pr, struct rd pkt)
 			test_fail(__FILE__, __LINE__, "name iid %llu not interned on sequence %u",
 				  (unsigned long long)iid, s->id);
 	if (type == 1) {
+		if (CHECK(tr->depth < 16)) {
+			const char *nm = name_of(s, iid);
+			snprintf(tr->open[tr->depth], sizeof(tr->open[0]), "%s", nm ? nm : "");
+			tr->open_ts[tr->depth] = ts;
+			tr->open_cpu[tr->depth] = cpu;
+		}
 		tr->depth++;
 		tr->begins++;
 	} else if (type == 2) {
-		CHECK(tr->depth > 0);
+		if (!CHECK(tr->depth > 0))
+			return;
 		tr->depth--;
 		tr->cuts += cut;
 		tr->last_end = ts;
+		const char *nm = tr->depth < 16 ? tr->open[tr->depth] : "";
+		if ((!strncmp(nm, "preempted", 9) || !strncmp(nm, "off CPU", 7)) &&
+		    CHECK(pr->noff < 16)) {
+			struct pf_off *o = &pr->off[pr->noff++];
+			*o = (struct pf_off){ .tid = tr->tid,
+					      .cpu = tr->open_cpu[tr->depth],
+					      .begin = tr->open_ts[tr->depth],
+					      .end = ts };
+			snprintf(o->name, sizeof(o->name), "%s", nm);
+		}
 	} else {
 		CHECK_EQ_U64(type, 3);
 		tr->instants++;
@@ -806,7 +933,7 @@ TEST(export_perfetto_reads_back_balanced_and_interned)
 	make_trace(trace, sizeof(trace));
 	trace_facts(trace, &t_hz, &t0);
 	CHECK_EQ_U64(t0, 620);
-	uint8_t *pb = (uint8_t *)export_to(trace, agent_export_perfetto, "export.pftrace", &n);
+	uint8_t *pb = (uint8_t *)export_to(trace, agent_export_perfetto, "export.pftrace", &n, true);
 	if (!CHECK(pb != NULL))
 		return;
 	struct pf_read *pr = calloc(1, sizeof(*pr));
@@ -859,6 +986,25 @@ TEST(export_perfetto_reads_back_balanced_and_interned)
 		CHECK_EQ_U64(pr->flow[from].id, pr->flow[to].id);
 		CHECK_EQ_U64(pr->flow[from].ts, hal_ticks_to_ns(1450 - 620, t_hz));
 		CHECK_EQ_U64(pr->flow[to].ts, hal_ticks_to_ns(1500 - 620, t_hz));
+	}
+	/* ui's times off the CPU outside its wait, each with the CPU it left; none from the
+	 * sleep inside the wait (1200-1400). */
+	static const struct {
+		uint64_t from, to;
+		int64_t cpu;
+		const char *name;
+	} off[] = { { 1050, 1080, 3, "preempted (CPU 3)" },
+		    { 1510, 1590, 2, "off CPU: sleeping" },
+		    { 2000, 2500, 0, "preempted (CPU 0)" },
+		    { 2900, 2950, 2, "off CPU: sleeping" } };
+	CHECK_EQ_INT(pr->noff, 4);
+	for (int i = 0; i < pr->noff && i < 4; i++) {
+		const struct pf_off *o = &pr->off[i];
+		CHECK_EQ_U64((uint64_t)o->tid, UI_TID);
+		CHECK_STR(o->name, off[i].name);
+		CHECK_EQ_U64((uint64_t)o->cpu, (uint64_t)off[i].cpu);
+		CHECK_EQ_U64(o->begin, hal_ticks_to_ns(off[i].from - 620, t_hz));
+		CHECK_EQ_U64(o->end, hal_ticks_to_ns(off[i].to - 620, t_hz));
 	}
 	static const char *const names[] = {
 		"export_fn_main", "export_fn_a",     "export_fn_work", "?0x7f00abcdef00",

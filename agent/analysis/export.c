@@ -104,6 +104,20 @@ void agent_mark_name(uint32_t arg, char *out, size_t size)
 		snprintf(out, size, "mark 0x%x", arg);
 }
 
+/* A time off the CPU, as the summary calls it: preempted (waiting to run again, the CPU it
+ * lost said), or sleeping in a call no wrapper saw (blocked, where on is not known). */
+static void off_cpu_name(unsigned why, uint32_t cpu, char *out, size_t size)
+{
+	if (why == RB_OFF_PREEMPTED && cpu == AGENT_OFF_ANY_CPU)
+		snprintf(out, size, "preempted");
+	else if (why == RB_OFF_PREEMPTED)
+		snprintf(out, size, "preempted (CPU %u)", cpu);
+	else if (why == RB_OFF_SLEEPING)
+		snprintf(out, size, "off CPU: sleeping");
+	else /* a reason newer than this reader */
+		snprintf(out, size, "off CPU: reason %u", why);
+}
+
 static void name_of(struct agent_names *n, uint64_t key, char *out, size_t size)
 {
 	uint32_t arg = (uint32_t)key;
@@ -130,6 +144,9 @@ static void name_of(struct agent_names *n, uint64_t key, char *out, size_t size)
 	case AGENT_NAME_RECORD(0, 0) >> 48:
 		snprintf(out, size, "record kind 0x%x, argument 0x%x",
 			 (unsigned)(key >> 32) & 0xffu, arg);
+		break;
+	case AGENT_NAME_OFF_CPU(0, 0) >> 48:
+		off_cpu_name((unsigned)(key >> 32) & 0xffu, arg, out, size);
 		break;
 	default:
 		agent_key_name(n->syms, key, out, size);
@@ -237,7 +254,12 @@ int agent_trace_start(const struct rb_trace *t, uint64_t *t0)
 	return 0;
 }
 
-enum { OPEN_CALL, OPEN_WAIT };
+static uint64_t ns_since(uint64_t ts, uint64_t t0, uint64_t hz)
+{
+	return hal_ticks_to_ns(ts > t0 ? ts - t0 : 0, hz);
+}
+
+enum { OPEN_CALL, OPEN_WAIT, OPEN_OFF_CPU };
 
 struct open_slice {
 	uint64_t name;
@@ -251,6 +273,7 @@ struct walk {
 	void *ctx;
 	struct open_slice *open; /* outermost first */
 	size_t depth, cap, calls;
+	uint64_t t0;		      /* the trace's first event, ticks */
 	uint64_t last_ns, last_ticks; /* the thread's previous event */
 };
 
@@ -331,14 +354,18 @@ static int walk_event(struct walk *w, const struct rb_event *e, uint64_t ns)
 		return w->ops->instant(w->ctx, ns, AGENT_NAME_WAKE(e->arg));
 	case RB_EV_RESERVED:
 		return w->ops->instant(w->ctx, ns, AGENT_NAME_RECORD(e->raw, e->arg));
-	default: /* sync records only anchor the time */
+	case RB_EV_OFF_CPU:
+		/* Inside a wait the wait already covers it; else a slice of its own in the
+		 * innermost open call (the decoder puts no record between its ends), so that
+		 * the call's self time is its running time, as the summary counts it. */
+		if (waiting(w))
+			return 0;
+		err = walk_begin(w, OPEN_OFF_CPU, ns_since(e->id, w->t0, w->t->timer_hz),
+				 AGENT_NAME_OFF_CPU(e->raw, e->arg), 0);
+		return err ? err : walk_end(w, ns, 0);
+	default: /* sync records, and schedstat samples, only anchor the time */
 		return 0;
 	}
-}
-
-static uint64_t ns_since(uint64_t ts, uint64_t t0, uint64_t hz)
-{
-	return hal_ticks_to_ns(ts > t0 ? ts - t0 : 0, hz);
 }
 
 int agent_timeline(const struct rb_trace *t, const struct rb_file_thread *th, uint64_t t0,
@@ -348,7 +375,7 @@ int agent_timeline(const struct rb_trace *t, const struct rb_file_thread *th, ui
 	int err = rb_decoder_init(&d, &th->view, t->ref_ticks, NULL, NULL);
 	if (err)
 		return err;
-	struct walk w = { .t = t, .ops = ops, .ctx = ctx };
+	struct walk w = { .t = t, .ops = ops, .ctx = ctx, .t0 = t0 };
 	struct rb_event *buf = malloc(BATCH * sizeof(*buf));
 	bool first = true;
 	size_t n;
@@ -449,6 +476,8 @@ static const char *category(uint64_t name)
 		return "mark";
 	case AGENT_NAME_RECORD(0, 0) >> 48:
 		return "record";
+	case AGENT_NAME_OFF_CPU(0, 0) >> 48:
+		return "off-cpu";
 	default:
 		return NULL;
 	}
@@ -739,7 +768,10 @@ static int fold_append(struct fold_path *p, const char *s)
  * the frame that waited, and the caller's count stays its self time (the tree subtracts
  * the pseudo-call as a child, as the summary subtracts the blocked time). The wait's ends
  * are those of the timeline (walk_event): a lost begin, since the previous event; a lost
- * end, at the next wait's begin or the call's return; an open wait, at the freeze.
+ * end, at the next wait's begin or the call's return; an open wait, at the freeze. A time
+ * off the CPU outside a wait is a pseudo-call too, "[preempted]" or "[off CPU: sleeping]"
+ * (without the CPU, so that one context has one frame per reason): the caller's count is
+ * then its running time only, the summary's self time.
  */
 struct fold_feed {
 	const struct rb_trace *t;
@@ -755,14 +787,20 @@ static uint64_t key_of(void *ctx, const struct rb_event *e)
 	return f->synthetic ? f->synthetic : agent_func_key(f->t, e);
 }
 
-static int feed_pseudo(struct fold_feed *f, uint8_t kind, uint64_t ts, uint32_t key)
+/* A pseudo-call's entry or exit; name: its key (an exit's is not looked at). */
+static int feed_pseudo(struct fold_feed *f, uint8_t kind, uint64_t ts, uint64_t name)
 {
 	struct rb_event e = { .ts = ts, .kind = kind };
-	f->synthetic = AGENT_NAME_WAIT(key);
+	f->synthetic = name;
 	int err = cct_add(f->c, &e);
 	f->synthetic = 0;
-	f->waiting = kind == RB_EV_ENTRY;
 	return err;
+}
+
+static int feed_wait(struct fold_feed *f, uint8_t kind, uint64_t ts, uint32_t key)
+{
+	f->waiting = kind == RB_EV_ENTRY;
+	return feed_pseudo(f, kind, ts, AGENT_NAME_WAIT(key));
 }
 
 static int feed_event(struct fold_feed *f, const struct rb_event *e)
@@ -772,13 +810,21 @@ static int feed_event(struct fold_feed *f, const struct rb_event *e)
 	case RB_EV_EXIT:
 	case RB_EV_WAIT_BEGIN:
 		if (f->waiting)
-			err = feed_pseudo(f, RB_EV_EXIT, e->ts, 0);
+			err = feed_wait(f, RB_EV_EXIT, e->ts, 0);
 		if (!err && e->kind == RB_EV_WAIT_BEGIN)
-			err = feed_pseudo(f, RB_EV_ENTRY, e->ts, e->arg);
+			err = feed_wait(f, RB_EV_ENTRY, e->ts, e->arg);
 		break;
 	case RB_EV_WAIT_END:
 		if (!f->waiting)
-			err = feed_pseudo(f, RB_EV_ENTRY, f->last_ts, e->arg);
+			err = feed_wait(f, RB_EV_ENTRY, f->last_ts, e->arg);
+		if (!err)
+			err = feed_wait(f, RB_EV_EXIT, e->ts, 0);
+		break;
+	case RB_EV_OFF_CPU: /* as the timeline's slice (walk_event), one frame per reason */
+		if (f->waiting)
+			break;
+		err = feed_pseudo(f, RB_EV_ENTRY, e->id,
+				  AGENT_NAME_OFF_CPU(e->raw, AGENT_OFF_ANY_CPU));
 		if (!err)
 			err = feed_pseudo(f, RB_EV_EXIT, e->ts, 0);
 		break;
@@ -786,7 +832,9 @@ static int feed_event(struct fold_feed *f, const struct rb_event *e)
 		break;
 	}
 	f->last_ts = e->ts;
-	if (err || e->kind == RB_EV_WAIT_BEGIN || e->kind == RB_EV_WAIT_END)
+	/* The pseudo-calls stand for their events: the tree must not count those again. */
+	if (err || e->kind == RB_EV_WAIT_BEGIN || e->kind == RB_EV_WAIT_END ||
+	    e->kind == RB_EV_OFF_CPU)
 		return err;
 	return cct_add(f->c, e);
 }
@@ -814,9 +862,10 @@ static const char *fold_name(struct fold_names *f, uint64_t key)
 		f->text = t;
 		f->cap = cap;
 	}
-	if (!f->text[nm->iid] && key >> 48 == AGENT_NAME_WAIT(0) >> 48) {
-		/* A wait is no function: "[blocked on fd 5]", bracketed as perf marks its own
-		 * frames that are not code. */
+	if (!f->text[nm->iid] &&
+	    (key >> 48 == AGENT_NAME_WAIT(0) >> 48 || AGENT_NAME_IS_OFF_CPU(key))) {
+		/* A wait, or a time off the CPU, is no function: "[blocked on fd 5]",
+		 * "[preempted]", bracketed as perf marks its own frames that are not code. */
 		size_t n = strlen(nm->text) + 3;
 		char *w = malloc(n);
 		if (!w)

@@ -13,8 +13,10 @@
  * into properly nested slices: calls the wrapped ring starts inside begin at its first
  * event, calls and waits still open when the rings were frozen end at the freeze (the
  * decoder's end_ts, where `jitt summarize` ends them too: a hang is the culprit running
- * until the freeze, not a slice of no length), and a blocked wait is a slice of its own
- * inside the call that waited. Both files count time from the trace's first event.
+ * until the freeze, not a slice of no length), a blocked wait is a slice of its own
+ * inside the call that waited, and so is a time the thread was off its CPU outside a wait
+ * (preempted, or sleeping in a call no wrapper sees). Both files count time from the
+ * trace's first event.
  */
 #ifndef JITT_AGENT_EXPORT_H
 #define JITT_AGENT_EXPORT_H
@@ -51,6 +53,13 @@ int agent_export_folded_max(FILE *out, const struct rb_trace *t, struct agent_sy
 #define AGENT_NAME_WOKEN(key)	    (0xfff5ull << 48 | (uint32_t)(key)) /* "woken up: fd 5" */
 #define AGENT_NAME_FROZEN	    (0xfff6ull << 48) /* the end of a thread's calls at the freeze */
 #define AGENT_NAME_RECORD(raw, arg) (0xfff4ull << 48 | (uint64_t)(raw) << 32 | (uint32_t)(arg))
+/* A time off the CPU (RB_EV_OFF_CPU; why: enum rb_off_why) that left `cpu`: "preempted
+ * (CPU 2)", "off CPU: sleeping". With AGENT_OFF_ANY_CPU the CPU is left out ("preempted"):
+ * the folded frames, one per reason wherever the thread ran. */
+#define AGENT_NAME_OFF_CPU(why, cpu) \
+	(0xfff7ull << 48 | (uint64_t)(uint8_t)(why) << 32 | (uint32_t)(cpu))
+#define AGENT_OFF_ANY_CPU	    UINT32_MAX
+#define AGENT_NAME_IS_OFF_CPU(name) ((name) >> 48 == 0xfff7u)
 
 struct agent_name {
 	uint64_t key;

@@ -62,7 +62,8 @@ enum {
 	TE_NAME_IID = 10,
 	TE_FLOW_IDS = 47,
 	TE_TERMINATING_FLOW_IDS = 48,
-	DA_STRING_VALUE = 6, /* DebugAnnotation */
+	DA_UINT_VALUE = 3, /* DebugAnnotation */
+	DA_STRING_VALUE = 6,
 	DA_NAME = 10,
 	TE_SLICE_BEGIN = 1, /* TrackEvent.Type */
 	TE_SLICE_END = 2,
@@ -337,7 +338,7 @@ static void pf_head(struct pf *p, uint64_t ns, uint32_t flags)
 	agent_pb_varint(b, PKT_SEQUENCE_FLAGS, flags);
 }
 
-enum { PF_CUT = 1 }; /* what else an event carries */
+enum { PF_CUT = 1, PF_CPU = 2 }; /* what else an event carries */
 
 /* One TrackEvent on the thread's default track; its name interned on this sequence the
  * first time it is used there. flow/end_flow: a flow it starts or ends, 0 for none. */
@@ -366,6 +367,12 @@ static int pf_event(struct pf *p, uint64_t ns, unsigned type, uint64_t name, uns
 		agent_pb_string(b, DA_STRING_VALUE, "still running when the ring was frozen");
 		agent_pb_close(b, da);
 	}
+	if (extra & PF_CPU) { /* a time off the CPU: the CPU it left, from its name */
+		size_t da = agent_pb_open(b, TE_DEBUG_ANNOTATIONS);
+		agent_pb_string(b, DA_NAME, "cpu");
+		agent_pb_varint(b, DA_UINT_VALUE, (uint32_t)name);
+		agent_pb_close(b, da);
+	}
 	agent_pb_varint(b, TE_TYPE, type);
 	if (nm)
 		agent_pb_varint(b, TE_NAME_IID, nm->iid);
@@ -380,7 +387,8 @@ static int pf_event(struct pf *p, uint64_t ns, unsigned type, uint64_t name, uns
 static int pf_begin(void *ctx, uint64_t ns, uint64_t name, unsigned flags)
 {
 	(void)flags; /* a cut start is in the slice's name */
-	return pf_event(ctx, ns, TE_SLICE_BEGIN, name, 0, 0, 0);
+	return pf_event(ctx, ns, TE_SLICE_BEGIN, name, AGENT_NAME_IS_OFF_CPU(name) ? PF_CPU : 0, 0,
+			0);
 }
 
 static int pf_end(void *ctx, uint64_t ns, uint64_t name, unsigned flags)
