@@ -15,12 +15,13 @@
  * Hogs at the UI thread's own priority do not make every frame slow. Measured on a busy
  * two-core host (Linux 6.18, EEVDF, HZ 250), 8 to 12 spinning hogs at nice 0: a frame that
  * woke from its vsync sleep often ran its 3 ms to the end before the next tick took the CPU
- * away (frames of 3, 44, 3 ms), and only 1 run in 4 had three slow frames in a row for the
+ * away (frames of 3, 44, 3 ms), and only 1 run in 8 had three slow frames in a row for the
  * jank detector; shorter hog slices (sched_setattr), hogs that sleep now and then, nice -10
  * hogs: still 1 run in 5 with a fast frame among the three. So the hogs run SCHED_FIFO at
  * priority 1, where the kernel allows it (root, CAP_SYS_NICE): they hold the CPU but for a
  * gap of HOG_GAP_NS in every HOG_PERIOD_NS, in which the UI thread runs (a tenth of the CPU:
- * the 3 ms frame takes about 30 ms; measured 28 to 44 ms, every run jank). With FIFO one hog
+ * the 3 ms frame takes 30 ms and more; measured 36 to 92 ms on that host busy with other
+ * builds, load 4 to 10, now and then 240; some 30 runs, every one a jank). With FIFO one hog
  * would do; the others wait behind it and sleep in the same gap. Where FIFO is refused they
  * spin at nice 0, and the scenario says so (sched=normal in its line): the frames are slow,
  * but maybe not three in a row.

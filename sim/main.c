@@ -47,8 +47,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: jank-sim [--scenario=none|compute|blocked|many-short|hang|preempted]\n"
 		"                [--frames N] [--warmup N] [--seed N] [--no-trace] [--stats]\n"
-		"                [--jank-frames N] [--fps N] [--work-us N] [--calib N] [--calibrate]\n"
-		"                [--thread-names UI,WORKER,IO]\n"
+		"                [--jank-frames N] [--fps N] [--work-us N] [--calib N]\n"
+		"                [--calibrate] [--thread-names UI,WORKER,IO]\n"
 		"  --frames N       frames in all, warm-up included (default warm-up + 120;\n"
 		"                   0: until SIGINT or SIGTERM)\n"
 		"  --warmup N       normal frames before the jank (60)\n"

@@ -73,8 +73,8 @@ SIM_FN void sim_ui_run(uint64_t *work_ns, unsigned cap, unsigned *measured)
 		bool inject = in && f > sim_opt.warmup && f <= sim_opt.warmup + in->frames;
 		if (inject && f == sim_opt.warmup + 1) {
 			/* The hogs hold the UI thread's CPU for a vsync period before its first
-			 * slow frame, which then begins as the others do, from a vsync sleep (one
-			 * that began as the hogs came up ran almost unhindered: 3.6 ms, at nice 0). */
+			 * slow frame, which then begins as the others do, from a vsync sleep
+			 * (one that began as the hogs came up ran almost unhindered: 3.6 ms). */
 			int cpu = -1, err = preempted ? sim_hogs_start(&cpu) : 0;
 			if (err)
 				fprintf(stderr, "jank-sim: preempted: starting the hogs: %s\n",
