@@ -6,7 +6,9 @@
  * detector fires on that many consecutive frames over budget (Hubble 4.2.1), so one slow
  * frame alone would never be recorded. Each of those frames runs the culprit once, tens
  * of milliseconds, 120 to 210 ms in all. A hang is one frame of 2 s: the hang detector
- * fires while it is still running, past CONFIG_AGENT_HANG_MS (400 ms).
+ * fires while it is still running, past CONFIG_AGENT_HANG_MS (400 ms). The preempted
+ * scenario has no culprit here: its frames are slow because other processes hold the CPU
+ * (sim/hog.c).
  */
 #include "sim/sim.h"
 
@@ -25,6 +27,9 @@ SIM_UNTRACED const struct sim_injection *sim_injection(enum sim_scenario s)
 		[SIM_MANY_SHORT] = { "many-short", "sim_culprit_short", "ui", SIM_SITE_RASTER, 0,
 				     40 },
 		[SIM_HANG] = { "hang", "sim_culprit_hang", "ui", SIM_SITE_DEEP, 1, 2000 },
+		/* No function of the app: other processes take the UI thread's CPU (sim/hog.c),
+		 * so no site is armed and the frames' own code costs nothing more (ms 0). */
+		[SIM_PREEMPTED] = { "preempted", "(preemption)", "ui", SIM_SITE_OFF, 0, 0 },
 	};
 	if (s == SIM_NONE || s >= sizeof(in) / sizeof(in[0]))
 		return NULL;
@@ -74,6 +79,7 @@ SIM_FN uint32_t sim_inject(int site, uint32_t x)
 		return x;
 	case SIM_HANG:
 		return sim_culprit_hang(in->ms, x);
+	case SIM_PREEMPTED: /* never armed: the frames run their normal code */
 	case SIM_NONE:
 		break;
 	}

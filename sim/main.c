@@ -39,15 +39,16 @@ static const char *const scenario_names[] = {
 	[SIM_BLOCKED] = "blocked",
 	[SIM_MANY_SHORT] = "many-short",
 	[SIM_HANG] = "hang",
+	[SIM_PREEMPTED] = "preempted",
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: jank-sim [--scenario=none|compute|blocked|many-short|hang] [--frames N]\n"
-		"                [--warmup N] [--seed N] [--no-trace] [--stats] [--jank-frames N]\n"
-		"                [--fps N] [--work-us N] [--calib N] [--calibrate]\n"
-		"                [--thread-names UI,WORKER,IO]\n"
+		"usage: jank-sim [--scenario=none|compute|blocked|many-short|hang|preempted]\n"
+		"                [--frames N] [--warmup N] [--seed N] [--no-trace] [--stats]\n"
+		"                [--jank-frames N] [--fps N] [--work-us N] [--calib N]\n"
+		"                [--calibrate] [--thread-names UI,WORKER,IO]\n"
 		"  --frames N       frames in all, warm-up included (default warm-up + 120;\n"
 		"                   0: until SIGINT or SIGTERM)\n"
 		"  --warmup N       normal frames before the jank (60)\n"
@@ -245,6 +246,9 @@ static void print_stats(uint64_t *work_ns, unsigned measured, uint64_t cpu_ns)
 
 int main(int argc, char **argv)
 {
+	/* A hog of the preempted scenario (sim/hog.c): another process, not the app. */
+	if (argc > 1 && !strcmp(argv[1], "--hog"))
+		return sim_hog_main(argc, argv);
 	bool calibrate = false, frames_set = false;
 	int r = parse_args(argc, argv, &calibrate, &frames_set);
 	if (r)
@@ -291,8 +295,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	/* The preempted scenario's hogs never outlive the app: exit() stops them too. */
+	atexit(sim_hogs_stop);
 	unsigned measured = 0;
 	sim_ui_run(work_ns, STATS_CAP, &measured);
+	/* After SIGINT or SIGTERM during the jank, the hogs still run. */
+	sim_hogs_stop();
 
 	jitt_trace_thread(false);
 	sim_workers_stop();

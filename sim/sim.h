@@ -28,7 +28,14 @@
  */
 #define SIM_FN __attribute__((noipa))
 
-enum sim_scenario { SIM_NONE, SIM_COMPUTE, SIM_BLOCKED, SIM_MANY_SHORT, SIM_HANG };
+enum sim_scenario {
+	SIM_NONE,
+	SIM_COMPUTE,
+	SIM_BLOCKED,
+	SIM_MANY_SHORT,
+	SIM_HANG,
+	SIM_PREEMPTED,
+};
 
 /* Where in the tree a scenario's culprit runs (sim/gen-tree.awk places the checks). */
 enum sim_site { SIM_SITE_OFF, SIM_SITE_DEEP, SIM_SITE_IMAGE, SIM_SITE_RASTER };
@@ -130,5 +137,20 @@ void sim_post_frame_work(unsigned frame);
  */
 uint32_t sim_wait_for_worker(unsigned ms, uint32_t x);
 uint32_t sim_culprit_slow_task(unsigned ms, uint32_t x);
+
+/*
+ * The preempted scenario (sim/hog.c): no culprit function, other processes on the UI
+ * thread's CPU. sim_hogs_start pins the calling (UI) thread to its CPU (*cpu) and starts
+ * sim_hog_count() spinning processes pinned there (SCHED_FIFO where allowed, with a gap the
+ * thread runs in), returning once they all spin; 0 or a
+ * negative errno (the hogs stopped again). sim_hogs_stop kills and reaps them and gives the
+ * thread back its affinity; it may be called again, and does nothing then.
+ * sim_hog_main is such a process's main (`jank-sim --hog ...`, checked first in main()).
+ */
+int sim_hogs_start(int *cpu);
+void sim_hogs_stop(void);
+unsigned sim_hog_count(void);
+bool sim_hogs_fifo(void); /* the hogs run SCHED_FIFO, not at nice 0 */
+int sim_hog_main(int argc, char **argv);
 
 #endif

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 int sim_armed_site;
@@ -66,14 +67,29 @@ SIM_FN void sim_ui_run(uint64_t *work_ns, unsigned cap, unsigned *measured)
 	uint32_t x = sim_opt.seed;
 	*measured = 0;
 
+	bool preempted = sim_opt.scenario == SIM_PREEMPTED;
+	static uint64_t slow_ns[1000]; /* the preempted frames' times (--jank-frames <= 1000) */
 	for (unsigned f = 1; !sim_stop && (!sim_opt.frames || f <= sim_opt.frames); f++) {
 		bool inject = in && f > sim_opt.warmup && f <= sim_opt.warmup + in->frames;
 		if (inject && f == sim_opt.warmup + 1) {
+			/* The hogs hold the UI thread's CPU for a vsync period before its first
+			 * slow frame, which then begins as the others do, from a vsync sleep
+			 * (one that began as the hogs came up ran almost unhindered: 3.6 ms). */
+			int cpu = -1, err = preempted ? sim_hogs_start(&cpu) : 0;
+			if (err)
+				fprintf(stderr, "jank-sim: preempted: starting the hogs: %s\n",
+					strerror(-err));
+			else if (preempted)
+				sim_wait_vsync(&vsync, period);
 			/* Before the frame starts: the line costs the frame nothing. */
 			printf("injected scenario=%s culprit=%s thread=%s frame=%u frames=%u "
-			       "ms=%u\n",
+			       "ms=%u",
 			       in->name, in->culprit, in->thread, f, in->frames,
 			       in->frames * in->ms);
+			if (preempted)
+				printf(" hogs=%u cpu=%d sched=%s", err ? 0 : sim_hog_count(), cpu,
+				       sim_hogs_fifo() ? "fifo" : "normal");
+			printf("\n");
 			fflush(stdout);
 		}
 		sim_armed_site = inject ? in->site : SIM_SITE_OFF;
@@ -87,6 +103,17 @@ SIM_FN void sim_ui_run(uint64_t *work_ns, unsigned cap, unsigned *measured)
 
 		if (f > sim_opt.warmup)
 			work_ns[(*measured)++ % cap] = t1 - t0;
+		if (inject && preempted)
+			slow_ns[f - sim_opt.warmup - 1] = t1 - t0;
+		if (inject && preempted && f == sim_opt.warmup + in->frames) {
+			/* Right after the last slow frame: no hog outlives the jank. */
+			sim_hogs_stop();
+			printf("preempted frame_ms=");
+			for (unsigned i = 0; i < in->frames; i++)
+				printf("%s%.1f", i ? "," : "", slow_ns[i] / 1e6);
+			printf("\n");
+			fflush(stdout);
+		}
 		sim_wait_vsync(&vsync, period);
 	}
 	ui_sink = x;

@@ -137,6 +137,10 @@ if [ "$board" = host ]; then
 	if [ $# -gt 0 ]; then
 		counted viewer-check.sh sh "$here/viewer-check.sh" "$bin" "$bin/../viewer-shots" "$@"
 	fi
+	# Issue 15: frames made slow by other processes on the UI thread's CPU, not by code;
+	# the summary must say preempted, not name an innocent function (host: the hogs are the
+	# app run again natively).
+	counted preempt-check.sh sh "$here/preempt-check.sh" "$bin"
 	# An app built the way an OEM would, from $(O)/lib/libjitt.a and its flags file.
 	counted libjitt-check.sh sh "$here/libjitt-check.sh" "$bin/../lib" "$bin" musl-gcc
 	# `jitt exclude`: bad input, and the round trip (trace, exclude, rebuild) in real builds.
