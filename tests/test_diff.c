@@ -454,7 +454,7 @@ TEST(diff_bad_summaries_are_refused_with_the_offset)
 		{ "[]", "not a JSON object" },
 		{ "{}", "no \"schema\"" },
 		{ "{\"schema\":\"other\"}", "not a jitt summary" },
-		{ "{\"schema\":\"jitt.summary\",\"version\":3}", "version 3" },
+		{ "{\"schema\":\"jitt.summary\",\"version\":4}", "version 4" },
 		{ "{\"schema\":\"jitt.summary\",\"version\":2,\"thread\":\"ui\",\"modules\":[],"
 		  "\"functions\":[[-1,1,\"f\"]],\"contexts\":[{\"from\":[0,1],\"path\":[0],"
 		  "\"self_ns\":[1]}]}",
