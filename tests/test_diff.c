@@ -765,7 +765,7 @@ TEST(diff_bad_v3_summaries_are_refused_with_the_offset)
 		"{\"schema\":\"jitt.summary\",\"version\":2,\"thread\":\"ui\",\"modules\":[],"
 		"\"functions\":[[-1,1,\"f\"]],\"chains\":[[[0,1,1,0,0,1,1]]],\"contexts\":[]}",
 		"{\"schema\":\"jitt.summary\",\"version\":2,\"thread\":\"ui\",\"modules\":[],"
-		"\"functions\":[],\"window\":{\"ns\":5,\"blocked_ns\":6},\"contexts\":[]}",
+		"\"functions\":[],\"window\":{\"ns\":5,\"blocked_ns\":-6},\"contexts\":[]}",
 	};
 	for (size_t i = 0; i < sizeof(v2bad) / sizeof(v2bad[0]); i++) {
 		struct diff_names names;
