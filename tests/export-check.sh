@@ -194,9 +194,13 @@ else
 fi
 # Names from a summary's JSON and file names reach the terminal escaped (issue 12 item 8):
 # no ESC, CR, BEL, C1 CSI or bidi override in what jitt diff, summarize and decode print.
+# Version 3, so the evil name also reaches diff's functions table and its chain line.
 for side in a b; do
-	printf '%s' '{"schema":"jitt.summary","version":1,"thread":"ui\u001b[2J","modules":[],' \
+	if [ $side = a ]; then split='"running_ns":8,"preempted_ns":1'; else split='"running_ns":1,"preempted_ns":8'; fi
+	printf '%s' '{"schema":"jitt.summary","version":3,"thread":"ui\u001b[2J","modules":[],' \
 		'"functions":[[-1,0,"f\u001b]0;pwn\u0007\r\n\u009b\u202e"],[-1,16,"'$side'"]],' \
+		'"window":{"ns":10,'"$split"',"blocked_ns":1,"sched":{"source":"perf"}},' \
+		'"top_window":[[0,2,1,0,0,1]],"chains":[[[1,3,1,0,0,0],[0,2,2,0,0,1,4]]],' \
 		'"contexts":[{"path":[1,0],"self_ns":[1,2],"base_ns":[0,0]}]}' >"$tmp/evil-$side.json"
 done
 evil=$(printf '%s/x\033[2J\r.jtr' "$tmp")

@@ -6,7 +6,8 @@
 #   traces/sim-<scenario>.jtr       the trace it persisted (tracefile, summary and export);
 #   diff/<a>-<b>.json               `jitt summarize --json` of two scenarios, A and B joined by
 #                                   one NUL byte, as tests/fuzz_diff.c splits them, and each
-#                                   summary alone (diffed against itself);
+#                                   summary alone (diffed against itself); diff/v3-*.json are
+#                                   hand-written (summary version 3, issue 15) and kept;
 #   crafted/                        hand-made traces of what issue 12 found around the
 #                                   parsers: a call chain 300 deep (item 6: output quadratic
 #                                   in the depth, a summary past 4 KiB) and a thread name

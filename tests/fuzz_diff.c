@@ -10,7 +10,10 @@
  *   - every walk of a parsed document agrees with its counts (json_len, json_first/next);
  *   - diff_match puts every context of A and of B in the result exactly once, exact
  *     matches have equal paths, relaxed ones are within alpha, a text diffed against itself
- *     matches exactly everywhere, and diff_rank orders by impact.
+ *     matches exactly everywhere, and diff_rank orders by impact;
+ *   - a version 3 window read adds up (running + preempted + blocked is ns, unless ns was
+ *     cut at INT64_MAX), diff_funcs lists each function of the two top lists once, and a
+ *     summary against itself changes nothing there and keeps its window's state.
  */
 #include "agent/analysis/diff.h"
 #include "uploader/json.h"
@@ -148,6 +151,33 @@ out:
 	free(seen_b);
 }
 
+static void check_sched(const struct diff_side *a, const struct diff_side *b, bool same)
+{
+	for (int k = 0; k < 2; k++) {
+		const struct diff_window *w = k ? &b->window : &a->window;
+		if (w->known && w->ns != INT64_MAX)
+			FUZZ_CHECK(w->running_ns + w->preempted_ns + w->blocked_ns == w->ns);
+	}
+	struct diff_sched_cmp c;
+	diff_sched_compare(&a->window, &b->window, &c);
+	if (same && c.verdict)
+		FUZZ_CHECK(c.a_state == c.b_state && c.same_source);
+	struct diff_func_change *f;
+	size_t n;
+	if (diff_funcs(a, b, &f, &n) != 0)
+		return;
+	FUZZ_CHECK(n <= (size_t)a->nfunc + b->nfunc && n >= a->nfunc && n >= b->nfunc);
+	for (size_t i = 0; i < n; i++) {
+		FUZZ_CHECK(f[i].in_a || f[i].in_b);
+		for (size_t j = i + 1; j < n && j < i + 64; j++)
+			FUZZ_CHECK(f[i].label != f[j].label);
+		if (same)
+			FUZZ_CHECK(f[i].in_a && f[i].in_b && !f[i].self_delta &&
+				   !f[i].preempted_delta);
+	}
+	free(f);
+}
+
 static void fuzz_diff(const char *ta, size_t la, const char *tb, size_t lb, bool same)
 {
 	struct diff_names names;
@@ -172,6 +202,7 @@ static void fuzz_diff(const char *ta, size_t la, const char *tb, size_t lb, bool
 			diff_rank(&r);
 			check_result(&a, &b, &r, alpha, same);
 		}
+		check_sched(&a, &b, same);
 		diff_result_free(&r);
 	}
 	diff_side_free(&a);

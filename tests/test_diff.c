@@ -454,7 +454,7 @@ TEST(diff_bad_summaries_are_refused_with_the_offset)
 		{ "[]", "not a JSON object" },
 		{ "{}", "no \"schema\"" },
 		{ "{\"schema\":\"other\"}", "not a jitt summary" },
-		{ "{\"schema\":\"jitt.summary\",\"version\":3}", "version 3" },
+		{ "{\"schema\":\"jitt.summary\",\"version\":4}", "version 4" },
 		{ "{\"schema\":\"jitt.summary\",\"version\":2,\"thread\":\"ui\",\"modules\":[],"
 		  "\"functions\":[[-1,1,\"f\"]],\"contexts\":[{\"from\":[0,1],\"path\":[0],"
 		  "\"self_ns\":[1]}]}",
@@ -503,6 +503,279 @@ TEST(diff_bad_summaries_are_refused_with_the_offset)
 					      sizeof(err));
 		if (e != -EINVAL || strncmp(err, "offset ", 7) != 0 || !strstr(err, bad[i].says))
 			test_fail(__FILE__, __LINE__, "case %zu: %d \"%s\"", i, e, err);
+		diff_side_free(&s);
+		diff_names_free(&names);
+	}
+}
+
+/* ---- version 3: what the thread was doing (running, preempted, blocked) ---- */
+
+/* A version 3 summary of one window; the window, top_window and chains are the %s. */
+#define SUMMARY_V3                                                                                 \
+	"{\"schema\":\"jitt.summary\",\"version\":3,\"thread\":\"ui\",\n"                            \
+	" \"modules\":[[\"0123456789abcdef0123456789abcdef01234567\",\"app\"]],\n"                   \
+	" \"functions\":[[0,4096,\"main\"],[0,4200,\"draw\"],[0,4300,\"layout\"]],\n"               \
+	" \"window\":%s,\n \"top_window\":%s,\n \"chains\":%s,\n"                                    \
+	" \"contexts\":[{\"cost_ns\":9000,\"path\":[0,1,2],\"self_ns\":[0,9000,5000],"               \
+	"\"base_ns\":[0,0,0]}]}"
+
+/* A: a 20 ms frame mostly running (on the big cores), its code the slow part. */
+static const char v3_win_a[] =
+	"{\"kind\":\"frame\",\"ns\":20000000,\"running_ns\":17000000,\"preempted_ns\":1000000,"
+	"\"blocked_ns\":2000000,\"anomaly_marked\":true,\"sched\":{\"source\":\"perf\","
+	"\"migrations\":1,\"cpu_ns\":{\"little\":2000000,\"big\":15000000}}}";
+static const char v3_top_a[] = "[[1,9000000,40,0,0,500000],[2,5000000,12,0,0,300000]]";
+static const char v3_chains_a[] =
+	"[[[0,20000000,0,0,0,0],[1,14000000,9000000,0,0,500000],[2,5300000,5000000,0,0,300000]]]";
+
+/* B: a 60 ms frame mostly preempted, moved to the LITTLE cores; its chain ends in many short
+ * calls of layout (calls at index 6 in version 3). */
+static const char v3_win_b[] =
+	"{\"kind\":\"frame\",\"ns\":60000000,\"running_ns\":16000000,\"preempted_ns\":42000000,"
+	"\"blocked_ns\":2000000,\"anomaly_marked\":true,\"sched\":{\"source\":\"perf\","
+	"\"migrations\":23,\"cpu_ns\":{\"little\":13000000,\"big\":3000000},\"later\":[1]}}";
+static const char v3_top_b[] = "[[2,4500000,12,0,0,11000000],[1,8500000,40,0,0,30000000]]";
+static const char v3_chains_b[] =
+	"[[[0,60000000,0,0,0,0],[1,54000000,8500000,0,0,30000000],"
+	"[2,15500000,4500000,0,0,11000000,12]]]";
+
+static char *v3_text(const char *win, const char *top, const char *chains)
+{
+	size_t n = sizeof(SUMMARY_V3) + strlen(win) + strlen(top) + strlen(chains);
+	char *s = malloc(n);
+	if (s)
+		snprintf(s, n, SUMMARY_V3, win, top, chains);
+	return s;
+}
+
+static int add_text(struct diff_side *s, const char *text, char *err, size_t errsize)
+{
+	return text ? diff_side_add_summary(s, text, strlen(text), err, errsize) : -ENOMEM;
+}
+
+TEST(diff_summary_v3_reads_the_window_split_and_preempted_time)
+{
+	struct diff_names names;
+	struct diff_side sa, sb;
+	char err[256] = "";
+	char *ta = v3_text(v3_win_a, v3_top_a, v3_chains_a);
+	char *tb = v3_text(v3_win_b, v3_top_b, v3_chains_b);
+	CHECK_EQ_INT(diff_names_init(&names), 0);
+	CHECK_EQ_INT(diff_side_init(&sa, &names), 0);
+	CHECK_EQ_INT(diff_side_init(&sb, &names), 0);
+	CHECK_EQ_INT(add_text(&sa, ta, err, sizeof(err)), 0);
+	CHECK_EQ_INT(add_text(&sb, tb, err, sizeof(err)), 0);
+	CHECK_STR(err, "");
+
+	const struct diff_window *wa = &sa.window, *wb = &sb.window;
+	CHECK(wa->known && wb->known);
+	CHECK_EQ_U64(wb->ns, 60000000);
+	CHECK_EQ_U64(wb->running_ns, 16000000);
+	CHECK_EQ_U64(wb->preempted_ns, 42000000);
+	CHECK_EQ_U64(wb->blocked_ns, 2000000);
+	CHECK_EQ_INT(wb->source, DIFF_SCHED_PERF);
+	CHECK(wb->has_migrations && wb->migrations == 23);
+	CHECK(wb->has_cpu);
+	CHECK_EQ_U64(wb->cpu_ns[HAL_CPU_LITTLE], 13000000);
+	CHECK_EQ_U64(wb->cpu_ns[HAL_CPU_MIDDLE], 0);
+	CHECK_EQ_U64(wb->cpu_ns[HAL_CPU_BIG], 3000000);
+	CHECK_EQ_INT(diff_window_state(wa), DIFF_RUNNING);
+	CHECK_EQ_INT(diff_window_state(wb), DIFF_PREEMPTED);
+	CHECK_EQ_INT(diff_permille(wb->preempted_ns, wb->ns), 700);
+	CHECK_EQ_INT(diff_permille(wa->running_ns, wa->ns), 850);
+
+	/* The verdict: both have perf, A was running, B preempted. */
+	struct diff_sched_cmp c;
+	diff_sched_compare(wa, wb, &c);
+	CHECK(c.known && c.same_source && c.verdict && !c.a_none && !c.b_none);
+	CHECK_EQ_INT(c.a_state, DIFF_RUNNING);
+	CHECK_EQ_INT(c.b_state, DIFF_PREEMPTED);
+
+	/* The chain's innermost link: many short calls of layout, preempted 11 ms. */
+	CHECK(sb.where.known);
+	CHECK_STR(diff_name(&names, sb.where.label), "layout");
+	CHECK_EQ_U64(sb.where.calls, 12);
+	CHECK_EQ_U64(sb.where.preempted_ns, 11000000);
+	CHECK_EQ_U64(sb.where.self_ns, 4500000);
+	CHECK(sa.where.known && sa.where.calls == 0 && sa.where.preempted_ns == 300000);
+
+	/* The functions: draw's preempted time grew most (+29.5 ms against -0.5 ms self). */
+	struct diff_func_change *f = NULL;
+	size_t n = 0;
+	CHECK_EQ_INT(diff_funcs(&sa, &sb, &f, &n), 0);
+	if (CHECK(n == 2)) {
+		CHECK_STR(diff_name(&names, f[0].label), "draw");
+		CHECK(f[0].in_a && f[0].in_b);
+		CHECK_EQ_INT(f[0].self_delta, -500000);
+		CHECK_EQ_INT(f[0].preempted_delta, 29500000);
+		CHECK_EQ_U64(f[0].a.calls, 40);
+		CHECK_STR(diff_name(&names, f[1].label), "layout");
+		CHECK_EQ_INT(f[1].preempted_delta, 10700000);
+	}
+	free(f);
+
+	/* The contexts read as before. */
+	struct diff_result r;
+	CHECK_EQ_INT(diff_match(&sa, &sb, 1, &r), 0);
+	CHECK_EQ_U64(r.exact, 4);
+	diff_result_free(&r);
+	diff_side_free(&sa);
+	diff_side_free(&sb);
+	diff_names_free(&names);
+	free(ta);
+	free(tb);
+}
+
+/* Version 2 (and 1): no preempted time, no source; a chain's many-calls link has its calls at
+ * index 5; running is the window less its blocked time. */
+TEST(diff_summary_v2_window_reads_with_no_scheduling_source)
+{
+	static const char v2[] =
+		"{\"schema\":\"jitt.summary\",\"version\":2,\"thread\":\"ui\",\"modules\":[],"
+		"\"functions\":[[-1,1,\"main\"],[-1,2,\"draw\"]],"
+		"\"window\":{\"kind\":\"frame\",\"ns\":1000,\"blocked_ns\":300,"
+		"\"anomaly_marked\":true},"
+		"\"top_window\":[[1,600,3,0,0],[0,100,1,300,1]],"
+		"\"chains\":[[[0,1000,100,300,0],[1,600,600,0,0,3]]],"
+		"\"contexts\":[{\"cost_ns\":600,\"path\":[0,1],\"self_ns\":[100,600],"
+		"\"base_ns\":[0,0]}]}";
+	struct diff_names names;
+	struct diff_side s, t;
+	char err[256] = "";
+	char *t3 = v3_text(v3_win_b, v3_top_b, v3_chains_b);
+	CHECK_EQ_INT(diff_names_init(&names), 0);
+	CHECK_EQ_INT(diff_side_init(&s, &names), 0);
+	CHECK_EQ_INT(diff_side_init(&t, &names), 0);
+	CHECK_EQ_INT(add_text(&s, v2, err, sizeof(err)), 0);
+	CHECK_STR(err, "");
+	CHECK(s.window.known);
+	CHECK_EQ_U64(s.window.running_ns, 700);
+	CHECK_EQ_U64(s.window.preempted_ns, 0);
+	CHECK_EQ_U64(s.window.blocked_ns, 300);
+	CHECK_EQ_INT(s.window.source, DIFF_SCHED_NONE);
+	CHECK(!s.window.has_migrations && !s.window.has_cpu);
+	CHECK(s.where.known && s.where.calls == 3 && s.where.preempted_ns == 0);
+	CHECK_EQ_U64(s.nfunc, 2);
+	/* Against a version 3 summary: no verdict, the source is missing on A's side. */
+	CHECK_EQ_INT(add_text(&t, t3, err, sizeof(err)), 0);
+	struct diff_sched_cmp c;
+	diff_sched_compare(&s.window, &t.window, &c);
+	CHECK(c.known && !c.same_source && c.a_none && !c.b_none && !c.verdict);
+	/* A version 1 summary without a window has none to compare. */
+	struct diff_side u;
+	CHECK_EQ_INT(diff_side_init(&u, &names), 0);
+	CHECK_EQ_INT(add_text(&u, summary_a, err, sizeof(err)), 0);
+	CHECK(!u.window.known);
+	diff_sched_compare(&u.window, &t.window, &c);
+	CHECK(!c.known && !c.verdict);
+	diff_side_free(&u);
+	diff_side_free(&s);
+	diff_side_free(&t);
+	diff_names_free(&names);
+	free(t3);
+}
+
+TEST(diff_bad_v3_summaries_are_refused_with_the_offset)
+{
+	static const struct {
+		const char *win, *top, *chains, *says;
+	} bad[] = {
+		/* the window */
+		{ "[]", v3_top_a, v3_chains_a, "\"window\" should be an object" },
+		{ "{\"ns\":10,\"running_ns\":10,\"blocked_ns\":0}", v3_top_a, v3_chains_a,
+		  "the window has no \"preempted_ns\"" },
+		{ "{\"ns\":10,\"running_ns\":\"10\",\"preempted_ns\":0,\"blocked_ns\":0}", v3_top_a,
+		  v3_chains_a, "the window's running_ns should be an integer" },
+		{ "{\"ns\":10,\"running_ns\":12,\"preempted_ns\":-2,\"blocked_ns\":0}", v3_top_a,
+		  v3_chains_a, "the window's preempted_ns out of range" },
+		{ "{\"ns\":10,\"running_ns\":5,\"preempted_ns\":2,\"blocked_ns\":2}", v3_top_a,
+		  v3_chains_a, "(9) is not its ns (10)" },
+		{ "{\"ns\":10,\"running_ns\":5.5,\"preempted_ns\":2,\"blocked_ns\":2.5}", v3_top_a,
+		  v3_chains_a, "should be an integer" },
+		{ "{\"ns\":10,\"running_ns\":10,\"preempted_ns\":0,\"blocked_ns\":0,\"sched\":1}",
+		  v3_top_a, v3_chains_a, "\"sched\" should be an object" },
+		{ "{\"ns\":10,\"running_ns\":10,\"preempted_ns\":0,\"blocked_ns\":0,\"sched\":{}}",
+		  v3_top_a, v3_chains_a, "no \"source\"" },
+		{ "{\"ns\":10,\"running_ns\":10,\"preempted_ns\":0,\"blocked_ns\":0,"
+		  "\"sched\":{\"source\":\"ftrace\"}}",
+		  v3_top_a, v3_chains_a, "should be \"perf\", \"schedstat\" or \"none\"" },
+		{ "{\"ns\":10,\"running_ns\":10,\"preempted_ns\":0,\"blocked_ns\":0,"
+		  "\"sched\":{\"source\":\"perf\",\"migrations\":-1}}",
+		  v3_top_a, v3_chains_a, "migrations out of range" },
+		{ "{\"ns\":10,\"running_ns\":10,\"preempted_ns\":0,\"blocked_ns\":0,"
+		  "\"sched\":{\"source\":\"perf\",\"cpu_ns\":[1,2]}}",
+		  v3_top_a, v3_chains_a, "\"cpu_ns\" should be an object" },
+		{ "{\"ns\":10,\"running_ns\":10,\"preempted_ns\":0,\"blocked_ns\":0,"
+		  "\"sched\":{\"source\":\"perf\",\"cpu_ns\":{\"big\":-5}}}",
+		  v3_top_a, v3_chains_a, "cpu_ns.big out of range" },
+		/* the top list: version 3's entries have 6 elements */
+		{ v3_win_a, "[[1,9000000,40,0,0]]", v3_chains_a,
+		  "top_window entry 0 should be [f, self_ns, calls, blocked_ns, cut, "
+		  "preempted_ns]" },
+		{ v3_win_a, "[[1,9000000,40,0,0,1],[1,1,1,0,0,-1]]", v3_chains_a,
+		  "top_window entry 1: preempted_ns out of range" },
+		{ v3_win_a, "[[1,9000000,40,0,2,1]]", v3_chains_a, "top_window entry 0: cut out of range" },
+		{ v3_win_a, "[[3,1,1,0,0,1]]", v3_chains_a, "top_window entry 0: f out of range" },
+		{ v3_win_a, "{}", v3_chains_a, "\"top_window\" should be an array" },
+		/* chains: 6 elements a link, 7 for a last many-calls one */
+		{ v3_win_a, v3_top_a, "[[[0,1,1,0,0]]]", "chain 0, link 0 should be [f, incl_ns, " },
+		{ v3_win_a, v3_top_a, "[[[0,1,1,0,0,0,5],[1,1,1,0,0,0]]]",
+		  "chain 0, link 0 should be" },
+		{ v3_win_a, v3_top_a, "[[[0,1,1,0,0,0,5,1]]]", "or with calls after them" },
+		{ v3_win_a, v3_top_a, "[[[0,1,1,0,0,\"x\"]]]",
+		  "chain 0, link 0: preempted_ns should be an integer" },
+		{ v3_win_a, v3_top_a, "[[[0,1,1,0,0,0,-3]]]", "chain 0, link 0: calls out of range" },
+		{ v3_win_a, v3_top_a, "[[],{}]", "chain 1 should be an array of links" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct diff_names names;
+		struct diff_side s;
+		char err[256] = "";
+		char *text = v3_text(bad[i].win, bad[i].top, bad[i].chains);
+		CHECK_EQ_INT(diff_names_init(&names), 0);
+		CHECK_EQ_INT(diff_side_init(&s, &names), 0);
+		int e = add_text(&s, text, err, sizeof(err));
+		if (e != -EINVAL || strncmp(err, "offset ", 7) != 0 || !strstr(err, bad[i].says))
+			test_fail(__FILE__, __LINE__, "case %zu: %d \"%s\"", i, e, err);
+		CHECK(s.func == NULL && !s.where.known && s.kind == DIFF_EMPTY);
+		diff_side_free(&s);
+		diff_names_free(&names);
+		free(text);
+	}
+	/* No window at all; and version 2's entries in a version 3 summary. */
+	char *text = v3_text(v3_win_a, v3_top_a, v3_chains_a);
+	char *w = text ? strstr(text, "\"window\"") : NULL;
+	if (CHECK(w != NULL)) {
+		memcpy(w, "\"wind0w\"", 8);
+		struct diff_names names;
+		struct diff_side s;
+		char err[256] = "";
+		CHECK_EQ_INT(diff_names_init(&names), 0);
+		CHECK_EQ_INT(diff_side_init(&s, &names), 0);
+		CHECK_EQ_INT(add_text(&s, text, err, sizeof(err)), -EINVAL);
+		CHECK(strstr(err, "no \"window\"") != NULL);
+		diff_side_free(&s);
+		diff_names_free(&names);
+	}
+	free(text);
+	/* A version 2 top entry of 6 elements, or a link with 7, is refused as well. */
+	static const char *const v2bad[] = {
+		"{\"schema\":\"jitt.summary\",\"version\":2,\"thread\":\"ui\",\"modules\":[],"
+		"\"functions\":[[-1,1,\"f\"]],\"top_window\":[[0,1,1,0,0,1]],\"contexts\":[]}",
+		"{\"schema\":\"jitt.summary\",\"version\":2,\"thread\":\"ui\",\"modules\":[],"
+		"\"functions\":[[-1,1,\"f\"]],\"chains\":[[[0,1,1,0,0,1,1]]],\"contexts\":[]}",
+		"{\"schema\":\"jitt.summary\",\"version\":2,\"thread\":\"ui\",\"modules\":[],"
+		"\"functions\":[],\"window\":{\"ns\":5,\"blocked_ns\":-6},\"contexts\":[]}",
+	};
+	for (size_t i = 0; i < sizeof(v2bad) / sizeof(v2bad[0]); i++) {
+		struct diff_names names;
+		struct diff_side s;
+		char err[256] = "";
+		CHECK_EQ_INT(diff_names_init(&names), 0);
+		CHECK_EQ_INT(diff_side_init(&s, &names), 0);
+		int e = add_text(&s, v2bad[i], err, sizeof(err));
+		if (e != -EINVAL || strncmp(err, "offset ", 7) != 0)
+			test_fail(__FILE__, __LINE__, "v2 case %zu: %d \"%s\"", i, e, err);
 		diff_side_free(&s);
 		diff_names_free(&names);
 	}
@@ -1033,4 +1306,40 @@ TEST(json_escapes_what_it_writes)
 	char err[64];
 	CHECK_EQ_INT(json_parse(&d, out, strlen(out), err, sizeof(err)), 0);
 	json_free(&d);
+}
+
+/* The version 3 reader (window, sched, top entries, chain links) against the same mutations:
+ * every input is read or refused with an offset, never anything else. */
+TEST(json_every_mutation_of_a_v3_summary_fails_cleanly)
+{
+	char *text = v3_text(v3_win_b, v3_top_b, v3_chains_b);
+	if (!CHECK(text != NULL))
+		return;
+	size_t n = strlen(text);
+	check_summary_input(text, n, "v3 whole", 0);
+	for (size_t k = 0; k < n; k += 7)
+		check_summary_input(text, k, "v3 prefix", k);
+	rng_state = 0x0123456789abcdefull;
+	char *buf = malloc(n + 16);
+	for (size_t it = 0; buf && it < 5000; it++) {
+		size_t len = n;
+		memcpy(buf, text, n);
+		for (uint32_t m = 1 + rnd(3); m; m--) {
+			uint32_t at = rnd((uint32_t)len), op = rnd(3);
+			unsigned char c = (unsigned char)"{}[]\",:-0123456789.e "[rnd(22)];
+			if (op == 0) {
+				buf[at] = (char)c;
+			} else if (op == 1 && len < n + 16) {
+				memmove(buf + at + 1, buf + at, len - at);
+				buf[at] = (char)c;
+				len++;
+			} else if (len > 1) {
+				memmove(buf + at, buf + at + 1, len - at - 1);
+				len--;
+			}
+		}
+		check_summary_input(buf, len, "v3 mutation", it);
+	}
+	free(buf);
+	free(text);
 }

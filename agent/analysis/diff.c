@@ -165,6 +165,7 @@ int diff_side_init(struct diff_side *s, struct diff_names *names)
 
 void diff_side_free(struct diff_side *s)
 {
+	free(s->func);
 	free(s->node);
 	free(s->hash);
 	memset(s, 0, sizeof(*s));
@@ -589,12 +590,254 @@ static int read_contexts(struct summary *m, struct diff_side *s, uint32_t top, u
 	return e;
 }
 
+/* ---- a summary's window, top list and chains (what the thread was doing) ---- */
+
+static int window_int(struct summary *m, uint32_t win, const char *name, bool need, uint64_t *out)
+{
+	uint32_t x = json_get(&m->doc, win, name);
+	char what[48];
+	int64_t v;
+	if (x == JSON_NONE && !need)
+		return 0;
+	if (x == JSON_NONE)
+		return bad(m, win, "the window has no \"%s\"", name);
+	snprintf(what, sizeof(what), "the window's %s", name);
+	if (integer(m, x, 0, INT64_MAX, what, &v))
+		return -EINVAL;
+	*out = (uint64_t)v;
+	return 0;
+}
+
+/* window.sched of version 3: its source, and with perf the migrations and the running time
+ * per CPU class. Absent: no source. Members it does not know are ignored (as everywhere). */
+static int read_sched(struct summary *m, uint32_t win, struct diff_window *w)
+{
+	static const char *const classes[HAL_CPU_NCLASSES] = { "little", "middle", "big" };
+	uint32_t sch, src, x;
+	if (json_get(&m->doc, win, "sched") == JSON_NONE)
+		return 0;
+	if (member(m, win, "sched", JSON_OBJECT, &sch) || member(m, sch, "source", JSON_STRING, &src))
+		return -EINVAL;
+	const char *s = cstring(m, src, "the scheduling source");
+	if (!s)
+		return -EINVAL;
+	if (strcmp(s, "perf") == 0)
+		w->source = DIFF_SCHED_PERF;
+	else if (strcmp(s, "schedstat") == 0)
+		w->source = DIFF_SCHED_SCHEDSTAT;
+	else if (strcmp(s, "none") == 0)
+		w->source = DIFF_SCHED_NONE;
+	else
+		return bad(m, src, "the scheduling source should be \"perf\", \"schedstat\" or "
+				   "\"none\"");
+	if ((x = json_get(&m->doc, sch, "migrations")) != JSON_NONE) {
+		int64_t v;
+		if (integer(m, x, 0, INT64_MAX, "migrations", &v))
+			return -EINVAL;
+		w->has_migrations = true;
+		w->migrations = (uint64_t)v;
+	}
+	if (json_get(&m->doc, sch, "cpu_ns") != JSON_NONE) {
+		uint32_t cpu;
+		if (member(m, sch, "cpu_ns", JSON_OBJECT, &cpu))
+			return -EINVAL;
+		for (int c = 0; c < HAL_CPU_NCLASSES; c++) {
+			int64_t v;
+			char what[32];
+			if ((x = json_get(&m->doc, cpu, classes[c])) == JSON_NONE)
+				continue;
+			snprintf(what, sizeof(what), "cpu_ns.%s", classes[c]);
+			if (integer(m, x, 0, INT64_MAX, what, &v))
+				return -EINVAL;
+			w->cpu_ns[c] = (uint64_t)v;
+		}
+		w->has_cpu = true;
+	}
+	return 0;
+}
+
+/*
+ * The window: version 3 splits ns into running, preempted and blocked (all four required,
+ * adding up) and says its scheduling source; versions 1 and 2 give ns and blocked_ns, so
+ * running is the rest (none when blocked_ns says more than ns) and preempted unknown (inside
+ * running). A version 1 or 2 summary without a window, or without its ns, has no window to
+ * compare (known stays false).
+ */
+static int read_window(struct summary *m, int64_t version, struct diff_window *w)
+{
+	uint32_t win;
+	memset(w, 0, sizeof(*w));
+	if (version < 3) {
+		if (json_get(&m->doc, 0, "window") == JSON_NONE)
+			return 0;
+		if (member(m, 0, "window", JSON_OBJECT, &win))
+			return -EINVAL;
+		if (json_get(&m->doc, win, "ns") == JSON_NONE)
+			return 0;
+		if (window_int(m, win, "ns", true, &w->ns) ||
+		    window_int(m, win, "blocked_ns", false, &w->blocked_ns))
+			return -EINVAL;
+		/* A version 2 writer could say more blocked time than the window on a crafted
+		 * trace (the fuzzer's find): read as all blocked, so the parts add up. */
+		if (w->blocked_ns > w->ns)
+			w->blocked_ns = w->ns;
+		w->running_ns = w->ns - w->blocked_ns;
+		w->known = true;
+		return 0;
+	}
+	if (member(m, 0, "window", JSON_OBJECT, &win) || window_int(m, win, "ns", true, &w->ns) ||
+	    window_int(m, win, "running_ns", true, &w->running_ns) ||
+	    window_int(m, win, "preempted_ns", true, &w->preempted_ns) ||
+	    window_int(m, win, "blocked_ns", true, &w->blocked_ns))
+		return -EINVAL;
+	/* Durations past INT64_MAX are written as INT64_MAX (summary_out.c): a whole of
+	 * INT64_MAX may have been cut, so then its parts need not add up to it. */
+	uint64_t sum = sat_add(sat_add(w->running_ns, w->preempted_ns), w->blocked_ns);
+	if (w->ns != INT64_MAX && sum != w->ns)
+		return bad(m, win,
+			   "the window's running_ns + preempted_ns + blocked_ns (%llu) is not its "
+			   "ns (%llu)",
+			   (unsigned long long)sum, (unsigned long long)w->ns);
+	if (read_sched(m, win, w))
+		return -EINVAL;
+	w->known = true;
+	return 0;
+}
+
+/*
+ * A top-list entry, [f, self_ns, calls, blocked_ns, cut] and in version 3 preempted_ns after
+ * them, or a chain link, [f, incl_ns, self_ns, blocked_ns, cut] (+ preempted_ns in version
+ * 3), whose last link may add calls ("many short calls": index 5 before version 3, 6 since).
+ * v[6] is those calls (0 otherwise); v[5] the preempted time (0 before version 3).
+ */
+static int read_entry(struct summary *m, uint32_t x, int64_t version, bool link, bool last,
+		      uint32_t nfuncs, const char *where, int64_t v[7])
+{
+	static const char *const top[] = { "f", "self_ns", "calls", "blocked_ns", "cut",
+					   "preempted_ns" };
+	static const char *const chain[] = { "f",   "incl_ns",	    "self_ns", "blocked_ns",
+					     "cut", "preempted_ns", "calls" };
+	const uint32_t base = version >= 3 ? 6 : 5, n = json_len(&m->doc, x);
+	if (json_type(&m->doc, x) != JSON_ARRAY || !(n == base || (link && last && n == base + 1))) {
+		if (!link)
+			return bad(m, x, "%s should be [f, self_ns, calls, blocked_ns, cut%s]", where,
+				   version >= 3 ? ", preempted_ns" : "");
+		return bad(m, x, "%s should be [f, incl_ns, self_ns, blocked_ns, cut%s]%s", where,
+			   version >= 3 ? ", preempted_ns" : "",
+			   last ? ", or with calls after them" : "");
+	}
+	memset(v, 0, 7 * sizeof(*v));
+	uint32_t i = 0;
+	for (uint32_t y = json_first(&m->doc, x); y != JSON_NONE; y = json_next(&m->doc, y), i++) {
+		/* Element i's meaning: before version 3 a link's 6th element is its calls. */
+		uint32_t k = link && i == 5 && version < 3 ? 6 : i;
+		char what[96];
+		snprintf(what, sizeof(what), "%s: %s", where, link ? chain[k] : top[k]);
+		int64_t lo = 0, hi = k == 0 ? (int64_t)nfuncs - 1 : k == 4 ? 1 : INT64_MAX;
+		if (integer(m, y, lo, hi, what, &v[k]))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static int func_cmp(const void *pa, const void *pb)
+{
+	const struct diff_func *a = pa, *b = pb;
+	return a->label < b->label ? -1 : a->label > b->label;
+}
+
+/* top_window (absent when a hostile trace's summary left its lists out): its functions, by
+ * label, one entry per name (two functions of one name, in two modules, add up). */
+static int read_top(struct summary *m, struct diff_side *s, int64_t version,
+		    const uint32_t *labels, uint32_t nfuncs, bool keep)
+{
+	uint32_t list, i = 0;
+	if (json_get(&m->doc, 0, "top_window") == JSON_NONE)
+		return 0;
+	if (member(m, 0, "top_window", JSON_ARRAY, &list))
+		return -EINVAL;
+	uint32_t n = json_len(&m->doc, list);
+	struct diff_func *f = keep ? malloc((n ? n : 1) * sizeof(*f)) : NULL;
+	if (keep && !f)
+		return -ENOMEM;
+	for (uint32_t x = json_first(&m->doc, list); x != JSON_NONE;
+	     x = json_next(&m->doc, x), i++) {
+		int64_t v[7];
+		char where[40];
+		snprintf(where, sizeof(where), "top_window entry %u", i);
+		if (read_entry(m, x, version, false, false, nfuncs, where, v)) {
+			free(f);
+			return -EINVAL;
+		}
+		if (f)
+			f[i] = (struct diff_func){ .label = labels[v[0]],
+						   .self_ns = (uint64_t)v[1],
+						   .calls = (uint64_t)v[2],
+						   .blocked_ns = (uint64_t)v[3],
+						   .preempted_ns = (uint64_t)v[5] };
+	}
+	if (!f)
+		return 0;
+	qsort(f, n, sizeof(*f), func_cmp);
+	uint32_t out = 0;
+	for (i = 0; i < n; i++) {
+		if (out && f[out - 1].label == f[i].label) {
+			struct diff_func *p = &f[out - 1];
+			p->self_ns = sat_add(p->self_ns, f[i].self_ns);
+			p->preempted_ns = sat_add(p->preempted_ns, f[i].preempted_ns);
+			p->blocked_ns = sat_add(p->blocked_ns, f[i].blocked_ns);
+			p->calls = sat_add(p->calls, f[i].calls);
+		} else {
+			f[out++] = f[i];
+		}
+	}
+	s->func = f;
+	s->nfunc = out;
+	return 0;
+}
+
+/* Every chain's links checked; the first chain's innermost link kept (where the time went). */
+static int read_chains(struct summary *m, struct diff_side *s, int64_t version,
+		       const uint32_t *labels, uint32_t nfuncs, bool keep)
+{
+	uint32_t list, i = 0;
+	if (json_get(&m->doc, 0, "chains") == JSON_NONE)
+		return 0;
+	if (member(m, 0, "chains", JSON_ARRAY, &list))
+		return -EINVAL;
+	for (uint32_t c = json_first(&m->doc, list); c != JSON_NONE;
+	     c = json_next(&m->doc, c), i++) {
+		if (json_type(&m->doc, c) != JSON_ARRAY)
+			return bad(m, c, "chain %u should be an array of links", i);
+		uint32_t j = 0, n = json_len(&m->doc, c);
+		for (uint32_t x = json_first(&m->doc, c); x != JSON_NONE;
+		     x = json_next(&m->doc, x), j++) {
+			int64_t v[7];
+			char where[40];
+			snprintf(where, sizeof(where), "chain %u, link %u", i, j);
+			if (read_entry(m, x, version, true, j + 1 == n, nfuncs, where, v))
+				return -EINVAL;
+			if (keep && i == 0 && j + 1 == n)
+				s->where = (struct diff_link){ .known = true,
+							       .label = labels[v[0]],
+							       .incl_ns = (uint64_t)v[1],
+							       .self_ns = (uint64_t)v[2],
+							       .blocked_ns = (uint64_t)v[3],
+							       .preempted_ns = (uint64_t)v[5],
+							       .calls = (uint64_t)v[6] };
+		}
+	}
+	return 0;
+}
+
 int diff_side_add_summary(struct diff_side *s, const char *text, size_t len, char *err,
 			  size_t errsize)
 {
 	struct summary m = { .err = err, .errsize = errsize };
 	char(*prefix)[17] = NULL;
 	uint32_t *labels = NULL, nmods = 0, nfuncs = 0;
+	/* The window, top list and chain of the first summary only (a side is one summary). */
+	bool first = s->kind == DIFF_EMPTY;
 	int e = json_parse(&m.doc, text, len, err, errsize);
 	if (e)
 		goto out;
@@ -615,9 +858,11 @@ int diff_side_add_summary(struct diff_side *s, const char *text, size_t len, cha
 	if (member(&m, 0, "version", JSON_NUMBER, &v) ||
 	    integer(&m, v, 0, INT64_MAX, "version", &version))
 		goto out;
-	/* Version 2 (compact paths, the app) reads as version 1 where they agree. */
-	if (version != 1 && version != 2) {
-		bad(&m, v, "summary version %lld; this jitt reads versions 1 and 2",
+	/* Version 2 (compact paths, the app) reads as version 1 where they agree; version 3
+	 * as version 2 but for the window, the top lists and the chains (the scheduling
+	 * times: read_window, read_entry). */
+	if (version < 1 || version > 3) {
+		bad(&m, v, "summary version %lld; this jitt reads versions 1 to 3",
 		    (long long)version);
 		goto out;
 	}
@@ -635,16 +880,28 @@ int diff_side_add_summary(struct diff_side *s, const char *text, size_t len, cha
 	if (!(str = cstring(&m, name, "the thread's name")))
 		goto out;
 	uint32_t top;
+	struct diff_window w;
 	if ((e = read_modules(&m, mods, &prefix, &nmods)) != 0 ||
 	    (e = read_functions(&m, s, funcs, prefix, nmods, &labels, &nfuncs)) != 0 ||
+	    (e = read_window(&m, version, &w)) != 0 ||
+	    (e = read_top(&m, s, version, labels, nfuncs, first)) != 0 ||
+	    (e = read_chains(&m, s, version, labels, nfuncs, first)) != 0 ||
 	    (e = thread_node(s, str, &top)) != 0 ||
 	    (e = read_contexts(&m, s, top, ctxs, labels, nfuncs, version)) != 0)
 		goto out;
+	if (first)
+		s->window = w;
 	if (s->kind == DIFF_EMPTY)
 		s->kind = DIFF_SUMMARY;
 out:
 	if (e == -ENOMEM)
 		say(err, errsize, "out of memory");
+	if (e && first) {
+		free(s->func);
+		s->func = NULL;
+		s->nfunc = 0;
+		memset(&s->where, 0, sizeof(s->where));
+	}
 	free(prefix);
 	free(labels);
 	json_free(&m.doc);
@@ -1165,4 +1422,130 @@ const char *diff_status_name(enum diff_status st)
 		return "gone";
 	}
 	return "?";
+}
+
+/* ---- what the thread was doing ---- */
+
+enum diff_state diff_window_state(const struct diff_window *w)
+{
+	if (w->preempted_ns > w->running_ns && w->preempted_ns >= w->blocked_ns)
+		return DIFF_PREEMPTED;
+	if (w->blocked_ns > w->running_ns && w->blocked_ns > w->preempted_ns)
+		return DIFF_BLOCKED;
+	return DIFF_RUNNING;
+}
+
+unsigned diff_permille(uint64_t part, uint64_t whole)
+{
+	if (!whole)
+		return 0;
+	if (part >= whole)
+		return 1000;
+	/* part * 1000 would overflow past 1.8e16 ns (5 hours): scale both down first. */
+	while (part > UINT64_MAX / 2000) {
+		part >>= 1;
+		whole >>= 1;
+	}
+	return (unsigned)((part * 2000 + whole) / (2 * whole));
+}
+
+const char *diff_sched_source_name(enum diff_sched_source src)
+{
+	switch (src) {
+	case DIFF_SCHED_NONE:
+		return "none";
+	case DIFF_SCHED_PERF:
+		return "perf";
+	case DIFF_SCHED_SCHEDSTAT:
+		return "schedstat";
+	}
+	return "?";
+}
+
+const char *diff_state_name(enum diff_state st)
+{
+	switch (st) {
+	case DIFF_RUNNING:
+		return "running";
+	case DIFF_PREEMPTED:
+		return "preempted";
+	case DIFF_BLOCKED:
+		return "blocked";
+	}
+	return "?";
+}
+
+/*
+ * Two windows compare state for state only when both say where their scheduling times came
+ * from: without a source, preempted time hides inside running time, so "mostly running"
+ * there may be mostly waiting for a CPU. With two different sources (perf's switches,
+ * schedstat's run-queue wait sampled at frame boundaries) the states still compare, but not
+ * the nanoseconds one to one; the caller says so.
+ */
+void diff_sched_compare(const struct diff_window *a, const struct diff_window *b,
+			struct diff_sched_cmp *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->known = a->known && b->known;
+	if (!out->known)
+		return;
+	out->a_none = a->source == DIFF_SCHED_NONE;
+	out->b_none = b->source == DIFF_SCHED_NONE;
+	out->same_source = a->source == b->source;
+	out->verdict = !out->a_none && !out->b_none;
+	out->a_state = (uint8_t)diff_window_state(a);
+	out->b_state = (uint8_t)diff_window_state(b);
+}
+
+static uint64_t func_impact(const struct diff_func_change *c)
+{
+	uint64_t s = c->self_delta < 0 ? (uint64_t)0 - (uint64_t)c->self_delta
+				       : (uint64_t)c->self_delta;
+	uint64_t p = c->preempted_delta < 0 ? (uint64_t)0 - (uint64_t)c->preempted_delta
+					    : (uint64_t)c->preempted_delta;
+	return sat_add(s, p);
+}
+
+static int by_func_impact(const void *pa, const void *pb)
+{
+	const struct diff_func_change *a = pa, *b = pb;
+	uint64_t ia = func_impact(a), ib = func_impact(b);
+	if (ia != ib)
+		return ia > ib ? -1 : 1;
+	return a->label < b->label ? -1 : a->label > b->label;
+}
+
+int diff_funcs(const struct diff_side *a, const struct diff_side *b,
+	       struct diff_func_change **out, size_t *n)
+{
+	size_t cap = (size_t)a->nfunc + b->nfunc, k = 0;
+	struct diff_func_change *c = malloc((cap ? cap : 1) * sizeof(*c));
+	*out = NULL;
+	*n = 0;
+	if (!c)
+		return -ENOMEM;
+	/* Both lists are sorted by label (read_top): one merge. */
+	for (uint32_t i = 0, j = 0; i < a->nfunc || j < b->nfunc; k++) {
+		struct diff_func_change x = { 0 };
+		if (j >= b->nfunc || (i < a->nfunc && a->func[i].label < b->func[j].label)) {
+			x.a = a->func[i++];
+			x.in_a = true;
+		} else if (i >= a->nfunc || b->func[j].label < a->func[i].label) {
+			x.b = b->func[j++];
+			x.in_b = true;
+		} else {
+			x.a = a->func[i++];
+			x.b = b->func[j++];
+			x.in_a = x.in_b = true;
+		}
+		x.label = x.in_a ? x.a.label : x.b.label;
+		x.self_delta = delta_of(x.a.self_ns, x.b.self_ns);
+		x.preempted_delta = delta_of(x.a.preempted_ns, x.b.preempted_ns);
+		c[k] = x;
+	}
+	if (k)
+		qsort(c, k, sizeof(*c), by_func_impact);
+	*out = c;
+	*n = k;
+	return 0;
 }

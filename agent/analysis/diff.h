@@ -21,6 +21,7 @@
 #ifndef JITT_AGENT_DIFF_H
 #define JITT_AGENT_DIFF_H
 
+#include "hal/cpu.h"
 #include "ringbuf/tracefile.h"
 
 #include <stdbool.h>
@@ -78,6 +79,40 @@ struct diff_node {
 
 enum diff_kind { DIFF_EMPTY, DIFF_TRACE, DIFF_SUMMARY };
 
+/* Where the scheduling times of a summary's window came from (summary version 3's
+ * window.sched.source; versions 1 and 2 have none). */
+enum diff_sched_source { DIFF_SCHED_NONE, DIFF_SCHED_PERF, DIFF_SCHED_SCHEDSTAT };
+
+/*
+ * A summary's anomaly window, split by what its thread was doing (summary version 3):
+ * running its code, preempted (runnable, off its CPU) or blocked (waiting); the three add
+ * up to ns. Read from versions 1 and 2 as ns - blocked_ns running, nothing preempted and no
+ * scheduling source: without one, preempted time is inside running time, indistinguishable.
+ */
+struct diff_window {
+	bool known; /* false: a trace, or a summary without a window's "ns" */
+	uint64_t ns, running_ns, preempted_ns, blocked_ns;
+	uint8_t source;	     /* enum diff_sched_source */
+	bool has_migrations; /* perf only */
+	uint64_t migrations;
+	bool has_cpu; /* perf only, and only when the trace's CPUs had 2+ classes */
+	uint64_t cpu_ns[HAL_CPU_NCLASSES]; /* running time per CPU class (enum hal_cpu_class) */
+};
+
+/* A function of a summary's window top list (top_window): its times in the window. */
+struct diff_func {
+	uint32_t label;
+	uint64_t self_ns, preempted_ns, blocked_ns, calls;
+};
+
+/* Where the window's time went: the innermost link of a summary's first (longest) chain. */
+struct diff_link {
+	bool known;
+	uint32_t label;
+	uint64_t incl_ns, self_ns, blocked_ns, preempted_ns;
+	uint64_t calls; /* of a "many short calls" link; 0 for another */
+};
+
 struct diff_side {
 	struct diff_names *names; /* shared by the two sides compared */
 	struct diff_node *node;	  /* node[0] is the root; a parent comes before its children */
@@ -85,6 +120,13 @@ struct diff_side {
 	uint32_t threads;  /* threads read (same-named ones share one subtree) */
 	uint32_t maxdepth; /* of any node */
 	enum diff_kind kind;
+	/* A summary's window, its top list's functions (one entry per name) and its longest
+	 * chain's innermost link; the first summary's when several are added. Nothing from a
+	 * trace: its scheduling times are the summary's to work out (jitt summarize). */
+	struct diff_window window;
+	struct diff_func *func;
+	uint32_t nfunc;
+	struct diff_link where;
 	/* private */
 	uint32_t *hash; /* (parent, label) -> node + 1, open addressing */
 	uint32_t hcap;
@@ -107,11 +149,14 @@ uint32_t diff_side_find(const struct diff_side *s, const uint32_t *path, uint32_
  */
 int diff_side_add_trace(struct diff_side *s, const struct rb_trace *t, char *err, size_t errsize);
 /*
- * Add a summary written by `jitt summarize --json` (schema jitt.summary, version 1 or 2): the
+ * Add a summary written by `jitt summarize --json` (schema jitt.summary, version 1, 2 or 3): the
  * thread's name ("thread": a string, or an object with "name"), and its contexts, root-to-leaf
  * paths of function indices with self_ns per element. Each prefix of a path is a context costing
- * self_ns at that position; a prefix that several paths share counts once. 0, -ENOMEM, or -EINVAL
- * with a message in err.
+ * self_ns at that position; a prefix that several paths share counts once. Besides: the window
+ * (struct diff_window), top_window's functions and the first chain's innermost link, every
+ * chain checked (version 3's top entries and links carry preempted_ns at index 5, and a
+ * "many short calls" link its calls at 6; before, calls at 5). 0, -ENOMEM, or -EINVAL with a
+ * message in err.
  */
 int diff_side_add_summary(struct diff_side *s, const char *text, size_t len, char *err,
 			  size_t errsize);
@@ -152,6 +197,45 @@ void diff_result_free(struct diff_result *r);
 /* |delta_ns| */
 uint64_t diff_impact(const struct diff_entry *e);
 const char *diff_status_name(enum diff_status st);
+
+/* ---- what the thread was doing: the window's split and the functions' ---- */
+
+enum diff_state { DIFF_RUNNING, DIFF_PREEMPTED, DIFF_BLOCKED };
+
+/* The state the window spent most of its time in (running on a tie). */
+enum diff_state diff_window_state(const struct diff_window *w);
+/* part / whole in tenths of a percent, rounded; 0 when whole is 0. */
+unsigned diff_permille(uint64_t part, uint64_t whole);
+const char *diff_sched_source_name(enum diff_sched_source src);
+const char *diff_state_name(enum diff_state st);
+
+/* How two windows compare, before anyone reads their numbers side by side. */
+struct diff_sched_cmp {
+	bool known;	      /* both sides had a window */
+	bool same_source;     /* both had the same scheduling source */
+	bool a_none, b_none;  /* that side had no scheduling source (preempted inside running) */
+	bool verdict;	      /* both had a source: their states may be compared */
+	uint8_t a_state, b_state; /* enum diff_state, when known */
+};
+
+void diff_sched_compare(const struct diff_window *a, const struct diff_window *b,
+			struct diff_sched_cmp *out);
+
+/* One function of A's or B's window top list, compared. */
+struct diff_func_change {
+	uint32_t label;
+	bool in_a, in_b;      /* listed in that side's top_window */
+	struct diff_func a, b; /* zero on the side without it */
+	int64_t self_delta, preempted_delta;
+};
+
+/*
+ * The functions of both top lists by name, largest change of self plus preempted time first
+ * (ties by label: the order names were first met, never the platform's). *out is malloc'd
+ * (free it); 0 or -ENOMEM.
+ */
+int diff_funcs(const struct diff_side *a, const struct diff_side *b,
+	       struct diff_func_change **out, size_t *n);
 
 /* The labels of node v's path, root first (thread first), into out[0..max); returns the
  * path's length (v's depth), which may exceed max. */
