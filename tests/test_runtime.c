@@ -10,6 +10,7 @@
 #include "agent/jitt.h"
 #include "agent/marks.h"
 #include "agent/runtime/runtime.h"
+#include "hal/sched.h"
 #include "ringbuf/ring.h"
 #include "ringbuf/trace.h"
 #include "ringbuf/tracefile.h"
@@ -26,6 +27,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -843,4 +845,74 @@ TEST(runtime_silent_clients_delay_neither_the_hang_detector_nor_status)
 	close(report[0]);
 	jitt_shutdown();
 	rb_thread_unregister();
+}
+
+/* ---- scheduling records (issue 15) ---- */
+
+/* A traced thread that slept and worked through frames, then janked: its trace file has its
+ * scheduling, from perf where this kernel allows a switch ring (else schedstat samples),
+ * or schedstat samples at each frame boundary when sched_pages = 0. */
+static void sched_records(const char *extra, bool want_perf)
+{
+	CHECK_EQ_INT(jitt_init(setup(extra)), 0);
+	jitt_thread_name("ui");
+	jitt_trace_thread(true);
+	for (int i = 0; i < 3; i++) { /* asleep between frames: switches out and in */
+		frame_of(0);
+		nap_ms(2);
+	}
+	frame_of(3); /* over the budget: jank_frames = 1 */
+	CHECK(wait_persisted(1));
+	jitt_trace_thread(false);
+	char path[1024] = "";
+	CHECK_EQ_INT(count_traces(path, sizeof(path)), 1);
+	jitt_shutdown();
+	rb_thread_unregister();
+
+	struct rb_trace t;
+	char err[200];
+	if (!CHECK(rb_trace_open(path, &t, err, sizeof(err)) == 0))
+		return;
+	const struct rb_file_thread *ui = NULL;
+	for (uint32_t i = 0; i < t.nthreads; i++)
+		if (!strcmp(t.threads[i].name, "ui"))
+			ui = &t.threads[i];
+	struct rb_event *ev = NULL;
+	int n = thread_events(&t, "ui", &ev);
+	int samples = 0, off = 0;
+	for (int i = 0; i < n; i++) {
+		samples += ev[i].kind == RB_EV_SCHEDSTAT;
+		off += ev[i].kind == RB_EV_OFF_CPU;
+	}
+	printf("    %s: source %u, %u switches, %d times off the CPU, %d schedstat records\n",
+	       want_perf ? "perf" : "schedstat", t.sched.source, ui ? ui->nsw : 0, off, samples);
+	CHECK(ui != NULL);
+	CHECK(t.sched.ncpus >= 1);
+	if (want_perf) {
+		CHECK_EQ_INT((int)t.sched.source, RB_SCHED_PERF);
+		CHECK(ui && ui->sched_on && ui->nsw >= 6); /* out and in, 3 naps */
+		CHECK(off >= 3);
+		CHECK_EQ_INT(samples, 0);
+	} else {
+		CHECK_EQ_INT((int)t.sched.source, RB_SCHED_SCHEDSTAT);
+		CHECK(ui && !ui->sched_on && ui->nsw == 0);
+		CHECK_EQ_INT(samples, 4 * 4); /* 2 records at each begin and end of 4 frames */
+	}
+	free(ev);
+	rb_trace_close(&t);
+}
+
+TEST(runtime_records_the_traced_threads_scheduling)
+{
+	/* Whether this kernel lets a thread record its own switches (not under qemu-user, not
+	 * at perf_event_paranoid 3): then perf is what the runtime must use. */
+	struct hal_sched_ring r;
+	bool perf = hal_sched_open(&r, (pid_t)syscall(SYS_gettid), 1) == 0;
+	hal_sched_close(&r);
+	sched_records("frame_budget_us = 1000\njank_frames = 1\n", perf);
+}
+
+TEST(runtime_schedstat_fallback_samples_at_frame_boundaries)
+{
+	sched_records("frame_budget_us = 1000\njank_frames = 1\nsched_pages = 0\n", false);
 }

@@ -5,6 +5,7 @@
  * that decodes without crashing.
  */
 #include "harness.h"
+#include "hal/sched.h"
 #include "ringbuf/crc32.h"
 #include "ringbuf/decode.h"
 #include "ringbuf/elf.h"
@@ -352,5 +353,120 @@ TEST(tracefile_load_fd_copies_and_a_shrunk_file_is_an_error)
 	struct rb_trace t;
 	CHECK_EQ_INT(rb_trace_load_fd(fd, size, &t, err, sizeof(err)), -EINVAL);
 	close(fd);
+	free(good);
+}
+
+/*
+ * The scheduling section (version 2, issue 15): written with the rings, read back as
+ * switches in ticks and times off the CPU; a file with a malformed one is refused with the
+ * offset, and a version 1 file (no section) is still read.
+ */
+static uint8_t *make_sched_file(size_t *size, const struct hal_sched_event *ev, uint32_t n,
+				char *path, size_t path_size)
+{
+	static uint64_t slots[8];
+	uint64_t ts = 0x123400000000ull;
+	slots[0] = ts & 0xffffffff00000000ull;
+	slots[1] = ts << 32 | 0x2;
+	struct rb_frozen f = { .slots = slots, .nslots = 8, .end = 2, .valid = 2, .tid = 42,
+			       .name = "ui", .sched = ev, .nsched = n, .sched_on = true,
+			       .sched_lost = 3 };
+	static const uint8_t classes[] = { 0, 2, RB_CPU_CLASS_UNKNOWN };
+	struct rb_trace_sched info = { RB_SCHED_PERF, 3, classes };
+	if (rb_trace_write_sched(test_tmpdir(), "sched", &f, 1, &info, path, path_size) != 0)
+		return NULL;
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+	fstat(fd, &st);
+	uint8_t *buf = aligned_alloc(8, ((size_t)st.st_size + 7) & ~(size_t)7);
+	if (read(fd, buf, (size_t)st.st_size) != st.st_size)
+		abort();
+	close(fd);
+	*size = (size_t)st.st_size;
+	return buf;
+}
+
+TEST(tracefile_scheduling_section_round_trips_and_bad_ones_are_refused)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	uint64_t t0 = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec - 50000000u;
+	/* out preempted, in on another CPU, out asleep, in, out preempted (not back) */
+	struct hal_sched_event ev[] = {
+		{ t0, 0, HAL_SCHED_OUT_PREEMPTED }, { t0 + 1000000, 1, HAL_SCHED_IN },
+		{ t0 + 2000000, 1, HAL_SCHED_OUT_SLEEPING }, { t0 + 2500000, 1, HAL_SCHED_IN },
+		{ t0 + 3000000, 1, HAL_SCHED_OUT_PREEMPTED },
+	};
+	char path[4096], err[256];
+	size_t size = 0;
+	uint8_t *good = make_sched_file(&size, ev, 5, path, sizeof(path));
+	if (!CHECK(good != NULL))
+		return;
+	struct rb_trace t;
+	if (!CHECK(rb_trace_parse(good, size, &t, err, sizeof(err)) == 0)) {
+		printf("    %s\n", err);
+		free(good);
+		return;
+	}
+	CHECK_EQ_INT((int)t.sched.source, RB_SCHED_PERF);
+	CHECK_EQ_INT((int)t.sched.ncpus, 3);
+	CHECK_EQ_INT(t.sched.cpu_class[1], 2);
+	const struct rb_file_thread *th = &t.threads[0];
+	CHECK(th->sched_on);
+	CHECK_EQ_U64(th->sched_lost, 3);
+	CHECK_EQ_INT((int)th->nsw, 5);
+	/* 1 ms is timer_hz / 1000 ticks, to the timer's calibration */
+	uint64_t ms = t.timer_hz / 1000, d = th->sw[1].ts - th->sw[0].ts;
+	CHECK(d + ms / 100 >= ms && d <= ms + ms / 100);
+	CHECK_EQ_INT((int)th->view.noff, 3);
+	CHECK_EQ_INT(th->view.off[0].why, RB_OFF_PREEMPTED);
+	CHECK_EQ_U64(th->view.off[0].start, th->sw[0].ts);
+	CHECK_EQ_U64(th->view.off[0].end, th->sw[1].ts);
+	CHECK_EQ_INT(th->view.off[1].why, RB_OFF_SLEEPING);
+	CHECK_EQ_U64(th->view.off[2].end, UINT64_MAX); /* not back when frozen */
+	rb_trace_close(&t);
+
+	/* Where its pieces are: the switches are the file's last 5 * 16 bytes before the
+	 * footer, the per-thread header before them, the classes before that. */
+	size_t sw_at = size - 8 - 5 * 16, th_at = sw_at - 16, cls_at = th_at - 8;
+	uint8_t *d2 = aligned_alloc(8, size);
+	struct {
+		size_t at;
+		uint32_t value;
+		const char *needle;
+	} bad[] = {
+		{ sw_at + 12, 9, "malformed" },		 /* a kind no kernel writes */
+		{ sw_at + 8, 0x10000, "malformed" },	 /* CPU 65536 */
+		{ sw_at + 16, 0, "malformed" },		 /* time going backwards */
+		{ th_at, 6, "past the end" },		 /* more switches than bytes */
+		{ th_at, 0x7fffffff, "past the end" },	 /* a count made to overflow */
+		{ cls_at + 1, 7, "class" },		 /* CPU 1's class */
+		{ 80, 3, "scheduling source" },		 /* an unknown source */
+		{ 84, RB_FILE_MAX_CPUS + 1, "scheduling source" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memcpy(d2, good, size);
+		if (bad[i].at == cls_at + 1)
+			d2[bad[i].at] = (uint8_t)bad[i].value;
+		else if (bad[i].at == sw_at + 16) /* the second switch's time: before the first */
+			memset(d2 + bad[i].at, 0, 8);
+		else
+			memcpy(d2 + bad[i].at, &bad[i].value, 4);
+		fix_crc(d2, size);
+		expect_error(d2, size, bad[i].needle);
+	}
+	/* A switch 2^50 ns away from the reference. */
+	memcpy(d2, good, size);
+	uint64_t far = t0 + (1ull << 51);
+	memcpy(d2 + sw_at + 4 * 16, &far, 8);
+	fix_crc(d2, size);
+	expect_error(d2, size, "malformed");
+	/* Version 1: the same bytes mean nothing there, and a version 1 file has no section;
+	 * this one's section is then unexplained bytes, refused. */
+	memcpy(d2, good, size);
+	d2[8] = 1;
+	fix_crc(d2, size);
+	expect_error(d2, size, "unexplained");
+	free(d2);
 	free(good);
 }

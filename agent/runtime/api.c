@@ -110,6 +110,7 @@ RT void jitt_shutdown(void)
 	if (!atomic_compare_exchange_strong(&agent_rt.state, &expected, 3))
 		return;
 	agent_control_stop();
+	agent_sched_stop_all();
 	atomic_store(&agent_rt.state, 0);
 }
 

@@ -83,7 +83,7 @@ extern struct agent_runtime agent_rt;
 /*
  * Scheduling records (sched.c). thread_start: the calling thread, starting to be traced,
  * gets a perf context-switch ring, or samples schedstat at frame boundaries (0, or why
- * not perf). sample: a frame boundary (only a thread without a perf ring writes). freeze:
+ * not perf; a thread traced again, after a restart, chooses again). sample: a frame boundary (only a thread without a perf ring writes). freeze:
  * under rb_lock, after the rings froze: each frozen thread's switches into f[i].sched
  * (in *mem, freed with free()), the source and CPU classes into *info; rings of threads
  * not in live[] (no longer traced) are closed.
@@ -92,7 +92,9 @@ struct rb_frozen;
 struct rb_trace_sched;
 int agent_sched_thread_start(void);
 void agent_sched_sample(void);
-int agent_sched_freeze(struct rb_frozen *f, int n, const pid_t *live, int nlive,
+/* At shutdown: every perf ring closed, no thread counted as sampling. */
+void agent_sched_stop_all(void);
+void agent_sched_freeze(struct rb_frozen *f, int n, const pid_t *live, int nlive,
 		       struct rb_trace_sched *info, void **mem);
 
 /* CLOCK_MONOTONIC in ns. */

@@ -35,7 +35,6 @@ struct sched_slot {
 
 static struct sched_slot slots[SCHED_SLOTS];
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
-static _Atomic int stat_threads; /* threads sampling schedstat */
 static uint8_t cpu_class[RB_FILE_MAX_CPUS];
 static uint32_t ncpus; /* 0: the topology is not read yet */
 
@@ -61,6 +60,7 @@ RT static void reap(const pid_t *live, int nlive)
 RT int agent_sched_thread_start(void)
 {
 	pid_t tid = (pid_t)syscall(SYS_gettid);
+	stat_tid = 0; /* traced before, under another runtime's settings: choose again */
 	uint32_t pages = agent_rt.cfg.sched_pages;
 	int e = pages ? -ENOSPC : -ENODEV;
 	pthread_mutex_lock(&slots_lock);
@@ -79,11 +79,16 @@ RT int agent_sched_thread_start(void)
 		break;
 	}
 	pthread_mutex_unlock(&slots_lock);
-	if (e && !stat_tid) {
+	if (e)
 		stat_tid = tid;
-		atomic_fetch_add(&stat_threads, 1);
-	}
 	return e;
+}
+
+RT void agent_sched_stop_all(void)
+{
+	pthread_mutex_lock(&slots_lock);
+	reap(NULL, 0);
+	pthread_mutex_unlock(&slots_lock);
 }
 
 RT void agent_sched_sample(void)
@@ -124,7 +129,7 @@ RT static void load_classes(void)
 	free(topo);
 }
 
-RT int agent_sched_freeze(struct rb_frozen *f, int n, const pid_t *live, int nlive,
+RT void agent_sched_freeze(struct rb_frozen *f, int n, const pid_t *live, int nlive,
 			  struct rb_trace_sched *info, void **mem)
 {
 	*mem = NULL;
@@ -163,12 +168,10 @@ RT int agent_sched_freeze(struct rb_frozen *f, int n, const pid_t *live, int nli
 	reap(live, nlive);
 	pthread_mutex_unlock(&slots_lock);
 	*mem = buf;
-	if (info->source == RB_SCHED_NONE && atomic_load(&stat_threads))
+	/* A thread with no perf ring samples schedstat at its frame boundaries. */
+	if (info->source == RB_SCHED_NONE && n)
 		info->source = RB_SCHED_SCHEDSTAT;
-	if (info->source != RB_SCHED_NONE) {
-		load_classes();
-		info->ncpus = ncpus;
-		info->cpu_class = cpu_class;
-	}
-	return 0;
+	load_classes();
+	info->ncpus = ncpus;
+	info->cpu_class = cpu_class;
 }
