@@ -152,8 +152,9 @@ int cmd_decode(int argc, char **argv)
 	}
 	static const char *const sources[] = { "none", "perf context switches",
 					       "schedstat samples at frame boundaries" };
-	printf("  scheduling: %s", sources[t.sched.source]);
-	if (t.sched.ncpus) {
+	if (t.sched.source != RB_SCHED_NONE)
+		printf("  scheduling: %s", sources[t.sched.source]);
+	if (t.sched.source != RB_SCHED_NONE && t.sched.ncpus) {
 		printf("; CPU classes");
 		for (uint32_t c = 0; c < t.sched.ncpus; c++)
 			printf(" %u:%s", c,
@@ -161,7 +162,8 @@ int cmd_decode(int argc, char **argv)
 				       ? "?"
 				       : hal_cpu_class_name((enum hal_cpu_class)t.sched.cpu_class[c]));
 	}
-	printf("\n");
+	if (t.sched.source != RB_SCHED_NONE)
+		printf("\n");
 	for (uint32_t i = 0; i < t.nthreads; i++)
 		print_thread(&s, &t.threads[i]);
 	agent_symbols_close(&s);

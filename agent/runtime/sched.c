@@ -94,7 +94,9 @@ RT void agent_sched_stop_all(void)
 RT void agent_sched_sample(void)
 {
 	uint64_t run, wait, slices;
-	if (!stat_tid || hal_sched_stat(stat_tid, &run, &wait, &slices) != 0)
+	/* Not for a thread whose tracing is off (pos 0): its records would go nowhere. */
+	if (!stat_tid || !atomic_load_explicit(&rb_tls.pos, memory_order_relaxed) ||
+	    hal_sched_stat(stat_tid, &run, &wait, &slices) != 0)
 		return;
 	rb_special(RB_SCHED_RUN, (uint32_t)(run / 1000));
 	rb_special(RB_SCHED_WAIT, (uint32_t)(wait / 1000));
