@@ -17,7 +17,7 @@
 set -eu
 o=build/fuzz-seed
 corpus=tests/fuzz-corpus
-scenarios="compute blocked many-short hang"
+scenarios="compute blocked many-short hang preempted"
 
 if [ ! -f $o/.config ]; then
 	make O=$o defconfig

@@ -4,11 +4,14 @@
 #include "hal/cpu.h"
 #include "hal/fs.h"
 #include "hal/net.h"
+#include "hal/sched.h"
 #include "hal/timer.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 static int usage(FILE *out)
 {
@@ -123,6 +126,26 @@ static void print_net(void)
 	printf("\n  why: %s\n", net.reason);
 }
 
+/* Which scheduling source a traced thread of an app would get here (agent/runtime/sched.c):
+ * this thread tries the same perf ring, and its own schedstat. */
+static void print_sched(void)
+{
+	struct hal_sched_ring r;
+	int e = hal_sched_open(&r, (pid_t)syscall(SYS_gettid), 1);
+	hal_sched_close(&r);
+	uint64_t run, wait, slices;
+	int s = hal_sched_stat((pid_t)syscall(SYS_gettid), &run, &wait, &slices);
+	if (!e)
+		printf("scheduling: perf context switches\n");
+	else
+		printf("scheduling: %s (perf refused: %s)\n",
+		       s ? "none: preempted time will count as self time"
+			 : "schedstat samples at frame boundaries",
+		       strerror(-e));
+	if (s)
+		printf("  schedstat: unreadable (%s)\n", strerror(-s));
+}
+
 int cmd_hal(int argc, char **argv)
 {
 	for (int i = 1; i < argc; i++) {
@@ -141,5 +164,6 @@ int cmd_hal(int argc, char **argv)
 	print_timer();
 	print_cpus();
 	print_net();
+	print_sched();
 	return 0;
 }
