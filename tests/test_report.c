@@ -328,6 +328,12 @@ TEST(report_of_a_v3_summary_is_version_2_with_the_scheduling_figures)
 		out[n] = '\0';
 		CHECK(strstr(out, "\"sched\":{\"source\":\"none\",\"migrations\":4,") != NULL);
 	}
+	/* a small buffer: the lists go first, the window stays whole */
+	if (CHECK(up_report_build(v3, strlen(v3), &params, out, 1000, &n, err, sizeof(err)) == 0)) {
+		out[n] = '\0';
+		printf("    a version 3 report cut to 1000 bytes: %zu bytes\n", n);
+		CHECK(strstr(out, "\"cpu_ns\":{\"little\":300,\"big\":200}}}") != NULL);
+	}
 	/* up_report_app reads version 3 too */
 	char id[129], name[64];
 	CHECK_EQ_INT(up_report_app(v3, strlen(v3), id, sizeof(id), name, sizeof(name)), 0);
