@@ -15,6 +15,8 @@ bin=${1:?usage: collector-check.sh BIN_DIR}
 bin=$(cd "$bin" && pwd)
 coll=$bin/collector
 sample=$here/data/report-sample.json
+sample2=$here/data/report-sample-v2.json # version 2: from a version 3 summary (issue 15)
+key2=7a2d3e4f-5b6c-4d7e-8f90-a1b2c3d4e5f6
 key=6f1c1f0e-3b7a-4c55-9a51-0d8d2b4b7e21
 cpid=
 
@@ -115,7 +117,8 @@ check "bad body, cut short: 400" is "$(post "$tmp/cut")" 400
 printf '' >"$tmp/empty"
 check "bad body, empty: 400" is "$(post "$tmp/empty")" 400
 bad_body "wrong schema" -e 's/"jitt.report"/"jitt.summary"/'
-bad_body "version 2" -e 's/"version":1/"version":2/'
+bad_body "version 3" -e 's/"version":1/"version":3/'
+bad_body "version 0" -e 's/"version":1/"version":0/'
 bad_body "key not a UUID" -e "s/$key/not-a-uuid/"
 bad_body "id upper-case" -e 's/"id":"3b8e/"id":"3B8E/'
 bad_body "id too short" -e 's/"id":"3b8e/"id":"/'
@@ -232,7 +235,42 @@ check "stats: connections accepted, as the conn file says" \
 check "stats: 3 reports for the sample's build-id" \
 	matches "$st" "^ *3  9f2c4d1e0a7b3c5d6e8f9a0b1c2d3e4f5a6b7c8d  jank-sim$"
 check "stats: top function decode_image, 3 x 41 ms" \
-	is "$(printf '%s\n' "$st" | sed -n '/^top functions/{n;p}' | tr -s ' ')" " 123000000 decode_image"
+	is "$(printf '%s\n' "$st" | sed -n '/^top functions/{n;p}' | tr -s ' ')" " 123000000 - decode_image"
+check "stats: 3 reports that say no scheduling source (version 1)" \
+	matches "$st" "^reports by scheduling source: perf 0, schedstat 0, none 0, not said (version 1) 3$"
+stop
+check "SIGTERM: exit status 0" is "$?" 0
+
+# ---- version 2 reports (from a version 3 summary): stored beside version 1 ----
+start v2 || exit 1
+check "a version 2 report: 201" is "$(post "$sample2" "$key2")" 201
+check "a version 1 report beside it: 201" is "$(post "$sample")" 201
+# A variant of the version 2 sample, posted under its key: 400 with a reason saying what.
+bad_v2() { # what, what the reason says, then sed expressions on the version 2 sample
+	what=$1 says=$2
+	shift 2
+	v=$tmp/variant2.json
+	sed "$@" "$sample2" >"$v"
+	st=$(post "$v" "$key2")
+	if [ "$st" = 400 ] && grep -q "\"error\":.*$says" "$tmp/answer"; then ok "bad version 2 body, $what: 400"
+	else fail "bad version 2 body, $what: 400 saying $says" "got $st: $(cat "$tmp/answer" "$tmp/curl.err")"; fi
+}
+bad_v2 "a sched source not on the list" "sched.source" -e 's/"source":"perf"/"source":"cfs"/'
+bad_v2 "no sched" "sched" -e 's/"sched":{/"scheduling":{/'
+bad_v2 "preempted_ns negative" "preempted_ns" -e 's/"preempted_ns":18000000/"preempted_ns":-18000000/'
+bad_v2 "running_ns not an integer" "running_ns" -e 's/"running_ns":30000000/"running_ns":3.5/'
+bad_v2 "a top_window entry without preempted_ns" "top_window\[0\]" \
+	-e 's/\[2,25000000,3,0,0,16000000\]/[2,25000000,3,0,0]/'
+bad_v2 "a top_trace entry's preempted_ns negative" "top_trace\[0\]" \
+	-e 's/\[2,36000000,9,0,0,16000000\]/[2,36000000,9,0,0,-1]/'
+bad_v2 "a top_trace entry of 5 elements, as in version 1" \
+	"top_trace\[1\]" -e 's/\[1,28000000,7,0,0,2000000\]/[1,28000000,7,0,0]/'
+check "the bad ones stored nothing: 2 reports" is "$(stored)" 2
+st=$("$coll" stats --db "$d/db")
+check "stats: a perf report and one that does not say" \
+	matches "$st" "^reports by scheduling source: perf 1, schedstat 0, none 0, not said (version 1) 1$"
+check "stats: decode_image's self time over both, its preempted time from the version 2 one" \
+	is "$(printf '%s\n' "$st" | sed -n '/^top functions/{n;p}' | tr -s ' ')" " 66000000 16000000 decode_image"
 stop
 check "SIGTERM: exit status 0" is "$?" 0
 check "... the log says it stopped" grep -q "collector: stopped after" "$d/log"

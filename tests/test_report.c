@@ -254,3 +254,157 @@ TEST(report_app_gives_the_build_id_and_basename)
 	CHECK_EQ_INT(up_report_app("{}", 2, id, sizeof(id), name, sizeof(name)), -EINVAL);
 	CHECK_EQ_INT(up_report_app(planted, strlen(planted), id, 4, name, sizeof(name)), -EINVAL);
 }
+
+/* A version 3 summary (issue 15): the window split into running, preempted and blocked time,
+ * the scheduling source, migrations and time per CPU class, preempted_ns as the sixth
+ * element of every entry and link, a many-calls link's calls as the seventh. Unknown members
+ * planted in the window and in sched. */
+static const char v3[] =
+	"{\"schema\":\"jitt.summary\",\"version\":3,\"reason\":\"jank: 2 frames over\","
+	"\"detector\":\"jank\",\"thread\":\"ui\","
+	"\"app\":{\"build_id\":\"f139ad13\",\"name\":\"jank-sim\"},"
+	"\"trace\":{\"threads\":2,\"records\":100,\"contexts\":5,\"ns\":1000},"
+	"\"modules\":[[\"f139ad13\",\"jank-sim\"]],"
+	"\"functions\":[[0,4096,\"main\"],[0,8192,\"layout\"]],"
+	"\"window\":{\"kind\":\"frame\",\"ns\":900,\"running_ns\":500,\"preempted_ns\":300,"
+	"\"blocked_ns\":100,\"anomaly_marked\":true,\"cpu\":\"cpu7 serial R58M123\","
+	"\"sched\":{\"source\":\"perf\",\"migrations\":4,\"cpu_ns\":{\"big\":200,\"little\":300},"
+	"\"host\":\"joe-laptop\"}},"
+	"\"frames\":{\"count\":3,\"median_ns\":1,\"p99_ns\":2,\"budget_ns\":3,\"over_budget\":1,"
+	"\"mean_ns\":1,\"sigma_ns\":0,\"this_ns\":900,\"outlier\":true},"
+	"\"top_window\":[[1,400,1,0,0,250]],\"top_trace\":[[0,700,2,0,0,40]],"
+	"\"chains\":[[[0,900,100,0,0,50],[1,800,400,100,0,250,12]]],"
+	"\"contexts\":[{\"cost_ns\":400,\"path\":[0,1],\"self_ns\":[100,400],\"base_ns\":[0,0]}],"
+	"\"blocked_on\":[{\"thread\":\"ui\",\"blocked_ns\":100,\"object\":\"0x7ffd1234abcd\","
+	"\"waiter\":1,\"wait_ns\":100,\"still_waiting\":false,\"woken_by\":null,"
+	"\"top\":[[1,400,1,0,0,7]],\"chain\":[[1,100,0,100,0,0]]}]}";
+
+/* v3 with `from` replaced by `to` (once), into s. */
+static size_t v3_with(char *s, size_t size, const char *from, const char *to)
+{
+	const char *at = strstr(v3, from);
+	if (!at)
+		return 0;
+	return (size_t)snprintf(s, size, "%.*s%s%s", (int)(at - v3), v3, to, at + strlen(from));
+}
+
+TEST(report_of_a_v3_summary_is_version_2_with_the_scheduling_figures)
+{
+	char out[UP_REPORT_MAX + 1], err[256] = "";
+	size_t n;
+	if (!CHECK((build(v3, strlen(v3), &params, out, &n, err)) == 0)) {
+		printf("    %s\n", err);
+		return;
+	}
+	out[n] = '\0';
+	CHECK(valid(out, n));
+	CHECK(strncmp(out, "{\"schema\":\"jitt.report\",\"version\":2,", 36) == 0);
+	/* the window in the summary's order, sched inside it, cpu_ns little, middle, big */
+	CHECK(strstr(out, "\"window\":{\"kind\":\"frame\",\"ns\":900,\"running_ns\":500,"
+			  "\"preempted_ns\":300,\"blocked_ns\":100,\"anomaly_marked\":true,"
+			  "\"sched\":{\"source\":\"perf\",\"migrations\":4,"
+			  "\"cpu_ns\":{\"little\":300,\"big\":200}}}") != NULL);
+	CHECK(strstr(out, "\"top_window\":[[0,400,1,0,0,250]]") != NULL);
+	CHECK(strstr(out, "\"top_trace\":[[1,700,2,0,0,40]]") != NULL);
+	CHECK(strstr(out, "\"chains\":[[[1,900,100,0,0,50],[0,800,400,100,0,250,12]]]") != NULL);
+	CHECK(strstr(out, "\"top\":[[0,400,1,0,0,7]],\"chain\":[[0,100,0,100,0,0]]") != NULL);
+	static const char *const never[] = { "serial", "R58M", "cpu7", "joe-laptop", "host",
+					     "0x7ffd", "\"cpu\"" };
+	for (size_t i = 0; i < sizeof(never) / sizeof(*never); i++)
+		if (strstr(out, never[i]))
+			test_fail(__FILE__, __LINE__, "\"%s\" reached the report: %s", never[i], out);
+
+	/* schedstat and none: no migrations, no cpu_ns, none written */
+	char s[sizeof(v3) + 64];
+	size_t len = v3_with(s, sizeof(s), "\"source\":\"perf\",\"migrations\":4,"
+					   "\"cpu_ns\":{\"big\":200,\"little\":300},",
+			     "\"source\":\"schedstat\",");
+	if (CHECK((build(s, len, &params, out, &n, err)) == 0)) {
+		out[n] = '\0';
+		CHECK(strstr(out, "\"sched\":{\"source\":\"schedstat\"}}") != NULL);
+	}
+	len = v3_with(s, sizeof(s), "\"source\":\"perf\"", "\"source\":\"none\"");
+	if (CHECK((build(s, len, &params, out, &n, err)) == 0)) {
+		out[n] = '\0';
+		CHECK(strstr(out, "\"sched\":{\"source\":\"none\",\"migrations\":4,") != NULL);
+	}
+	/* a small buffer: the lists go first, the window stays whole */
+	if (CHECK(up_report_build(v3, strlen(v3), &params, out, 1000, &n, err, sizeof(err)) == 0)) {
+		out[n] = '\0';
+		printf("    a version 3 report cut to 1000 bytes: %zu bytes\n", n);
+		CHECK(strstr(out, "\"cpu_ns\":{\"little\":300,\"big\":200}}}") != NULL);
+	}
+	/* up_report_app reads version 3 too */
+	char id[129], name[64];
+	CHECK_EQ_INT(up_report_app(v3, strlen(v3), id, sizeof(id), name, sizeof(name)), 0);
+	CHECK(strcmp(id, "f139ad13") == 0);
+	/* a version 2 summary still gives a version 1 report */
+	if (CHECK((build(planted, strlen(planted), &params, out, &n, err)) == 0)) {
+		out[n] = '\0';
+		CHECK(strncmp(out, "{\"schema\":\"jitt.report\",\"version\":1,", 36) == 0);
+		CHECK(strstr(out, "running_ns") == NULL && strstr(out, "sched") == NULL);
+	}
+}
+
+/* Each malformed version 3 member is refused, and the message says what. */
+TEST(report_malformed_v3_members_are_einval_with_a_clear_error)
+{
+	static const struct {
+		const char *from, *to, *says;
+	} cases[] = {
+		{ "\"source\":\"perf\"", "\"source\":\"cfs\"", "scheduling source" },
+		{ "\"source\":\"perf\"", "\"source\":\"PERF\"", "scheduling source" },
+		{ "\"source\":\"perf\"", "\"source\":\"perf\\u0000x\"", "scheduling source" },
+		{ "\"source\":\"perf\"", "\"source\":7", "scheduling source" },
+		{ "\"source\":\"perf\",", "", "scheduling source" },
+		{ ",\"sched\":{", ",\"schedule\":{", "\"sched\" should be an object" },
+		{ "\"cpu_ns\":{\"big\"", "\"cpu_ns\":{\"cpu7\"", "little, middle and big" },
+		{ "\"cpu_ns\":{\"big\"", "\"cpu_ns\":{\"little\":1,\"big\"",
+		  "little, middle and big" },
+		{ "\"cpu_ns\":{\"big\":200", "\"cpu_ns\":{\"big\":-200", "cpu_ns.big" },
+		{ "\"cpu_ns\":{\"big\":200", "\"cpu_ns\":{\"big\":2.5", "cpu_ns.big" },
+		{ "\"cpu_ns\":{\"big\":200", "\"cpu_ns\":{\"big\":\"200\"", "cpu_ns.big" },
+		{ "\"cpu_ns\":{\"big\":200,\"little\":300}", "\"cpu_ns\":[200,300]",
+		  "\"cpu_ns\" should be an object" },
+		{ "\"migrations\":4", "\"migrations\":-4", "\"migrations\"" },
+		{ "\"migrations\":4", "\"migrations\":4.5", "\"migrations\"" },
+		{ "\"running_ns\":500", "\"running_ns\":-500", "\"running_ns\"" },
+		{ "\"running_ns\":500", "\"running_ns\":500.5", "\"running_ns\"" },
+		{ "\"running_ns\":500,", "", "\"running_ns\"" },
+		{ "\"preempted_ns\":300", "\"preempted_ns\":-1", "\"preempted_ns\"" },
+		{ "\"preempted_ns\":300", "\"preempted_ns\":null", "\"preempted_ns\"" },
+		{ "[[1,400,1,0,0,250]]", "[[1,400,1,0,0,-250]]", "preempted_ns" },
+		{ "[[1,400,1,0,0,250]]", "[[1,400,1,0,0,2.5]]", "preempted_ns" },
+		{ "[[1,400,1,0,0,250]]", "[[1,400,1,0,0]]", "array of 6 to 6" },
+		{ "[[0,700,2,0,0,40]]", "[[0,700,2,0,0,40,1]]", "array of 6 to 6" },
+		{ "[1,800,400,100,0,250,12]", "[1,800,400,100,0,250,-12]", "calls" },
+		{ "[1,800,400,100,0,250,12]", "[1,800,400,100,0,250,12,1]", "array of 6 to 7" },
+		{ "[0,900,100,0,0,50]", "[0,900,100,0,0]", "array of 6 to 7" },
+		{ "\"top\":[[1,400,1,0,0,7]]", "\"top\":[[1,400,1,0,0,-7]]", "preempted_ns" },
+		{ "\"version\":3", "\"version\":4", "version is not 2 or 3" },
+		{ "\"version\":3", "\"version\":1", "version is not 2 or 3" },
+	};
+	char s[sizeof(v3) + 64], out[UP_REPORT_MAX], err[256];
+	size_t n;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
+		size_t len = v3_with(s, sizeof(s), cases[i].from, cases[i].to);
+		if (!len) {
+			test_fail(__FILE__, __LINE__, "case %zu: \"%s\" not in the summary", i,
+				  cases[i].from);
+			continue;
+		}
+		err[0] = '\0';
+		int e = build(s, len, &params, out, &n, err);
+		if (e != -EINVAL)
+			test_fail(__FILE__, __LINE__, "case %zu (%s): %d, not -EINVAL", i, cases[i].to, e);
+		else if (!strstr(err, cases[i].says))
+			test_fail(__FILE__, __LINE__, "case %zu (%s): the error \"%s\" does not say %s",
+				  i, cases[i].to, err, cases[i].says);
+	}
+	/* every prefix of the v3 summary: refused or a valid report, never a crash */
+	for (size_t cut = 0; cut < strlen(v3); cut++) {
+		int e = build(v3, cut, &params, out, &n, err);
+		if (e != -EINVAL && !(e == 0 && valid(out, n)))
+			test_fail(__FILE__, __LINE__, "prefix %zu: %d", cut, e);
+	}
+}

@@ -139,8 +139,17 @@ struct rep {
 	unsigned nobjects;
 	char *err;
 	size_t errsize;
-	int e; /* the first error of this rendering */
+	int e;		 /* the first error of this rendering */
+	int64_t version; /* the summary's: 2, or 3 with the scheduling figures (issue 15) */
 };
+
+/* An entry's elements past f: a top-list entry [f, self_ns, calls, blocked_ns, cut] and a
+ * chain link the same with incl_ns first (a many-calls link + calls); version 3 adds
+ * preempted_ns after cut (and moves calls after it). */
+static unsigned top_len(const struct rep *r)
+{
+	return r->version >= 3 ? 6 : 5;
+}
 
 static int bad(struct rep *r, uint32_t v, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int bad(struct rep *r, uint32_t v, const char *fmt, ...)
@@ -238,7 +247,8 @@ static void put_func(struct wbuf *w, struct rep *r, uint32_t v)
 }
 
 /* [f, n, n, ...]: a function and integers (durations, counts, flags), `min` to `max`
- * elements in all. */
+ * elements in all. Version 3's own elements (preempted_ns, index 5, and a many-calls link's
+ * calls, index 6) are written by a writer of unsigned figures: negative ones are refused. */
 static void put_entry(struct wbuf *w, struct rep *r, uint32_t v, unsigned min, unsigned max)
 {
 	uint32_t n = json_len(r->d, v);
@@ -249,9 +259,16 @@ static void put_entry(struct wbuf *w, struct rep *r, uint32_t v, unsigned min, u
 	put(w, "[", 1);
 	uint32_t x = json_first(r->d, v);
 	put_func(w, r, x);
-	for (x = json_next(r->d, x); x != JSON_NONE; x = json_next(r->d, x)) {
+	unsigned at = 1;
+	for (x = json_next(r->d, x); x != JSON_NONE; x = json_next(r->d, x), at++) {
 		int64_t i = 0;
-		if (!is_int(r, x, INT64_MIN, INT64_MAX, &i)) {
+		if (r->version >= 3 && at >= 5) {
+			if (!is_int(r, x, 0, INT64_MAX, &i)) {
+				bad(r, x, "an entry's %s should be a non-negative integer",
+				    at == 5 ? "preempted_ns" : "calls");
+				return;
+			}
+		} else if (!is_int(r, x, INT64_MIN, INT64_MAX, &i)) {
 			bad(r, x, "an entry's value should be an integer");
 			return;
 		}
@@ -299,7 +316,8 @@ static void put_ints(struct wbuf *w, struct rep *r, uint32_t v, int64_t lo)
 }
 
 /* The members of object v named in `names`, each an integer, in that order; one missing
- * is an error. */
+ * is an error. A name after '?' is a flag (true or false), after '+' a non-negative
+ * integer. */
 static void put_int_members(struct wbuf *w, struct rep *r, uint32_t v, const char *const *names,
 			    const char *lead)
 {
@@ -322,11 +340,88 @@ static void put_int_members(struct wbuf *w, struct rep *r, uint32_t v, const cha
 				t == JSON_TRUE ? "true" : "false");
 			continue;
 		}
+		if (names[i][0] == '+') {
+			if (!is_int(r, x = json_get(r->d, v, names[i] + 1), 0, INT64_MAX, &n)) {
+				bad(r, v, "\"%s\" should be a non-negative integer", names[i] + 1);
+				return;
+			}
+			printf_(w, "%s\"%s\":%lld", i || *lead ? "," : "", names[i] + 1,
+				(long long)n);
+			continue;
+		}
 		if (!is_int(r, x, INT64_MIN, INT64_MAX, &n)) {
 			bad(r, v, "\"%s\" should be an integer", names[i]);
 			return;
 		}
 		printf_(w, "%s\"%s\":%lld", i || *lead ? "," : "", names[i], (long long)n);
+	}
+	put(w, "}", 1);
+}
+
+/*
+ * Version 3's window.sched: how the thread's scheduling was seen (issue 15). The source is
+ * one of three fixed words, written as this file's own; migrations a count; cpu_ns the
+ * running time per CPU class, only the classes little, middle and big, each at most once,
+ * written in that order. None of it says who or which device: a count of CPU moves and a
+ * split over core sizes every phone of a kind shares. Other members are never written.
+ */
+static void put_sched(struct wbuf *w, struct rep *r, uint32_t v)
+{
+	static const char *const sources[] = { "perf", "schedstat", "none" };
+	static const char *const classes[] = { "little", "middle", "big" };
+	if (json_type(r->d, v) != JSON_OBJECT) {
+		bad(r, v, "the window's \"sched\" should be an object");
+		return;
+	}
+	uint32_t x = json_get(r->d, v, "source");
+	size_t len = 0;
+	const char *s = json_str(r->d, x, &len);
+	unsigned k = 0;
+	while (s && k < 3 && !(strlen(sources[k]) == len && !strcmp(s, sources[k])))
+		k++;
+	if (!s || k == 3) {
+		bad(r, x == JSON_NONE ? v : x,
+		    "the scheduling source should be \"perf\", \"schedstat\" or \"none\"");
+		return;
+	}
+	printf_(w, ",\"sched\":{\"source\":\"%s\"", sources[k]);
+	int64_t n;
+	if ((x = json_get(r->d, v, "migrations")) != JSON_NONE) {
+		if (!is_int(r, x, 0, INT64_MAX, &n)) {
+			bad(r, x, "\"migrations\" should be a non-negative integer");
+			return;
+		}
+		printf_(w, ",\"migrations\":%lld", (long long)n);
+	}
+	if ((x = json_get(r->d, v, "cpu_ns")) != JSON_NONE) {
+		if (json_type(r->d, x) != JSON_OBJECT) {
+			bad(r, x, "\"cpu_ns\" should be an object");
+			return;
+		}
+		unsigned seen = 0;
+		for (uint32_t m = json_first(r->d, x); m != JSON_NONE; m = json_next(r->d, m)) {
+			const char *name = r->d->strings + r->d->v[m].key;
+			unsigned c = 0;
+			while (c < 3 && strcmp(name, classes[c]))
+				c++;
+			if (c == 3 || (seen & 1u << c)) {
+				bad(r, m, "\"cpu_ns\" should name only little, middle and big, each once");
+				return;
+			}
+			seen |= 1u << c;
+			if (!is_int(r, m, 0, INT64_MAX, NULL)) {
+				bad(r, m, "cpu_ns.%s should be a non-negative integer", classes[c]);
+				return;
+			}
+		}
+		puts_(w, ",\"cpu_ns\":{");
+		for (unsigned c = 0, o = 0; c < 3; c++) {
+			if (!(seen & 1u << c))
+				continue;
+			is_int(r, json_get(r->d, x, classes[c]), 0, INT64_MAX, &n);
+			printf_(w, "%s\"%s\":%lld", o++ ? "," : "", classes[c], (long long)n);
+		}
+		put(w, "}", 1);
 	}
 	put(w, "}", 1);
 }
@@ -391,10 +486,10 @@ static void put_basename(struct wbuf *w, struct rep *r, uint32_t v)
 	put_string(w, b, len - (size_t)(b - s), REPORT_NAME_MAX);
 }
 
-/* The chain's frames: [f, incl, self, blocked, cut(, calls)]. */
+/* The chain's frames: [f, incl, self, blocked, cut(, preempted in version 3)(, calls)]. */
 static void put_chain(struct wbuf *w, struct rep *r, uint32_t v)
 {
-	put_entries(w, r, v, SIZE_MAX, 5, 6);
+	put_entries(w, r, v, SIZE_MAX, top_len(r), top_len(r) + 1);
 }
 
 static void put_contexts(struct wbuf *w, struct rep *r, uint32_t v, size_t keep)
@@ -506,7 +601,7 @@ static void put_hops(struct wbuf *w, struct rep *r, uint32_t v, const struct kee
 		else
 			put_thread(w, r, x);
 		puts_(w, ",\"top\":");
-		put_entries(w, r, json_get(r->d, h, "top"), REPORT_LIST_MAX, 5, 5);
+		put_entries(w, r, json_get(r->d, h, "top"), REPORT_LIST_MAX, top_len(r), top_len(r));
 		puts_(w, ",\"chain\":");
 		put_chain(w, r, json_get(r->d, h, "chain"));
 		if ((x = json_get(r->d, h, "chain_elided")) != JSON_NONE) {
@@ -529,6 +624,8 @@ static void render(struct wbuf *w, struct rep *r, const struct keep *k, const ch
 {
 	static const char *const trace_members[] = { "threads", "records", "contexts", "ns", NULL };
 	static const char *const window_members[] = { "ns", "blocked_ns", "?anomaly_marked", NULL };
+	static const char *const window_v3[] = { "ns", "+running_ns", "+preempted_ns", "+blocked_ns",
+						 "?anomaly_marked", NULL };
 	static const char *const frames_members[] = { "count",	 "median_ns", "p99_ns",
 						       "budget_ns", "over_budget", "mean_ns",
 						       "sigma_ns",  "this_ns",	   "?outlier",
@@ -554,14 +651,19 @@ static void render(struct wbuf *w, struct rep *r, const struct keep *k, const ch
 	if (!kind || (strcmp(kind, "frame") && strcmp(kind, "span")))
 		bad(r, x, "the window's kind should be \"frame\" or \"span\"");
 	puts_(&b, ",\"window\":");
-	put_int_members(&b, r, x, window_members,
+	put_int_members(&b, r, x, r->version >= 3 ? window_v3 : window_members,
 			kind && !strcmp(kind, "span") ? "\"kind\":\"span\"" : "\"kind\":\"frame\"");
+	if (r->version >= 3 && json_type(d, x) == JSON_OBJECT && !r->e) {
+		b.n--; /* the window's closing brace: sched goes inside */
+		put_sched(&b, r, json_get(d, x, "sched"));
+		put(&b, "}", 1);
+	}
 	puts_(&b, ",\"frames\":");
 	put_int_members(&b, r, json_get(d, 0, "frames"), frames_members, "");
 	puts_(&b, ",\"top_window\":");
-	put_entries(&b, r, json_get(d, 0, "top_window"), k->tw, 5, 5);
+	put_entries(&b, r, json_get(d, 0, "top_window"), k->tw, top_len(r), top_len(r));
 	puts_(&b, ",\"top_trace\":");
-	put_entries(&b, r, json_get(d, 0, "top_trace"), k->tt, 5, 5);
+	put_entries(&b, r, json_get(d, 0, "top_trace"), k->tt, top_len(r), top_len(r));
 	puts_(&b, ",\"chains\":[");
 	x = json_get(d, 0, "chains");
 	if (json_type(d, x) != JSON_ARRAY)
@@ -622,9 +724,11 @@ static void render(struct wbuf *w, struct rep *r, const struct keep *k, const ch
 	puts_(&b, "}}");
 
 	/* The envelope, then the modules and functions the body named. */
-	printf_(w, "{\"schema\":\"jitt.report\",\"version\":1,\"key\":\"%s\",\"id\":\"%s\","
+	/* Version 2 of the report carries version 3's scheduling figures; a version 2
+	 * summary still gives the version 1 report, byte for byte as before. */
+	printf_(w, "{\"schema\":\"jitt.report\",\"version\":%d,\"key\":\"%s\",\"id\":\"%s\","
 		   "\"period\":%lld,\"hour\":\"%s\",\"app\":{\"build_id\":",
-		r->p->key, r->p->id, (long long)r->p->period, hour);
+		r->version >= 3 ? 2 : 1, r->p->key, r->p->id, (long long)r->p->period, hour);
 	put_build_id(w, r, json_get(d, app, "build_id"));
 	puts_(w, ",\"name\":");
 	put_basename(w, r, json_get(d, app, "name"));
@@ -711,10 +815,11 @@ static int say(char *err, size_t errsize, const char *msg)
 }
 
 /* The summary's root checks, shared by up_report_build and up_report_app: a jitt.summary
- * of version 2 with an app. Version 1 is refused: it does not name the app, and a report
- * without it could not carry the per-app pseudonym (AppInsight section 6). */
+ * of version 2 or 3 with an app (*version says which). Version 1 is refused: it does not
+ * name the app, and a report without it could not carry the per-app pseudonym (AppInsight
+ * section 6). */
 static int check_summary(struct json_doc *d, const char *summary, size_t len, uint32_t *app,
-			 char *err, size_t errsize)
+			 int64_t *version, char *err, size_t errsize)
 {
 	memset(d, 0, sizeof(*d));
 	if (!summary || len > REPORT_INPUT_MAX)
@@ -724,11 +829,12 @@ static int check_summary(struct json_doc *d, const char *summary, size_t len, ui
 		return e;
 	size_t n;
 	const char *schema = json_str(d, json_get(d, 0, "schema"), &n);
-	int64_t version;
 	if (json_type(d, 0) != JSON_OBJECT || !schema || strcmp(schema, "jitt.summary") != 0)
 		return say(err, errsize, "not a jitt summary (schema is not \"jitt.summary\")");
-	if (json_int(d, json_get(d, 0, "version"), &version) != 0 || version != 2)
-		return say(err, errsize, "summary version is not 2 (version 1 names no app)");
+	if (json_int(d, json_get(d, 0, "version"), version) != 0 || *version < 2 || *version > 3)
+		return say(err, errsize,
+			   "summary version is not 2 or 3 (version 1 names no app; a later one is "
+			   "not known here)");
 	*app = json_get(d, 0, "app");
 	if (json_type(d, *app) != JSON_OBJECT ||
 	    json_type(d, json_get(d, *app, "build_id")) != JSON_STRING ||
@@ -760,12 +866,13 @@ int up_report_build(const char *summary, size_t len, const struct up_report_para
 
 	struct json_doc d;
 	uint32_t app;
-	int e = check_summary(&d, summary, len, &app, err, errsize);
+	int64_t version;
+	int e = check_summary(&d, summary, len, &app, &version, err, errsize);
 	if (e) {
 		json_free(&d);
 		return e;
 	}
-	struct rep r = { .d = &d, .p = p, .err = err, .errsize = errsize };
+	struct rep r = { .d = &d, .p = p, .err = err, .errsize = errsize, .version = version };
 	r.funcs = json_get(&d, 0, "functions");
 	r.mods = json_get(&d, 0, "modules");
 	r.nfuncs = json_len(&d, r.funcs);
@@ -886,7 +993,8 @@ int up_report_app(const char *summary, size_t len, char *build_id, size_t bsize,
 {
 	struct json_doc d;
 	uint32_t app;
-	int e = check_summary(&d, summary, len, &app, NULL, 0);
+	int64_t version;
+	int e = check_summary(&d, summary, len, &app, &version, NULL, 0);
 	if (!e) {
 		size_t n = 0, m = 0;
 		const char *id = json_str(&d, json_get(&d, app, "build_id"), &n);

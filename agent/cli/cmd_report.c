@@ -39,7 +39,7 @@
 
 static const char usage[] =
 	"usage: jitt report [--key UUID] [--id HEX] FILE.json\n"
-	"  FILE.json   a summary (jitt summarize --json, schema jitt.summary version 2)\n"
+	"  FILE.json   a summary (jitt summarize --json, schema jitt.summary version 2 or 3)\n"
 	"  --key UUID  the idempotency key to write (default: a fixed stand-in)\n"
 	"  --id HEX    the pseudonym to write, 64 lowercase hex (default: all zeros)\n"
 	"prints the exact bytes an upload of this summary sends (docs/report-format.md)\n"

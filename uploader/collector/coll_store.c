@@ -7,6 +7,7 @@
 #include "uploader/json.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdlib.h>
@@ -126,14 +127,18 @@ static int64_t one_int(sqlite3 *db, const char *sql)
 	return v;
 }
 
-/* Self time per function name, summed over reports: a small open table, grown by doubling. */
+/* Self time per function name, summed over reports, and beside it the preempted time that
+ * version 2 reports give (issue 15: time the function waited for a CPU, not its code's):
+ * a small open table, grown by doubling. */
 struct fn_sum {
 	char *name;
-	int64_t ns;
+	int64_t ns, preempted_ns;
+	bool preempted_known; /* a version 2 report listed it */
 };
 struct fn_table {
 	struct fn_sum *e;
 	size_t n, cap;
+	int64_t sources[4]; /* reports by window.sched.source: perf, schedstat, none; version 1 */
 };
 
 static uint64_t hash(const char *s)
@@ -144,7 +149,14 @@ static uint64_t hash(const char *s)
 	return h;
 }
 
-static int fn_add(struct fn_table *t, const char *name, int64_t ns)
+static int64_t sat_add(int64_t a, int64_t b)
+{
+	/* Saturate rather than overflow: a hostile report may claim INT64_MAX. */
+	return b > INT64_MAX - a ? INT64_MAX : a + b;
+}
+
+/* preempted < 0: the report does not say (version 1). */
+static int fn_add(struct fn_table *t, const char *name, int64_t ns, int64_t preempted)
 {
 	if ((t->n + 1) * 2 > t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 64;
@@ -171,8 +183,11 @@ static int fn_add(struct fn_table *t, const char *name, int64_t ns)
 			return -ENOMEM;
 		t->n++;
 	}
-	/* Saturate rather than overflow: a hostile report may claim INT64_MAX. */
-	t->e[j].ns = ns > INT64_MAX - t->e[j].ns ? INT64_MAX : t->e[j].ns + ns;
+	t->e[j].ns = sat_add(t->e[j].ns, ns);
+	if (preempted >= 0) {
+		t->e[j].preempted_ns = sat_add(t->e[j].preempted_ns, preempted);
+		t->e[j].preempted_known = true;
+	}
 	return 0;
 }
 
@@ -184,8 +199,9 @@ static int by_ns(const void *a, const void *b)
 	return strcmp(x->name, y->name);
 }
 
-/* Add one stored report's summary.top_window to t, by function name. The body passed
- * coll_validate when it was stored, but is read as carefully as if it had not. */
+/* Add one stored report's summary.top_window to t, by function name, and count its
+ * scheduling source. The body passed coll_validate when it was stored, but is read as
+ * carefully as if it had not. */
 static int add_report(struct fn_table *t, const char *body, size_t len)
 {
 	struct json_doc d;
@@ -195,22 +211,41 @@ static int add_report(struct fn_table *t, const char *body, size_t len)
 		json_free(&d);
 		return rc == -ENOMEM ? rc : 0;
 	}
+	static const char *const sources[] = { "perf", "schedstat", "none" };
+	int64_t version = 1;
+	json_int(&d, json_get(&d, 0, "version"), &version);
 	uint32_t sum = json_get(&d, 0, "summary");
 	uint32_t fns = json_get(&d, sum, "functions"), top = json_get(&d, sum, "top_window");
 	uint32_t nfns = json_len(&d, fns);
+	if (version >= 2) {
+		const char *src = json_str(&d, json_get(&d, json_get(&d, json_get(&d, sum, "window"),
+								     "sched"), "source"), NULL);
+		for (int k = 0; src && k < 3; k++)
+			if (strcmp(src, sources[k]) == 0)
+				t->sources[k]++;
+	} else {
+		t->sources[3]++;
+	}
 	for (uint32_t e = json_first(&d, top); e != JSON_NONE && !rc; e = json_next(&d, e)) {
-		int64_t f, ns;
+		int64_t f, ns, pre = -1;
 		uint32_t fv = json_first(&d, e);
 		if (json_int(&d, fv, &f) || json_int(&d, json_next(&d, fv), &ns) || f < 0 ||
 		    f >= nfns || ns < 0)
 			continue;
+		if (version >= 2) { /* [f, self_ns, calls, blocked_ns, cut, preempted_ns] */
+			uint32_t pv = fv;
+			for (int k = 0; k < 5 && pv != JSON_NONE; k++)
+				pv = json_next(&d, pv);
+			if (json_int(&d, pv, &pre) || pre < 0)
+				pre = -1;
+		}
 		uint32_t fn = json_first(&d, fns);
 		for (int64_t k = 0; k < f; k++)
 			fn = json_next(&d, fn);
 		size_t n;
 		const char *name = json_str(&d, json_next(&d, json_next(&d, json_first(&d, fn))), &n);
 		if (name)
-			rc = fn_add(t, name, ns);
+			rc = fn_add(t, name, ns, pre);
 	}
 	json_free(&d);
 	return rc;
@@ -253,9 +288,17 @@ int coll_store_stats(struct coll_store *st, FILE *out, int top)
 			t.e[n++] = t.e[i];
 	if (n) /* qsort must not be given NULL, even for 0 entries */
 		qsort(t.e, n, sizeof(*t.e), by_ns);
-	fprintf(out, "top functions (self ns in the anomaly window, over all reports):\n");
+	fprintf(out, "reports by scheduling source: perf %lld, schedstat %lld, none %lld, "
+		     "not said (version 1) %lld\n",
+		(long long)t.sources[0], (long long)t.sources[1], (long long)t.sources[2],
+		(long long)t.sources[3]);
+	fprintf(out, "top functions (self ns, and preempted ns from version 2 reports, in the "
+		     "anomaly window, over all reports):\n");
 	for (size_t i = 0; i < n && (int)i < top; i++) {
-		fprintf(out, "  %14lld  ", (long long)t.e[i].ns);
+		char pre[24] = "-";
+		if (t.e[i].preempted_known)
+			snprintf(pre, sizeof(pre), "%lld", (long long)t.e[i].preempted_ns);
+		fprintf(out, "  %14lld  %14s  ", (long long)t.e[i].ns, pre);
 		put_clean(out, t.e[i].name);
 		fputc('\n', out);
 	}

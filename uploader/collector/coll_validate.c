@@ -159,15 +159,22 @@ static int check_functions(const struct json_doc *d, uint32_t fns, uint32_t nmod
 	return 0;
 }
 
-/* summary.top_window / top_trace: [[f, self_ns, ...integers], ...], f in functions. */
+/* summary.top_window / top_trace: [[f, self_ns, ...integers], ...], f in functions; in a
+ * version 2 report [f, self_ns, calls, blocked_ns, cut, preempted_ns, ...], preempted_ns not
+ * negative (`collector stats` sums it). */
 static int check_top(const struct json_doc *d, uint32_t top, const char *what, uint32_t nfns,
-		     char *why, size_t whysize)
+		     int64_t version, char *why, size_t whysize)
 {
 	uint32_t i = 0;
 	for (uint32_t e = json_first(d, top); e != JSON_NONE; e = json_next(d, e), i++) {
 		int64_t f, x;
 		if (json_type(d, e) != JSON_ARRAY || json_len(d, e) < 2)
 			return fail(why, whysize, "summary.%s[%u]: not [f, self_ns, ...]", what, i);
+		if (version >= 2 && (json_len(d, e) < 6 || !is_int(d, nth(d, e, 5), &x) || x < 0))
+			return fail(why, whysize,
+				    "summary.%s[%u]: not [f, self_ns, calls, blocked_ns, cut, "
+				    "preempted_ns] (preempted_ns a non-negative integer)",
+				    what, i);
 		for (uint32_t k = json_first(d, e); k != JSON_NONE; k = json_next(d, k))
 			if (!is_int(d, k, &x))
 				return fail(why, whysize, "summary.%s[%u]: not integers", what, i);
@@ -179,7 +186,36 @@ static int check_top(const struct json_doc *d, uint32_t top, const char *what, u
 	return 0;
 }
 
-static int check_summary(const struct json_doc *d, uint32_t sum, char *why, size_t whysize)
+/* A version 2 report's summary.window: running_ns and preempted_ns non-negative integers,
+ * sched.source one of the three words (`collector stats` counts reports by it). */
+static int check_window(const struct json_doc *d, uint32_t sum, char *why, size_t whysize)
+{
+	static const char *const sources[] = { "perf", "schedstat", "none" };
+	static const char *const parts[] = { "running_ns", "preempted_ns" };
+	uint32_t win = json_get(d, sum, "window");
+	int64_t x;
+	size_t n;
+	if (json_type(d, win) != JSON_OBJECT)
+		return fail(why, whysize, "summary.window: not an object");
+	for (int k = 0; k < 2; k++)
+		if (!is_int(d, json_get(d, win, parts[k]), &x) || x < 0)
+			return fail(why, whysize, "summary.window.%s: not a non-negative integer",
+				    parts[k]);
+	uint32_t sch = json_get(d, win, "sched");
+	if (json_type(d, sch) != JSON_OBJECT)
+		return fail(why, whysize, "summary.window.sched: not an object");
+	const char *s = str_member(d, sch, "source", &n);
+	int k = 0;
+	while (s && k < 3 && strcmp(s, sources[k]) != 0)
+		k++;
+	if (!s || k == 3)
+		return fail(why, whysize,
+			    "summary.window.sched.source: not \"perf\", \"schedstat\" or \"none\"");
+	return 0;
+}
+
+static int check_summary(const struct json_doc *d, uint32_t sum, int64_t version, char *why,
+			 size_t whysize)
 {
 	uint32_t mods = json_get(d, sum, "modules"), fns = json_get(d, sum, "functions");
 	uint32_t nmods = 0, nfns = 0;
@@ -205,10 +241,10 @@ static int check_summary(const struct json_doc *d, uint32_t sum, char *why, size
 			continue;
 		if (json_type(d, top) != JSON_ARRAY)
 			return fail(why, whysize, "summary.%s: not an array", tops[t]);
-		if ((rc = check_top(d, top, tops[t], nfns, why, whysize)))
+		if ((rc = check_top(d, top, tops[t], nfns, version, why, whysize)))
 			return rc;
 	}
-	return 0;
+	return version >= 2 ? check_window(d, sum, why, whysize) : 0;
 }
 
 static int check_envelope(const struct json_doc *d, struct coll_report *out, char *why,
@@ -222,7 +258,7 @@ static int check_envelope(const struct json_doc *d, struct coll_report *out, cha
 						 "unknown", NULL };
 	const char *s;
 	size_t n;
-	int64_t i;
+	int64_t i, version;
 	int rc;
 
 	if (json_type(d, 0) != JSON_OBJECT)
@@ -231,8 +267,11 @@ static int check_envelope(const struct json_doc *d, struct coll_report *out, cha
 		return rc;
 	if (!(s = str_member(d, 0, "schema", &n)) || strcmp(s, "jitt.report") != 0)
 		return fail(why, whysize, "schema is not \"jitt.report\"");
-	if (!is_int(d, json_get(d, 0, "version"), &i) || i != 1)
-		return fail(why, whysize, "version is not 1");
+	/* 1: from a version 2 summary (still sent from the queues of devices not yet
+	 * updated); 2: from a version 3 summary, with the scheduling figures. */
+	if (!is_int(d, json_get(d, 0, "version"), &version) || version < 1 || version > 2)
+		return fail(why, whysize, "version is not 1 or 2");
+	out->version = (int)version;
 	if (!(s = str_member(d, 0, "key", &n)) || !is_uuid(s, n))
 		return fail(why, whysize, "key is not a UUID");
 	memcpy(out->key, s, 36);
@@ -276,7 +315,7 @@ static int check_envelope(const struct json_doc *d, struct coll_report *out, cha
 	uint32_t sum = json_get(d, 0, "summary");
 	if (json_type(d, sum) != JSON_OBJECT)
 		return fail(why, whysize, "summary is not an object");
-	return check_summary(d, sum, why, whysize);
+	return check_summary(d, sum, version, why, whysize);
 }
 
 int coll_validate(const char *body, size_t len, struct coll_report *out, char *why,

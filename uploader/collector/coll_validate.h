@@ -4,8 +4,9 @@
  *
  * The envelope is checked strictly (every member present, no other, each of its exact form),
  * since it is what the collector files a report under; inside the summary only what the
- * collector itself reads (functions, modules, and the indices top_window and top_trace use)
- * is checked, as later summary versions may add members a reader must ignore.
+ * collector itself reads (functions, modules, the indices top_window and top_trace use, and
+ * in version 2 the preempted time of their entries and the window's scheduling source) is
+ * checked, as later summary versions may add members a reader must ignore.
  */
 #ifndef JITT_COLL_VALIDATE_H
 #define JITT_COLL_VALIDATE_H
@@ -17,6 +18,7 @@
 
 struct coll_report {
 	char key[37];	/* the UUID, as sent */
+	int version;	/* the report's: 1, or 2 with the scheduling figures */
 	char build_id[COLL_BUILD_ID_MAX + 1];
 	char name[COLL_NAME_MAX + 1];
 };
