@@ -341,13 +341,18 @@ size:
 	$(Q)sh tests/sizes.sh $(foreach b,$(SIZE_BOARDS),$(b)=build/$(b)/bin)
 	$(Q)sh tests/size-target.sh build/qemu-virt-aarch64/bin/jittd aarch64-linux-gnu-strip 614400
 
+# `install`: programs, the settings file, the SDK and the board's init files under
+# DESTDIR (board/common/install.sh; what goes where: docs/oem.md). A board's INIT_SYSTEMS
+# (board.mk) picks its init files from board/common/init/layout; JITT_USER and JITT_GROUP
+# are the user jittd runs as.
 DESTDIR ?=
 PREFIX ?= /usr
-install: $(obj)/bin/jitt
-	$(call say,INSTALL,$(DESTDIR)$(PREFIX)/bin/jitt)
-	$(Q)install -d $(DESTDIR)$(PREFIX)/bin
-	$(Q)install -m 0755 $(obj)/bin/jitt $(DESTDIR)$(PREFIX)/bin/jitt
-	$(Q)$(STRIP) $(DESTDIR)$(PREFIX)/bin/jitt
+INIT_SYSTEMS ?= systemd sysv
+JITT_USER ?= jitt
+JITT_GROUP ?= $(JITT_USER)
+install: all
+	$(Q)sh board/common/install.sh $(obj) $(BOARD) "$(DESTDIR)" $(PREFIX) "$(CC)" $(STRIP) \
+		"$(INIT_SYSTEMS)" $(JITT_USER) $(JITT_GROUP)
 
 clean:
 	$(call say,CLEAN,$(O))
@@ -376,7 +381,8 @@ help:
 	@echo "  defconfig      load board/$(BOARD)/defconfig into $(O)/.config"
 	@echo "  menuconfig     edit $(O)/.config"
 	@echo "  savedefconfig  write the minimal $(O)/defconfig"
-	@echo "  install        DESTDIR=... PREFIX=/usr: install jitt"
+	@echo "  install        DESTDIR=... PREFIX=/usr: jitt, jittd, /etc/jitt.conf, the SDK"
+	@echo "                 (libjitt), the board's init files (docs/oem.md)"
 	@echo "  deps           install the toolchains, qemu and kconfig (as root)"
 	@echo "  clean          remove $(O)'s objects and programs (keeps .config and mbedtls)"
 	@echo "  distclean      remove build/"

@@ -12,6 +12,10 @@
  *   <data_dir>/outbox/      summaries (JSON), for the uploader, 0700
  *   <data_dir>/quarantine/  files that could not be summarised, each with a .why file, 0700
  *
+ * The image's init makes the data folder, the spool and the run folder with these modes and
+ * their owner (board/common/init/, docs/oem.md); the runtime never makes any of them, and
+ * jittd makes only what is missing.
+ *
  * The spool is a folder other users write: everything in it is opened once, relative to the
  * folder's descriptor, without following symlinks (docs/security.md). Writers' temporaries
  * are ".tmp-trace-<pid>-..." (ringbuf/tracefile.c); they count against the caps while they

@@ -34,6 +34,9 @@ if [ -z "$qemu" ] && [ -x "$bin/collector" ] && sh "$here/../tests/certs.sh" "$w
 	[ -s "$work/collector.port" ] && upload=1
 fi
 mkdir -p "$work/root/run/jitt"
+# The folders the image's init makes (board/common/init/): the traced app never does, and
+# jittd only checks them.
+mkdir -p "$work/data/spool" "$work/run" && chmod 0711 "$work/data" && chmod 1733 "$work/data/spool"
 echo wifi >"$work/root/run/jitt/network" # what a phone's connectivity service would write
 cat >"$conf" <<CONF
 data_dir = $work/data

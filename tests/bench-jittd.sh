@@ -10,6 +10,7 @@ for d in d app; do
 	printf 'data_dir = %s/%s\nrun_dir = %s/run-%s\nmax_threads = 8\nlog_level = warn\n' \
 		"$work" $d "$work" $d >"$work/$d.conf"
 done
+mkdir -p "$work/app/spool" "$work/run-app" # the app's folders, as the image's init makes them
 "$bin/jittd" -f -c "$work/d.conf" 2>"$work/jittd.log" &
 pid=$!
 sleep 1

@@ -35,7 +35,7 @@ echo "bench-upload: bytes per report (K = 10), a fresh jank-sim trace of each sc
 printf '  %-11s %14s %16s %13s %15s\n' scenario "summary bytes" "summary contexts" "report bytes" "report contexts"
 for scenario in compute blocked many-short hang; do
 	d=$tmp/sim-$scenario
-	mkdir -p "$d/data" "$d/run"
+	mkdir -p "$d/data/spool" "$d/run" # as the image's init makes them
 	printf 'data_dir = %s/data\nrun_dir = %s/run\nmax_threads = 3\n' "$d" "$d" >"$d/conf"
 	JITT_CONFIG=$d/conf "$bin/jank-sim" --scenario="$scenario" --frames 80 >/dev/null 2>&1 || true
 	trace=$(ls "$d/data/spool/"*.jtr 2>/dev/null | head -n 1)

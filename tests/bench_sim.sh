@@ -18,7 +18,7 @@ frames=130 # 10 of warm-up, then 120 measured: 2.2 s a run at 60 Hz
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # The runtime's files go to a scratch folder; max_threads 3 traces io-1 as well.
-mkdir -p "$tmp/data" "$tmp/run"
+mkdir -p "$tmp/data/spool" "$tmp/run" # as the image's init makes them
 printf 'data_dir = %s/data\nrun_dir = %s/run\nmax_threads = 3\n' "$tmp" "$tmp" >"$tmp/jitt.conf"
 
 calib=$("$bin/jank-sim-plain" --calibrate | sed -n 's/^calib=//p')

@@ -91,6 +91,7 @@ C
 # Builds and runs the app with the compile flags in $1; its one trace's path on stdout.
 build_run() { # cflags-file name
 	rm -rf "$work/$2.data"
+	mkdir -p "$work/$2.data/spool" # as the image's init makes it
 	printf 'data_dir = %s/%s.data\nrun_dir = %s\nlog_level = warn\n' "$work" "$2" "$work" \
 		>"$work/$2.conf"
 	# shellcheck disable=SC2046 # the flags files are lists of words

@@ -61,7 +61,7 @@ checked "export_verify.py selftest" verify selftest "$desc"
 for scenario in compute blocked many-short hang; do
 	dir=$work/$scenario
 	out=${keep:-$dir}/$scenario
-	mkdir -p "$dir/data/spool"
+	mkdir -p "$dir/data/spool" "$dir/run" # as the image's init makes them
 	printf 'data_dir = %s/data\nrun_dir = %s/run\nmax_threads = 8\nlog_level = warn\n' \
 		"$dir" "$dir" >"$dir/jitt.conf"
 	JITT_CONFIG=$dir/jitt.conf "$bin/jank-sim" --scenario=$scenario --frames 80 \

@@ -29,7 +29,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p $corpus/traces $corpus/diff
 for s in $scenarios; do
-	mkdir -p "$work/$s/data/spool"
+	mkdir -p "$work/$s/data/spool" "$work/$s/run" # as the image's init makes them
 	printf 'data_dir = %s/data\nrun_dir = %s/run\nmax_threads = 8\nlog_level = warn\n' \
 		"$work/$s" "$work/$s" >"$work/$s/jitt.conf"
 	JITT_CONFIG=$work/$s/jitt.conf $o/bin/jank-sim --scenario=$s --frames 80 >/dev/null

@@ -75,6 +75,7 @@ conf() { # name, extra settings: a settings file in the shared folders
 	} >"$work/$name.conf"
 }
 conf app
+mkdir -p "$work/data/spool" "$work/run" # as the image's init makes them
 build() { # name
 	$cc -static -O2 -flto -finstrument-functions -I"$here/.." "$work/$1.c" "$lib/libjitt.a" \
 		$(cat "$lib/libjitt.ldflags") -o "$work/$1" 2>"$work/$1.err"

@@ -54,7 +54,7 @@ scenario() {
 	label=$1 extra=$2 want=$3
 	dir=$work/$label
 	out=${keep:-$work}/$label
-	mkdir -p "$dir/data/spool"
+	mkdir -p "$dir/data/spool" "$dir/run" # as the image's init makes them
 	printf 'data_dir = %s/data\nrun_dir = %s/run\nmax_threads = 8\nlog_level = warn\n%s\n' \
 		"$dir" "$dir" "$extra" >"$dir/jitt.conf"
 	JITT_CONFIG=$dir/jitt.conf "$bin/jank-sim" --scenario=preempted --frames 80 \

@@ -143,6 +143,9 @@ if [ "$board" = host ]; then
 	counted preempt-check.sh sh "$here/preempt-check.sh" "$bin"
 	# An app built the way an OEM would, from $(O)/lib/libjitt.a and its flags file.
 	counted libjitt-check.sh sh "$here/libjitt-check.sh" "$bin/../lib" "$bin" musl-gcc
+	# make install into a temporary folder: the tree and its modes, the init files, the
+	# settings file, and a service built from the installed SDK (docs/oem.md).
+	counted install-check.sh sh "$here/install-check.sh" "$here/.." host "$(cd "$bin/.." && pwd)"
 	# `jitt exclude`: bad input, and the round trip (trace, exclude, rebuild) in real builds.
 	counted exclude-check.sh sh "$here/exclude-check.sh" "$bin" musl-gcc
 	# The uploader's TLS transport against nginx: stored, refused certificates, timeouts.

@@ -29,7 +29,7 @@ fi
 
 for scenario in compute blocked many-short hang; do
 	dir=$work/$scenario
-	mkdir -p "$dir/data/spool"
+	mkdir -p "$dir/data/spool" "$dir/run" # as the image's init makes them
 	printf 'data_dir = %s/data\nrun_dir = %s/run\nmax_threads = 8\nlog_level = warn\n%s\n' \
 		"$dir" "$dir" "$budget" >"$dir/jitt.conf"
 	JITT_CONFIG=$dir/jitt.conf $qemu "$bin/jank-sim" --scenario=$scenario --frames 80 $fps \
@@ -96,7 +96,7 @@ done
 # trigger (as root, through setpriv; on the host only).
 if [ -z "$qemu" ] && [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	dir=$work/external
-	mkdir -p "$dir/data/spool"
+	mkdir -p "$dir/data/spool" "$dir/run" # as the image's init makes them
 	chmod 755 "$work" "$dir"
 	printf 'data_dir = %s/data\nrun_dir = %s/run\nmax_threads = 8\nlog_level = warn\n' \
 		"$dir" "$dir" >"$dir/jitt.conf"

@@ -141,7 +141,7 @@ mkdir -p "$run/sock" "$run/db"
 # persist within the cool-down of the last one (10 s by default), which would swallow
 # every trigger after the first. Traces are 4 MiB each: 100 fit.
 for v in on list off; do
-	mkdir -p "$run/$v"
+	mkdir -p "$run/$v/spool" # as the image's init makes it
 	printf 'data_dir = %s/%s\nrun_dir = %s/sock\ncooldown_ms = 0\nmax_traces = 100\nmax_trace_mb = 500\nlog_level = warn\n' \
 		"$run" "$v" "$run" >"$run/$v.conf"
 done

@@ -37,15 +37,19 @@
 
 static char conf_path[512], spool[512];
 
-/* A config in this test's temporary folder; extra: more `key = value` lines. */
+/* A config in this test's temporary folder; extra: more `key = value` lines. The data
+ * folder, its spool and the run folder are made here, as the image's init makes them: the
+ * runtime never does (docs/oem.md). */
 static const char *setup(const char *extra)
 {
 	const char *dir = test_tmpdir();
-	char data[400];
+	char data[400], run[400];
 	snprintf(data, sizeof(data), "%s/data", dir);
 	snprintf(spool, sizeof(spool), "%s/spool", data);
+	snprintf(run, sizeof(run), "%s/run", dir);
 	mkdir(data, 0700);
 	mkdir(spool, 0700);
+	mkdir(run, 0700);
 	snprintf(conf_path, sizeof(conf_path), "%s/jitt.conf", dir);
 	FILE *f = fopen(conf_path, "w");
 	fprintf(f, "data_dir = %s\nrun_dir = %s/run\nlog_level = error\nmax_threads = 8\n%s",
@@ -717,6 +721,83 @@ TEST(runtime_trigger_and_status_over_the_control_socket)
 	CHECK_EQ_INT(rb_trace_open(path, &t, err, sizeof(err)), 0);
 	CHECK_STR(t.reason, "external: from a test");
 	rb_trace_close(&t);
+}
+
+/* ---- folders the image did not make (issue 16) ---- */
+
+/* How many lines of the file hold `what`. */
+static int count_lines(const char *path, const char *what)
+{
+	FILE *f = fopen(path, "r");
+	char line[1024];
+	int n = 0;
+	while (f && fgets(line, sizeof(line), f))
+		n += strstr(line, what) != NULL;
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/* The spool and the run folder belong to the image and its init. A traced program whose
+ * spool is missing persists nothing (and freezes nothing), says so once however many
+ * anomalies come, creates neither folder, and runs on, tracing; once the spool exists it
+ * persists again. Without its run folder it has no control socket, said once too. */
+TEST(runtime_missing_spool_persists_nothing_logs_once_and_runs_on)
+{
+	const char *dir = test_tmpdir();
+	setup("cooldown_ms = 0\nlog_level = warn\n");
+	char run[600], log[600], sock[700];
+	snprintf(run, sizeof(run), "%s/run", dir);
+	snprintf(log, sizeof(log), "%s/stderr", dir);
+	CHECK_EQ_INT(rmdir(spool), 0);
+	CHECK_EQ_INT(rmdir(run), 0);
+
+	/* The runtime's messages go to stderr: into a file for the length of the test. */
+	fflush(stderr);
+	int saved = dup(2);
+	int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(fd >= 0 && saved >= 0);
+	dup2(fd, 2);
+	close(fd);
+
+	CHECK_EQ_INT(jitt_init(conf_path), 0);
+	CHECK(agent_rt.listen_fd < 0);
+	jitt_thread_name("ui");
+	CHECK_EQ_INT(jitt_trace_thread(true), 0);
+	for (int i = 0; i < 3; i++) {
+		traced_empty();
+		CHECK_EQ_INT(jitt_anomaly("no spool"), 0);
+		CHECK(wait_persisted((uint64_t)i + 1));
+	}
+	struct agent_status *st = &agent_rt.status;
+	CHECK_EQ_U64(atomic_load(&st->persisted), 0);
+	CHECK_EQ_U64(atomic_load(&st->persist_failed), 3);
+	CHECK_EQ_U64(atomic_load(&st->threads_frozen) + atomic_load(&st->threads_copied), 0);
+	/* Still tracing: the ring was never stopped. */
+	uint64_t pos = atomic_load(&rb_tls.pos);
+	traced_empty();
+	CHECK(atomic_load(&rb_tls.pos) > pos);
+	CHECK(access(spool, F_OK) != 0);
+	CHECK(access(run, F_OK) != 0);
+
+	/* The image's init makes the spool late: the next anomaly is persisted. */
+	CHECK_EQ_INT(mkdir(spool, 0700), 0);
+	CHECK_EQ_INT(jitt_anomaly("spool back"), 0);
+	CHECK(wait_persisted(4));
+	CHECK_EQ_U64(atomic_load(&st->persisted), 1);
+	CHECK_EQ_INT(count_traces(NULL, 0), 1);
+	jitt_trace_thread(false);
+	jitt_shutdown();
+	rb_thread_unregister();
+
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	CHECK_EQ_INT(count_lines(log, "spool"), 1);
+	CHECK_EQ_INT(count_lines(log, "is missing (the image's init makes it): no trace"), 1);
+	CHECK_EQ_INT(count_lines(log, "no control socket"), 1);
+	snprintf(sock, sizeof(sock), "%s/jitt-%d.sock", run, (int)getpid());
+	CHECK(access(sock, F_OK) != 0);
 }
 
 /* ---- silent clients on the control socket (issue 12, item 4) ---- */

@@ -68,6 +68,7 @@ static uint64_t hang_fired_seq; /* the frame the hang detector fired for */
  * only the clients that come touch. */
 static struct agent_ctl_server ctl;
 static bool persisted_this_step; /* a "trigger" persisted in this wake-up already */
+static bool spool_warned;	 /* the missing spool was said (control thread only) */
 
 /* ---- stop, persist, restart ---- */
 
@@ -95,11 +96,41 @@ RT static void retry_restarts(void)
 	rb_unlock();
 }
 
+RT static bool is_dir(const char *path)
+{
+	struct stat sb;
+	return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* Is there a spool to persist into? It belongs to the image (made by the install and its
+ * init, with their owner and mode), never made here: a missing one is said once, and said
+ * again only if it comes back and goes away again. One stat(), in this thread, only when
+ * starting and when a detector fired. */
+RT static bool spool_ready(const struct agent_config *cfg)
+{
+	char spool[AGENT_PATH_MAX];
+	if (agent_config_path(cfg, "spool", spool, sizeof(spool)) == 0 && is_dir(spool)) {
+		spool_warned = false;
+		return true;
+	}
+	if (!spool_warned)
+		log_warn("jitt: the spool %s/spool is missing (the image's init makes it): "
+			 "no trace is persisted until it exists",
+			 cfg->data_dir);
+	spool_warned = true;
+	return false;
+}
+
 /* Freeze every traced thread of the process together, write one trace file, restart. */
 RT static int persist(const char *reason, uint64_t t0, char *path, size_t path_size)
 {
 	struct agent_runtime *rt = &agent_rt;
 	struct agent_status *st = &rt->status;
+	/* Nowhere to write: no freeze either (the rings run on untouched). */
+	if (!spool_ready(&rt->cfg)) {
+		atomic_fetch_add(&st->persist_failed, 1);
+		return -ENOENT;
+	}
 	struct rb_ring *rings[MAX_RINGS];
 	struct rb_frozen frozen[MAX_RINGS], ok[MAX_RINGS];
 	int errs[MAX_RINGS], nok = 0, e = 0;
@@ -242,7 +273,8 @@ RT static int handle_ctl(void *ctx, const struct agent_ctl_peer *peer, const cha
 			e = handle_request(path, sizeof(path));
 		}
 		if (e) {
-			snprintf(reply, size, "persist failed: %s", strerror(-e));
+			snprintf(reply, size, "persist failed: %s",
+				 e == -ENOENT ? "the spool folder is missing" : strerror(-e));
 			return e;
 		}
 		snprintf(reply, size, "trace %s\n", path);
@@ -370,21 +402,24 @@ RT int agent_control_start(void)
 	if (rt->wake_fd < 0)
 		return -errno;
 	/* The control socket is optional: status and trigger are lost without it, the
-	 * detectors are not. */
+	 * detectors are not. run_dir is the image's (its init makes it, with the owner and
+	 * mode chosen there: docs/oem.md): a traced program never creates it. */
 	rt->listen_fd = -1;
 	if (agent_config_socket(&rt->cfg, getpid(), rt->socket_path, sizeof(rt->socket_path)) == 0) {
-		mkdir(rt->cfg.run_dir, 0755);
 		rt->listen_fd = agent_ctl_listen(rt->socket_path);
-		if (rt->listen_fd < 0)
+		if (rt->listen_fd == -ENOENT && !is_dir(rt->cfg.run_dir))
+			log_warn("jitt: run_dir %s is missing (the image's init makes it): no "
+				 "control socket, so no status or trigger",
+				 rt->cfg.run_dir);
+		else if (rt->listen_fd < 0)
 			log_warn("jitt: no control socket %s: %s", rt->socket_path,
 				 strerror(-rt->listen_fd));
 	}
 	agent_ctl_server_init(&ctl, rt->listen_fd, handle_ctl, rt);
-	/* jittd normally made them; without them every persist would fail. */
-	char spool[AGENT_PATH_MAX];
-	mkdir(rt->cfg.data_dir, 0700);
-	if (agent_config_path(&rt->cfg, "spool", spool, sizeof(spool)) == 0)
-		mkdir(spool, 0700);
+	/* The spool too is the image's: without it nothing is persisted (said once), and the
+	 * app runs on. */
+	spool_warned = false;
+	(void)spool_ready(&rt->cfg);
 
 	/* The control thread takes no signal of the app's. */
 	sigset_t all, old;

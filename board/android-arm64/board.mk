@@ -10,3 +10,8 @@ QEMU_USER     := qemu-aarch64-static -cpu max
 # (tests/count-trace-insns.sh in make bench, which also fails on a frame the plain function
 # lacks): 12 and 10, no clock-fallback test (defconfig; before: 16 and 12, with a frame).
 TRACE_INSNS_MAX := 12 10
+
+# make install (docs/oem.md): the vendor partition, Android init's .rc, an OEM AID.
+PREFIX        ?= /vendor
+INIT_SYSTEMS  := rc
+JITT_USER     := vendor_jitt
