@@ -7,23 +7,28 @@
 #   jitt        BIN_DIR/peers-jitt: the board build (static, musl, -flto, hooks inlined)
 #   uftrace-pg  gcc -pg, recorded by `uftrace record` (its libmcount's mcount)
 #   uftrace-fi  gcc -finstrument-functions, recorded by `uftrace record`
-#   xray-fdr    clang -fxray-instrument, XRay's flight-data-recorder mode
+#   xray-fdr    clang -fxray-instrument, XRay's flight-data-recorder mode, in a ring of
+#               buffers as large as jitt's ring
+#   xray-fdr-all the same with buffers for the whole run (every record kept and counted)
 #
 # 1. Each peer's program is built here from the same sources (tests/peers_main.c, the driver;
 #    tests/peers_listing1.c, Hubble's Listing 1 compiled twice: plain, and instrumented).
 # 2. Cost per trace point: REPS rounds; each round runs every tracer's program once, in an
 #    order rotated by one each round. A run times its build's plain and instrumented copy of
 #    Listing 1 (WORK iterations a level, CALLS calls of the depth-10 recursion), TRIES times
-#    each, and keeps the fastest of each, in the thread's CPU time. The table quotes medians
+#    each after one untimed run of the instrumented copy (the tracer's buffers warm), and
+#    keeps the fastest of each, in the thread's CPU time. The table quotes medians
 #    over the rounds: ns per call of one level, ns per trace point over the build's own
 #    plain copy ((traced - plain) / 2: an entry and an exit), and ratios. Every run must
 #    have recorded 2 records a call (jitt: its ring's count; uftrace: `uftrace report`'s
-#    calls; XRay: `llvm-xray account`'s calls): one run that did not makes its row VOID.
+#    calls; XRay: `llvm-xray account`'s calls; XRay's ring: a full ring of the newest, by
+#    `llvm-xray convert`): one run that did not makes its row VOID.
 # 3. Post-processing: a full jitt ring of Listing 1 through `jitt summarize`, against
 #    `uftrace report` and `llvm-xray account` on about as many records; CPU time of each
 #    tool (user + sys), the fastest of 3, and its peak memory.
 # A benchmark, not a test: `make bench-peers` runs it, `make test` does not. Host only.
-# Environment: REPS (5), TRIES (3), CALLS (20000), WORK (0).
+# Environment: REPS (5), TRIES (3), CALLS (30000: 600 K records a run, more than a 4 MiB
+# ring holds, so jitt's and XRay's rings wrap in every timed run), WORK (0).
 set -eu
 
 bin=$(cd "${1:?usage: bench-peers.sh BIN_DIR [OUT_DIR]}" && pwd)
@@ -33,7 +38,7 @@ mkdir -p "${2:-$bin/../peers}"
 out=$(cd "${2:-$bin/../peers}" && pwd)
 reps=${REPS:-5}
 tries=${TRIES:-3}
-calls=${CALLS:-20000}
+calls=${CALLS:-30000}
 work=${WORK:-0}
 say() { echo "bench-peers: $*"; }
 
@@ -77,16 +82,46 @@ build xray-fdr clang-14 "-fxray-instrument -fxray-instruction-threshold=1" \
 	"-fxray-instrument -fxray-modes=xray-fdr" xray
 gcc -O2 "$here/peers_time.c" -o "$out/peers-time"
 
-# FDR keeps its records in memory until the flush: buffers for a whole run, with room for
-# its metadata records (8 bytes a function record).
-xray_buffers() { # records
-	echo "func_duration_threshold_us=0 buffer_size=1048576 buffer_max=$(($1 * 10 / 1048576 + 4))"
+# jitt's ring, persisted once: its size is the memory XRay's ring gets below, and the file
+# is the input of `jitt summarize` in part 3.
+pp=$out/post
+rm -rf "$pp"
+mkdir -p "$pp"
+trace=$("$bin/peers-jitt" --persist "$pp")
+ring_slots=$("$bin/jitt" decode "$trace" | awk '$1 == "thread" && $4 == "ring" { print $6; exit }')
+ring_bytes=$((${ring_slots:?jitt decode: no ring size} * 8))
+
+# XRay FDR keeps its records in per-thread buffers from a fixed pool and reuses the oldest
+# when the pool is used up (observed: with the defaults, 100 x 16 KiB, a 4 M-record run
+# left the newest 200 K records in the log). Two settings:
+#   xray-fdr      a ring as large as jitt's (1 MiB buffers): the flight recorder as it would
+#                 be deployed. Its log can hold only the newest records; the run counts as
+#                 recorded when the log holds at least all but one buffer's worth.
+#   xray-fdr-all  buffers for the whole run (8 bytes a function record, and room for its
+#                 metadata records), so every record can be counted.
+# func_duration_threshold_us=0: by default FDR drops calls under 5 us, every call here.
+xray_bufsize=1048576
+xray_ring_max=$((ring_bytes / xray_bufsize))
+[ "$xray_ring_max" -ge 2 ] || xray_ring_max=2
+xray_ring_min=$(((xray_ring_max - 1) * xray_bufsize / 8))
+xray_run() { # ring|all logbase records args...
+	if [ "$1" = ring ]; then
+		xmax=$xray_ring_max
+	else
+		xmax=$(($3 * 10 / xray_bufsize + 4))
+	fi
+	xbase=$2
+	shift 3
+	XRAY_OPTIONS="patch_premain=false xray_logfile_base=$xbase" \
+		XRAY_FDR_OPTIONS="func_duration_threshold_us=0 buffer_size=$xray_bufsize buffer_max=$xmax" \
+		"$out/peers-xray-fdr" "$@" 2>>"$out/xray.log"
 }
-xray_run() { # logbase records args...
-	base=$1 n=$2
-	shift 2
-	XRAY_OPTIONS="patch_premain=false xray_logfile_base=$base" \
-		XRAY_FDR_OPTIONS=$(xray_buffers "$n") "$out/peers-xray-fdr" "$@" 2>>"$out/xray.log"
+# Function records (entries and exits) in an XRay log. `llvm-xray account` pairs them and
+# counts calls, but not across a wrapped ring's buffers (with -k it drops most of them):
+# so the records are counted in `llvm-xray convert`'s YAML.
+xray_records() { # log
+	llvm-xray-14 convert -m "$out/peers-xray-fdr" -f yaml "$1" 2>>"$out/xray.log" |
+		grep -c 'kind: function-' || true
 }
 # `llvm-xray account`'s count of listing1_traced (calls, each an entry and an exit record).
 xray_calls() { # log
@@ -99,41 +134,52 @@ uftrace_calls() { # data dir
 		awk '$NF == "listing1_traced" { print $(NF - 1); n = 1 } END { if (!n) print 0 }'
 }
 
-# One run of one tracer's program: its line, with the records counted from its files.
+# One run of one tracer's program: the tracer, the driver's line with the records counted
+# from the tracer's files, and "ok 1" when it recorded what it should, "ok 0" when not.
 run_one() { # tracer round
 	data=$out/data/$1-$2
 	rm -rf "$data"
-	mkdir -p "$out/data"
+	mkdir -p "$data"
+	want=$((calls * (tries + 1) * 20))
 	case $1 in
 	jitt)
 		line=$("$bin/peers-jitt" "$work" "$calls" "$tries")
+		got=$(echo "$line" | awk '{ print $7 }')
+		ok=$((got == want))
 		;;
 	uftrace-*)
-		line=$(uftrace record --no-libcall -d "$data" "$out/peers-$1" "$work" "$calls" \
+		line=$(uftrace record --no-libcall -d "$data/u" "$out/peers-$1" "$work" "$calls" \
 			"$tries" 2>>"$out/uftrace.log")
-		got=$(($(uftrace_calls "$data") * 2))
-		line=$(echo "$line" | awk -v g="$got" '{ $7 = g; print }')
+		got=$(($(uftrace_calls "$data/u") * 2))
+		ok=$((got == want))
 		;;
 	xray-fdr)
-		mkdir -p "$data"
-		line=$(xray_run "$data/log." $((calls * tries * 20)) "$work" "$calls" "$tries")
+		line=$(xray_run ring "$data/log." 0 "$work" "$calls" "$tries")
+		got=$(xray_records "$(ls "$data"/log.* | head -n 1)")
+		least=$xray_ring_min
+		[ "$want" -ge "$least" ] || least=$want
+		ok=$((got >= least && got <= want))
+		;;
+	xray-fdr-all)
+		line=$(xray_run all "$data/log." "$want" "$work" "$calls" "$tries")
 		got=$(($(xray_calls "$(ls "$data"/log.* | head -n 1)") * 2))
-		line=$(echo "$line" | awk -v g="$got" '{ $7 = g; print }')
+		ok=$((got == want))
 		;;
 	esac
 	rm -rf "$data"
-	echo "$1 $line"
+	echo "$1 $line ok $ok" | awk -v g="$got" '{ $8 = g; print }'
 }
 
 # ---- 2. cost per trace point, interleaved ----
 say "Listing 1 (depth 10, work $work), $calls calls x $tries tries per run, $reps rounds"
-tracers="jitt uftrace-pg uftrace-fi xray-fdr"
+tracers="jitt uftrace-pg uftrace-fi xray-fdr xray-fdr-all"
+ntracers=5
 results=$out/results
 : >"$results"
 r=1
 while [ "$r" -le "$reps" ]; do
-	# Round r starts at the ((r - 1) mod 4)-th tracer.
-	order=$(echo $tracers | awk -v k=$(((r - 1) % 4)) '{ for (i = 0; i < NF; i++) printf "%s ", $((i + k) % NF + 1) }')
+	# Round r starts at the ((r - 1) mod ntracers)-th tracer.
+	order=$(echo $tracers | awk -v k=$(((r - 1) % ntracers)) '{ for (i = 0; i < NF; i++) printf "%s ", $((i + k) % NF + 1) }')
 	for t in $order; do
 		run_one "$t" "$r" >>"$results"
 	done
@@ -152,33 +198,32 @@ printf '%-11s %9s %9s %10s %8s %9s %s\n' "" "ns/call" "ns/call" "" plain "ns/poi
 jitt_point=$(awk -v p="$(col jitt 4)" -v t="$(col jitt 6)" 'BEGIN { print (t - p) / 2 }')
 for t in $tracers; do
 	plain=$(col "$t" 4) traced=$(col "$t" 6)
-	ok=$(awk -v t="$t" '$1 == t && $8 == $10 && $8 > 0 { n++ } END { print n + 0 }' "$results")
+	ok=$(awk -v t="$t" '$1 == t && $14 == 1 { n++ } END { print n + 0 }' "$results")
 	runs=$(awk -v t="$t" '$1 == t { n++ } END { print n + 0 }' "$results")
 	status=""
-	[ "$ok" = "$runs" ] || status="  VOID: a run did not record 2 records a call"
+	[ "$ok" = "$runs" ] || status="  VOID: a run did not record what it should"
 	awk -v t="$t" -v p="$plain" -v x="$traced" -v j="$jitt_point" -v ok="$ok" -v n="$runs" \
 		-v s="$status" 'BEGIN {
 		pt = (x - p) / 2
 		printf "%-11s %9.3f %9.3f %10.2f %7.1fx %8.2fx %s/%s%s\n", t, p, x, pt, x / p, pt / j, ok, n, s
 	}'
 done
-rec=$(awk '$1 == "jitt" { print $10; exit }' "$results")
-echo "  records a run: $rec expected ($calls calls x $tries tries x 10 levels x 2) for each tracer"
+echo "  records a run: $((calls * (tries + 1) * 20)) made ($calls calls x ($tries tries + 1 untimed) x 10 levels x 2)," \
+	"counted: jitt $(col jitt 8) (its ring's count), uftrace-pg $(col uftrace-pg 8)" \
+	"and uftrace-fi $(col uftrace-fi 8) (uftrace report), xray-fdr-all $(col xray-fdr-all 8)" \
+	"(llvm-xray account); xray-fdr's ring ($xray_ring_max x 1 MiB) kept the newest" \
+	"$(col xray-fdr 8) (llvm-xray convert; at least $xray_ring_min required); medians" | fold -s -w 92
 echo "  clock_gettime(CLOCK_MONOTONIC), ns a call, same runs (median): glibc $(col uftrace-pg 12)," \
 	"musl $(col jitt 12)"
 
 # ---- 3. post-processing: the same number of records through each tool ----
-pp=$out/post
-rm -rf "$pp"
-mkdir -p "$pp"
-trace=$("$bin/peers-jitt" --persist "$pp")
 jrec=$("$bin/jitt" decode "$trace" | awk '$2 == "records," { print $1; exit }')
 n=$(((jrec + 19) / 20))
 uftrace record --no-libcall -d "$pp/uftrace" "$out/peers-uftrace-pg" --once "$n" >/dev/null \
 	2>>"$out/uftrace.log"
 urec=$(($(uftrace_calls "$pp/uftrace") * 2))
 mkdir -p "$pp/xray"
-xray_run "$pp/xray/log." $((n * 20)) --once "$n" >/dev/null
+xray_run all "$pp/xray/log." $((n * 20)) --once "$n" >/dev/null
 xlog=$(ls "$pp"/xray/log.* | head -n 1)
 xrec=$(($(xray_calls "$xlog") * 2))
 
