@@ -144,30 +144,32 @@ run_one() { # tracer round
 	want=$((calls * (tries + 1) * 20))
 	case $1 in
 	jitt)
-		line=$("$bin/peers-jitt" "$work" "$calls" "$tries")
-		got=$(echo "$line" | awk '{ print $7 }')
+		line=$("$bin/peers-jitt" "$work" "$calls" "$tries") || line=""
+		got=$(echo "$line" | awk '{ print $7 + 0 }')
 		ok=$((got == want))
 		;;
 	uftrace-*)
 		line=$(uftrace record --no-libcall -d "$data/u" "$out/peers-$1" "$work" "$calls" \
-			"$tries" 2>>"$out/uftrace.log")
+			"$tries" 2>>"$out/uftrace.log") || line=""
 		got=$(($(uftrace_calls "$data/u") * 2))
 		ok=$((got == want))
 		;;
 	xray-fdr)
-		line=$(xray_run ring "$data/log." 0 "$work" "$calls" "$tries")
+		line=$(xray_run ring "$data/log." 0 "$work" "$calls" "$tries") || line=
 		got=$(xray_records "$(ls "$data"/log.* | head -n 1)")
 		least=$xray_ring_min
 		[ "$want" -ge "$least" ] || least=$want
 		ok=$((got >= least && got <= want))
 		;;
 	xray-fdr-all)
-		line=$(xray_run all "$data/log." "$want" "$work" "$calls" "$tries")
+		line=$(xray_run all "$data/log." "$want" "$work" "$calls" "$tries") || line=
 		got=$(xray_records "$(ls "$data"/log.* | head -n 1)")
 		ok=$((got == want))
 		;;
 	esac
 	rm -rf "$data"
+	# A program that failed printed no line: a row of zeros, not recorded.
+	[ -n "$line" ] || line="$1 plain 0 traced 0 records 0 expected $want clock 0" ok=0
 	echo "$1 $line ok $ok" | awk -v g="$got" '{ $8 = g; print }'
 }
 
@@ -213,7 +215,9 @@ echo "  records a run: $((calls * (tries + 1) * 20)) made ($calls calls x ($trie
 	"counted: jitt $(col jitt 8) (its ring's count), uftrace-pg $(col uftrace-pg 8)" \
 	"and uftrace-fi $(col uftrace-fi 8) (uftrace report), xray-fdr-all $(col xray-fdr-all 8)" \
 	"(llvm-xray convert); xray-fdr's ring ($xray_ring_max x 1 MiB) kept the newest" \
-	"$(col xray-fdr 8) (llvm-xray convert; at least $xray_ring_min required); medians" | fold -s -w 92
+	"$(col xray-fdr 8) (llvm-xray convert; at least" \
+	"$(awk -v a="$xray_ring_min" -v b=$((calls * (tries + 1) * 20)) 'BEGIN { print a < b ? a : b }')" \
+	"required); medians" | fold -s -w 92
 echo "  clock_gettime(CLOCK_MONOTONIC), ns a call, same runs (median): glibc $(col uftrace-pg 12)," \
 	"musl $(col jitt 12)"
 
@@ -231,11 +235,19 @@ xcalls=$(($(xray_calls "$xlog") * 2))
 [ "$xcalls" = "$xrec" ] ||
 	echo "bench-peers: llvm-xray account counted $xcalls of the log's $xrec records" >&2
 
-best() { # name records command... : the fastest of 3 by CPU time
+best() { # name records command... : the fastest of 3 by CPU time, or FAILED
 	name=$1 recs=$2
 	shift 2
-	for i in 1 2 3; do "$out/peers-time" "$pp/$name.out" "$@" 2>>"$pp/$name.err" ||
-		echo "FAILED"; done | sort -n | head -n 1 | {
+	: >"$pp/$name.times"
+	for i in 1 2 3; do
+		"$out/peers-time" "$pp/$name.out" "$@" >>"$pp/$name.times" 2>>"$pp/$name.err" ||
+			echo FAILED >>"$pp/$name.times"
+	done
+	if grep -q FAILED "$pp/$name.times"; then
+		printf '%-22s %9s FAILED (see %s)\n' "$name" "$recs" "$pp/$name.err"
+		return
+	fi
+	sort -n "$pp/$name.times" | head -n 1 | {
 		read -r cpu wall rss
 		awk -v n="$name" -v r="$recs" -v c="$cpu" -v w="$wall" -v m="$rss" 'BEGIN {
 			printf "%-22s %9s %9.1f %9.1f %9.0f %8.0f\n", n, r, c * 1000, w * 1000, m / 1024,
