@@ -217,7 +217,7 @@ echo "  records a run: $((calls * (tries + 1) * 20)) made ($calls calls x ($trie
 	"(llvm-xray convert); xray-fdr's ring ($xray_ring_max x 1 MiB) kept the newest" \
 	"$(col xray-fdr 8) (llvm-xray convert; at least" \
 	"$(awk -v a="$xray_ring_min" -v b=$((calls * (tries + 1) * 20)) 'BEGIN { print a < b ? a : b }')" \
-	"required); medians" | fold -s -w 92
+	"required); medians" | fold -s -w 92 | sed "s/ *$//"
 echo "  clock_gettime(CLOCK_MONOTONIC), ns a call, same runs (median): glibc $(col uftrace-pg 12)," \
 	"musl $(col jitt 12)"
 
