@@ -55,7 +55,7 @@ ifneq ($(shell sh $(DEPS_SCRIPT) --check >/dev/null 2>&1 && echo ok),ok)
 NEED_DEPS := deps
 endif
 
-.PHONY: all deps defconfig menuconfig savedefconfig run test check boot-test bench bench-real size install \
+.PHONY: all deps defconfig menuconfig savedefconfig run test check boot-test bench bench-real bench-peers size install \
 	clean distclean help fuzz fuzz-short fuzz-long tsan dyn-check FORCE
 .DEFAULT_GOAL := all
 
@@ -313,6 +313,16 @@ CALLGRIND_MAX_PER_POINT ?= 13
 bench-real: $(obj)/bin/jitt all
 	$(Q)sh tests/speedtest1.sh $(obj)/bin
 
+# jitt against uftrace (-pg and -finstrument-functions) and LLVM XRay's FDR mode on
+# Listing 1, interleaved, and their post-processing tools (tests/bench-peers.sh,
+# docs/peers.md). A measurement, not a test; host only. Installs the peers if missing.
+bench-peers: $(obj)/bin/peers-jitt $(obj)/bin/jitt
+ifneq ($(BOARD),host)
+	@echo "bench-peers: host only (uftrace and XRay trace the build machine's programs)"; exit 1
+else
+	$(Q)sh tests/bench-peers.sh $(obj)/bin
+endif
+
 bench: $(obj)/bin/bench-timer $(obj)/bin/bench-trace $(obj)/bin/bench-sched $(obj)/bin/bench-summary $(obj)/bin/jitt \
 	$(obj)/bin/bench-freeze $(obj)/bin/jittd $(obj)/bin/jank-sim $(obj)/bin/jank-sim-plain \
 	$(obj)/bin/up-post all
@@ -371,6 +381,7 @@ help:
 	@echo "  boot-test      this board's tests inside its kernel under qemu-system"
 	@echo "  bench          benchmarks"
 	@echo "  bench-real     SQLite's speedtest1: summaries, reports, overhead with jitt exclude"
+	@echo "  bench-peers    jitt against uftrace and LLVM XRay on Listing 1 (host only)"
 	@echo "  fuzz           every fuzz target briefly (FUZZ_SHORT=15 s each): traces, summaries,"
 	@echo "                 exports, diff, settings, control requests,"
 	@echo "                 the uploader's HTTP answers"
