@@ -385,7 +385,7 @@ static void put_sched(struct wbuf *w, struct rep *r, uint32_t v)
 		return;
 	}
 	printf_(w, ",\"sched\":{\"source\":\"%s\"", sources[k]);
-	int64_t n;
+	int64_t n = 0;
 	if ((x = json_get(r->d, v, "migrations")) != JSON_NONE) {
 		if (!is_int(r, x, 0, INT64_MAX, &n)) {
 			bad(r, x, "\"migrations\" should be a non-negative integer");
