@@ -53,6 +53,13 @@ CFG static void upload_defaults(struct agent_upload_config *u)
 #endif
 }
 
+/* The percentages compare a frame with a normal one: at or below 100 they would call a
+ * normal frame slow. Kconfig's range cannot say "0 or over 100"; the build does. */
+_Static_assert(CONFIG_AGENT_JANK_NORMAL_PCT == 0 || CONFIG_AGENT_JANK_NORMAL_PCT > 100,
+	       "AGENT_JANK_NORMAL_PCT is 0 or over 100");
+_Static_assert(CONFIG_AGENT_COOLDOWN_PREEMPT_PCT == 0 || CONFIG_AGENT_COOLDOWN_PREEMPT_PCT > 100,
+	       "AGENT_COOLDOWN_PREEMPT_PCT is 0 or over 100");
+
 CFG void agent_config_defaults(struct agent_config *c)
 {
 	memset(c, 0, sizeof(*c));
@@ -62,6 +69,9 @@ CFG void agent_config_defaults(struct agent_config *c)
 	c->jank_frames = CONFIG_AGENT_JANK_FRAMES;
 	c->frame_budget_us = CONFIG_AGENT_FRAME_BUDGET_US;
 	c->cooldown_ms = CONFIG_AGENT_COOLDOWN_MS;
+	c->jank_normal_pct = CONFIG_AGENT_JANK_NORMAL_PCT;
+	c->jank_warmup_frames = CONFIG_AGENT_JANK_WARMUP_FRAMES;
+	c->cooldown_preempt_pct = CONFIG_AGENT_COOLDOWN_PREEMPT_PCT;
 	c->max_traces = CONFIG_AGENT_MAX_TRACES;
 	c->max_trace_mb = CONFIG_AGENT_MAX_TRACE_MB;
 	c->max_threads = CONFIG_RB_MAX_TRACED_THREADS;
@@ -91,6 +101,10 @@ static const struct {
 	{ "jank_frames", offsetof(struct agent_config, jank_frames), 1, 1000, 0 },
 	{ "frame_budget_us", offsetof(struct agent_config, frame_budget_us), 1000, 10000000, 0 },
 	{ "cooldown_ms", offsetof(struct agent_config, cooldown_ms), 0, 86400000, 0 },
+	{ "jank_normal_pct", offsetof(struct agent_config, jank_normal_pct), 0, 10000, 0 },
+	{ "jank_warmup_frames", offsetof(struct agent_config, jank_warmup_frames), 0, 100000, 0 },
+	{ "cooldown_preempt_pct", offsetof(struct agent_config, cooldown_preempt_pct), 0, 10000,
+	  0 },
 	{ "max_traces", offsetof(struct agent_config, max_traces), 1, 10000, 0 },
 	{ "max_trace_mb", offsetof(struct agent_config, max_trace_mb), 1, 100000, 0 },
 	{ "max_threads", offsetof(struct agent_config, max_threads), 1, 64, 0 },
@@ -198,6 +212,9 @@ CFG static int set(struct agent_config *c, const char *key, const char *val, uns
 				    (long long)numbers[i].min, (long long)numbers[i].max);
 		if (!strcmp(key, "sched_pages") && (v & (v - 1)))
 			return fail(err, errsize, line, "sched_pages wants 0 or a power of two");
+		if ((!strcmp(key, "jank_normal_pct") || !strcmp(key, "cooldown_preempt_pct")) &&
+		    v > 0 && v <= 100)
+			return fail(err, errsize, line, "%s wants 0 (off) or over 100", key);
 		char *field = (char *)c + numbers[i].off;
 		if (numbers[i].wide)
 			*(int64_t *)field = v;

@@ -8,9 +8,14 @@
  *                                   (raw traces kept), quarantine/ (bad files)
  *   run_dir       = /run/jitt       control sockets: jittd.sock, jitt-<pid>.sock
  *   hang_ms       = 400             a frame still running this long is a hang
- *   jank_frames   = 3               this many consecutive frames over budget are jank
- *   frame_budget_us = 16667
- *   cooldown_ms   = 10000           at most one persisted trace per process per cool-down
+ *   jank_frames   = 3               this many consecutive slow frames are jank
+ *   frame_budget_us = 16667         a slow frame is over the budget and over
+ *   jank_normal_pct = 200           this % of the normal frame (a running median); 0 or
+ *                                   over 100; 0: the budget alone
+ *   jank_warmup_frames = 30         the first frames teach the normal, none is slow
+ *   cooldown_ms   = 10000           at most one persisted trace per process per cool-down,
+ *   cooldown_preempt_pct = 200      but for one jank or hang whose frame is this % as long
+ *                                   as the one that started it; 0 or over 100; 0: never
  *   max_traces    = 8               raw traces kept on disk (spool and traces/), oldest
  *   max_trace_mb  = 128             removed first, by count and by bytes
  *   max_threads   = 2               threads traced at once (CONFIG_RB_MAX_TRACED_THREADS)
@@ -60,6 +65,9 @@ struct agent_config {
 	uint32_t jank_frames;
 	uint32_t frame_budget_us;
 	uint32_t cooldown_ms;
+	uint32_t jank_normal_pct; /* 0: the budget alone */
+	uint32_t jank_warmup_frames;
+	uint32_t cooldown_preempt_pct; /* 0: never */
 	uint32_t max_traces;
 	uint32_t max_trace_mb;
 	uint32_t max_threads;

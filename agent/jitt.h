@@ -61,9 +61,10 @@ int jitt_thread_name(const char *name);
  * jitt_frame_end() around each iteration, or jitt_frame() once per iteration (it ends the
  * previous one and begins the next). They feed the hang detector (an iteration still
  * running past CONFIG_AGENT_HANG_MS) and the jank detector (CONFIG_AGENT_JANK_FRAMES
- * consecutive frames over CONFIG_AGENT_FRAME_BUDGET_US), and mark the trace so that the
- * summary finds the slow frame. One thread of the process at a time drives the detectors:
- * the last one that called jitt_frame_begin().
+ * consecutive frames over CONFIG_AGENT_FRAME_BUDGET_US and over CONFIG_AGENT_JANK_NORMAL_PCT
+ * of the thread's normal frame time, after CONFIG_AGENT_JANK_WARMUP_FRAMES: docs/runtime.md),
+ * and mark the trace so that the summary finds the slow frame. One thread of the process
+ * at a time drives the detectors: the last one that called jitt_frame_begin().
  */
 void jitt_frame_begin(void);
 void jitt_frame_end(void);

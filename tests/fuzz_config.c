@@ -27,6 +27,11 @@ static void check_valid(const struct agent_config *c)
 	FUZZ_CHECK(c->jank_frames >= 1 && c->jank_frames <= 1000);
 	FUZZ_CHECK(c->frame_budget_us >= 1000 && c->frame_budget_us <= 10000000);
 	FUZZ_CHECK(c->cooldown_ms <= 86400000);
+	FUZZ_CHECK(c->jank_normal_pct == 0 ||
+		   (c->jank_normal_pct > 100 && c->jank_normal_pct <= 10000));
+	FUZZ_CHECK(c->jank_warmup_frames <= 100000);
+	FUZZ_CHECK(c->cooldown_preempt_pct == 0 ||
+		   (c->cooldown_preempt_pct > 100 && c->cooldown_preempt_pct <= 10000));
 	FUZZ_CHECK(c->max_traces >= 1 && c->max_traces <= 10000);
 	FUZZ_CHECK(c->max_trace_mb >= 1 && c->max_trace_mb <= 100000);
 	FUZZ_CHECK(c->max_threads >= 1 && c->max_threads <= 64);

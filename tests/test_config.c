@@ -31,6 +31,9 @@ TEST(config_good_file)
 	CHECK_EQ_INT(c.max_traces, CONFIG_AGENT_MAX_TRACES);
 	CHECK_EQ_INT(c.enabled, 1);    /* the host defconfig's AGENT_ENABLED */
 	CHECK_EQ_INT(c.trace_main, 0); /* AGENT_TRACE_MAIN is off by default */
+	CHECK_EQ_INT(c.jank_normal_pct, CONFIG_AGENT_JANK_NORMAL_PCT);
+	CHECK_EQ_INT(c.jank_warmup_frames, CONFIG_AGENT_JANK_WARMUP_FRAMES);
+	CHECK_EQ_INT(c.cooldown_preempt_pct, CONFIG_AGENT_COOLDOWN_PREEMPT_PCT);
 	const char *text = "# jitt settings\n"
 			   "\n"
 			   "data_dir = /data/jitt   # where traces go\n"
@@ -39,6 +42,9 @@ TEST(config_good_file)
 			   "jank_frames = 5\n"
 			   "frame_budget_us = 8333\n"
 			   "cooldown_ms = 0\n"
+			   "jank_normal_pct = 150\n"
+			   "jank_warmup_frames = 0\n"
+			   "cooldown_preempt_pct = 0\n"
 			   "max_traces = 3\n"
 			   "max_trace_mb = 64\n"
 			   "keep_traces = 0\n"
@@ -54,6 +60,9 @@ TEST(config_good_file)
 	CHECK_EQ_INT(c.jank_frames, 5);
 	CHECK_EQ_INT(c.frame_budget_us, 8333);
 	CHECK_EQ_INT(c.cooldown_ms, 0);
+	CHECK_EQ_INT(c.jank_normal_pct, 150);
+	CHECK_EQ_INT(c.jank_warmup_frames, 0);
+	CHECK_EQ_INT(c.cooldown_preempt_pct, 0);
 	CHECK_EQ_INT(c.max_traces, 3);
 	CHECK_EQ_INT(c.max_trace_mb, 64);
 	CHECK_EQ_INT(c.keep_traces, 0);
@@ -92,6 +101,10 @@ TEST(config_errors_name_the_line)
 		{ "keep_traces = 2\n", "line 1: keep_traces wants a whole number in 0..1" },
 		{ "system_uid = -2\n", "line 1: system_uid wants" },
 		{ "cooldown_ms = -1\n", "line 1: cooldown_ms wants" },
+		{ "jank_normal_pct = 100\n", "line 1: jank_normal_pct wants 0 (off) or over 100" },
+		{ "jank_normal_pct = 10001\n", "line 1: jank_normal_pct wants a whole number in" },
+		{ "cooldown_preempt_pct = 1\n", "line 1: cooldown_preempt_pct wants 0 (off) or" },
+		{ "jank_warmup_frames = -1\n", "line 1: jank_warmup_frames wants" },
 		{ "max_trace_mb = 1.5\n", "line 1: max_trace_mb wants" },
 		{ "log_level = loud\n", "line 1: log_level is error, warn, info or debug" },
 		{ "data_dir = relative/path\n", "line 1: data_dir must be an absolute path" },

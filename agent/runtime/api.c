@@ -67,6 +67,10 @@ RT int jitt_init(const char *config_file)
 	atomic_store(&rt->last_persist_ns, 0);
 	atomic_store(&rt->frame_begin_ns, 0);
 	rt->slow_in_a_row = 0;
+	rt->frames_seen = 0;
+	rt->slow_min_ns = rt->normal_ns = 0;
+	atomic_store(&rt->cooldown_frame_ns, 0);
+	atomic_store(&rt->cooldown_preempted, 0);
 	rt->last_trace[0] = 0;
 	char err[300];
 	int e = agent_config_load(&rt->cfg, config_file, err, sizeof(err));
@@ -84,6 +88,10 @@ RT int jitt_init(const char *config_file)
 	rt->budget_ns = (uint64_t)rt->cfg.frame_budget_us * 1000u;
 	rt->hang_ns = (uint64_t)rt->cfg.hang_ms * 1000000u;
 	rt->cooldown_ns = (uint64_t)rt->cfg.cooldown_ms * 1000000u;
+	/* Percentages as 1/256ths: the frame thread multiplies and shifts, never divides
+	 * (armv7 has no 64-bit division: a library call). */
+	rt->normal_q8 = (uint64_t)rt->cfg.jank_normal_pct * 256u / 100u;
+	rt->preempt_q8 = (uint64_t)rt->cfg.cooldown_preempt_pct * 256u / 100u;
 	if (rt->cfg.max_threads)
 		rb_set_max_threads((int)rt->cfg.max_threads);
 	e = hal_timer_init();
@@ -171,6 +179,26 @@ RT void jitt_frame_begin(void)
 		agent_wake_control();
 }
 
+/*
+ * The jank detector (Hubble 4.2.1): jank_frames consecutive slow frames. A slow frame is one
+ * over the budget and, on a board whose normal frame is itself near or over the budget,
+ * over jank_normal_pct of that normal (issue 16: on a board several times slower than the
+ * build machine every warm-up frame was over 16.7 ms, the detector fired on start-up noise,
+ * and the cool-down then hid the real jank). So the threshold is
+ *
+ *	max(frame_budget_us, jank_normal_pct% x the normal frame time)
+ *
+ * never lower than the budget alone: where normal frames take less than half the budget
+ * (200%, the default) nothing changes. The normal frame time is a running median followed
+ * by steps of 1/16 of itself, up when a frame took longer, down when shorter: it converges
+ * on the median (in the log domain) within about a dozen frames from a guess twice off, and
+ * a run of slow frames moves it by only 6% each. No slow frame teaches it once the warm-up
+ * is over, so sustained jank stays jank. During the first jank_warmup_frames every frame
+ * teaches it and none counts as slow: the baseline is not known yet, and start-up frames
+ * (first-time page faults, lazy initialisation, a JIT translating code) are not the app's
+ * jank. The cost: a multiply, a shift and a few compares per frame, no system call, no
+ * lock, nothing shared (docs/runtime.md has the measurement).
+ */
 RT void jitt_frame_end(void)
 {
 	struct agent_runtime *rt = &agent_rt;
@@ -181,20 +209,42 @@ RT void jitt_frame_end(void)
 		return; /* no frame open */
 	uint64_t took = agent_now_ns() - begin;
 	atomic_store_explicit(&rt->frame_begin_ns, 0, memory_order_relaxed);
-	if (took <= rt->budget_ns || !rt->budget_ns) {
+	uint64_t over = rt->budget_ns, normal = rt->normal_ns;
+	if (rt->normal_q8 && (normal * rt->normal_q8) >> 8 > over)
+		over = (normal * rt->normal_q8) >> 8;
+	bool warm = rt->frames_seen >= rt->cfg.jank_warmup_frames;
+	bool slow = warm && rt->budget_ns && took > over;
+	if (!warm)
+		rt->frames_seen++;
+	if (!slow && rt->normal_q8) {
+		if (!normal)
+			rt->normal_ns = took ? took : 1;
+		else if (took > normal)
+			rt->normal_ns = normal + (normal >> 4) + 1;
+		else if (took < normal)
+			rt->normal_ns = normal - (normal >> 4);
+	}
+	if (!slow) {
 		rt->slow_in_a_row = 0;
 		return;
 	}
+	if (!rt->slow_in_a_row || took < rt->slow_min_ns)
+		rt->slow_min_ns = took;
 	if (++rt->slow_in_a_row < rt->cfg.jank_frames)
 		return;
 	rt->slow_in_a_row = 0;
-	/* The jank detector: k consecutive frames over budget (Hubble 4.2.1). The mark goes
-	 * into this thread's ring before the next frame begins, so the summary's slow frame
-	 * is the last of them. */
+	/* The mark goes into this thread's ring before the next frame begins, so the
+	 * summary's slow frame is the last of them. The reason gives the threshold in
+	 * effect, and the normal frame time when that set it (64 bytes: it may lose its
+	 * tail). */
 	char reason[AGENT_REASON_MAX];
-	snprintf(reason, sizeof(reason), "jank: %u frames over %u us, the last %llu us",
-		 rt->cfg.jank_frames, rt->cfg.frame_budget_us, (unsigned long long)(took / 1000));
-	(void)agent_request_persist(AGENT_DETECT_JANK, reason, true);
+	int w = snprintf(reason, sizeof(reason), "jank: %u frames over %llu us, the last %llu us",
+			 rt->cfg.jank_frames, (unsigned long long)(over / 1000),
+			 (unsigned long long)(took / 1000));
+	if (over > rt->budget_ns && w > 0 && (size_t)w < sizeof(reason))
+		snprintf(reason + w, sizeof(reason) - (size_t)w, ", normal %llu",
+			 (unsigned long long)(normal / 1000));
+	(void)agent_request_persist(AGENT_DETECT_JANK, reason, true, rt->slow_min_ns);
 }
 
 RT void jitt_frame(void)
@@ -210,10 +260,23 @@ RT int jitt_anomaly(const char *reason)
 		return -ENODEV;
 	char r[AGENT_REASON_MAX];
 	snprintf(r, sizeof(r), "explicit: %s", reason ? reason : "");
-	return agent_request_persist(AGENT_DETECT_EXPLICIT, r, true);
+	return agent_request_persist(AGENT_DETECT_EXPLICIT, r, true, 0);
 }
 
-RT int agent_request_persist(uint32_t detector, const char *reason, bool mark_self)
+/* Within the cool-down: whether an anomaly of this frame time may still go through. Once
+ * per cool-down, only a frame's anomaly, only after one that was a frame's too, and only
+ * when clearly worse: a flood of anomalies still cannot become a flood of writes (at most
+ * two traces per cool-down), but a false alarm (start-up noise on a slow board, say) does
+ * not hide the real jank that follows it for cooldown_ms. */
+RT static bool may_preempt(const struct agent_runtime *rt, uint64_t frame_ns)
+{
+	uint64_t first = atomic_load(&rt->cooldown_frame_ns);
+	return rt->preempt_q8 && frame_ns && first && !atomic_load(&rt->cooldown_preempted) &&
+	       frame_ns >= (first * rt->preempt_q8) >> 8;
+}
+
+RT int agent_request_persist(uint32_t detector, const char *reason, bool mark_self,
+			     uint64_t frame_ns)
 {
 	struct agent_runtime *rt = &agent_rt;
 	if (atomic_load(&rt->state) != 2)
@@ -227,13 +290,23 @@ RT int agent_request_persist(uint32_t detector, const char *reason, bool mark_se
 	if (detector >= 1 && detector <= AGENT_DETECT_EXTERNAL)
 		atomic_fetch_add(fired[detector], 1);
 	uint64_t last = atomic_load(&rt->last_persist_ns);
+	bool preempts = false;
 	if (last && agent_now_ns() - last < rt->cooldown_ns) {
-		atomic_fetch_add(&rt->status.suppressed_cooldown, 1);
-		return -EAGAIN;
+		if (!may_preempt(rt, frame_ns)) {
+			atomic_fetch_add(&rt->status.suppressed_cooldown, 1);
+			return -EAGAIN;
+		}
+		preempts = true;
 	}
 	int expected = 0;
 	if (!atomic_compare_exchange_strong(&rt->request, &expected, 1)) {
 		atomic_fetch_add(&rt->status.suppressed_pending, 1);
+		return -EAGAIN;
+	}
+	/* The slot is ours; the pre-emption too, unless another thread's took it meanwhile. */
+	if (preempts && atomic_exchange(&rt->cooldown_preempted, 1)) {
+		atomic_store(&rt->request, 0);
+		atomic_fetch_add(&rt->status.suppressed_cooldown, 1);
 		return -EAGAIN;
 	}
 	/* The mark goes in before the request is published: the freeze cannot miss it. */
@@ -241,6 +314,10 @@ RT int agent_request_persist(uint32_t detector, const char *reason, bool mark_se
 		rb_special(RB_MARK, AGENT_MARK_ANOMALY | detector);
 	rt->request_detector = detector;
 	rt->request_ns = agent_now_ns();
+	rt->request_frame_ns = frame_ns;
+	rt->request_preempts = preempts;
+	if (preempts)
+		atomic_fetch_add(&rt->status.preempted_cooldown, 1);
 	snprintf(rt->request_reason, sizeof(rt->request_reason), "%s", reason);
 	atomic_store_explicit(&rt->request, 2, memory_order_release);
 	agent_wake_control();

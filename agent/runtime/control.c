@@ -212,7 +212,13 @@ RT static int handle_request(char *path, size_t path_size)
 	char reason[AGENT_REASON_MAX];
 	memcpy(reason, rt->request_reason, sizeof(reason));
 	uint64_t asked = rt->request_ns;
-	atomic_store(&rt->last_persist_ns, agent_now_ns()); /* the cool-down starts now */
+	/* The cool-down starts now, unless this anomaly pre-empted one: that one runs on, so
+	 * a cool-down holds at most two traces. */
+	if (!rt->request_preempts) {
+		atomic_store(&rt->cooldown_frame_ns, rt->request_frame_ns);
+		atomic_store(&rt->cooldown_preempted, 0);
+		atomic_store(&rt->last_persist_ns, agent_now_ns());
+	}
 	/* The slot stays taken until the rings run again. From the freeze to the restart a
 	 * mark cannot be written (a frozen ring records nothing), so a request accepted then
 	 * would be persisted without its mark, and the summary would look for the anomaly in
@@ -262,7 +268,7 @@ RT static int handle_ctl(void *ctx, const struct agent_ctl_peer *peer, const cha
 			snprintf(reply, size, "busy: writing another trace, ask again");
 			return -EAGAIN;
 		}
-		int e = agent_request_persist(AGENT_DETECT_EXTERNAL, reason, false);
+		int e = agent_request_persist(AGENT_DETECT_EXTERNAL, reason, false, 0);
 		if (e == -EAGAIN) {
 			snprintf(reply, size, "not now: within the cool-down of the last trace");
 			return e;
@@ -344,7 +350,7 @@ RT static void check_hang(struct agent_runtime *rt, uint64_t now)
 	char reason[AGENT_REASON_MAX];
 	snprintf(reason, sizeof(reason), "hang: a frame still running after %llu ms",
 		 (unsigned long long)(took / 1000000));
-	(void)agent_request_persist(AGENT_DETECT_HANG, reason, false);
+	(void)agent_request_persist(AGENT_DETECT_HANG, reason, false, took);
 }
 
 RT static void *control_main(void *arg)

@@ -32,6 +32,7 @@
 	X(anomaly_external, "jitt trigger requests")                                       \
 	X(suppressed_cooldown, "anomalies within the cool-down, not persisted")            \
 	X(suppressed_pending, "anomalies while another was being persisted")               \
+	X(preempted_cooldown, "clearly worse anomalies let through a cool-down")           \
 	X(persisted, "trace files written")                                                \
 	X(persist_failed, "persists that failed (see the log)")                            \
 	X(threads_frozen, "rings frozen by a clean stop")                                  \
@@ -63,6 +64,12 @@ struct agent_runtime {
 	_Atomic uint64_t frame_seq;	 /* frames begun */
 	unsigned slow_in_a_row;	 /* consecutive frames over budget (frame thread only) */
 	uint64_t budget_ns, hang_ns, cooldown_ns;
+	/* The jank detector's view of this board (frame thread only, api.c): frames ended so
+	 * far up to the warm-up's count, the shortest frame of the current run of slow ones,
+	 * and the normal frame time, a running median (0 until the first frame ends). */
+	uint32_t frames_seen;
+	uint64_t slow_min_ns, normal_ns;
+	uint64_t normal_q8, preempt_q8; /* jank_normal_pct, cooldown_preempt_pct in 1/256 */
 	_Atomic int ctl_idle; /* the control thread sleeps with no deadline: wake it */
 
 	/* One anomaly request at a time: 0 free, 1 being written, 2 ready for the control
@@ -71,8 +78,15 @@ struct agent_runtime {
 	_Atomic int request;
 	uint32_t request_detector;
 	uint64_t request_ns; /* when the request was published (CLOCK_MONOTONIC) */
+	uint64_t request_frame_ns; /* the anomaly's frame time (jank, hang); 0: no frame */
+	bool request_preempts;	   /* it pre-empts the cool-down: the cool-down runs on */
 	char request_reason[AGENT_REASON_MAX];
 	_Atomic uint64_t last_persist_ns; /* CLOCK_MONOTONIC of the last persist's start */
+	/* The cool-down's pre-emption (agent_request_persist): the frame time of the anomaly
+	 * that started the cool-down (0: not a frame's, which nothing pre-empts), and whether
+	 * a worse one went through already in this cool-down. */
+	_Atomic uint64_t cooldown_frame_ns;
+	_Atomic int cooldown_preempted;
 	char last_trace[AGENT_PATH_MAX];  /* control thread only */
 
 	struct agent_status status;
@@ -102,11 +116,14 @@ uint64_t agent_now_ns(void);
 
 /*
  * Hand an anomaly to the control thread; mark_self: first put the anomaly mark into the
- * calling thread's ring (a thread can only write its own). Returns 0, -EAGAIN within the
- * cool-down or while another request waits (both counted, and then no mark is written),
- * -ENODEV when the runtime is not running.
+ * calling thread's ring (a thread can only write its own); frame_ns: how long the anomaly's
+ * frame took (the jank's shortest slow frame, the hang's frame so far), 0 for an anomaly
+ * that is no frame's. Returns 0, -EAGAIN within the cool-down or while another request
+ * waits (both counted, and then no mark is written), -ENODEV when the runtime is not
+ * running. Within the cool-down a frame cooldown_preempt_pct times as long as the one that
+ * started it goes through, once per cool-down, without starting a new one.
  */
-int agent_request_persist(uint32_t detector, const char *reason, bool mark_self);
+int agent_request_persist(uint32_t detector, const char *reason, bool mark_self, uint64_t frame_ns);
 
 /* Wake the control thread (one eventfd write, through the system call directly: an
  * application's write() wrapper must not see it). */
