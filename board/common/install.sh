@@ -76,6 +76,11 @@ up='' # the uploader's active lines; commented out in a build without the upload
 # jank_frames = $CONFIG_AGENT_JANK_FRAMES
 # frame_budget_us = $CONFIG_AGENT_FRAME_BUDGET_US
 # cooldown_ms = $CONFIG_AGENT_COOLDOWN_MS
+# On a slow board: slow means over this % of the normal frame too, none during the warm-up,
+# and one clearly worse anomaly may come through a cool-down (0: off).
+# jank_normal_pct = $CONFIG_AGENT_JANK_NORMAL_PCT
+# jank_warmup_frames = $CONFIG_AGENT_JANK_WARMUP_FRAMES
+# cooldown_preempt_pct = $CONFIG_AGENT_COOLDOWN_PREEMPT_PCT
 
 # Raw traces on the device (they never leave it).
 # max_traces = $CONFIG_AGENT_MAX_TRACES
