@@ -23,6 +23,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* A whole file into an 8-byte aligned buffer (the parser wants it so). */
+static uint8_t *read_whole(const char *path, size_t *size)
+{
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+	fstat(fd, &st);
+	uint8_t *buf = aligned_alloc(8, ((size_t)st.st_size + 7) & ~(size_t)7);
+	if (read(fd, buf, (size_t)st.st_size) != st.st_size)
+		abort();
+	close(fd);
+	*size = (size_t)st.st_size;
+	return buf;
+}
+
 /* A small, valid trace file in memory: a fake frozen ring with a few records. */
 static uint8_t *make_file(size_t *size)
 {
@@ -40,15 +54,7 @@ static uint8_t *make_file(size_t *size)
 	char path[4096];
 	if (rb_trace_write(test_tmpdir(), "bad files", &f, 1, path, sizeof(path)) != 0)
 		return NULL;
-	int fd = open(path, O_RDONLY);
-	struct stat st;
-	fstat(fd, &st);
-	uint8_t *buf = aligned_alloc(8, ((size_t)st.st_size + 7) & ~(size_t)7);
-	if (read(fd, buf, (size_t)st.st_size) != st.st_size)
-		abort();
-	close(fd);
-	*size = (size_t)st.st_size;
-	return buf;
+	return read_whole(path, size);
 }
 
 /* Recompute the CRC after a deliberate change, so structural checks are reached. */
@@ -375,15 +381,7 @@ static uint8_t *make_sched_file(size_t *size, const struct hal_sched_event *ev, 
 	struct rb_trace_sched info = { RB_SCHED_PERF, 3, classes };
 	if (rb_trace_write_sched(test_tmpdir(), "sched", &f, 1, &info, path, path_size) != 0)
 		return NULL;
-	int fd = open(path, O_RDONLY);
-	struct stat st;
-	fstat(fd, &st);
-	uint8_t *buf = aligned_alloc(8, ((size_t)st.st_size + 7) & ~(size_t)7);
-	if (read(fd, buf, (size_t)st.st_size) != st.st_size)
-		abort();
-	close(fd);
-	*size = (size_t)st.st_size;
-	return buf;
+	return read_whole(path, size);
 }
 
 TEST(tracefile_scheduling_section_round_trips_and_bad_ones_are_refused)
