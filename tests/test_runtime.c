@@ -111,7 +111,10 @@ static void busy_ms(int ms)
 		if (i % 256 == 0)
 			traced_empty();
 		clock_gettime(CLOCK_MONOTONIC, &t);
-		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= ms)
+		/* In ns: in ms, with the ns difference divided first, a negative difference
+		 * (across a second) rounded up and a frame could end up to 1 ms early. */
+		if ((t.tv_sec - t0.tv_sec) * 1000000000ll + (t.tv_nsec - t0.tv_nsec) >=
+		    ms * 1000000ll)
 			break;
 	}
 }
@@ -1097,19 +1100,21 @@ TEST(runtime_silent_clients_delay_neither_the_hang_detector_nor_status)
 
 /* ---- scheduling records (issue 15) ---- */
 
-/* A traced thread that slept and worked through frames, then janked: its trace file has its
- * scheduling, from perf where this kernel allows a switch ring (else schedstat samples),
- * or schedstat samples at each frame boundary when sched_pages = 0. */
+/* A traced thread that slept and worked through frames, then reported an anomaly: its
+ * trace file has its scheduling, from perf where this kernel allows a switch ring (else
+ * schedstat samples), or schedstat samples at each frame boundary when sched_pages = 0. */
 static void sched_records(const char *extra, bool want_perf)
 {
 	CHECK_EQ_INT(jitt_init(setup(extra)), 0);
 	jitt_thread_name("ui");
 	jitt_trace_thread(true);
-	for (int i = 0; i < 3; i++) { /* asleep between frames: switches out and in */
+	for (int i = 0; i < 4; i++) { /* asleep between frames: switches out and in */
 		frame_of(0);
 		nap_ms(2);
 	}
-	frame_of(3); /* over the budget: jank_frames = 1, no warm-up */
+	/* An explicit anomaly: a jank would depend on how long a frame takes here (under
+	 * qemu-user the first one janked, and the trace held one frame). */
+	CHECK_EQ_INT(jitt_anomaly("scheduling records"), 0);
 	CHECK(wait_persisted(1));
 	jitt_trace_thread(false);
 	char path[1024] = "";
@@ -1138,7 +1143,7 @@ static void sched_records(const char *extra, bool want_perf)
 	CHECK(t.sched.ncpus >= 1);
 	if (want_perf) {
 		CHECK_EQ_INT((int)t.sched.source, RB_SCHED_PERF);
-		CHECK(ui && ui->sched_on && ui->nsw >= 6); /* out and in, 3 naps */
+		CHECK(ui && ui->sched_on && ui->nsw >= 6); /* out and in, at least 3 of the 4 naps */
 		CHECK(off >= 3);
 		CHECK_EQ_INT(samples, 0);
 	} else {
@@ -1161,12 +1166,10 @@ TEST(runtime_records_the_traced_threads_scheduling)
 	struct hal_sched_ring r;
 	bool perf = hal_sched_open(&r, (pid_t)syscall(SYS_gettid), 1) == 0;
 	hal_sched_close(&r);
-	sched_records("frame_budget_us = 1000\njank_frames = 1\njank_warmup_frames = 0\n", perf);
+	sched_records("", perf);
 }
 
 TEST(runtime_schedstat_fallback_samples_at_frame_boundaries)
 {
-	sched_records("frame_budget_us = 1000\njank_frames = 1\njank_warmup_frames = 0\n"
-		      "sched_pages = 0\n",
-		      false);
+	sched_records("sched_pages = 0\n", false);
 }
