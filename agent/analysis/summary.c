@@ -713,10 +713,7 @@ static void window_sched(struct summary *s, const struct thread *th)
 	} else if (sched_window_stat(th->stats, th->nstats, s->w0, s->w1, s->trace->timer_hz,
 				     &pre)) {
 		s->sched.source = SUMMARY_SCHED_SCHEDSTAT;
-		uint64_t room = s->w1 - s->w0 - (s->window_blocked < s->w1 - s->w0
-							 ? s->window_blocked
-							 : s->w1 - s->w0);
-		s->window_preempted = pre < room ? pre : room;
+		s->window_preempted = pre; /* what the blocked time leaves: window_split */
 	}
 }
 

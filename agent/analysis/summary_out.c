@@ -266,7 +266,7 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 	size_t nhops = lim->level >= 2 ? 0 : lim->level >= 1 ? 1 : s->nhops;
 	uint64_t wlen = s->w1 - s->w0, blocked, preempted, running;
 	window_split(s, &running, &preempted, &blocked);
-	/* In ns the three add up exactly too: running is what is left. */
+	/* In ns the three add up exactly too: running is what is left (not ns(running)). */
 	uint64_t parts = ns(s, preempted) + ns(s, blocked);
 	uint64_t running_ns = ns(s, wlen) > parts ? ns(s, wlen) - parts : 0;
 	fprintf(b,

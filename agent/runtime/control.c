@@ -105,11 +105,10 @@ RT static bool is_dir(const char *path)
 /* Is there a spool to persist into? It belongs to the image (made by the install and its
  * init, with their owner and mode), never made here: a missing one is said once, and said
  * again only if it comes back and goes away again. One stat(), in this thread, only when
- * starting and when a detector fired. */
-RT static bool spool_ready(const struct agent_config *cfg)
+ * starting and when a detector fired. Its path goes to spool. */
+RT static bool spool_ready(const struct agent_config *cfg, char *spool, size_t size)
 {
-	char spool[AGENT_PATH_MAX];
-	if (agent_config_path(cfg, "spool", spool, sizeof(spool)) == 0 && is_dir(spool)) {
+	if (agent_config_path(cfg, "spool", spool, size) == 0 && is_dir(spool)) {
 		spool_warned = false;
 		return true;
 	}
@@ -127,7 +126,8 @@ RT static int persist(const char *reason, uint64_t t0, char *path, size_t path_s
 	struct agent_runtime *rt = &agent_rt;
 	struct agent_status *st = &rt->status;
 	/* Nowhere to write: no freeze either (the rings run on untouched). */
-	if (!spool_ready(&rt->cfg)) {
+	char spool[AGENT_PATH_MAX];
+	if (!spool_ready(&rt->cfg, spool, sizeof(spool))) {
 		atomic_fetch_add(&st->persist_failed, 1);
 		return -ENOENT;
 	}
@@ -164,11 +164,8 @@ RT static int persist(const char *reason, uint64_t t0, char *path, size_t path_s
 	struct rb_trace_sched sched;
 	void *sched_mem;
 	agent_sched_freeze(ok, nok, live, n, &sched, &sched_mem);
-	char spool[AGENT_PATH_MAX];
 	if (!nok)
 		e = -ENODATA;
-	if (!e)
-		e = agent_config_path(&rt->cfg, "spool", spool, sizeof(spool));
 	if (!e) {
 		int trimmed = agent_spool_trim(&rt->cfg, bytes, NULL);
 		if (trimmed > 0)
@@ -425,7 +422,8 @@ RT int agent_control_start(void)
 	/* The spool too is the image's: without it nothing is persisted (said once), and the
 	 * app runs on. */
 	spool_warned = false;
-	(void)spool_ready(&rt->cfg);
+	char spool[AGENT_PATH_MAX];
+	(void)spool_ready(&rt->cfg, spool, sizeof(spool));
 
 	/* The control thread takes no signal of the app's. */
 	sigset_t all, old;
