@@ -167,8 +167,9 @@ check "nothing was quarantined" \
 	is "$(find "$tmp/data/quarantine" -type f 2>/dev/null | wc -l)" 0
 check "four summaries in the outbox, jittd's own files" \
 	is "$(find "$tmp/data/outbox" -name '*.json' -user $J | wc -l)" 4
-for p in "$pa" "$pb"; do
-	check "a summary of pid $p" sh -c "grep -l '\"pid\": *$p\\b' '$tmp'/data/outbox/*.json >/dev/null"
+for who in "A" "root" "system" "B"; do
+	check "a summary of the trace triggered by $who" \
+		grep -q "\"reason\":\"external: by $who\"" "$tmp"/data/outbox/*.json
 done
 check "jittd's log names no unreadable trace" not grep -qi 'cannot open\|permission denied' "$tmp/jittd.log"
 
