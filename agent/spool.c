@@ -30,7 +30,7 @@
 static const char *const subdirs[] = { "spool", "traces", "outbox", "quarantine", "uploads" };
 /* The modes jittd creates (agent/spool.h says why); fchmod'd, so umask does not matter. */
 #define DATA_MODE  0711
-#define SPOOL_MODE 01733
+#define SPOOL_MODE 03733
 #define SUB_MODE   0700
 #define DIR_FLAGS  (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
 
@@ -158,6 +158,29 @@ SPOOL static int check_dir(int fd, const char *shown, bool root_ok, bool sticky_
 	return 0;
 }
 
+/*
+ * A set-group-id spool gives every trace its group, and writers make their traces readable
+ * by that group (ringbuf/tracefile.c): it must be ours, or another group would read every
+ * app's traces and jittd none (docs/oem.md, "Many apps, many uids").
+ */
+SPOOL static int check_spool_group(int fd, const char *shown, char *err, size_t errsize)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0) {
+		int e = -errno;
+		say(err, errsize, "cannot stat %s: %s", shown, strerror(-e));
+		return e;
+	}
+	if ((st.st_mode & S_ISGID) && st.st_gid != getegid()) {
+		say(err, errsize,
+		    "%s is set-group-id with group %u, not jittd's group %u: the traces "
+		    "would be readable by that group and not by jittd",
+		    shown, (unsigned)st.st_gid, (unsigned)getegid());
+		return -EPERM;
+	}
+	return 0;
+}
+
 /* The data folder as an absolute path without symlinks, "." or "..": the longest part that
  * exists resolved by realpath (a symlink there was put by root or us, or the walk that
  * follows refuses it), the rest appended as it is. */
@@ -270,6 +293,8 @@ SPOOL int agent_spool_prepare(const struct agent_config *c, struct agent_spool_d
 		*dir_slot(d, subdirs[i]) = sfd;
 		/* Ours alone: another uid owning one could plant what jittd then writes over. */
 		e = check_dir(sfd, shown, false, spool, err, errsize);
+		if (!e && spool)
+			e = check_spool_group(sfd, shown, err, errsize);
 	}
 	if (e)
 		agent_spool_close(d);

@@ -5,9 +5,11 @@
  * once summarised). Raw traces are `*.jtr` files; they never leave the device.
  *
  *   <data_dir>/             0711 when jittd creates it: others may reach spool/, list nothing
- *   <data_dir>/spool/       new traces, written atomically by the runtime; 1733 when jittd
+ *   <data_dir>/spool/       new traces, written atomically by the runtime; 3733 when jittd
  *                           creates it (apps under many uids write there, the sticky bit
- *                           keeps each from removing another's files, none may list it)
+ *                           keeps each from removing another's files, none may list it;
+ *                           set-group-id: each trace takes jittd's group and is 0640, so
+ *                           jittd reads it and no other app does: docs/oem.md)
  *   <data_dir>/traces/      raw traces kept after summarising (keep_traces = 1), 0700
  *   <data_dir>/outbox/      summaries (JSON), for the uploader, 0700
  *   <data_dir>/quarantine/  files that could not be summarised, each with a .why file, 0700
@@ -49,9 +51,10 @@ struct agent_spool_dirs {
  * jittd's start: refuse a data_dir that is not absolute or is "/"; check every folder from
  * "/" down to it as sshd's StrictModes does (each owned by root or by us, and not writable
  * by group or others unless it has the sticky bit; the data folder itself not writable by
- * group or others at all); create what is missing (the data folder 0711, spool/ 1733, the
+ * group or others at all); create what is missing (the data folder 0711, spool/ 3733, the
  * others 0700); open each sub-folder once without following a symlink and check it is a
- * folder owned by us, not writable by group or others (spool/: unless sticky). Returns 0
+ * folder owned by us, not writable by group or others (spool/: unless sticky; a
+ * set-group-id spool/ must have our group, the traces' readers). Returns 0
  * with *d open, or a negative errno with err naming the folder and why (-EPERM for a folder
  * others may write, -ELOOP for a symlink, -ENOTDIR, -EINVAL for a relative path or "/").
  */

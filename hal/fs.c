@@ -207,7 +207,15 @@ static int commit(int fd, int err, int dirfd, const char *tmp, const char *final
 int hal_file_commit(int fd, int err, const char *tmp, const char *final, const char *dir)
 {
 	err = commit(fd, err, AT_FDCWD, tmp, final);
-	return err ? err : hal_fsync_dir(dir);
+	if (err)
+		return err;
+	/* A writer may be allowed to add names to a folder it may not read (the spool, 3733,
+	 * for an app of another uid: docs/oem.md): it cannot open the folder to fsync it. The
+	 * file's bytes are on disk (fsync above) and the rename is done; the folder's owner
+	 * (jittd) takes the name from there, and the folder reaches the disk with the file
+	 * system's next commit. */
+	err = hal_fsync_dir(dir);
+	return err == -EACCES ? 0 : err;
 }
 
 int hal_file_commit_at(int fd, int err, int dirfd, const char *tmp, const char *final)

@@ -202,6 +202,22 @@ int rb_trace_write(const char *dir, const char *reason, const struct rb_frozen *
 	return rb_trace_write_sched(dir, reason, threads, nthreads, NULL, path_out, path_size);
 }
 
+/*
+ * A spool many uids write into (docs/oem.md, "Many apps, many uids") is set-group-id: each
+ * new file takes the folder's group, the reader's (jittd's), whoever makes it. Then the file
+ * is made readable by that group, 0640, so jittd reads it without being root, while another
+ * app (not the owner, not in the group) reads nothing. In any other folder the file stays
+ * 0600: the writer's own group is nobody we were told may read it. fchmod, not the mode of
+ * open(): the writer's umask must not take the group's read away.
+ */
+static void share_with_folder_group(int fd, const char *dir)
+{
+	struct stat ds, fs;
+	if (stat(dir, &ds) == 0 && (ds.st_mode & S_ISGID) && fstat(fd, &fs) == 0 &&
+	    fs.st_gid == ds.st_gid)
+		(void)fchmod(fd, 0640); /* on failure the file stays 0600: jittd quarantines it */
+}
+
 int rb_trace_write_sched(const char *dir, const char *reason, const struct rb_frozen *threads,
 			 int nthreads, const struct rb_trace_sched *sched, char *path_out,
 			 size_t path_size)
@@ -263,6 +279,7 @@ int rb_trace_write_sched(const char *dir, const char *reason, const struct rb_fr
 		free(mods);
 		return -errno;
 	}
+	share_with_folder_group(w.fd, dir);
 
 	put(&w, &h, sizeof(h));
 	put_padded(&w, reason ? reason : "", h.reason_len);

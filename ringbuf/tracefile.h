@@ -3,7 +3,9 @@
  * ringbuf/tracefile.h - trace files: one or more threads' rings frozen at the same moment,
  * with what it takes to decode and symbolise them elsewhere. The format is in
  * docs/trace-format.md. Files are written atomically (temporary name, fsync, rename, fsync
- * of the folder; mode 0600), so a crash leaves the old state or a whole file.
+ * of the folder when the writer may open it; mode 0600, or 0640 in a set-group-id folder,
+ * whose group is the reader's: docs/oem.md), so a crash leaves the old state or a whole
+ * file.
  */
 #ifndef JITT_RINGBUF_TRACEFILE_H
 #define JITT_RINGBUF_TRACEFILE_H

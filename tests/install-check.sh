@@ -88,8 +88,8 @@ for want in 'User=jitt' 'NoNewPrivileges=yes' 'ProtectSystem=strict' 'PrivateTmp
 	'RuntimeDirectoryMode=1733' 'CapabilityBoundingSet=$' 'RestrictAddressFamilies=AF_UNIX'; do
 	check "jittd.service: $want" grep -q "^$want" "$unit"
 done
-check "tmpfiles: the spool 1733, owned by jitt" \
-	grep -q '^d /var/lib/jitt/spool  *1733 jitt jitt' "$dest/usr/lib/tmpfiles.d/jitt.conf"
+check "tmpfiles: the spool 3733, owned by jitt" \
+	grep -q '^d /var/lib/jitt/spool  *3733 jitt jitt' "$dest/usr/lib/tmpfiles.d/jitt.conf"
 sysv=$dest/etc/init.d/jittd
 check "the SysV script passes sh -n" sh -n "$sysv"
 if command -v busybox >/dev/null 2>&1; then
@@ -98,8 +98,8 @@ fi
 out=$(sh "$sysv" frobnicate 2>&1)
 check "the SysV script: an unknown action gives its usage and status 2" \
 	sh -c "sh '$sysv' frobnicate >/dev/null 2>&1; [ \$? -eq 2 ] && echo '$out' | grep -q 'start|stop|restart|status'"
-check "the SysV script starts jittd as jitt, makes the spool 1733" \
-	sh -c "grep -q '^USER=jitt' '$sysv' && grep -q 'dir 1733 \"\$DATA_DIR/spool\"' '$sysv'"
+check "the SysV script starts jittd as jitt, makes the spool 3733" \
+	sh -c "grep -q '^USER=jitt' '$sysv' && grep -q 'dir 3733 \"\$DATA_DIR/spool\"' '$sysv'"
 
 # ---- the settings file ----
 conf=$dest/etc/jitt.conf

@@ -146,6 +146,10 @@ if [ "$board" = host ]; then
 	# make install into a temporary folder: the tree and its modes, the init files, the
 	# settings file, and a service built from the installed SDK (docs/oem.md).
 	counted install-check.sh sh "$here/install-check.sh" "$here/.." host "$(cd "$bin/.." && pwd)"
+	# Many apps, many uids (docs/oem.md): two apps, jittd and the system uid under uids of
+	# their own; who may deposit, list, read, replace, delete and trigger what (root only:
+	# otherwise one skip line).
+	counted uids-check.sh sh "$here/uids-check.sh" "$bin"
 	# `jitt exclude`: bad input, and the round trip (trace, exclude, rebuild) in real builds.
 	counted exclude-check.sh sh "$here/exclude-check.sh" "$bin" musl-gcc
 	# The uploader's TLS transport against nginx: stored, refused certificates, timeouts.

@@ -64,10 +64,10 @@ TEST(spool_prepare)
 	snprintf(c.data_dir, sizeof(c.data_dir), "%s/a/b/data", test_tmpdir());
 	char err[256] = "";
 	CHECK_EQ_INT(prepare(&c, err, sizeof(err)), 0);
-	/* The data folder reachable by apps of other uids, the spool shared (sticky), the
-	 * rest jittd's alone. */
+	/* The data folder reachable by apps of other uids, the spool shared (sticky, and
+	 * set-group-id: each trace takes jittd's group), the rest jittd's alone. */
 	const char *subs[] = { "", "/spool", "/traces", "/outbox", "/quarantine" };
-	const unsigned modes[] = { 0711, 01733, 0700, 0700, 0700 };
+	const unsigned modes[] = { 0711, 03733, 0700, 0700, 0700 };
 	for (int i = 0; i < 5; i++) {
 		char path[512];
 		struct stat st;
@@ -154,6 +154,12 @@ TEST(spool_prepare_refuses_what_others_could_change)
 	CHECK_EQ_INT(prepare(&c, err, sizeof(err)), 0);
 	/* Owned by another uid: a folder above, a sub-folder (root can give them away). */
 	if (geteuid() == 0) {
+		/* A set-group-id spool of another group would give it every app's trace. */
+		CHECK(chown(link, 0, 65534) == 0 && chmod(link, 03733) == 0);
+		expect_refused(b, -EPERM, "data/spool is set-group-id with group 65534, not "
+					  "jittd's group 0");
+		CHECK(chown(link, 0, 0) == 0 && chmod(link, 03733) == 0);
+		CHECK_EQ_INT(prepare(&c, err, sizeof(err)), 0);
 		CHECK(chown(link, 65534, 65534) == 0);
 		expect_refused(b, -EPERM, "data/spool is owned by uid 65534, not by uid 0");
 		CHECK(chown(link, 0, 0) == 0);

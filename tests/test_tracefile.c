@@ -74,6 +74,34 @@ static void expect_error(const uint8_t *d, size_t size, const char *needle)
 			  needle ? needle : "offset", e, err);
 }
 
+/* In a set-group-id folder (the spool, docs/oem.md) a trace takes the folder's group and is
+ * 0640, whatever the writer's umask; anywhere else it stays 0600. */
+TEST(tracefile_mode_follows_a_set_group_id_folder)
+{
+	static uint64_t slots[8] = { 0x123400000000ull, 0x2 };
+	struct rb_frozen f = { .slots = slots, .nslots = 8, .end = 2, .valid = 2, .tid = 42,
+			       .name = "fake" };
+	char dir[512], path[4096];
+	struct stat st;
+	mode_t old = umask(077);
+	snprintf(dir, sizeof(dir), "%s/plain", test_tmpdir());
+	CHECK(mkdir(dir, 0700) == 0);
+	CHECK_EQ_INT(rb_trace_write(dir, "plain", &f, 1, path, sizeof(path)), 0);
+	CHECK(stat(path, &st) == 0);
+	CHECK_EQ_INT(st.st_mode & 07777, 0600);
+	snprintf(dir, sizeof(dir), "%s/setgid", test_tmpdir());
+	CHECK(mkdir(dir, 0700) == 0 && chmod(dir, 02700) == 0);
+	struct stat ds;
+	CHECK(stat(dir, &ds) == 0);
+	if (ds.st_mode & S_ISGID) { /* a file system that keeps the bit */
+		CHECK_EQ_INT(rb_trace_write(dir, "setgid", &f, 1, path, sizeof(path)), 0);
+		CHECK(stat(path, &st) == 0);
+		CHECK_EQ_INT(st.st_mode & 07777, 0640);
+		CHECK_EQ_INT(st.st_gid, ds.st_gid);
+	}
+	umask(old);
+}
+
 TEST(tracefile_crc_known_answer)
 {
 	CHECK_EQ_U64(rb_crc32(0, "123456789", 9), 0xCBF43926u);

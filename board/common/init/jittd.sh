@@ -7,8 +7,9 @@
 #   status   0 when it runs, 3 when not (LSB)
 # Traced apps never make the folders, and jittd only checks them:
 #   @DATA_DIR@        0711  jittd's; others may pass through it to the spool, list nothing
-#   @DATA_DIR@/spool  1733  every traced app deposits its traces; sticky: none removes
-#                           another's, none may list it
+#   @DATA_DIR@/spool  3733  every traced app deposits its traces; sticky: none removes
+#                           another's, none may list it; set-group-id: each trace takes
+#                           the group @GROUP@ and is 0640: jittd reads it, no other app
 #   @RUN_DIR@         1733  jittd's control socket and one per traced app (sticky as well)
 # The user @USER@ (and group @GROUP@) must exist: the image makes it (/etc/passwd).
 ### BEGIN INIT INFO
@@ -46,7 +47,7 @@ start() {
 		echo "jittd: no user $USER (the image makes it)" >&2
 		return 1
 	fi
-	dir 0711 "$DATA_DIR" && dir 1733 "$DATA_DIR/spool" && dir 1733 "$RUN_DIR" || return 1
+	dir 0711 "$DATA_DIR" && dir 3733 "$DATA_DIR/spool" && dir 1733 "$RUN_DIR" || return 1
 	echo "jittd: starting as $USER"
 	# In the foreground for start-stop-daemon, which keeps its pid; the log to syslog.
 	start-stop-daemon -S -b -m -p "$PIDFILE" -c "$USER:$GROUP" -x "$DAEMON" -- -f --syslog
