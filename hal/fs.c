@@ -47,18 +47,10 @@ int hal_path(char *buf, size_t size, const char *rel)
 	return 0;
 }
 
-int hal_read_text(const char *rel, char *buf, size_t size)
+/* Read fd (closed here) into buf: hal_read_text's rules. */
+static int read_text_fd(int fd, char *buf, size_t size)
 {
-	char path[PATH_MAX];
-	int err = hal_path(path, sizeof(path), rel);
-	if (err)
-		return err;
-	if (size < 2)
-		return -EINVAL;
-
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	int err;
 	/* sysfs and procfs files report size 0 or 4096: read until EOF, not by stat. */
 	size_t len = 0;
 	for (;;) {
@@ -91,6 +83,41 @@ done:
 	while (len > 0 && isspace((unsigned char)buf[len - 1]))
 		buf[--len] = '\0';
 	return (int)len;
+}
+
+int hal_read_text(const char *rel, char *buf, size_t size)
+{
+	char path[PATH_MAX];
+	int err = hal_path(path, sizeof(path), rel);
+	if (err)
+		return err;
+	if (size < 2)
+		return -EINVAL;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	return read_text_fd(fd, buf, size);
+}
+
+int hal_read_text_owned(const char *rel, char *buf, size_t size)
+{
+	char path[PATH_MAX];
+	int err = hal_path(path, sizeof(path), rel);
+	if (err)
+		return err;
+	if (size < 2)
+		return -EINVAL;
+	/* O_NOFOLLOW and fstat: the file checked is the file read, not what a link names. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return errno == ELOOP ? -EPERM : -errno;
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+	    (st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		close(fd);
+		return -EPERM;
+	}
+	return read_text_fd(fd, buf, size);
 }
 
 int hal_parse_u64(const char *s, int base, uint64_t *value)

@@ -36,6 +36,13 @@ int hal_path(char *buf, size_t size, const char *rel);
 int hal_read_text(const char *rel, char *buf, size_t size);
 
 /*
+ * hal_read_text for a file whose word is trusted, in a folder others may write (the run
+ * folder is 1733): -EPERM unless it is a regular file, not a symbolic link, owned by root
+ * or by this process's user, and writable by no one else.
+ */
+int hal_read_text_owned(const char *rel, char *buf, size_t size);
+
+/*
  * Read a file holding one unsigned decimal number (sysfs style). Returns 0, an error of
  * hal_read_text, or -EINVAL when it holds anything else (empty, signs, junk, overflow).
  */

@@ -54,9 +54,17 @@ static void printable(char *dst, size_t size, const char *src)
 static int from_override(struct hal_net_info *info)
 {
 	char word[64], shown[32];
-	int n = hal_read_text(CONFIG_HAL_NET_OVERRIDE_FILE, word, sizeof(word));
+	/* The run folder lets every app create files: one that wrote "wifi" here must not
+	 * send reports over a phone's data plan. Only root's or jittd's own file counts. */
+	int n = hal_read_text_owned(CONFIG_HAL_NET_OVERRIDE_FILE, word, sizeof(word));
 	if (n == -ENOENT)
 		return 0;
+	if (n == -EPERM) {
+		snprintf(info->reason, sizeof(info->reason),
+			 "override %s ignored: not a file of root or this user, or others may "
+			 "write it", CONFIG_HAL_NET_OVERRIDE_FILE);
+		return 1;
+	}
 	if (n < 0) {
 		snprintf(info->reason, sizeof(info->reason), "override %s unreadable (%s)",
 			 CONFIG_HAL_NET_OVERRIDE_FILE, strerror(-n));

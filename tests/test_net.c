@@ -3,7 +3,10 @@
 #include "hal/fs.h"
 #include "hal/net.h"
 
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static struct hal_net_info probe(const char *fake)
 {
@@ -73,6 +76,52 @@ TEST(net_override_file_wins)
 	struct hal_net_info i = probe("net-override");
 	CHECK_EQ_INT(i.state, HAL_NET_WIFI);
 	CHECK(strstr(i.reason, "override") != NULL);
+}
+
+/* The override file in a fake tree, written with MODE (or a link to a "wifi" file). */
+static struct hal_net_info probe_override(mode_t mode, int as_link)
+{
+	char root[512], path[1024], target[1024];
+	snprintf(root, sizeof(root), "%s/override", test_tmpdir());
+	snprintf(path, sizeof(path), "%s%s", root, CONFIG_HAL_NET_OVERRIDE_FILE);
+	mkdir(root, 0755);
+	unlink(path);
+	char *slash = path + strlen(root);
+	while ((slash = strchr(slash + 1, '/')) != NULL) {
+		*slash = '\0';
+		mkdir(path, 0755);
+		*slash = '/';
+	}
+	snprintf(target, sizeof(target), "%s/wifi-word", root);
+	FILE *f = fopen(as_link ? target : path, "w");
+	CHECK(f != NULL);
+	fputs("wifi\n", f);
+	fclose(f);
+	CHECK_EQ_INT(chmod(as_link ? target : path, mode), 0);
+	if (as_link)
+		CHECK_EQ_INT(symlink(target, path), 0);
+	struct hal_net_info info;
+	hal_root_set(root);
+	CHECK_EQ_INT(hal_net_get(&info), 0);
+	hal_root_set(NULL);
+	return info;
+}
+
+/* The run folder is 1733: any app may create the file there. Only root's or this user's,
+ * writable by no one else and not a link, is believed (an app's "wifi" must not send
+ * reports over a data plan). */
+TEST(net_override_file_others_may_write_is_ignored)
+{
+	struct hal_net_info ok = probe_override(0644, 0);
+	CHECK_EQ_INT(ok.state, HAL_NET_WIFI);
+	struct hal_net_info shared = probe_override(0666, 0);
+	CHECK_EQ_INT(shared.state, HAL_NET_UNKNOWN);
+	CHECK(strstr(shared.reason, "ignored") != NULL);
+	struct hal_net_info group = probe_override(0664, 0);
+	CHECK_EQ_INT(group.state, HAL_NET_UNKNOWN);
+	struct hal_net_info link = probe_override(0644, 1);
+	CHECK_EQ_INT(link.state, HAL_NET_UNKNOWN);
+	CHECK(strstr(link.reason, "ignored") != NULL);
 }
 
 TEST(net_state_names_round_trip)
