@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -353,6 +354,9 @@ RT static void check_hang(struct agent_runtime *rt, uint64_t now)
 RT static void *control_main(void *arg)
 {
 	struct agent_runtime *rt = arg;
+	/* A name that says whose thread it is in ps -T and /proc/PID/task/TID/comm (an OEM
+	 * checks its CPUs and priority there; the boot test does). */
+	prctl(PR_SET_NAME, "jitt-control");
 	lower_priority();
 	/* The sockets of this user's traced processes killed with -9 (an app's own earlier
 	 * runs, mostly): here, at low priority, not on the app's way to main(). */
