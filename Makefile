@@ -55,7 +55,7 @@ ifneq ($(shell sh $(DEPS_SCRIPT) --check >/dev/null 2>&1 && echo ok),ok)
 NEED_DEPS := deps
 endif
 
-.PHONY: all deps defconfig menuconfig savedefconfig run test check boot-test bench bench-real bench-peers size install \
+.PHONY: all deps defconfig menuconfig savedefconfig run test check boot-test boot-image boot-test-raspi3b bench bench-real bench-peers size install \
 	clean distclean help fuzz fuzz-short fuzz-long tsan dyn-check FORCE
 .DEFAULT_GOAL := all
 
@@ -155,18 +155,22 @@ check: all
 		--static-check $(if $(QEMU_USER),--qemu "$(QEMU_USER)")
 
 # `test`: the host's tests, then the same tests cross-built and run under qemu-user for
-# aarch64 and armv7, then inside those boards booted under qemu-system, then a short fuzz
+# aarch64 and armv7, then inside those boards booted under qemu-system with the installed
+# image (and its checks), the rpi builds' image on a Raspberry Pi 3 machine, then a short fuzz
 # run and the ring tests under ThreadSanitizer, then one total line. A part that fails does
 # not stop the others: the total says what failed.
 TEST_BOARDS ?= host qemu-virt-aarch64 rpi3-armv7
 BOOT_BOARDS ?= qemu-virt-aarch64 rpi3-armv7
+RASPI_BOARDS ?= rpi4 rpi3-armv7
 TEST_RESULTS := $(foreach b,$(TEST_BOARDS),build/$(b)/test-result) \
-	$(foreach b,$(BOOT_BOARDS),build/$(b)/boot-result) build/host/fuzz-result \
+	$(foreach b,$(BOOT_BOARDS),build/$(b)/boot-result build/$(b)/image-result) \
+	$(foreach b,$(RASPI_BOARDS),build/$(b)/raspi3b-result) build/host/fuzz-result \
 	build/host/tsan-result build/host/dyn-result
 test:
 	$(Q)rm -f $(TEST_RESULTS); \
 	for b in $(TEST_BOARDS); do $(MAKE) BOARD=$$b O=build/$$b check; done; \
 	for b in $(BOOT_BOARDS); do $(MAKE) BOARD=$$b O=build/$$b boot-test; done; \
+	for b in $(RASPI_BOARDS); do $(MAKE) BOARD=$$b O=build/$$b boot-test-raspi3b; done; \
 	$(MAKE) BOARD=host O=build/host fuzz-short; \
 	$(MAKE) BOARD=host O=build/host tsan; \
 	$(MAKE) BOARD=host O=build/host dyn-check; \
@@ -290,15 +294,31 @@ dyn-check: $(DYN)
 
 # Benchmarks print their figures (medians and ratios measured side by side in one run);
 # targets live here, never in timed tests.
-# `boot-test`: boot this board's kernel under qemu-system (boards that set QEMU_SYSTEM) and
-# run the same tests inside it.
-boot-test: all
+# `boot-test`: boot this board's kernel under qemu-system (boards that set QEMU_SYSTEM) with
+# the image `make install` lays out, and run the same tests and the image's checks inside it
+# (board/common/qemu-boot.sh). `boot-test-raspi3b`: the image's checks on a Raspberry Pi 3
+# machine, for the boards that set RASPI (the rpi builds).
+BOOT_IMAGE := $(obj)/boot-image
+GUEST_COLLECTOR := $(obj)/guest/collector
+boot-image: all
+	$(Q)rm -rf $(BOOT_IMAGE)
+	$(Q)$(MAKE) --no-print-directory install DESTDIR=$(abspath $(BOOT_IMAGE)) >/dev/null
+boot-test: boot-image $(GUEST_COLLECTOR)
 ifeq ($(QEMU_SYSTEM),)
 	@echo "boot-test: board $(BOARD) has no qemu-system setup (QEMU_SYSTEM in board.mk)"; exit 1
 else
 	$(call say,BOOT,$(BOARD) under $(firstword $(QEMU_SYSTEM)))
-	$(Q)sh board/common/qemu-boot.sh $(BOARD) $(obj)/boot $(DL_DIR) $(obj)/bin \
-		$(obj)/boot-result "$(QEMU_SYSTEM)" $(KERNEL_PKG) $(BUSYBOX_PKG) $(CONSOLE)
+	$(Q)sh board/common/qemu-boot.sh virt $(BOARD) $(obj)/boot $(DL_DIR) $(obj)/bin \
+		$(BOOT_IMAGE) $(GUEST_COLLECTOR) $(obj)/boot-result $(obj)/image-result \
+		$(BUSYBOX_PKG) "$(QEMU_SYSTEM)" $(KERNEL_PKG) $(CONSOLE)
+endif
+boot-test-raspi3b: boot-image $(GUEST_COLLECTOR)
+ifeq ($(RASPI),)
+	@echo "boot-test-raspi3b: board $(BOARD) is not a Raspberry Pi build (RASPI in board.mk)"; exit 1
+else
+	$(call say,BOOT,$(BOARD) on $(RASPI))
+	$(Q)sh board/common/qemu-boot.sh $(RASPI) $(BOARD) $(obj)/raspi3b $(DL_DIR) $(obj)/bin \
+		$(BOOT_IMAGE) $(GUEST_COLLECTOR) - $(obj)/raspi3b-result $(BUSYBOX_PKG)
 endif
 
 # The trace point's instructions are counted in this board's build and in the aarch64 (with
@@ -378,7 +398,8 @@ help:
 	@echo "  run            the demo: jittd, the sim app, a jank, its summary (sim/demo.sh)"
 	@echo "  test           tests on the host, under qemu-user and in qemu-system boards"
 	@echo "  check          this board's tests only"
-	@echo "  boot-test      this board's tests inside its kernel under qemu-system"
+	@echo "  boot-test      this board's tests and its installed image inside its kernel under qemu-system"
+	@echo "  boot-test-raspi3b  the installed image's checks on qemu's raspi3b (BOARD=rpi4, rpi3-armv7)"
 	@echo "  bench          benchmarks"
 	@echo "  bench-real     SQLite's speedtest1: summaries, reports, overhead with jitt exclude"
 	@echo "  bench-peers    jitt against uftrace and LLVM XRay on Listing 1 (host only)"

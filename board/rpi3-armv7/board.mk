@@ -21,3 +21,7 @@ CONSOLE       := ttyAMA0
 # (tests/count-trace-insns.sh in make bench, which also fails on a frame the plain function
 # lacks): 17 and 13 (before: 19 and 14, with a frame).
 TRACE_INSNS_MAX := 17 13
+
+# The Raspberry Pi 3 machine of qemu (board/common/raspi3b-boot.sh) boots this build: its
+# image checks run there (make boot-test-raspi3b). BusyBox of the build's own architecture.
+RASPI         := raspi3b

@@ -9,3 +9,8 @@ QEMU_USER     := qemu-aarch64-static -cpu cortex-a72
 # (tests/count-trace-insns.sh in make bench, which also fails on a frame the plain function
 # lacks): 12 and 10, no clock-fallback test (defconfig; before: 16 and 12, with a frame).
 TRACE_INSNS_MAX := 12 10
+
+# The Raspberry Pi 3 machine of qemu (board/common/raspi3b-boot.sh) boots this build: its
+# image checks run there (make boot-test-raspi3b). BusyBox of the build's own architecture.
+RASPI         := raspi3b
+BUSYBOX_PKG   := busybox-static:arm64
