@@ -394,6 +394,8 @@ help:
 	@echo "  savedefconfig  write the minimal $(O)/defconfig"
 	@echo "  install        DESTDIR=... PREFIX=/usr: jitt, jittd, /etc/jitt.conf, the SDK"
 	@echo "                 (libjitt), the board's init files (docs/oem.md)"
+	@echo "  guest-collector  the reference collector for $(BOARD), static musl, into"
+	@echo "                 $(O)/guest/collector: a booted guest runs it on its loopback"
 	@echo "  deps           install the toolchains, qemu and kconfig (as root)"
 	@echo "  clean          remove $(O)'s objects and programs (keeps .config and mbedtls)"
 	@echo "  distclean      remove build/"
