@@ -386,7 +386,7 @@ install: all
 
 clean:
 	$(call say,CLEAN,$(O))
-	$(Q)rm -rf $(obj)/bin $(obj)/boot $(addprefix $(obj)/,$(SOURCE_DIRS)) $(obj)/*-result
+	$(Q)rm -rf $(obj)/bin $(obj)/boot $(obj)/guest $(addprefix $(obj)/,$(SOURCE_DIRS)) $(obj)/*-result
 
 distclean:
 	$(call say,CLEAN,build/)
@@ -415,6 +415,9 @@ help:
 	@echo "  savedefconfig  write the minimal $(O)/defconfig"
 	@echo "  install        DESTDIR=... PREFIX=/usr: jitt, jittd, /etc/jitt.conf, the SDK"
 	@echo "                 (libjitt), the board's init files (docs/oem.md)"
+	@echo "  guest-collector"
+	@echo "                 the reference collector for $(BOARD), static musl, into"
+	@echo "                 $(O)/guest/collector: a booted guest runs it on its loopback"
 	@echo "  deps           install the toolchains, qemu and kconfig (as root)"
 	@echo "  clean          remove $(O)'s objects and programs (keeps .config and mbedtls)"
 	@echo "  distclean      remove build/"

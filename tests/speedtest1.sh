@@ -20,7 +20,7 @@
 #  5. A traced run of the build with the list, triggered at the same points of its work,
 #     and the top self time over all traces with and without the list.
 # A measurement, not a test: `make bench-real` runs it, `make test` does not.
-# Host only (musl-gcc), needs deb-src (make deps), dpkg-dev and tcl (see below).
+# Host only (musl-gcc), needs deb-src (make deps), dpkg-dev and tcl (board/common/sqlite.sh).
 # Environment: SIZE (speedtest1 --size, 50: about 10 s traced here), TRACES (5), REPS (5),
 # INTERVAL (0.4), BUDGET (jitt exclude --budget, 10).
 set -eu
@@ -39,72 +39,24 @@ interval=${INTERVAL:-0.4}
 budget=${BUDGET:-10}
 cc=${CC_MUSL:-musl-gcc}
 
-# Pinned like mbedtls (board/common/mbedtls.mk): bookworm's sqlite3 with its security
-# updates. The .dsc's SHA-256 is checked here; the .dsc carries the tarballs' checksums,
-# which dpkg-source verifies. If Debian moves on, update both lines.
-SQLITE_DEB_VERSION=3.40.1-2+deb12u2
-SQLITE_DSC_SHA256=ee3459ae9d00939741c7708fc1b8ce1bde12d8c3fb1dfa005bbbc8651d884e23
-dsc=sqlite3_$SQLITE_DEB_VERSION.dsc
-
 say() { echo "speedtest1: $*"; }
 # A is missing, or B is newer than A (POSIX test has no -nt).
 stale() { [ ! -e "$1" ] || [ -n "$(find "$2" -newer "$1" 2>/dev/null)" ]; }
 
-# ---- 1. the source, verified and cached ----
-mkdir -p "$dl"
-if [ ! -f "$dl/$dsc" ]; then
-	say "fetching sqlite3 $SQLITE_DEB_VERSION source package into $dl"
-	(cd "$dl" && apt-get source --download-only "sqlite3=$SQLITE_DEB_VERSION") || {
-		echo "speedtest1: 'apt-get source sqlite3=$SQLITE_DEB_VERSION' failed: it needs a" >&2
-		echo "deb-src entry (make deps adds one) and that version still in the archive." >&2
-		exit 1
-	}
-fi
-got=$(sha256sum "$dl/$dsc" | cut -d' ' -f1)
-if [ "$got" != "$SQLITE_DSC_SHA256" ]; then
-	echo "speedtest1: $dl/$dsc has SHA-256 $got, expected $SQLITE_DSC_SHA256" >&2
-	exit 1
-fi
-
-# Debian's source package is SQLite's source tree, without the one-file amalgamation
-# (sqlite3.c) that speedtest1 is normally built against, and libsqlite3-dev ships only
-# headers and libraries. So it is generated the way SQLite's own build does it: configure,
-# then `make sqlite3.c`, which builds a few generator tools (lemon, mkkeywordhash) with the
-# host's gcc and runs tclsh scripts. Only speedtest1 itself is built with musl.
-stamp=$out/.amalgamation-$SQLITE_DEB_VERSION
-if [ ! -f "$stamp" ]; then
-	if ! command -v tclsh >/dev/null; then
-		if [ "$(id -u)" = 0 ]; then
-			say "installing tcl (tclsh generates sqlite3.c)"
-			apt-get install -y tcl >/dev/null
-		else
-			echo "speedtest1: needs tclsh to generate sqlite3.c: apt-get install tcl" >&2
-			exit 1
-		fi
-	fi
-	rm -rf "$out/src" "$out/amalg" "$out"/.amalgamation-*
-	say "unpacking and generating sqlite3.c (host gcc, tclsh; under a minute)"
-	dpkg-source -x "$dl/$dsc" "$out/src" >"$out/unpack.log" 2>&1 || {
-		cat "$out/unpack.log" >&2
-		exit 1
-	}
-	mkdir -p "$out/amalg"
-	(cd "$out/amalg" && nice ../src/configure --disable-tcl >"$out/amalg.log" 2>&1 &&
-		nice make sqlite3.c >>"$out/amalg.log" 2>&1) || {
-		echo "speedtest1: generating sqlite3.c failed; see $out/amalg.log" >&2
-		exit 1
-	}
-	touch "$stamp"
-fi
+# ---- 1. the source and SQLite's amalgamation, verified and cached (shared with the
+# boards' builds: board/common/sqlite.sh pins the version). Only speedtest1 itself is
+# built with musl. ----
+sq=$(sh "$srctree/board/common/sqlite.sh" "$dl")
+stamp=$sq/.version
 
 # ---- 2. the builds, all static with musl ----
 # No extension loading: a static musl program has no dlopen to speak of.
-flags="-static -O2 -DSQLITE_OMIT_LOAD_EXTENSION -I$out/amalg"
-st=$out/src/test/speedtest1.c
+flags="-static -O2 -DSQLITE_OMIT_LOAD_EXTENSION -I$sq/amalg"
+st=$sq/src/test/speedtest1.c
 if stale "$out/speedtest1-plain" "$stamp"; then
 	say "building speedtest1-plain"
 	# shellcheck disable=SC2086 # $flags is a list of words
-	nice $cc $flags "$st" "$out/amalg/sqlite3.c" -o "$out/speedtest1-plain"
+	nice $cc $flags "$st" "$sq/amalg/sqlite3.c" -o "$out/speedtest1-plain"
 fi
 # The OEM's build: every function of speedtest1 and of SQLite is a trace point; the shim
 # only asks for the main thread to be traced (tests/speedtest1_shim.c). Measured here with
@@ -121,7 +73,7 @@ esac
 build_traced() { # output, extra compile flags (an @file or nothing)
 	say "building ${1##*/} with libjitt.cflags${2:+ and $2} and libjitt.a (a minute or two)"
 	# shellcheck disable=SC2046,SC2086 # $flags and the flags files are lists of words
-	nice $cc $flags $appflags ${2:-} -I"$srctree" "$st" "$out/amalg/sqlite3.c" \
+	nice $cc $flags $appflags ${2:-} -I"$srctree" "$st" "$sq/amalg/sqlite3.c" \
 		"$here/speedtest1_shim.c" "$lib/libjitt.a" $(cat "$lib/libjitt.ldflags") \
 		-o "$1" 2>"$1.log" || {
 		cat "$1.log" >&2

@@ -3,9 +3,10 @@
 # the host musl toolchain, the aarch64/armhf cross compilers with musl-dev of those
 # architectures, qemu (user and system), kconfig-frontends and the tools to fetch mbedtls'
 # source package; for the uploader's tests, the host's mbedtls and SQLite (the reference
-# collector), nginx, curl and openssl; for the viewer test (tests/viewer-check.sh), Node.js
-# with npm and Chromium. Called by `make deps`, and by any make target that
-# finds a tool missing.
+# collector), nginx, curl and openssl; tcl, whose tclsh generates SQLite's amalgamation
+# (board/common/sqlite.sh: the collector built for a board, speedtest1); for the viewer
+# test (tests/viewer-check.sh), Node.js with npm and Chromium. Called by `make deps`, and
+# by any make target that finds a tool missing.
 #
 # Usage: deps.sh            install what is missing (root only)
 #        deps.sh --check    exit 0 when all is there, 1 otherwise; prints what is missing
@@ -39,6 +40,7 @@ curl:/usr/bin/curl
 nginx-light:/usr/sbin/nginx
 libmbedtls-dev:/usr/include/mbedtls/ssl.h
 libsqlite3-dev:/usr/include/sqlite3.h
+tcl:/usr/bin/tclsh
 nodejs:/usr/bin/node
 npm:/usr/bin/npm
 chromium:/usr/bin/chromium

@@ -35,15 +35,37 @@ $(MBEDTLS_CHOICE): FORCE
 	@if [ "$$(cat $@ 2>/dev/null)" != '$(or $(MBEDTLS_CONFIG),default)' ]; then \
 		echo '$(or $(MBEDTLS_CONFIG),default)' >$@; fi
 
+# $(call mbedtls_build,OUT_DIR,CONFIG_H or nothing,WHAT): the recipe of one build of the
+# library (the target is its stamp), its log beside OUT_DIR.
+define mbedtls_build
+	$(call say,MBEDTLS,$(MBEDTLS_DEB_VERSION) for $(BOARD)$(3))
+	$(Q)sh board/common/mbedtls.sh "$(DL_DIR)" "$(1)" "$(MBEDTLS_DEB_VERSION)" \
+		"$(MBEDTLS_VERSION)" "$(MBEDTLS_DSC_SHA256)" "$(CC)" "$(MBEDTLS_AR)" \
+		"$(MBEDTLS_CFLAGS)" "$(2)" \
+		$(if $(filter 1,$(V)),,>$(1).log 2>&1) \
+		|| { echo "mbedtls build failed; see $(1).log"; exit 1; }
+	$(Q)touch $@
+endef
+
 $(MBEDTLS_STAMP): board/common/mbedtls.sh board/common/mbedtls.mk board/$(BOARD)/board.mk \
 		$(MBEDTLS_CHOICE) $(MBEDTLS_CONFIG) | $(NEED_DEPS)
-	$(call say,MBEDTLS,$(MBEDTLS_DEB_VERSION) for $(BOARD)$(if $(MBEDTLS_CONFIG), (trimmed)))
-	$(Q)sh board/common/mbedtls.sh "$(DL_DIR)" "$(MBEDTLS_DIR)" "$(MBEDTLS_DEB_VERSION)" \
-		"$(MBEDTLS_VERSION)" "$(MBEDTLS_DSC_SHA256)" "$(CC)" "$(MBEDTLS_AR)" \
-		"$(MBEDTLS_CFLAGS)" "$(MBEDTLS_CONFIG)" \
-		$(if $(filter 1,$(V)),,>$(obj)/mbedtls.log 2>&1) \
-		|| { echo "mbedtls build failed; see $(O)/mbedtls.log"; exit 1; }
-	$(Q)touch $@
+	$(call mbedtls_build,$(MBEDTLS_DIR),$(MBEDTLS_CONFIG),$(if $(MBEDTLS_CONFIG), (trimmed)))
 
 $(MBEDTLS_LIBS): $(MBEDTLS_STAMP)
+	@:
+
+# A second build with the server side, for the collector built for the board (make
+# guest-collector, uploader/collector/Kbuild): mbedtls' default configuration with pthread
+# locking (uploader/collector/mbedtls-config.h). Its own folder; nothing in `all` needs it.
+MBEDTLS_SERVER_DIR := $(obj)/mbedtls-server
+MBEDTLS_SERVER_INC := $(MBEDTLS_SERVER_DIR)/include
+MBEDTLS_SERVER_LIBS := $(patsubst $(MBEDTLS_DIR)/%,$(MBEDTLS_SERVER_DIR)/%,$(MBEDTLS_LIBS))
+MBEDTLS_SERVER_CONFIG := $(srctree)/uploader/collector/mbedtls-config.h
+MBEDTLS_SERVER_STAMP := $(MBEDTLS_SERVER_DIR)/.built-$(MBEDTLS_DEB_VERSION)
+
+$(MBEDTLS_SERVER_STAMP): board/common/mbedtls.sh board/common/mbedtls.mk \
+		board/$(BOARD)/board.mk $(MBEDTLS_SERVER_CONFIG) | $(NEED_DEPS)
+	$(call mbedtls_build,$(MBEDTLS_SERVER_DIR),$(MBEDTLS_SERVER_CONFIG), (server side))
+
+$(MBEDTLS_SERVER_LIBS): $(MBEDTLS_SERVER_STAMP)
 	@:
