@@ -334,7 +334,7 @@ bench-real: $(obj)/bin/jitt all
 	$(Q)sh tests/speedtest1.sh $(obj)/bin
 
 # jitt against uftrace (-pg and -finstrument-functions) and LLVM XRay's FDR mode on
-# Listing 1, interleaved, and their post-processing tools (tests/bench-peers.sh,
+# Listing 1 and the sim app's UI frame, interleaved, and their post-processing tools (tests/bench-peers.sh,
 # docs/peers.md). A measurement, not a test; host only. Installs the peers if missing.
 bench-peers: $(obj)/bin/peers-jitt $(obj)/bin/jitt
 ifneq ($(BOARD),host)
@@ -402,7 +402,8 @@ help:
 	@echo "  boot-test-raspi3b  the installed image's checks on qemu's raspi3b (BOARD=rpi4, rpi3-armv7)"
 	@echo "  bench          benchmarks"
 	@echo "  bench-real     SQLite's speedtest1: summaries, reports, overhead with jitt exclude"
-	@echo "  bench-peers    jitt against uftrace and LLVM XRay on Listing 1 (host only)"
+	@echo "  bench-peers    jitt against uftrace and LLVM XRay on Listing 1 and the sim app's"
+	@echo "                 UI frame (host only)"
 	@echo "  fuzz           every fuzz target briefly (FUZZ_SHORT=15 s each): traces, summaries,"
 	@echo "                 exports, diff, settings, control requests,"
 	@echo "                 the uploader's HTTP answers"

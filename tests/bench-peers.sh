@@ -12,23 +12,30 @@
 #   xray-fdr-all the same with buffers for the whole run (every record kept and counted)
 #
 # 1. Each peer's program is built here from the same sources (tests/peers_main.c, the driver;
-#    tests/peers_listing1.c, Hubble's Listing 1 compiled twice: plain, and instrumented).
-# 2. Cost per trace point: REPS rounds; each round runs every tracer's program once, in an
-#    order rotated by one each round. A run times its build's plain and instrumented copy of
-#    Listing 1 (WORK iterations a level, CALLS calls of the depth-10 recursion), TRIES times
-#    each after one untimed run of the instrumented copy (the tracer's buffers warm), and
-#    keeps the fastest of each, in the thread's CPU time. The table quotes medians
-#    over the rounds: ns per call of one level, ns per trace point over the build's own
-#    plain copy ((traced - plain) / 2: an entry and an exit), and ratios. Every run must
-#    have recorded 2 records a call (jitt: its ring's count; uftrace: `uftrace report`'s
-#    calls; XRay: the function records in its log, by `llvm-xray convert`; XRay's ring: a
-#    full ring of the newest): one run that did not makes its row VOID.
+#    tests/peers_listing1.c, Hubble's Listing 1 compiled twice: plain, and instrumented;
+#    the sim app's UI frame, tests/peers_sim.c over its call tree from sim/gen-tree.awk,
+#    generated twice: instrumented, and plain under names ending in _plain).
+# 2. Cost per trace point: REPS rounds; each round runs every tracer's program once per
+#    workload (Listing 1, and the sim app's frame at each SIMWORK), all in one list, in an
+#    order rotated by one each round. A run times its build's plain and instrumented copy
+#    (Listing 1: WORK iterations a level, CALLS calls of the depth-10 recursion; the sim:
+#    FRAMES frames), TRIES times each after one untimed run of the instrumented copy (the
+#    tracer's buffers warm), and keeps the fastest of each, in the thread's CPU time. The
+#    tables quote medians over the rounds: ns per call of one level (us per frame), ns per
+#    trace point over the build's own plain copy ((traced - plain) / trace points: 2 a call,
+#    an entry and an exit), and ratios. Every run must have recorded 2 records a call
+#    (jitt: its ring's count; uftrace: `uftrace report`'s calls; XRay: the function records
+#    in its log, by `llvm-xray convert`; XRay's ring: a full ring of the newest): one run
+#    that did not makes its row VOID.
 # 3. Post-processing: a full jitt ring of Listing 1 through `jitt summarize`, against
 #    `uftrace report` and `llvm-xray account` on about as many records; CPU time of each
 #    tool (user + sys), the fastest of 3, and its peak memory.
 # A benchmark, not a test: `make bench-peers` runs it, `make test` does not. Host only.
 # Environment: REPS (5), TRIES (3), CALLS (30000: 600 K records a run, more than a 4 MiB
-# ring holds, so jitt's and XRay's rings wrap in every timed run), WORK (0).
+# ring holds, so jitt's and XRay's rings wrap in every timed run), WORK (0), FRAMES (30: 610 K
+# records a run, the rings wrap too), SIMWORK ("0 73": loop iterations per unit of the sim
+# tree's weights, one table each; 0: the trace points dominate, 73: the app's 3 ms frame
+# on docs/peers.md's machine; "" leaves the sim out).
 set -eu
 
 bin=$(cd "${1:?usage: bench-peers.sh BIN_DIR [OUT_DIR]}" && pwd)
@@ -40,6 +47,8 @@ reps=${REPS:-5}
 tries=${TRIES:-3}
 calls=${CALLS:-30000}
 work=${WORK:-0}
+frames=${FRAMES:-30}
+simwork=${SIMWORK-0 73}
 say() { echo "bench-peers: $*"; }
 
 # ---- the peers, from Debian's archive (like board/common/deps.sh, installed on demand) ----
@@ -63,6 +72,11 @@ fi
 # traces only such programs); Listing 1 twice, only listing1_traced instrumented ----
 tmp=$out/build
 mkdir -p "$tmp"
+# The sim's call tree, as sim/Kbuild generates it, and its plain copy under other names.
+awk -f "$srctree/sim/gen-tree.awk" >"$tmp/tree.c"
+awk -v suffix=_plain -f "$srctree/sim/gen-tree.awk" >"$tmp/tree_plain.c"
+tree_calls=$(sed -n 's/^const unsigned long sim_tree_calls = \([0-9]*\);.*/\1/p' "$tmp/tree.c")
+sed -n 's/^uint32_t \([a-z0-9_]*\)(uint32_t x);$/\1/p' "$tmp/tree.c" >"$tmp/tree.functions"
 build() { # tracer cc instrument-flags link-flags
 	name=$1 cc=$2 iflags=$3 lflags=$4
 	$cc -O2 -I"$srctree" -c "$here/peers_main.c" -o "$tmp/$name-main.o"
@@ -71,8 +85,12 @@ build() { # tracer cc instrument-flags link-flags
 		-o "$tmp/$name-plain.o"
 	$cc -O2 -I"$srctree" -DLISTING1_NAME=listing1_traced $iflags -c "$here/peers_listing1.c" \
 		-o "$tmp/$name-traced.o"
+	$cc -O2 -I"$srctree" -c "$here/peers_sim.c" -o "$tmp/$name-sim.o"
+	$cc -O2 -I"$srctree" -c "$tmp/tree_plain.c" -o "$tmp/$name-tree-plain.o"
+	$cc -O2 -I"$srctree" $iflags -c "$tmp/tree.c" -o "$tmp/$name-tree.o"
 	$cc $lflags "$tmp/$name-main.o" "$tmp/$name-tracer.o" "$tmp/$name-plain.o" \
-		"$tmp/$name-traced.o" -o "$out/peers-$name"
+		"$tmp/$name-traced.o" "$tmp/$name-sim.o" "$tmp/$name-tree-plain.o" \
+		"$tmp/$name-tree.o" -o "$out/peers-$name"
 }
 # -pg only at compile time: linking with -pg would add gprof's start-up and its gmon.out.
 # Unrecorded, the calls go to glibc's mcount and its empty __cyg_profile_func_enter/exit.
@@ -134,57 +152,91 @@ uftrace_calls() { # data dir
 	uftrace report -d "$1" 2>>"$out/uftrace.log" |
 		awk '$NF == "listing1_traced" { print $(NF - 1); n = 1 } END { if (!n) print 0 }'
 }
+# `uftrace report`'s calls of the tree's functions. Its rows also hold uftrace's own
+# scheduler events (`linux:schedule`, once a voluntary switch: one made a run count a call
+# too many), which are no trace point of the app; a function of the plain copy (_plain)
+# would be one, wrongly, and is counted, so that it voids the run.
+uftrace_tree_calls() { # data dir
+	uftrace report -d "$1" 2>>"$out/uftrace.log" |
+		awk -v list="$tmp/tree.functions" 'BEGIN { while ((getline f <list) > 0) tree[f] = 1 }
+		($NF in tree || $NF ~ /_plain$/) && $(NF - 1) ~ /^[0-9]+$/ { n += $(NF - 1) }
+		END { print n + 0 }'
+}
 
-# One run of one tracer's program: the tracer, the driver's line with the records counted
-# from the tracer's files, and "ok 1" when it recorded what it should, "ok 0" when not.
-run_one() { # tracer round
-	data=$out/data/$1-$2
+# One run of one tracer's program on one workload (listing1, or sim:W for the sim's frames
+# at SIMWORK W): the workload, the tracer, the driver's line with the records counted from
+# the tracer's files, and "ok 1" when it recorded what it should, "ok 0" when not.
+run_one() { # workload tracer round
+	data=$out/data/$2-$3
 	rm -rf "$data"
 	mkdir -p "$data"
-	want=$((calls * (tries + 1) * 20))
 	case $1 in
+	listing1)
+		set -- "$1" "$2" "$work" "$calls" "$tries"
+		want=$((calls * (tries + 1) * 20))
+		;;
+	sim:*)
+		set -- "$1" "$2" --sim "${1#sim:}" "$frames" "$tries"
+		want=$((frames * (tries + 1) * tree_calls * 2))
+		;;
+	esac
+	w=$1 t=$2
+	shift 2
+	case $t in
 	jitt)
-		line=$("$bin/peers-jitt" "$work" "$calls" "$tries") || line=""
+		line=$("$bin/peers-jitt" "$@") || line=""
 		got=$(echo "$line" | awk '{ print $7 + 0 }')
 		ok=$((got == want))
 		;;
 	uftrace-*)
-		line=$(uftrace record --no-libcall -d "$data/u" "$out/peers-$1" "$work" "$calls" \
-			"$tries" 2>>"$out/uftrace.log") || line=""
-		got=$(($(uftrace_calls "$data/u") * 2))
+		line=$(uftrace record --no-libcall -d "$data/u" "$out/peers-$t" "$@" \
+			2>>"$out/uftrace.log") || line=""
+		if [ "$w" = listing1 ]; then
+			got=$(($(uftrace_calls "$data/u") * 2))
+		else
+			got=$(($(uftrace_tree_calls "$data/u") * 2))
+		fi
 		ok=$((got == want))
 		;;
 	xray-fdr)
-		line=$(xray_run ring "$data/log." 0 "$work" "$calls" "$tries") || line=
+		line=$(xray_run ring "$data/log." 0 "$@") || line=
 		got=$(xray_records "$(ls "$data"/log.* | head -n 1)")
 		least=$xray_ring_min
 		[ "$want" -ge "$least" ] || least=$want
 		ok=$((got >= least && got <= want))
 		;;
 	xray-fdr-all)
-		line=$(xray_run all "$data/log." "$want" "$work" "$calls" "$tries") || line=
+		line=$(xray_run all "$data/log." "$want" "$@") || line=
 		got=$(xray_records "$(ls "$data"/log.* | head -n 1)")
 		ok=$((got == want))
 		;;
 	esac
 	rm -rf "$data"
 	# A program that failed printed no line: a row of zeros, not recorded.
-	[ -n "$line" ] || line="$1 plain 0 traced 0 records 0 expected $want clock 0" ok=0
-	echo "$1 $line ok $ok" | awk -v g="$got" '{ $8 = g; print }'
+	[ -n "$line" ] || line="$t plain 0 traced 0 records 0 expected $want clock 0 points 0" ok=0
+	echo "$w $t $line ok $ok" | awk -v g="$got" '{ $9 = g; print }'
 }
 
 # ---- 2. cost per trace point, interleaved ----
-say "Listing 1 (depth 10, work $work), $calls calls x $tries tries per run, $reps rounds"
 tracers="jitt uftrace-pg uftrace-fi xray-fdr xray-fdr-all"
-ntracers=5
+workloads=listing1
+for sw in $simwork; do
+	workloads="$workloads sim:$sw"
+done
+say "Listing 1 (depth 10, work $work), $calls calls x $tries tries per run;" \
+	"the sim app's frame (work ${simwork:-none}), $frames frames x $tries tries per run;" \
+	"$reps rounds"
+# Every (workload, tracer) pair once a round.
+pairs=$(for w in $workloads; do for t in $tracers; do printf '%s/%s ' "$w" "$t"; done; done)
+npairs=$(echo $pairs | wc -w)
 results=$out/results
 : >"$results"
 r=1
 while [ "$r" -le "$reps" ]; do
-	# Round r starts at the ((r - 1) mod ntracers)-th tracer.
-	order=$(echo $tracers | awk -v k=$(((r - 1) % ntracers)) '{ for (i = 0; i < NF; i++) printf "%s ", $((i + k) % NF + 1) }')
-	for t in $order; do
-		run_one "$t" "$r" >>"$results"
+	# Round r starts at the ((r - 1) mod npairs)-th pair.
+	order=$(echo $pairs | awk -v k=$(((r - 1) % npairs)) '{ for (i = 0; i < NF; i++) printf "%s ", $((i + k) % NF + 1) }')
+	for p in $order; do
+		run_one "${p%/*}" "${p#*/}" "$r" >>"$results"
 	done
 	r=$((r + 1))
 done
@@ -192,34 +244,64 @@ done
 median() { # numbers on stdin
 	sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
 }
-col() { # tracer field -> median of that field over its runs
-	awk -v t="$1" -v f="$2" '$1 == t { print $f }' "$results" | median
+col() { # workload tracer key -> median of the value after key over its runs
+	awk -v w="$1" -v t="$2" -v k="$3" '$1 == w && $2 == t {
+		for (i = 3; i < NF; i++) if ($i == k) { print $(i + 1); break } }' "$results" | median
 }
-echo
-printf '%-11s %9s %9s %10s %8s %9s %s\n' tracer plain traced ns/point traced/ "/ jitt's" records
-printf '%-11s %9s %9s %10s %8s %9s %s\n' "" "ns/call" "ns/call" "" plain "ns/point" "(runs ok / runs)"
-jitt_point=$(awk -v p="$(col jitt 4)" -v t="$(col jitt 6)" 'BEGIN { print (t - p) / 2 }')
-for t in $tracers; do
-	plain=$(col "$t" 4) traced=$(col "$t" 6)
-	ok=$(awk -v t="$t" '$1 == t && $14 == 1 { n++ } END { print n + 0 }' "$results")
-	runs=$(awk -v t="$t" '$1 == t { n++ } END { print n + 0 }' "$results")
-	status=""
-	[ "$ok" = "$runs" ] || status="  VOID: a run did not record what it should"
-	awk -v t="$t" -v p="$plain" -v x="$traced" -v j="$jitt_point" -v ok="$ok" -v n="$runs" \
-		-v s="$status" 'BEGIN {
-		pt = (x - p) / 2
-		printf "%-11s %9.3f %9.3f %10.2f %7.1fx %8.2fx %s/%s%s\n", t, p, x, pt, x / p, pt / j, ok, n, s
-	}'
+# One table: per unit (Listing 1: ns a call of one level; the sim: us a frame), ns per trace
+# point over the build's own plain copy, traced/plain, and the ratio to jitt's ns per point.
+table() { # workload unit scale title
+	w=$1 unit=$2 scale=$3
+	echo
+	say "$4"
+	echo
+	printf '%-12s %9s %9s %10s %8s %9s %s\n' tracer plain traced ns/point traced/ "/ jitt's" records
+	printf '%-12s %9s %9s %10s %8s %9s %s\n' "" "$unit" "$unit" "" plain "ns/point" "(runs ok / runs)"
+	points=$(col "$w" jitt points)
+	jitt_point=$(awk -v p="$(col "$w" jitt plain)" -v t="$(col "$w" jitt traced)" -v n="$points" \
+		'BEGIN { print n ? (t - p) / n : 0 }')
+	# A ratio to a cost that a run measured at zero or below (the work hid it, or noise
+	# did) says nothing: not printed.
+	jitt_low=$(awk -v w="$w" '$1 == w && $2 == "jitt" && $7 - $5 <= 0 { n++ }
+		END { print n + 0 }' "$results")
+	[ "$jitt_low" = 0 ] || jitt_point=0
+	for t in $tracers; do
+		plain=$(col "$w" "$t" plain) traced=$(col "$w" "$t" traced)
+		ok=$(awk -v w="$w" -v t="$t" '$1 == w && $2 == t && $NF == 1 { n++ } END { print n + 0 }' "$results")
+		runs=$(awk -v w="$w" -v t="$t" '$1 == w && $2 == t { n++ } END { print n + 0 }' "$results")
+		status=""
+		[ "$ok" = "$runs" ] || status="  VOID: a run did not record what it should"
+		awk -v t="$t" -v p="$plain" -v x="$traced" -v j="$jitt_point" -v n="$points" \
+			-v s="$scale" -v ok="$ok" -v runs="$runs" -v st="$status" 'BEGIN {
+			pt = n ? (x - p) / n : 0
+			r = j ? sprintf("%8.2fx", pt / j) : sprintf("%9s", "-")
+			printf "%-12s %9.3f %9.3f %10.2f %7.2fx %s %s/%s%s\n", t, p / s, x / s, pt,
+				p ? x / p : 0, r, ok, runs, st
+		}'
+	done
+	[ "$jitt_low" = 0 ] ||
+		echo "  / jitt's ns/point: none, $jitt_low run(s) of jitt measured its trace points at no cost"
+}
+counts() { # workload made-line
+	w=$1
+	echo "  records a run: $2, counted: jitt $(col "$w" jitt records) (its ring's count)," \
+		"uftrace-pg $(col "$w" uftrace-pg records) and uftrace-fi" \
+		"$(col "$w" uftrace-fi records) (uftrace report), xray-fdr-all" \
+		"$(col "$w" xray-fdr-all records) (llvm-xray convert); xray-fdr's ring" \
+		"($xray_ring_max x 1 MiB) kept the newest $(col "$w" xray-fdr records) (llvm-xray" \
+		"convert; at least $(awk -v a="$xray_ring_min" -v b="$(col "$w" jitt expected)" \
+			'BEGIN { print a < b ? a : b }') required); medians" |
+		fold -s -w 92 | sed "s/ *$//"
+}
+
+table listing1 ns/call 1 "Listing 1 (depth 10, work $work), $calls calls x $tries tries per run, $reps rounds"
+counts listing1 "$((calls * (tries + 1) * 20)) made ($calls calls x ($tries tries + 1 untimed) x 10 levels x 2)"
+echo "  clock_gettime(CLOCK_MONOTONIC), ns a call, same runs (median): glibc" \
+	"$(col listing1 uftrace-pg clock), musl $(col listing1 jitt clock)"
+for sw in $simwork; do
+	table "sim:$sw" us/frame 1000 "the sim app's UI frame (work $sw), $frames frames x $tries tries per run, $reps rounds"
+	counts "sim:$sw" "$((frames * (tries + 1) * tree_calls * 2)) made ($frames frames x ($tries tries + 1 untimed) x $tree_calls calls x 2)"
 done
-echo "  records a run: $((calls * (tries + 1) * 20)) made ($calls calls x ($tries tries + 1 untimed) x 10 levels x 2)," \
-	"counted: jitt $(col jitt 8) (its ring's count), uftrace-pg $(col uftrace-pg 8)" \
-	"and uftrace-fi $(col uftrace-fi 8) (uftrace report), xray-fdr-all $(col xray-fdr-all 8)" \
-	"(llvm-xray convert); xray-fdr's ring ($xray_ring_max x 1 MiB) kept the newest" \
-	"$(col xray-fdr 8) (llvm-xray convert; at least" \
-	"$(awk -v a="$xray_ring_min" -v b=$((calls * (tries + 1) * 20)) 'BEGIN { print a < b ? a : b }')" \
-	"required); medians" | fold -s -w 92 | sed "s/ *$//"
-echo "  clock_gettime(CLOCK_MONOTONIC), ns a call, same runs (median): glibc $(col uftrace-pg 12)," \
-	"musl $(col jitt 12)"
 
 # ---- 3. post-processing: the same number of records through each tool ----
 jrec=$("$bin/jitt" decode "$trace" | awk '$2 == "records," { print $1; exit }')

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench-peers (tests/bench-peers.sh): Hubble's Listing 1 (section 8.1) built by each tracer
- * the OEM engineer could pick instead of jitt. One driver (peers_main.c) times the build's
- * uninstrumented copy (listing1_plain) and its instrumented copy (listing1_traced) in the
- * same process; each tracer supplies these four calls (peers_jitt.c, peers_xray.c,
- * peers_uftrace.c), the few lines in which the tracers differ.
+ * bench-peers (tests/bench-peers.sh): Hubble's Listing 1 (section 8.1) and the sim app's UI
+ * frame (sim/, its generated call tree) built by each tracer the OEM engineer could pick
+ * instead of jitt. One driver (peers_main.c) times the build's uninstrumented copy
+ * (listing1_plain, the tree's *_plain functions) and its instrumented copy (listing1_traced,
+ * the tree) in the same process; each tracer supplies these four calls (peers_jitt.c,
+ * peers_xray.c, peers_uftrace.c), the few lines in which the tracers differ.
  */
 #ifndef JITT_TESTS_PEERS_H
 #define JITT_TESTS_PEERS_H
@@ -14,6 +15,23 @@
 
 long listing1_plain(int depth, int work, long sum);
 long listing1_traced(int depth, int work, long sum);
+
+/*
+ * A workload the driver times: one step of it on the plain and on the instrumented copy
+ * (the same code, built twice), with WORK its knob. A step is `units` units (Listing 1: one
+ * call of the depth-10 recursion, 10 units, a call of one level each; the sim app: one
+ * frame, 1 unit), each `points` trace points when instrumented (2: an entry and an exit;
+ * a frame of the sim's tree: 2 a call of its 10170).
+ */
+struct peers_workload {
+	const char *name;
+	long (*plain)(int work, long x);
+	long (*traced)(int work, long x);
+	long units;
+	long points;
+};
+/* The sim app's UI frame (tests/peers_sim.c). */
+void peers_sim(struct peers_workload *w);
 
 /* The tracer's name as the table prints it. */
 extern const char peers_tracer[];

@@ -9,7 +9,11 @@
  *                              copy; prints the fastest of each, in ns of the
  *                              thread's CPU time per call of one level, and the records
  *                              the tracer counted (-1: counted from its files afterwards)
- *   peers-X --once CALLS       the instrumented copy only, CALLS calls (work 0): a trace of
+ *   peers-X --sim WORK FRAMES TRIES
+ *                              the same with the sim app's UI frame (tests/peers_sim.c):
+ *                              FRAMES frames a run, WORK loop iterations a unit of the
+ *                              tree's weights; ns per frame
+ *   peers-X --once CALLS       Listing 1's instrumented copy only, CALLS calls (work 0): a trace of
  *                              a known size for the post-processing tools
  *   peers-X --persist DIR      jitt only: a full ring of Listing 1 into a trace file
  *
@@ -21,6 +25,7 @@
 #include "tests/peers.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,16 +42,32 @@ static uint64_t cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* ns of the thread's CPU time per call of one level. */
-static double run(long (*fn)(int, int, long), int work, long calls)
+/* Listing 1 as a workload: a step is one call of the recursion, DEPTH calls of one level. */
+static long listing1_step_plain(int work, long sum)
 {
+	return listing1_plain(DEPTH, work, sum);
+}
+
+static long listing1_step_traced(int work, long sum)
+{
+	return listing1_traced(DEPTH, work, sum);
+}
+
+static const struct peers_workload listing1 = {
+	"listing1", listing1_step_plain, listing1_step_traced, DEPTH, 2,
+};
+
+/* ns of the thread's CPU time per unit (a call of one level, a frame). */
+static double run(const struct peers_workload *w, bool traced, int work, long steps)
+{
+	long (*fn)(int, long) = traced ? w->traced : w->plain;
 	long sum = 1;
 	uint64_t t0 = cpu_ns();
-	for (long i = 0; i < calls; i++)
-		sum += fn(DEPTH, work, sum);
+	for (long i = 0; i < steps; i++)
+		sum += fn(work, sum);
 	uint64_t t = cpu_ns() - t0;
 	sink = sum;
-	return (double)t / (double)calls / DEPTH;
+	return (double)t / (double)steps / (double)w->units;
 }
 
 /* The reference for the peers' timestamps: uftrace and (on a CPU without rdtscp) XRay
@@ -70,7 +91,8 @@ static double clock_cost(int tries)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: peers-%s WORK CALLS TRIES | --once CALLS | --persist DIR\n",
+	fprintf(stderr,
+		"usage: peers-%s [--sim] WORK CALLS TRIES | --once CALLS | --persist DIR\n",
 		peers_tracer);
 	return 2;
 }
@@ -86,6 +108,11 @@ int main(int argc, char **argv)
 		}
 		printf("%s\n", path);
 		return 0;
+	}
+	struct peers_workload w = listing1;
+	if (argc == 5 && strcmp(argv[1], "--sim") == 0) {
+		peers_sim(&w);
+		argc--, argv++;
 	}
 	int once = argc == 3 && strcmp(argv[1], "--once") == 0;
 	if (!once && argc != 4)
@@ -107,15 +134,15 @@ int main(int argc, char **argv)
 	 * ring wraps in every timed run (bench-peers.sh). */
 	int warm = once ? 0 : 1;
 	if (warm)
-		run(listing1_traced, work, calls);
+		run(&w, true, work, calls);
 	double plain = 0, traced = 0;
 	for (int k = 0; k < tries; k++) {
 		if (!once) {
-			double x = run(listing1_plain, work, calls);
+			double x = run(&w, false, work, calls);
 			if (k == 0 || x < plain)
 				plain = x;
 		}
-		double y = run(listing1_traced, work, calls);
+		double y = run(&w, true, work, calls);
 		if (k == 0 || y < traced)
 			traced = y;
 	}
@@ -126,9 +153,11 @@ int main(int argc, char **argv)
 			strerror(-err));
 		return 1;
 	}
-	/* What tests/bench-peers.sh reads: one line, and the records it should find. */
-	printf("%s plain %.3f traced %.3f records %lld expected %lld clock %.1f\n", peers_tracer,
-	       plain, traced, (long long)records, (long long)calls * (tries + warm) * DEPTH * 2,
-	       once ? 0.0 : clock_cost(tries));
+	/* What tests/bench-peers.sh reads: one line, the records it should find, and the trace
+	 * points a unit (its ns per trace point: (traced - plain) / points). */
+	printf("%s plain %.3f traced %.3f records %lld expected %lld clock %.1f points %ld\n",
+	       peers_tracer, plain, traced, (long long)records,
+	       (long long)calls * (tries + warm) * w.units * w.points,
+	       once ? 0.0 : clock_cost(tries), w.points);
 	return 0;
 }
