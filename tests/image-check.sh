@@ -20,8 +20,8 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/check-lib.sh"
-# A booted board under TCG on a loaded machine is slow: the waits only catch a hang.
-patience=${JITT_TEST_PATIENCE:-20}
+# A booted board under TCG on a loaded machine is slow: the waits (check-lib.sh's patience
+# times their seconds) only catch a hang.
 conf=/etc/jitt.conf
 jitt=/usr/bin/jitt
 app_user=app_a
@@ -44,15 +44,16 @@ trap cleanup EXIT
 check "the init script starts jittd" /etc/init.d/jittd start
 jpid=$(cat /var/run/jittd.pid 2>/dev/null)
 check "jittd runs as user jitt" is "$(stat -c %U "/proc/$jpid" 2>/dev/null)" jitt
-check "jittd answers on its socket" wait_for 10 "$jitt" status
+answers() { "$jitt" status >/dev/null 2>&1; }
+check "jittd answers on its socket" wait_for 10 answers
 check "data folder $data: 711 jitt:jitt" is "$(stat -c '%a %U:%G' "$data")" "711 jitt:jitt"
 check "spool: 3733 jitt:jitt" is "$(stat -c '%a %U:%G' "$data/spool")" "3733 jitt:jitt"
 check "run folder $run: 1733 jitt:jitt" is "$(stat -c '%a %U:%G' "$run")" "1733 jitt:jitt"
 
 # ---- 2. the device's settings: Wi-Fi, the collector, consent ----
 echo wifi >"$run/network"
-check "jittd sees Wi-Fi (the connectivity service's file)" \
-	wait_for 10 sh -c "'$jitt' status | grep -q '^upload_network wifi'"
+check "the HAL sees Wi-Fi (the connectivity service's file)" \
+	sh -c "'$jitt' hal | grep -q '^network: wifi'"
 mkdir -p "$coll"
 "$here/collector" serve --port "$port" --port-file "$coll/port" --cert "$here/certs/server.pem" \
 	--key "$here/certs/server.key" --db "$coll/db" --dump "$coll/dump" 2>"$coll/log" &
@@ -63,7 +64,8 @@ check "jitt consent grant" "$jitt" consent grant
 check "consent is granted" sh -c "'$jitt' consent status | grep -q granted"
 
 # ---- 3. a traced app under an app uid, its anomaly summarised and uploaded ----
-(exec su -s /bin/sh "$app_user" -c 'exec "$@"' app "$here/bin/jank-sim" --scenario=compute) \
+# BusyBox's su takes options anywhere before "--": the user and the command after it.
+(exec su -s /bin/sh -c 'exec "$@"' -- "$app_user" app "$here/bin/jank-sim" --scenario=compute) \
 	>/tmp/app.log 2>&1 &
 apid=$!
 
@@ -95,7 +97,9 @@ control_thread() {
 	done
 	return 1
 }
-if wait_for 20 control_thread >/dev/null; then
+found_or_gone() { control_thread >/dev/null || ! kill -0 "$apid" 2>/dev/null; }
+wait_for 20 found_or_gone
+if control_thread >/dev/null; then
 	t=$(control_thread)
 	# It pins itself as it starts: waited for (a bound that only catches a hang).
 	pinned() { [ "$(allowed "$t")" = "$little" ]; }
@@ -104,18 +108,26 @@ if wait_for 20 control_thread >/dev/null; then
 	check "the app's jitt-control thread may run only on the LITTLE CPUs" pinned
 else
 	fail "the app's jitt-control thread: not found"
+	sed 's/^/     app: /' /tmp/app.log
 fi
 check "the app runs under uid $app_user" is "$(stat -c %U "/proc/$apid")" "$app_user"
 
 app_done() { ! kill -0 "$apid" 2>/dev/null; }
 check "the app ran its frames and exited" wait_for 120 app_done
 wait "$apid"
-check "the app exited 0" is $? 0
+st=$?
+check "the app exited 0" is $st 0
+[ $st = 0 ] || sed 's/^/     app: /' /tmp/app.log
 apid=
 summarised() { [ "$("$jitt" status | awk '$1 == "summarised" { print $2 }')" -ge 1 ]; }
 check "jittd summarised the app's anomaly" wait_for 60 summarised
 uploaded() { [ "$("$jitt" status | awk '$1 == "uploaded" { print $2 }')" -ge 1 ]; }
-check "jittd uploaded its report over TLS" wait_for 60 uploaded
+if wait_for 60 uploaded; then
+	ok "jittd uploaded its report over TLS"
+else
+	fail "jittd uploaded its report over TLS"
+	"$jitt" status | grep -E '^upload_' | sed 's/^/     /'
+fi
 check "the collector stored it" \
 	sh -c "'$here/collector' stats --db '$coll/db' | grep -q '^reports stored: [1-9]'"
 set -- "$coll/dump" # every byte the collector received, headers included

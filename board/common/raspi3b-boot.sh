@@ -31,7 +31,14 @@ fi
 rm -rf "$out/kernel"
 dpkg-deb -x "$deb" "$out/kernel"
 kernel=$(ls "$out"/kernel/boot/vmlinuz-* | head -n 1)
-dtb=$(ls "$out"/kernel/usr/lib/linux-image-*/broadcom/bcm2837-rpi-3-b.dtb | head -n 1)
+debian_dtb=$(ls "$out"/kernel/usr/lib/linux-image-*/broadcom/bcm2837-rpi-3-b.dtb | head -n 1)
+# The kernel's random pool: with no seed from the boot loader and the SoC's RNG driver a
+# module, getrandom() blocked for minutes under TCG (crng ready at 335 s), and with it
+# jittd's install secret and every TLS handshake. A bootloader's /chosen/rng-seed (64 bytes
+# from the build machine, fresh each boot) is what the kernel credits at boot.
+dtb=$out/bcm2837-rpi-3-b-seeded.dtb
+cp "$debian_dtb" "$dtb"
+fdtput -t bx "$dtb" /chosen rng-seed $(od -An -tx1 -N64 /dev/urandom)
 
 # ---- boot ----
 # raspi3b is fixed at 4 Cortex-A53 cores and 1 GiB. qemu wires its first serial port to the
