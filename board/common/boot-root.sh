@@ -74,12 +74,12 @@ ip link set lo up
 # like fake-hwclock, take the last known time, here the image's build.
 [ "\$(date +%Y)" -ge 2020 ] || date -s @$(date +%s) >/dev/null
 syslogd -O /var/log/messages
-echo "== jitt hal on \$(uname -m), kernel \$(uname -r)"
+echo "== jitt hal: $name, kernel \$(uname -r) (\$(uname -m))"
 /usr/bin/jitt hal
 if [ $suite = 1 ]; then
 	# Every kernel we boot lets user space read the generic timer: the HAL must use it.
 	# Four emulated CPUs on the build machine's two make the 16-thread stress test crawl.
-	JITT_EXPECT_TIMER=cntvct JITT_STRESS_CYCLES=50 sh /jitt/run.sh --board "$name (qemu-system)" \
+	JITT_EXPECT_TIMER=cntvct JITT_STRESS_CYCLES=50 sh /jitt/run.sh --board "$name" \
 		--bin /jitt/bin --fakes /jitt/fakes --golden /jitt/golden >/tmp/suite.log 2>&1
 	grep -v '^ok ' /tmp/suite.log
 	echo "jitt-boot-suite: \$(tail -n 1 /tmp/suite.log)"
