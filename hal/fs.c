@@ -85,21 +85,15 @@ done:
 	return (int)len;
 }
 
-int hal_read_text(const char *rel, char *buf, size_t size)
+/* A regular file of root's or ours that no one else may write. */
+static bool owned_by_us(int fd)
 {
-	char path[PATH_MAX];
-	int err = hal_path(path, sizeof(path), rel);
-	if (err)
-		return err;
-	if (size < 2)
-		return -EINVAL;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	return read_text_fd(fd, buf, size);
+	struct stat st;
+	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	       (st.st_uid == 0 || st.st_uid == geteuid()) && !(st.st_mode & (S_IWGRP | S_IWOTH));
 }
 
-int hal_read_text_owned(const char *rel, char *buf, size_t size)
+static int read_text(const char *rel, char *buf, size_t size, bool owned)
 {
 	char path[PATH_MAX];
 	int err = hal_path(path, sizeof(path), rel);
@@ -107,17 +101,26 @@ int hal_read_text_owned(const char *rel, char *buf, size_t size)
 		return err;
 	if (size < 2)
 		return -EINVAL;
-	/* O_NOFOLLOW and fstat: the file checked is the file read, not what a link names. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	/* Owned: O_NOFOLLOW and fstat, so the file checked is the file read, not what a link
+	 * names; O_NONBLOCK, so a FIFO planted there cannot hold the open. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | (owned ? O_NOFOLLOW | O_NONBLOCK : 0));
 	if (fd < 0)
-		return errno == ELOOP ? -EPERM : -errno;
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-	    (st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		return owned && errno == ELOOP ? -EPERM : -errno;
+	if (owned && !owned_by_us(fd)) {
 		close(fd);
 		return -EPERM;
 	}
 	return read_text_fd(fd, buf, size);
+}
+
+int hal_read_text(const char *rel, char *buf, size_t size)
+{
+	return read_text(rel, buf, size, false);
+}
+
+int hal_read_text_owned(const char *rel, char *buf, size_t size)
+{
+	return read_text(rel, buf, size, true);
 }
 
 int hal_parse_u64(const char *s, int base, uint64_t *value)
