@@ -700,6 +700,12 @@ CTL void agent_ctl_server_close(struct agent_ctl_server *s)
 CTL int agent_ctl_request(const char *path, const char *cmd, const char *arg, char *reply,
 			  size_t size, unsigned timeout_ms)
 {
+	return agent_ctl_request_pid(path, 0, cmd, arg, reply, size, timeout_ms);
+}
+
+CTL int agent_ctl_request_pid(const char *path, pid_t server, const char *cmd, const char *arg,
+			      char *reply, size_t size, unsigned timeout_ms)
+{
 	if (size)
 		reply[0] = 0;
 	struct sockaddr_un a;
@@ -716,6 +722,20 @@ CTL int agent_ctl_request(const char *path, const char *cmd, const char *arg, ch
 	int fd = connect_to(&a, deadline);
 	if (fd < 0)
 		return fd;
+	/* The kernel's record of who listens (the process that called listen()), asked before
+	 * a byte is sent: anyone may make jitt-<pid>.sock in the run folder before that pid
+	 * exists, and the request is not for them. */
+	if (server > 0) {
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.pid != server) {
+			if (size)
+				snprintf(reply, size, "%s is served by process %d, not %d", path,
+					 (int)cred.pid, (int)server);
+			close(fd);
+			return -ESRCH;
+		}
+	}
 	/* A server that refuses before reading (a uid over its cap) answers and closes at
 	 * once: the send may then fail, but its answer is there to be read. */
 	int sent = send_all(fd, req, (size_t)n, deadline);

@@ -189,6 +189,10 @@ void agent_ctl_server_close(struct agent_ctl_server *s);
  */
 int agent_ctl_request(const char *path, const char *cmd, const char *arg, char *reply,
 		      size_t size, unsigned timeout_ms);
+/* The same, to a server that must be process `server` (> 0): -ESRCH, and who serves it in
+ * reply, when another process listens there (a socket made in that pid's name). */
+int agent_ctl_request_pid(const char *path, pid_t server, const char *cmd, const char *arg,
+			  char *reply, size_t size, unsigned timeout_ms);
 
 /* May this peer change anything: root, system_uid (-1: none), or the server's own uid. */
 bool agent_ctl_may_change(const struct agent_ctl_peer *peer, int64_t system_uid);

@@ -369,15 +369,16 @@ expect "jitt status: missing config" 1 "jitt status: $d/nope" $qemu "$jitt" stat
 expect "jitt status: bad PID" 2 "usage: jitt status" $qemu "$jitt" status abc
 # Whatever listens on a process's socket may be another user's: its reply reaches the
 # terminal escaped, line by line.
+# (It listens under its own pid: jitt asks only the process its socket is named after.)
 python3 -c '
-import socket, sys
+import os, socket, sys
 s = socket.socket(socket.AF_UNIX)
-s.bind(sys.argv[1]); s.listen(1); s.settimeout(60)
+s.bind("%s/jitt-%d.sock" % (sys.argv[1], os.getpid())); s.listen(1); s.settimeout(60)
 c, _ = s.accept(); c.recv(300)
-c.sendall(b"ok\nstate \x1b[2J\xc2\x9b31m\nnext line\n"); c.close()' "$d/run/jitt-54321.sock" &
+c.sendall(b"ok\nstate \x1b[2J\xc2\x9b31m\nnext line\n"); c.close()' "$d/run" &
 spid=$!
-wait_for 10 test -S "$d/run/jitt-54321.sock"
-out=$($qemu "$jitt" status 54321 -c "$d/conf" 2>&1)
+wait_for 10 test -S "$d/run/jitt-$spid.sock"
+out=$($qemu "$jitt" status $spid -c "$d/conf" 2>&1)
 check "jitt status: a reply's terminal escapes are shown escaped, its lines kept" is \
 	"$out" 'state \x1b[2J\xc2\x9b31m
 next line'
@@ -392,10 +393,12 @@ echo "hang_ms = 1" >"$d/bad.conf"
 expect "jittd: bad settings name the line" 1 "line 1: hang_ms" $qemu "$jittd" -f -c "$d/bad.conf"
 
 # `jitt trigger` against a stand-in for a traced process's socket: what goes on the wire.
-fake() { # socket, reply; prints the request it got
-	python3 - "$1" "$2" <<'EOF' &
+fake() { # pid the socket is named after ("self": the stand-in's own), reply; its pid in
+	# $fpid, its socket in $s4 (the request it got goes to $s4.req)
+	python3 - "$d/run" "$1" "$2" <<'EOF' &
 import os, socket, sys
-path, reply = sys.argv[1], sys.argv[2]
+run, name, reply = sys.argv[1], sys.argv[2], sys.argv[3]
+path = "%s/jitt-%s.sock" % (run, os.getpid() if name == "self" else name)
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
 s.bind(path + ".new"); os.rename(path + ".new", path); s.listen(1); s.settimeout(10)
 c, _ = s.accept()
@@ -411,31 +414,41 @@ with open(path + ".req", "w") as f:
     f.write(req.decode())
 EOF
 	fpid=$!
-	wait_for 5 test -S "$1"
+	if [ "$1" = self ]; then s4=$d/run/jitt-$fpid.sock; else s4=$d/run/jitt-$1.sock; fi
+	wait_for 5 test -S "$s4"
 }
-s4=$d/run/jitt-4242.sock
-fake "$s4" "ok
+fake self "ok
 "
-$qemu "$jitt" trigger 4242 -c "$d/conf" >"$tmp/out" 2>&1
+$qemu "$jitt" trigger $fpid -c "$d/conf" >"$tmp/out" 2>&1
 s=$?
 wait $fpid
 check "jitt trigger PID: sends 'trigger external'" is "$s $(cat "$s4.req") $(cat "$tmp/out")" \
-	"0 trigger external triggered 4242 (external)"
+	"0 trigger external triggered $fpid (external)"
 rm -f "$s4" "$s4.req"
-fake "$s4" "ok
+fake self "ok
 saved trace-4242-1-1.jtr
 "
-$qemu "$jitt" trigger 4242 slow-scroll -c "$d/conf" >"$tmp/out" 2>&1
+$qemu "$jitt" trigger $fpid slow-scroll -c "$d/conf" >"$tmp/out" 2>&1
 s=$?
 wait $fpid
 check "jitt trigger PID REASON: sends the reason, prints the reply" is \
 	"$s $(cat "$s4.req") $(cat "$tmp/out")" "0 trigger slow-scroll saved trace-4242-1-1.jtr"
 rm -f "$s4" "$s4.req"
-fake "$s4" "error EPERM: uid 1234 may not trigger
+fake self "error EPERM: uid 1234 may not trigger
 "
 expect "jitt trigger: refused is 'permission denied', status 1" 1 \
-	"jitt trigger: permission denied: uid 1234 may not trigger" $qemu "$jitt" trigger 4242 -c "$d/conf"
+	"jitt trigger: permission denied: uid 1234 may not trigger" $qemu "$jitt" trigger $fpid -c "$d/conf"
 wait $fpid
+rm -f "$s4" "$s4.req"
+# A socket made in another pid's name (anyone may, in the run folder, before that pid
+# exists): not asked; it hears nothing (its accept times out).
+fake 4242 "ok
+"
+expect "jitt trigger: a socket in pid 4242's name served by another process is not asked" 1 \
+	"jitt trigger: not asked: $s4 is served by process $fpid, not 4242" \
+	$qemu "$jitt" trigger 4242 -c "$d/conf"
+wait $fpid
+check "the squatter got no request" is "$(cat "$s4.req" 2>/dev/null)" ""
 rm -f "$s4" "$s4.req"
 
 # ---- hostile clients on jittd's socket (issue 12, items 4 and 10) ----

@@ -197,12 +197,37 @@ static void raw(const char *path, const char *req, size_t len, char *out, size_t
 	CHECK_EQ_INT(raw_ex(path, req, len, false, out, size), 0);
 }
 
+/* A socket in a pid's name made by another process (anyone may, in the 1733 run folder,
+ * before that pid exists): a request for that pid is not sent to it. */
+TEST(ctl_request_to_a_pid_is_not_sent_to_another_listener)
+{
+	if (!sockets_work())
+		return;
+	const char *path = sock_path("squat.sock");
+	int l = agent_ctl_listen(path);
+	CHECK(l >= 0);
+	pid_t other = test_dead_pid();
+	char reply[AGENT_CTL_REPLY], want[96];
+	CHECK_EQ_INT(agent_ctl_request_pid(path, other, "trigger", NULL, reply, sizeof(reply), 1000),
+		     -ESRCH);
+	snprintf(want, sizeof(want), "served by process %d, not %d", (int)getpid(), (int)other);
+	CHECK(strstr(reply, want) != NULL);
+	/* Nothing was sent: the connection waiting in the backlog holds no byte. */
+	int c = accept(l, NULL, NULL);
+	CHECK(c >= 0);
+	char b;
+	CHECK_EQ_INT((int)recv(c, &b, 1, MSG_DONTWAIT), 0);
+	close(c);
+	close(l);
+	unlink(path);
+}
+
 TEST(ctl_request_and_reply)
 {
 	if (!sockets_work())
 		return;
 	const char *path = sock_path("a.sock");
-	pid_t srv = start_server(path, 9);
+	pid_t srv = start_server(path, 10);
 	char reply[AGENT_CTL_REPLY], want[64];
 
 	/* Who asked comes from the kernel. */
@@ -227,6 +252,11 @@ TEST(ctl_request_and_reply)
 	char small[16];
 	CHECK_EQ_INT(agent_ctl_request(path, "big", NULL, small, sizeof(small), 5000), 0);
 	CHECK_STR(small, "xxxxxxxxxxxxxxx");
+	/* Asked as the server of one pid: the kernel names the process that called listen(),
+	 * here this one (the child only serves). */
+	CHECK_EQ_INT(agent_ctl_request_pid(path, getpid(), "echo", "me", reply, sizeof(reply),
+					   5000), 0);
+	CHECK_STR(reply, "[me]\n");
 	stop_server(srv, path);
 }
 

@@ -69,7 +69,7 @@ int cli_ctl_ask(const char *prog, const char *config, pid_t pid, const char *cmd
 		snprintf(who, sizeof(who), "traced process %d", (int)pid);
 	else
 		snprintf(who, sizeof(who), "jittd");
-	e = agent_ctl_request(path, cmd, arg, reply, size, CLI_CTL_TIMEOUT_MS);
+	e = agent_ctl_request_pid(path, pid, cmd, arg, reply, size, CLI_CTL_TIMEOUT_MS);
 	if (size)
 		make_printable(reply, size);
 	switch (e) {
@@ -85,6 +85,9 @@ int cli_ctl_ask(const char *prog, const char *config, pid_t pid, const char *cmd
 		break;
 	case -EPERM:
 		fprintf(stderr, "%s: permission denied: %s\n", prog, reply[0] ? reply : who);
+		break;
+	case -ESRCH:
+		fprintf(stderr, "%s: not asked: %s\n", prog, reply);
 		break;
 	case -ETIMEDOUT:
 		fprintf(stderr, "%s: no answer from %s on %s\n", prog, who, path);
