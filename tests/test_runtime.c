@@ -668,7 +668,13 @@ TEST(runtime_jank_on_a_slow_board_with_the_budget_alone_is_the_warmup)
 	jitt_trace_thread(false);
 	struct agent_status *st = &agent_rt.status;
 	CHECK_EQ_U64(atomic_load(&st->anomaly_jank), 3); /* frames 3, 6 and 9 */
-	CHECK_EQ_U64(atomic_load(&st->suppressed_cooldown), 2);
+	/* Frame 6's jank comes while frame 3's trace is being written (refused as pending) or
+	 * after (in the cool-down), as the machine's load decides (under qemu-aarch64 on a
+	 * loaded machine: pending). The injected jank, at frame 9, comes after the persist:
+	 * the cool-down hides it. */
+	CHECK_EQ_U64(atomic_load(&st->suppressed_cooldown) + atomic_load(&st->suppressed_pending),
+		     2);
+	CHECK(atomic_load(&st->suppressed_cooldown) >= 1);
 	CHECK_EQ_U64(atomic_load(&st->persisted), 1);
 	char path[1024] = "";
 	CHECK_EQ_INT(count_traces(path, sizeof(path)), 1);

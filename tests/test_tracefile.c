@@ -195,7 +195,9 @@ TEST(elf_reader_survives_mutated_binaries)
 	CHECK(elf.nsyms > 100);
 	CHECK(elf.build_id_len == 20);
 	const struct rb_symbol *s = rb_elf_lookup(&elf, (uintptr_t)make_file);
-	CHECK(s && strcmp(s->name, "make_file") == 0);
+	/* LTO may make a static global under a suffix when it lands in another partition than
+	 * its callers ("make_file.lto_priv.0", seen in an armv7 build): the name, then '.'. */
+	CHECK(s && strncmp(s->name, "make_file", 9) == 0 && (s->name[9] == 0 || s->name[9] == '.'));
 	rb_elf_free(&elf);
 
 	int fd = open("/proc/self/exe", O_RDONLY);
