@@ -620,7 +620,7 @@ CTL static int accept_clients(struct agent_ctl_server *s)
 			}
 			return -e;
 		}
-		struct ucred cred;
+		struct ucred cred = { .pid = 0 }; /* what the reply names if the kernel says nothing */
 		socklen_t len = sizeof(cred);
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
 		    len != sizeof(cred)) {
@@ -726,7 +726,7 @@ CTL int agent_ctl_request_pid(const char *path, pid_t server, const char *cmd, c
 	 * a byte is sent: anyone may make jitt-<pid>.sock in the run folder before that pid
 	 * exists, and the request is not for them. */
 	if (server > 0) {
-		struct ucred cred;
+		struct ucred cred = { .pid = 0 }; /* what the reply names if the kernel says nothing */
 		socklen_t len = sizeof(cred);
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.pid != server) {
 			if (size)

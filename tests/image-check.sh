@@ -86,9 +86,10 @@ for c in /sys/devices/system/cpu/cpu[0-9]*; do
 done
 little=$(echo $little | tr ' ' '\n' | sort -n | tr '\n' ' ')
 echo "     LITTLE CPUs by sysfs cpu_capacity: $little(capacity $min)"
-allowed() { expand "$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "$1/status")"; }
+allowed_list() { sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "$1/status"; } # task folder
+allowed() { expand "$(allowed_list "$1")"; }
 for t in /proc/"$jpid"/task/*; do
-	echo "     jittd thread $(cat "$t/comm"): Cpus_allowed_list $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "$t/status")"
+	echo "     jittd thread $(cat "$t/comm"): Cpus_allowed_list $(allowed_list "$t")"
 	check "jittd thread $(cat "$t/comm") may run only on the LITTLE CPUs" is "$(allowed "$t")" "$little"
 done
 control_thread() {
@@ -104,7 +105,7 @@ if control_thread >/dev/null; then
 	# It pins itself as it starts: waited for (a bound that only catches a hang).
 	pinned() { [ "$(allowed "$t")" = "$little" ]; }
 	wait_for 10 pinned
-	echo "     app $(cat "/proc/$apid/comm") (uid $(stat -c %u "/proc/$apid")) thread jitt-control: Cpus_allowed_list $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "$t/status")"
+	echo "     app $(cat "/proc/$apid/comm") (uid $(stat -c %u "/proc/$apid")) thread jitt-control: Cpus_allowed_list $(allowed_list "$t")"
 	check "the app's jitt-control thread may run only on the LITTLE CPUs" pinned
 else
 	fail "the app's jitt-control thread: not found"

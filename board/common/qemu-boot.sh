@@ -31,18 +31,22 @@ fetch() { # package:arch -> path of its .deb in DL_DIR
 	fi
 	echo "$deb"
 }
+# unpack_kernel META: the kernel Debian's meta-package (name:arch) depends on today, into
+# $out/kernel.
+unpack_kernel() {
+	dep=$(apt-cache depends "$1" 2>/dev/null |
+		sed -n 's/^ *Depends: \(linux-image-[^ ]*\)/\1/p' | head -n 1)
+	[ -n "$dep" ] || { echo "qemu-boot: cannot resolve $1 (apt-get update?)" >&2; exit 1; }
+	rm -rf "$out/kernel"
+	dpkg-deb -x "$(fetch "${dep%%:*}:${1##*:}")" "$out/kernel"
+}
 rm -rf "$out/busybox"
 dpkg-deb -x "$(fetch "$bbpkg")" "$out/busybox"
 log=$out/console.log
 
 case $machine in
 virt)
-	arch=${kpkg##*:}
-	kernel_pkg=$(apt-cache depends "$kpkg" 2>/dev/null |
-		sed -n 's/^ *Depends: \(linux-image-[^ ]*\)/\1/p' | head -n 1)
-	[ -n "$kernel_pkg" ] || { echo "qemu-boot: cannot resolve $kpkg (apt-get update?)" >&2; exit 1; }
-	rm -rf "$out/kernel"
-	dpkg-deb -x "$(fetch "${kernel_pkg%%:*}:$arch")" "$out/kernel"
+	unpack_kernel "$kpkg"
 	kernel=$(ls "$out"/kernel/boot/vmlinuz-* | head -n 1)
 
 	# A device tree with two LITTLE and two big cores.
@@ -64,7 +68,11 @@ virt)
 raspi3b)
 	sh "$src/board/common/boot-root.sh" "$name (raspi3b)" "$out" "$out/busybox/bin/busybox" \
 		"$bin" "$image" "$collector" 0 "$marker"
-	sh "$src/board/common/raspi3b-boot.sh" "$out/raspi3b" "$dl" "$out/initramfs.cpio.gz" \
+	# Debian's generic arm64 flavour has the BCM2835 platform, the mini UART's driver and
+	# console built in, and CONFIG_COMPAT (the armv7 build's 32-bit programs); its package
+	# carries the Pi's device trees.
+	unpack_kernel linux-image-arm64:arm64
+	sh "$src/board/common/raspi3b-boot.sh" "$out/raspi3b" "$out/kernel" "$out/initramfs.cpio.gz" \
 		"$marker" "$log.txt" || true
 	;;
 *)

@@ -2,7 +2,8 @@
 # Boots a Raspberry Pi 3 Model B under qemu (-M raspi3b) with Debian's arm64 kernel and Debian's
 # bcm2837-rpi-3-b device tree, and waits for INITRAMFS's /init to print MARKER on the console.
 #
-# usage: raspi3b-boot.sh OUT_DIR DL_DIR INITRAMFS MARKER LOG
+# usage: raspi3b-boot.sh OUT_DIR KERNEL_DIR INITRAMFS MARKER LOG
+# KERNEL_DIR is Debian's linux-image-*-arm64 package unpacked (board/common/qemu-boot.sh).
 # INITRAMFS is a gzip'd newc cpio. The board cannot power itself off (no PSCI in the Pi's device
 # tree; the watchdog driver that resets it is a module, bcm2835_wdt.ko), so the end of a boot is
 # the MARKER line, not qemu's exit. (An /init that insmods bcm2835_wdt.ko can `poweroff -f`: the
@@ -10,28 +11,13 @@
 # LOG gets the mini UART's output with the \r removed. It may hold a stray non-ASCII byte when
 # the kernel configures the port (seen: 0xb2): read it with grep -a.
 set -eu
-out=$1 dl=$2 initramfs=$3 marker=$4 log=$5
+out=$1 kdir=$2 initramfs=$3 marker=$4 log=$5
 limit=900 # seconds; only a hang takes that long
-mkdir -p "$out" "$dl"
+mkdir -p "$out"
 
-# ---- the kernel, from Debian's archive, cached in DL_DIR ----
-# Debian's generic arm64 flavour is built with the BCM2835 platform, the mini UART driver
-# (8250_bcm2835aux) and the 8250 console built in, and CONFIG_COMPAT (32-bit programs); its
-# package carries the Pi device trees. The meta-package's Depends names today's ABI.
-meta=linux-image-arm64:arm64
-kpkg=$(apt-cache depends "$meta" 2>/dev/null | sed -n 's/^ *Depends: \(linux-image-[^ ]*\)/\1/p' | head -n 1)
-[ -n "$kpkg" ] || { echo "raspi3b-boot: cannot resolve $meta (apt-get update?)" >&2; exit 1; }
-kpkg=${kpkg%%:*}
-deb=$(ls "$dl/${kpkg}"_*_arm64.deb 2>/dev/null | head -n 1)
-if [ -z "$deb" ]; then
-	(cd "$dl" && apt-get download "$kpkg:arm64" >/dev/null 2>&1) ||
-		{ echo "raspi3b-boot: apt-get download $kpkg:arm64 failed" >&2; exit 1; }
-	deb=$(ls "$dl/${kpkg}"_*_arm64.deb | head -n 1)
-fi
-rm -rf "$out/kernel"
-dpkg-deb -x "$deb" "$out/kernel"
-kernel=$(ls "$out"/kernel/boot/vmlinuz-* | head -n 1)
-debian_dtb=$(ls "$out"/kernel/usr/lib/linux-image-*/broadcom/bcm2837-rpi-3-b.dtb | head -n 1)
+# ---- the kernel and its device tree (KERNEL_DIR: qemu-boot.sh unpacked it) ----
+kernel=$(ls "$kdir"/boot/vmlinuz-* | head -n 1)
+debian_dtb=$(ls "$kdir"/usr/lib/linux-image-*/broadcom/bcm2837-rpi-3-b.dtb | head -n 1)
 # The kernel's random pool: with no seed from the boot loader and the SoC's RNG driver a
 # module, getrandom() blocked for minutes under TCG (crng ready at 335 s), and with it
 # jittd's install secret and every TLS handshake. A bootloader's /chosen/rng-seed (64 bytes
