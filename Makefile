@@ -276,11 +276,11 @@ tsan: $(TSAN)
 # library; libjitt must support OEM services built that way too. Part of make test. ----
 DYN := $(obj)/dyn/dyn-main
 DYN_SRCS := tests/dyn_main.c $(patsubst %.o,%.c,$(hal-y) $(rb-y) $(rb-hooks-y))
-$(DYN): $(DYN_SRCS) tests/dyn_lib.c tests/dyn_work.c $(wildcard ringbuf/*.h hal/*.h) $(CONFIG_H)
+$(DYN): $(DYN_SRCS) tests/dyn_lib.c tests/dyn_work.c ringbuf/hooks_dso.c $(wildcard ringbuf/*.h hal/*.h) $(CONFIG_H)
 	$(call say,DYNCC,$(O)/dyn/dyn-main)
 	$(Q)mkdir -p $(dir $@)
 	$(Q)gcc -std=gnu11 -O2 -flto -fPIC -shared -finstrument-functions -I$(srctree) \
-		-include $(CONFIG_H) tests/dyn_lib.c -o $(obj)/dyn/libdyntraced.so
+		-include $(CONFIG_H) tests/dyn_lib.c ringbuf/hooks_dso.c -o $(obj)/dyn/libdyntraced.so
 	$(Q)gcc -std=gnu11 -O2 -flto -fPIE -finstrument-functions -I$(srctree) \
 		-include $(CONFIG_H) -c tests/dyn_work.c -o $(obj)/dyn/dyn_work.o
 	$(Q)gcc -std=gnu11 -O2 -flto -Wall -Werror -fPIE -pie -rdynamic -Wl,--build-id=sha1 -I$(srctree) \

@@ -6,11 +6,17 @@
  */
 #include "ringbuf/trace.h"
 
-/* always_inline: the hook's body (~12 instructions) is past GCC's size limit for
+/* Hidden: these are the executable's own hooks, and write the low half of the address
+ * (trace.h, rb_enter), exact only for the executable's functions. A shared library that
+ * must bind them (the program exported them with -rdynamic, say) would record ids the
+ * decoder cannot place; it links hooks_dso.c instead (docs/oem.md).
+ *
+ * always_inline: the hook's body (~12 instructions) is past GCC's size limit for
  * inlining across units, measured with gcc 12 -O2 -flto: without it every hook stayed a
  * call. `inline` with the extern declarations below still emits the external definitions
  * that a build without LTO calls. */
-#define HOOK inline __attribute__((no_instrument_function, always_inline))
+#define HOOK                                                                               \
+	inline __attribute__((no_instrument_function, always_inline, visibility("hidden")))
 
 extern void __cyg_profile_func_enter(void *fn, void *call_site);
 extern void __cyg_profile_func_exit(void *fn, void *call_site);

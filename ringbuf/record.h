@@ -18,9 +18,10 @@
  * wraps and across long gaps (Hubble's scheme alone goes wrong after 2^32 ticks without a
  * trace point: 224 s on a 19.2 MHz counter, 1.7 s on a 2.6 GHz TSC).
  *
- * Function ids: on 64-bit, a function's address minus the main program's load bias (its
- * ELF virtual address; for a non-PIE program, the address itself); a function elsewhere
- * (a shared library) is a wide entry with its absolute address. On 32-bit (armv7), every
+ * Function ids: on 64-bit, the low 32 bits of a function's address (for a program linked
+ * below 4 GiB, the address itself; for a PIE program, its ELF virtual address plus the low
+ * half of the load bias, modulo 2^32: the trace file's module table has the bias); a
+ * function elsewhere (a shared library) is a wide entry with its absolute address. On 32-bit (armv7), every
  * entry is one slot with the absolute address, as in Hubble 5.1.2. The trace file's module
  * table maps either back to {module, offset}.
  */

@@ -164,6 +164,22 @@ RARE void rb_put1_rare(uintptr_t low)
 		put(pos, 0, (uint32_t)low, 1);
 }
 
+/*
+ * The entry and exit of a function in an instrumented shared library (hooks_dso.c): a
+ * wide entry with its absolute address, which the trace file's module table maps back to
+ * {module, offset}. Out of line and exported (libjitt.ldflags names them with
+ * --export-dynamic-symbol), so a library loaded by dlopen finds them too.
+ */
+__attribute__((visibility("default"))) NO_INSTR void rb_dso_enter(void *fn)
+{
+	rb_put_wide((uintptr_t)fn);
+}
+
+__attribute__((visibility("default"))) NO_INSTR void rb_dso_exit(void)
+{
+	rb_put1_rare(RB_EXIT);
+}
+
 /* ---- registration ---- */
 
 struct main_module {
@@ -233,9 +249,11 @@ NO_INSTR int rb_thread_register(const char *name)
 	if (rb_tls.ring)
 		return -EALREADY;
 	struct main_module m = main_module();
-#if UINTPTR_MAX > 0xffffffffu && !defined(__PIC__) && !defined(__PIE__)
-	if (m.top > 0xffffffffu)
-		return -ERANGE; /* rb_enter() stores addresses as 32-bit ids */
+#if UINTPTR_MAX > 0xffffffffu
+	/* rb_enter() records the low half of an address: the decoder finds the whole one
+	 * only for a program whose virtual addresses stay below 4 GiB (trace.h). */
+	if (m.top - m.bias > 0xffffffffu)
+		return -ERANGE;
 #endif
 	pthread_once(&exit_key_once, make_exit_key);
 	/* Refuse before mapping and touching megabytes; checked again below, under the same
@@ -271,7 +289,6 @@ NO_INSTR int rb_thread_register(const char *name)
 		return -EBUSY;
 	}
 	rings[slot] = r;
-	rb_tls.bias = m.bias;
 	atomic_store_explicit(&rb_tls.pos, 0, memory_order_relaxed);
 	rb_tls.ring = r;
 	atomic_store_explicit(&rb_tls.limit, running_limit(r), memory_order_relaxed);

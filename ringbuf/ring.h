@@ -64,8 +64,8 @@ static inline struct rb_ring_view rb_frozen_view(const struct rb_frozen *f)
 }
 
 /* Give the calling thread a ring (tracing stays off until rb_start). Returns 0, -EALREADY,
- * -EBUSY when CONFIG_RB_MAX_TRACED_THREADS rings exist, -ENOMEM, or -ERANGE when this
- * non-PIC program is linked above 4 GiB (its function ids would not fit). */
+ * -EBUSY when CONFIG_RB_MAX_TRACED_THREADS rings exist, -ENOMEM, or -ERANGE when the
+ * program's virtual addresses reach past 4 GiB (its function ids would not be exact). */
 int rb_thread_register(const char *name);
 /* Change the limit on traced threads (CONFIG_RB_MAX_TRACED_THREADS at start), 1..64;
  * rings already registered are kept. 0 or -EINVAL. */
@@ -102,7 +102,12 @@ int rb_stop_many(struct rb_ring **rs, int n, unsigned wait_ms, struct rb_frozen 
 		 int *errs);
 void rb_frozen_release(struct rb_frozen *f);
 
-/* The main program's load bias: what narrow ids of PIC/PIE code are relative to. */
+/* A shared library's trace points (ringbuf/hooks_dso.c), exported by the program. */
+void rb_dso_enter(void *fn);
+void rb_dso_exit(void);
+
+/* The main program's load bias (0 unless it is PIE): an entry's id is the low half of
+ * bias + the function's virtual address. */
 uintptr_t rb_main_bias(void);
 
 /* The calling thread's own tracing on or off (registering it first if needed). */

@@ -70,7 +70,6 @@ struct rb_ring;
 struct rb_tls {
 	_Atomic uintptr_t pos;   /* Hubble's start */
 	_Atomic uintptr_t limit; /* Hubble's stop */
-	uintptr_t bias;          /* the main program's load bias (PIE); 0 for a fixed address */
 	struct rb_ring *ring;    /* the control side's descriptor; NULL when not registered */
 };
 
@@ -286,6 +285,18 @@ RB_INLINE bool rb_past_limit(uintptr_t tp, uintptr_t p)
 }
 
 /*
+ * The low 32 bits of an entry's address where it may have more (position-independent
+ * 64-bit code). A fixed-address program is linked below 4 GiB (rb_thread_register checks),
+ * where the address is its own low half and the zero-extension would be one instruction
+ * more per trace point on aarch64.
+ */
+#if UINTPTR_MAX > 0xffffffffu && (defined(__PIC__) || defined(__PIE__))
+#define RB_LOW32(v) ((uint32_t)(v))
+#else
+#define RB_LOW32(v) (v)
+#endif
+
+/*
  * Store a record of the counter and `low` at p; return p advanced by one slot. aarch64: one
  * 8-byte store that post-increments p, as Hubble's STRD (section 5.1.3), which GCC 12's
  * atomics cannot do (on armv7 a 64-bit relaxed atomic store is even an LDREXD/STREXD loop).
@@ -297,7 +308,7 @@ RB_INLINE bool rb_past_limit(uintptr_t tp, uintptr_t p)
 RB_INLINE uintptr_t rb_store_counter_record(uintptr_t p, uintptr_t low)
 {
 #if defined(__aarch64__)
-	uint64_t rec = hal_counter_read() << 32 | low;
+	uint64_t rec = hal_counter_read() << 32 | RB_LOW32(low);
 	__asm__ __volatile__("str %x[v], [%x[p]], #8"
 			     : [p] "+r"(p), "=m"(*(uint64_t *)p)
 			     : [v] "r"(rec));
@@ -328,7 +339,7 @@ RB_INLINE uintptr_t rb_store_counter_record(uintptr_t p, uintptr_t low)
 			     : [p] "r"(p), [low] "re"(low));
 	return p + 8;
 #else
-	atomic_store_explicit((_Atomic uint64_t *)p, hal_counter_read() << 32 | low,
+	atomic_store_explicit((_Atomic uint64_t *)p, hal_counter_read() << 32 | (uint32_t)low,
 			      memory_order_relaxed);
 	return p + 8;
 #endif
@@ -358,8 +369,8 @@ RB_INLINE void rb_store(uintptr_t p, uint64_t rec)
 }
 
 /*
- * Write a one-slot record whose low half is `low` (below 2^32: callers make sure, so the
- * value needs no zero-extension on the hot path). The whole trace point.
+ * Write a one-slot record whose low half is the low 32 bits of `low` (an entry's function
+ * address: rb_enter). The whole trace point.
  */
 RB_INLINE void rb_put1(uintptr_t low)
 {
@@ -392,24 +403,18 @@ RB_INLINE void rb_put1(uintptr_t low)
 }
 
 /*
- * The function id of an entry. A non-PIC build is linked at a fixed address below 4 GiB
- * (checked when a thread is registered), so the address itself is the id and needs no
- * arithmetic. PIC/PIE code subtracts the load bias and falls back to a wide entry when the
- * result does not fit (a function of a shared library).
+ * The function id of an entry: the low 32 bits of the function's address, whatever the
+ * program's load address. In a fixed-address program linked below 4 GiB that is the
+ * address itself; in a PIE program the decoder subtracts the low half of the main
+ * program's load bias, modulo 2^32 (the trace file's module table has it): exact for any
+ * program smaller than 4 GiB, and free on the hot path, where a subtraction of the bias
+ * would cost a thread-local load, a SUB and a range check at every entry. These hooks are
+ * the executable's own (hidden: hooks.c): a shared library's instrumented functions enter
+ * through hooks_dso.c, as wide entries with their absolute address.
  */
 RB_INLINE void rb_enter(void *fn)
 {
-#if UINTPTR_MAX > 0xffffffffu && (defined(__PIC__) || defined(__PIE__))
-	uintptr_t id = (uintptr_t)fn - rb_tls.bias;
-	if (__builtin_expect(id > 0xffffffffu, 0)) {
-		if (atomic_load_explicit(&rb_tls.pos, memory_order_relaxed))
-			RB_RARE(rb_put_wide, fn);
-		return;
-	}
-	rb_put1(id);
-#else
-	rb_put1((uintptr_t)fn); /* below 4 GiB: rb_thread_register checked */
-#endif
+	rb_put1((uintptr_t)fn);
 }
 
 RB_INLINE void rb_exit(void)

@@ -177,8 +177,9 @@ static int collect_module(struct dl_phdr_info *info, size_t size, void *arg)
 	if (m->start == UINT64_MAX)
 		m->start = 0;
 	char *path = l->path[l->n];
-	/* The main program is "" (glibc) or "/proc/self/exe" (musl): name the real file. */
-	if (info->dlpi_name && info->dlpi_name[0] && strcmp(info->dlpi_name, "/proc/self/exe")) {
+	/* The first module is the main program, which glibc names "", musl "/proc/self/exe"
+	 * when static and argv[0] (a relative path, say) when dynamic: name the real file. */
+	if (l->n > 0 && info->dlpi_name && info->dlpi_name[0]) {
 		snprintf(path, sizeof(l->path[0]), "%s", info->dlpi_name);
 	} else {
 		ssize_t n = readlink("/proc/self/exe", path, sizeof(l->path[0]) - 1);
@@ -598,6 +599,7 @@ int rb_trace_parse(const void *data, size_t size, struct rb_trace *t, char *err,
 	/* Only a freeze before the file was written makes sense; anything else is unknown. */
 	t->frozen_ticks = h.frozen_ticks <= h.ref_ticks ? h.frozen_ticks : 0;
 	t->pid = h.pid;
+	t->version = h.version;
 	t->nmodules = h.nmodules;
 	t->nthreads = h.nthreads;
 	return 0;
@@ -713,10 +715,12 @@ void rb_trace_close(struct rb_trace *t)
 int rb_trace_resolve(const struct rb_trace *t, const struct rb_event *e, uint64_t *vaddr)
 {
 	if (!e->wide) {
-		/* a narrow 64-bit id: the main program's virtual address */
+		/* A narrow 64-bit id: the low half of the address of a function of the main
+		 * program (record.h), whose virtual addresses stay below 4 GiB; before version
+		 * 3, the address minus the load bias. */
 		if (t->nmodules == 0)
 			return -1;
-		*vaddr = e->id;
+		*vaddr = t->version >= 3 ? (uint32_t)(e->id - t->modules[0].bias) : e->id;
 		return 0;
 	}
 	for (uint32_t i = 0; i < t->nmodules; i++) {

@@ -17,7 +17,10 @@
 #include <stdint.h>
 
 #define RB_FILE_MAGIC "JITTRACE"
-#define RB_FILE_VERSION 2 /* 2 added the scheduling section; 1 is still read */
+/* 2 added the scheduling section; 3 made a narrow entry's id the low half of the address
+ * (record.h), where 2 and 1 hold the address minus the main program's load bias. All three
+ * are read. */
+#define RB_FILE_VERSION 3
 #define RB_BUILD_ID_MAX 32
 #define RB_FILE_MAX_THREADS 256
 #define RB_FILE_MAX_MODULES 1024
@@ -69,6 +72,7 @@ struct rb_trace_sched {
 };
 
 struct rb_trace {
+	uint16_t version;
 	uint8_t word_size;
 	uint64_t timer_hz;
 	uint64_t ref_ticks;           /* the timer when the file was written... */

@@ -61,8 +61,9 @@ void synth_special(struct synth_thread *t, uint64_t ts, uint32_t kind, uint32_t 
 
 uint64_t synth_id(void (*fn)(void))
 {
+	/* What rb_enter records: the low half of the address (ringbuf/trace.h). */
 	uintptr_t a = (uintptr_t)fn;
-	return sizeof(void *) == 4 ? a : a - rb_main_bias();
+	return sizeof(void *) == 4 ? a : (uint32_t)a;
 }
 
 int synth_write(struct synth_thread *th, int n, const char *reason, char *path, size_t size)

@@ -74,13 +74,9 @@ static void start_worker(struct worker *w, pthread_t *t)
  * number of whole traced_top calls seen. */
 static int check_events(const struct rb_event *ev, size_t n, int expect_sync_first)
 {
-	/* Narrow ids of position-independent 64-bit code are relative to the load bias. */
-	uintptr_t bias = 0;
-#if UINTPTR_MAX > 0xffffffffu && (defined(__PIC__) || defined(__PIE__))
-	bias = rb_main_bias();
-#endif
-	uint64_t top = (uintptr_t)traced_top - bias, mid = (uintptr_t)traced_mid - bias,
-		 leaf = (uintptr_t)traced_leaf - bias;
+	/* An entry's id is the low half of its address (ringbuf/trace.h). */
+	uint64_t top = (uint32_t)(uintptr_t)traced_top, mid = (uint32_t)(uintptr_t)traced_mid,
+		 leaf = (uint32_t)(uintptr_t)traced_leaf;
 	uint64_t stack[64];
 	int depth = 0, tops = 0, unmatched_exits = 0;
 	if (expect_sync_first)
