@@ -248,8 +248,8 @@ NO_INSTR int rb_thread_register(const char *name)
 {
 	if (rb_tls.ring)
 		return -EALREADY;
-	struct main_module m = main_module();
 #if UINTPTR_MAX > 0xffffffffu
+	struct main_module m = main_module();
 	/* rb_enter() records the low half of an address: the decoder finds the whole one
 	 * only for a program whose virtual addresses stay below 4 GiB (trace.h). */
 	if (m.top - m.bias > 0xffffffffu)

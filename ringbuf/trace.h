@@ -285,15 +285,13 @@ RB_INLINE bool rb_past_limit(uintptr_t tp, uintptr_t p)
 }
 
 /*
- * The low 32 bits of an entry's address where it may have more (position-independent
- * 64-bit code). A fixed-address program is linked below 4 GiB (rb_thread_register checks),
- * where the address is its own low half and the zero-extension would be one instruction
- * more per trace point on aarch64.
+ * Position-independent 64-bit code may hand the record an address above 4 GiB, of which
+ * only the low half is kept (rb_enter). x86_64 stores the counter over the upper half
+ * anyway; aarch64 inserts it there (RB_LOW32_BFI). A fixed-address program is linked below
+ * 4 GiB, where the address is its own low half and needs neither.
  */
-#if UINTPTR_MAX > 0xffffffffu && (defined(__PIC__) || defined(__PIE__))
-#define RB_LOW32(v) ((uint32_t)(v))
-#else
-#define RB_LOW32(v) (v)
+#if defined(__aarch64__) && (defined(__PIC__) || defined(__PIE__))
+#define RB_LOW32_BFI 1
 #endif
 
 /*
@@ -308,7 +306,15 @@ RB_INLINE bool rb_past_limit(uintptr_t tp, uintptr_t p)
 RB_INLINE uintptr_t rb_store_counter_record(uintptr_t p, uintptr_t low)
 {
 #if defined(__aarch64__)
-	uint64_t rec = hal_counter_read() << 32 | RB_LOW32(low);
+	uint64_t ts = hal_counter_read(), rec = ts << 32 | low;
+#if defined(RB_LOW32_BFI)
+	/* An entry's address in PIE code: BFI puts the counter over its upper half, one
+	 * instruction where the zero-extension and the OR were two. */
+	if (!__builtin_constant_p(low)) {
+		rec = low;
+		__asm__("bfi %x0, %x1, #32, #32" : "+r"(rec) : "r"(ts));
+	}
+#endif
 	__asm__ __volatile__("str %x[v], [%x[p]], #8"
 			     : [p] "+r"(p), "=m"(*(uint64_t *)p)
 			     : [v] "r"(rec));

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs everything jitt needs to build and test, idempotently, from Debian's archive:
 # the host musl toolchain, the aarch64/armhf cross compilers with musl-dev of those
-# architectures, qemu (user and system), kconfig-frontends and the tools to fetch mbedtls'
+# architectures and their glibc headers (the SDK has a glibc libjitt too), qemu (user and system), kconfig-frontends and the tools to fetch mbedtls'
 # source package; for the uploader's tests, the host's mbedtls and SQLite (the reference
 # collector), nginx, curl and openssl; tcl, whose tclsh generates SQLite's amalgamation
 # (board/common/sqlite.sh: the collector built for a board, speedtest1); for the viewer
@@ -21,6 +21,9 @@ gcc-aarch64-linux-gnu:/usr/bin/aarch64-linux-gnu-gcc
 gcc-arm-linux-gnueabihf:/usr/bin/arm-linux-gnueabihf-gcc
 musl-dev:arm64:/usr/lib/aarch64-linux-musl/musl-gcc.specs
 musl-dev:armhf:/usr/lib/arm-linux-musleabihf/musl-gcc.specs
+libc6-dev-arm64-cross:/usr/aarch64-linux-gnu/include/stdio.h
+libc6-dev-armhf-cross:/usr/arm-linux-gnueabihf/include/stdio.h
+pkgconf:/usr/bin/pkgconf
 qemu-user-static:/usr/bin/qemu-aarch64-static
 qemu-system-arm:/usr/bin/qemu-system-aarch64
 kconfig-frontends-nox:/usr/bin/kconfig-conf
