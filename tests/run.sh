@@ -143,6 +143,9 @@ if [ "$board" = host ]; then
 	counted preempt-check.sh sh "$here/preempt-check.sh" "$bin"
 	# An app built the way an OEM would, from $(O)/lib/libjitt.a and its flags file.
 	counted libjitt-check.sh sh "$here/libjitt-check.sh" "$bin/../lib" "$bin" musl-gcc
+	# The installed SDK in a make project (pkg-config) and a CMake one: PIE on glibc, an
+	# instrumented shared library, a tool left alone; and a static musl program.
+	counted sdk-check.sh sh "$here/sdk-check.sh" "$here/.." "$bin"
 	# make install into a temporary folder: the tree and its modes, the init files, the
 	# settings file, and a service built from the installed SDK (docs/oem.md).
 	counted install-check.sh sh "$here/install-check.sh" "$here/.." host "$(cd "$bin/.." && pwd)"

@@ -3,16 +3,20 @@
 # what goes where, with owners and modes):
 #   BINDIR       jitt, jittd (stripped; their build-ids stay)                      0755
 #   the settings file CONFIG_AGENT_CONFIG_FILE, every key at this build's default    0644
-#   LIBDIR       libjitt.a, libjitt.ldflags, libjitt.cflags, libjitt.cc (the SDK)   0644
+#   LIBDIR       the SDK: libjitt.a (musl), libjitt-glibc.a, libjitt-dso.a (shared   0644
+#                libraries), libjitt.cflags, libjitt.ldflags, libjitt-glibc.ldflags,
+#                libjitt.cc (musl's compiler)
+#   PREFIX/lib/pkgconfig  jitt.pc (glibc), jitt-musl.pc, jitt-dso.pc                 0644
+#   PREFIX/lib/cmake/jitt jittConfig.cmake, jittConfigVersion.cmake                   0644
 #   INCDIR       jitt.h                                                            0644
 #   DOCDIR       oem.md, exclude.md, runtime.md                                    0644
 #   the init files of the board's INIT_SYSTEMS, from board/common/init/layout
 # Nothing under DATA_DIR or RUN_DIR: those are made at boot by the init files, with their
 # owner and mode. Files are installed as the user running make; the image's build sets
 # owners (root) when it packs DESTDIR.
-# usage: install.sh OBJ_DIR BOARD DESTDIR PREFIX "CC" STRIP "INIT_SYSTEMS" USER GROUP
+# usage: install.sh OBJ_DIR BOARD DESTDIR PREFIX "CC" STRIP "INIT_SYSTEMS" USER GROUP "GLIBC_CC"
 set -eu
-obj=$1 board=$2 destdir=$3 prefix=$4 cc=$5 strip=$6 systems=$7 user=$8 group=$9
+obj=$1 board=$2 destdir=$3 prefix=$4 cc=$5 strip=$6 systems=$7 user=$8 group=$9 glibc_cc=${10}
 src=$(cd "$(dirname "$0")/../.." && pwd)
 
 # The board's configuration is sh: CONFIG_NAME=value, strings quoted.
@@ -39,13 +43,23 @@ $strip "$destdir$bindir/jitt" "$destdir$bindir/jittd"
 
 # The SDK. libjitt.a holds LTO bytecode: an app links it with -flto by the same compiler,
 # which libjitt.cc names.
-for f in libjitt.a libjitt.ldflags libjitt.cflags; do
+for f in libjitt.a libjitt-glibc.a libjitt-dso.a libjitt.ldflags libjitt-glibc.ldflags \
+	libjitt.cflags; do
 	put 0644 "$obj/lib/$f" "$libdir/$f"
 done
 tmp=$(mktemp)
-trap 'rm -f "$tmp"' EXIT
+sdk=$(mktemp -d)
+trap 'rm -rf "$tmp" "$sdk"' EXIT
 echo "$cc" >"$tmp"
 put 0644 "$tmp" "$libdir/libjitt.cc"
+# pkg-config and CMake descriptions of the same archives and flags (sdk-files.sh).
+version=$(sed -n 's/^#define JITT_VERSION "\(.*\)"$/\1/p' "$src/agent/runtime/api.c")
+sh "$src/board/common/sdk-files.sh" "$sdk" "$prefix" "$version" "$glibc_cc" "$cc" \
+	"$obj/lib/libjitt.cflags" "$obj/lib/libjitt-glibc.ldflags" "$obj/lib/libjitt.ldflags"
+for f in pkgconfig/jitt.pc pkgconfig/jitt-musl.pc pkgconfig/jitt-dso.pc \
+	cmake/jitt/jittConfig.cmake cmake/jitt/jittConfigVersion.cmake; do
+	put 0644 "$sdk/$f" "$prefix/lib/$f"
+done
 put 0644 "$src/agent/jitt.h" "$incdir/jitt.h"
 for f in oem.md exclude.md runtime.md; do
 	put 0644 "$src/docs/$f" "$docdir/$f"

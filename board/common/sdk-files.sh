@@ -1,0 +1,113 @@
+#!/bin/sh
+# Writes the SDK's descriptions for an OEM's build system (docs/oem.md, "Building an app
+# with jitt"), for an SDK installed under PREFIX (libjitt*.a in PREFIX/lib/jitt, jitt.h in
+# PREFIX/include/jitt):
+#   OUT/pkgconfig/jitt.pc       a program on glibc, built by GLIBC_CC (PIE or not)
+#   OUT/pkgconfig/jitt-musl.pc  a program on musl, built by MUSL_CC (static)
+#   OUT/pkgconfig/jitt-dso.pc   an instrumented shared library (any libc)
+#   OUT/cmake/jitt/jittConfig.cmake and jittConfigVersion.cmake: the same as CMake targets
+#     jitt::jitt, jitt::musl and jitt::dso
+# Each names, in its variable `compiler`, the GCC its flags are for: libjitt's archives
+# carry GCC's LTO bytecode, so the program is compiled and linked by that GCC with -flto.
+# The flags themselves come from the build (libjitt.cflags, libjitt*.ldflags), so the files
+# and the archives never disagree. The CMake files find the prefix from their own place,
+# so an SDK copied elsewhere (a sysroot) still works; pkg-config does with --define-prefix.
+#
+# usage: sdk-files.sh OUT PREFIX VERSION GLIBC_CC MUSL_CC CFLAGS_FILE GLIBC_LDFLAGS_FILE
+#                     MUSL_LDFLAGS_FILE
+set -eu
+out=$1 prefix=$2 version=$3 glibc_cc=$4 musl_cc=$5
+cflags=$(cat "$6")
+glibc_ld=$(cat "$7")
+musl_ld=$(cat "$8")
+mkdir -p "$out/pkgconfig" "$out/cmake/jitt"
+
+pc() { # name libc compiler archive ldflags extra-cflags
+	cat <<PC
+# jitt's runtime for an instrumented program on $2 (docs/oem.md). Compile only the
+# program's own sources with \`pkg-config --cflags\` (not its tools), link it with
+# \`pkg-config --libs\`, both by \${compiler} (GCC with LTO: the archive is LTO bytecode).
+prefix=$prefix
+libdir=\${prefix}/lib/jitt
+includedir=\${prefix}/include
+compiler=$3
+libc=$2
+
+Name: $1
+Description: jitt, a function-tracing flight recorder: the runtime an app links ($2)
+Version: $version
+Cflags: -I\${includedir} $cflags$6
+Libs: -flto \${libdir}/$4 $5
+PC
+}
+pc jitt glibc "$glibc_cc" libjitt-glibc.a "$glibc_ld" '' >"$out/pkgconfig/jitt.pc"
+pc jitt-musl musl "$musl_cc" libjitt.a "$musl_ld -static" '' >"$out/pkgconfig/jitt-musl.pc"
+cat >"$out/pkgconfig/jitt-dso.pc" <<PC
+# jitt's hooks for an instrumented shared library (docs/oem.md): its functions are traced
+# when the program that loads it links jitt (jitt.pc or jitt-musl.pc), and run untraced
+# otherwise. Any C compiler and libc; no LTO needed.
+prefix=$prefix
+libdir=\${prefix}/lib/jitt
+includedir=\${prefix}/include
+
+Name: jitt-dso
+Description: jitt's trace hooks for an instrumented shared library
+Version: $version
+Cflags: -finstrument-functions
+Libs: \${libdir}/libjitt-dso.a
+PC
+
+list() { echo "$*" | tr -s ' ' ';'; } # words to a CMake list
+cat >"$out/cmake/jitt/jittConfig.cmake" <<CMAKE
+# jitt's SDK for CMake (docs/oem.md):
+#   find_package(jitt REQUIRED)
+#   target_link_libraries(myservice PRIVATE jitt::jitt)  # glibc; jitt::musl: static musl
+#   target_link_libraries(mylib PRIVATE jitt::dso)       # an instrumented shared library
+# Link jitt only to the program you trace, not to every target of the tree: its compile
+# options instrument the target's sources. The archives are GCC LTO bytecode: build with
+# the compiler JITT_COMPILER names (JITT_MUSL_COMPILER for jitt::musl).
+get_filename_component(_jitt_prefix "\${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
+set(JITT_VERSION "$version")
+set(JITT_COMPILER "$glibc_cc")
+set(JITT_MUSL_COMPILER "$musl_cc")
+if(CMAKE_C_COMPILER_ID AND NOT CMAKE_C_COMPILER_ID STREQUAL "GNU")
+  message(WARNING "jitt: libjitt is GCC LTO bytecode; \${CMAKE_C_COMPILER_ID} cannot link it")
+endif()
+foreach(_jitt_t jitt musl)
+  if(NOT TARGET jitt::\${_jitt_t})
+    add_library(jitt::\${_jitt_t} INTERFACE IMPORTED)
+    set_target_properties(jitt::\${_jitt_t} PROPERTIES
+      INTERFACE_INCLUDE_DIRECTORIES "\${_jitt_prefix}/include"
+      INTERFACE_COMPILE_OPTIONS "$(list "$cflags")")
+  endif()
+endforeach()
+set_target_properties(jitt::jitt PROPERTIES
+  INTERFACE_LINK_OPTIONS "-flto;$(list "$glibc_ld")"
+  INTERFACE_LINK_LIBRARIES "\${_jitt_prefix}/lib/jitt/libjitt-glibc.a")
+set_target_properties(jitt::musl PROPERTIES
+  INTERFACE_LINK_OPTIONS "-flto;-static;$(list "$musl_ld")"
+  INTERFACE_LINK_LIBRARIES "\${_jitt_prefix}/lib/jitt/libjitt.a")
+if(NOT TARGET jitt::dso)
+  add_library(jitt::dso INTERFACE IMPORTED)
+  set_target_properties(jitt::dso PROPERTIES
+    INTERFACE_COMPILE_OPTIONS "-finstrument-functions"
+    INTERFACE_LINK_LIBRARIES "\${_jitt_prefix}/lib/jitt/libjitt-dso.a")
+endif()
+unset(_jitt_prefix)
+unset(_jitt_t)
+CMAKE
+cat >"$out/cmake/jitt/jittConfigVersion.cmake" <<CMAKE
+# find_package(jitt X.Y): the same major version, at least X.Y.
+set(PACKAGE_VERSION "$version")
+string(REGEX MATCH "^[0-9]+" _jitt_major "\${PACKAGE_VERSION}")
+string(REGEX MATCH "^[0-9]+" _jitt_want "\${PACKAGE_FIND_VERSION}")
+if(PACKAGE_FIND_VERSION AND (PACKAGE_VERSION VERSION_LESS PACKAGE_FIND_VERSION
+                             OR NOT _jitt_major STREQUAL _jitt_want))
+  set(PACKAGE_VERSION_COMPATIBLE FALSE)
+else()
+  set(PACKAGE_VERSION_COMPATIBLE TRUE)
+  if(PACKAGE_FIND_VERSION STREQUAL PACKAGE_VERSION)
+    set(PACKAGE_VERSION_EXACT TRUE)
+  endif()
+endif()
+CMAKE

@@ -1,0 +1,180 @@
+#!/bin/sh
+# The installed SDK as an OEM's build systems use it (docs/oem.md, "Building an app with
+# jitt"): `make install` into a folder, then two small projects built by the build machine's
+# own gcc, PIE as Debian's gcc builds by default, on glibc, dynamically linked:
+#  - a make project through pkg-config (jitt.pc for the service, jitt-dso.pc for its shared
+#    library, nothing for its tool);
+#  - the same sources as a CMake project through find_package(jitt) (jitt::jitt, jitt::dso).
+# Each service traces its main thread, spends its time in a function of its own and in one
+# of the library's, and asks for a trace; `jitt summarize` must name both (the library's by
+# its module), and the tool must not be instrumented (no trace hooks in it).
+# Also: a musl static program through jitt-musl.pc.
+# usage: sdk-check.sh SRCTREE BIN_DIR   (host)
+set -u
+src=$(cd "$1" && pwd)
+bin=$(cd "$2" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+. "$src/tests/check-lib.sh"
+
+dest=$work/image
+if ! make -C "$src" --no-print-directory install DESTDIR="$dest" O="$bin/.." >"$work/install.log" 2>&1
+then
+	fail "make install" "$(tail -n 5 "$work/install.log")"
+	echo "$passed passed, $failed failed"
+	exit 1
+fi
+PKG_CONFIG_PATH=$dest/usr/lib/pkgconfig
+export PKG_CONFIG_PATH
+pc() { pkg-config --define-prefix "$@"; }
+
+# ---- the sources: a service, its library, its tool ----
+mkdir -p "$work/src"
+cat >"$work/src/service.c" <<'C'
+#include <jitt/jitt.h>
+#include <stdio.h>
+#include <unistd.h>
+int lib_work(int n); /* libwork.so */
+__attribute__((noinline)) static int service_own_work(int x)
+{
+	for (volatile int i = 0; i < 4000000; i++)
+		x += i & 1;
+	return x;
+}
+__attribute__((noinline)) static int service_request(int x)
+{
+	return service_own_work(x) + lib_work(x);
+}
+int main(void)
+{
+	jitt_thread_name("svc-main");
+	int traced = jitt_trace_thread(true);
+	int x = service_request(1);
+	int a = jitt_anomaly("sdk check");
+	usleep(300000); /* the control thread persists */
+	printf("traced %d anomaly %d work %d\n", traced, a, x > 0);
+	return 0;
+}
+C
+cat >"$work/src/work.c" <<'C'
+__attribute__((noinline)) static int lib_inner(int x)
+{
+	for (volatile int i = 0; i < 4000000; i++)
+		x += i & 1;
+	return x;
+}
+int lib_work(int n)
+{
+	return lib_inner(n);
+}
+C
+cat >"$work/src/tool.c" <<'C'
+#include <stdio.h>
+__attribute__((noinline)) static int tool_sum(int n) { return n * (n + 1) / 2; }
+int main(void) { printf("%d\n", tool_sum(10)); return 0; }
+C
+
+# ---- a make project ----
+mkdir -p "$work/make"
+cp "$work/src/"*.c "$work/make/"
+cat >"$work/make/Makefile" <<'MK'
+# Only the service is traced: jitt's flags go on its own objects, not on CFLAGS.
+CC := $(shell pkg-config --define-prefix --variable=compiler jitt)
+JITT_CFLAGS := $(shell pkg-config --define-prefix --cflags jitt)
+JITT_LIBS := $(shell pkg-config --define-prefix --libs jitt)
+DSO_CFLAGS := $(shell pkg-config --define-prefix --cflags jitt-dso)
+DSO_LIBS := $(shell pkg-config --define-prefix --libs jitt-dso)
+CFLAGS := -O2 -g
+all: service tool
+service: service.o libwork.so
+	$(CC) $(CFLAGS) service.o -o $@ -L. -lwork -Wl,-rpath,'$$ORIGIN' $(JITT_LIBS)
+service.o: service.c
+	$(CC) $(CFLAGS) $(JITT_CFLAGS) -c $< -o $@
+libwork.so: work.c
+	$(CC) $(CFLAGS) -fPIC -shared $(DSO_CFLAGS) $< -o $@ $(DSO_LIBS)
+tool: tool.c
+	$(CC) $(CFLAGS) $< -o $@
+MK
+
+# ---- the same as a CMake project ----
+mkdir -p "$work/cmake"
+cp "$work/src/"*.c "$work/cmake/"
+cat >"$work/cmake/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.13)
+project(sdkcheck C)
+find_package(jitt 0.6 REQUIRED)
+add_library(work SHARED work.c)
+target_link_libraries(work PRIVATE jitt::dso)
+add_executable(service service.c)
+target_link_libraries(service PRIVATE jitt::jitt work)
+add_executable(tool tool.c)
+CM
+
+conf=$work/jitt.conf
+mkdir -p "$work/data/spool" "$work/run"
+printf 'data_dir = %s\nrun_dir = %s\n' "$work/data" "$work/run" >"$conf"
+
+# run_service NAME DIR: runs DIR/service, checks what it traced
+run_service() {
+	name=$1 dir=$2
+	rm -f "$work/data/spool/"*
+	if file -L "$dir/service" | grep -q 'pie executable'; then
+		ok "$name: the service is a PIE program"
+	else
+		fail "$name: the service is not PIE" "$(file -L "$dir/service")"
+	fi
+	out=$(cd "$dir" && JITT_CONFIG=$conf ./service 2>"$work/$name.err")
+	if [ "$out" = "traced 0 anomaly 0 work 1" ]; then
+		ok "$name: the service traces its main thread and asks for a trace"
+	else
+		fail "$name: the service said '$out'" "$(cat "$work/$name.err")"
+	fi
+	trace=$(ls "$work/data/spool/"*.jtr 2>/dev/null | head -n 1)
+	if [ -z "$trace" ]; then
+		fail "$name: no trace persisted" "$(cat "$work/$name.err")"
+		return
+	fi
+	"$bin/jitt" summarize "$trace" >"$work/$name.sum" 2>&1
+	check "$name: the summary names the service's own function" \
+		grep -q ' service_own_work$' "$work/$name.sum"
+	if grep -q 'lib_inner' "$work/$name.sum"; then
+		ok "$name: the summary names the shared library's function"
+	else
+		fail "$name: the shared library's function is not named" "$(grep -A6 'top self' "$work/$name.sum")"
+	fi
+	check "$name: the tool has no trace hooks" \
+		sh -c "! nm '$dir/tool' | grep -q __cyg_profile"
+}
+
+if make -C "$work/make" >"$work/make.log" 2>&1; then
+	ok "make project: built with pkg-config jitt, jitt-dso ($(pc --variable=compiler jitt))"
+	run_service make "$work/make"
+else
+	fail "make project: build failed" "$(tail -n 8 "$work/make.log")"
+fi
+
+if cmake -S "$work/cmake" -B "$work/cmake/build" -DCMAKE_PREFIX_PATH="$dest/usr" \
+	-DCMAKE_BUILD_TYPE=RelWithDebInfo >"$work/cmake.log" 2>&1 &&
+	cmake --build "$work/cmake/build" >>"$work/cmake.log" 2>&1; then
+	ok "CMake project: built with find_package(jitt), jitt::jitt and jitt::dso"
+	run_service cmake "$work/cmake/build"
+else
+	fail "CMake project: build failed" "$(tail -n 8 "$work/cmake.log")"
+fi
+
+# ---- a static musl program through jitt-musl.pc ----
+mcc=$(pc --variable=compiler jitt-musl)
+# shellcheck disable=SC2046 # pkg-config prints lists of words
+if $mcc -O2 $(pc --cflags jitt-musl) "$work/src/service.c" "$work/src/work.c" \
+	-o "$work/service-musl" $(pc --libs jitt-musl) 2>"$work/musl.log" &&
+	file "$work/service-musl" | grep -q 'statically linked'; then
+	ok "musl: a static program built with pkg-config jitt-musl ($mcc)"
+	rm -f "$work/data/spool/"*
+	out=$(JITT_CONFIG=$conf "$work/service-musl" 2>/dev/null)
+	check "musl: it traces and persists ('$out')" is "$out" "traced 0 anomaly 0 work 1"
+else
+	fail "musl: build failed" "$(cat "$work/musl.log")"
+fi
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
