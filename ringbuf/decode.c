@@ -9,10 +9,10 @@
 
 const char *rb_ev_kind_name(enum rb_ev_kind kind)
 {
-	static const char *const names[] = { "entry",	 "exit",      "sync",	"mark",
-					     "wait-begin", "wait-end",	"wake",	   "reserved",
-					     "schedstat",  "off-cpu" };
-	return kind <= RB_EV_OFF_CPU ? names[kind] : "?";
+	static const char *const names[] = { "entry",	   "exit",     "sync",	 "mark",
+					     "wait-begin", "wait-end", "wake",	 "reserved",
+					     "schedstat",  "off-cpu",  "setjmp", "longjmp" };
+	return kind <= RB_EV_LONGJMP ? names[kind] : "?";
 }
 
 static enum rb_ev_kind special_kind(uint32_t low)
@@ -31,6 +31,10 @@ static enum rb_ev_kind special_kind(uint32_t low)
 	case RB_SCHED_RUN:
 	case RB_SCHED_WAIT:
 		return RB_EV_SCHEDSTAT;
+	case RB_SETJMP:
+		return RB_EV_SETJMP;
+	case RB_LONGJMP:
+		return RB_EV_LONGJMP;
 	default:
 		return RB_EV_RESERVED;
 	}
@@ -125,6 +129,8 @@ static int add_plan(struct rb_decoder *d, uint64_t pos)
 	return 0;
 }
 
+static int unwound_open_at_start(struct rb_decoder *d);
+
 int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t ref_ticks,
 		    rb_special_fn special, void *ctx)
 {
@@ -202,6 +208,7 @@ int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t
 		}
 		uint64_t ts = (payload & 0xffffffff00000000ull) | ts32;
 		d->stats.anchors++;
+		d->longjmps += low == RB_LONGJMP;
 		if (!seen_anchor) /* the newest record, walked forward from the newest anchor */
 			d->end_ts = ts + (seg + to_newer - tn0);
 		/* The walk from this anchor does not land on the newer one: the forward pass must
@@ -231,6 +238,8 @@ int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t
 	d->fix_at = UINT64_MAX;
 	d->first_pass = true;
 	d->plan_left = d->nplan;
+	if (d->longjmps && unwound_open_at_start(d) != 0)
+		goto nomem;
 	return 0;
 nomem:
 	rb_decoder_free(d);
@@ -239,6 +248,10 @@ nomem:
 
 void rb_decoder_rewind(struct rb_decoder *d)
 {
+	d->stage_n = d->stage_i = 0;
+	d->depth = d->min_depth = 0;
+	d->njb = d->jb_next = 0;
+	d->unwind_left = 0;
 	d->pos = d->first;
 	d->plan_left = d->nplan;
 	d->started = false;
@@ -254,9 +267,11 @@ void rb_decoder_free(struct rb_decoder *d)
 	free(d->payload);
 	free(d->plan);
 	free(d->held);
+	free(d->stage);
 	d->payload = NULL;
 	d->plan = NULL;
 	d->held = NULL;
+	d->stage = NULL;
 }
 
 /*
@@ -401,7 +416,7 @@ static bool off_event(struct rb_decoder *d, uint64_t until, struct rb_event *e)
  * The ring's events with the off-CPU intervals between them (rb_ring_view.off): the ring's
  * are read ahead in batches, and before each one go the intervals that began before it.
  */
-size_t rb_decoder_read(struct rb_decoder *d, struct rb_event *buf, size_t max)
+static size_t read_merged(struct rb_decoder *d, struct rb_event *buf, size_t max)
 {
 	if (!d->view.noff)
 		return read_ring(d, buf, max);
@@ -433,6 +448,108 @@ size_t rb_decoder_read(struct rb_decoder *d, struct rb_event *buf, size_t max)
 	return n;
 }
 
+/* ---- non-local exits (decode.h) ---- */
+
+static void jmpbuf_set(struct rb_decoder *d, uint32_t key, int64_t depth)
+{
+	for (unsigned i = 0; i < d->njb; i++)
+		if (d->jb[i].key == key) {
+			d->jb[i].depth = depth;
+			return;
+		}
+	/* A new buffer takes a free entry, or the oldest one's. */
+	unsigned i = d->njb < RB_DECODE_JMPBUFS ? d->njb++ : d->jb_next++ % RB_DECODE_JMPBUFS;
+	d->jb[i] = (struct rb_jmpbuf){ .key = key, .depth = depth };
+}
+
+/* The depth a longjmp of this buffer returns to. */
+static int64_t jmpbuf_target(const struct rb_decoder *d, uint32_t key)
+{
+	if (key)
+		for (unsigned i = 0; i < d->njb; i++)
+			if (d->jb[i].key == key)
+				return d->jb[i].depth;
+	return d->min_depth; /* its setjmp is older than the ring, or pthread_exit */
+}
+
+/* Follow the call depth through one event; a longjmp owes the exits of the frames it
+ * left (counted in its id). */
+static void follow_depth(struct rb_decoder *d, struct rb_event *e)
+{
+	switch (e->kind) {
+	case RB_EV_ENTRY:
+		d->depth++;
+		break;
+	case RB_EV_EXIT:
+		if (--d->depth < d->min_depth)
+			d->min_depth = d->depth;
+		break;
+	case RB_EV_SETJMP:
+		jmpbuf_set(d, e->arg, d->depth);
+		break;
+	case RB_EV_LONGJMP: {
+		int64_t target = jmpbuf_target(d, e->arg);
+		e->id = d->depth > target ? (uint64_t)(d->depth - target) : 0;
+		d->unwind_left = e->id;
+		d->unwind_ts = e->ts;
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+static size_t read_unwound(struct rb_decoder *d, struct rb_event *buf, size_t max)
+{
+	size_t n = 0;
+	while (n < max) {
+		if (d->unwind_left) {
+			buf[n++] = (struct rb_event){ .ts = d->unwind_ts,
+						      .kind = RB_EV_EXIT,
+						      .raw = RB_LONGJMP };
+			d->unwind_left--;
+			if (--d->depth < d->min_depth)
+				d->min_depth = d->depth;
+			continue;
+		}
+		if (d->stage_i == d->stage_n) {
+			d->stage_i = 0;
+			d->stage_n = read_merged(d, d->stage, HELD_EVENTS);
+			if (!d->stage_n)
+				break;
+		}
+		struct rb_event *e = &buf[n++];
+		*e = d->stage[d->stage_i++];
+		follow_depth(d, e);
+	}
+	return n;
+}
+
+/* With longjmps, the calls the ring starts inside are what the forward walk, frames
+ * closed by longjmps included, finds below its start: one pass more, for such rings only. */
+static int unwound_open_at_start(struct rb_decoder *d)
+{
+	d->stage = malloc(HELD_EVENTS * sizeof(*d->stage));
+	struct rb_event *buf = malloc(HELD_EVENTS * sizeof(*buf));
+	if (!d->stage || !buf) {
+		free(buf);
+		return -ENOMEM;
+	}
+	size_t n;
+	while ((n = read_unwound(d, buf, HELD_EVENTS)) > 0)
+		for (size_t i = 0; i < n; i++)
+			d->stats.unwound += buf[i].kind == RB_EV_EXIT && buf[i].raw == RB_LONGJMP;
+	free(buf);
+	d->open_at_start = (uint64_t)-d->min_depth;
+	rb_decoder_rewind(d);
+	return 0;
+}
+
+size_t rb_decoder_read(struct rb_decoder *d, struct rb_event *buf, size_t max)
+{
+	return d->longjmps ? read_unwound(d, buf, max) : read_merged(d, buf, max);
+}
+
 int rb_decode(const struct rb_ring_view *v, uint64_t ref_ticks, struct rb_event **events,
 	      size_t *count, struct rb_decode_stats *stats)
 {
@@ -442,7 +559,7 @@ int rb_decode(const struct rb_ring_view *v, uint64_t ref_ticks, struct rb_event 
 	int err = rb_decoder_init(&d, v, ref_ticks, NULL, NULL);
 	if (err)
 		return err;
-	size_t cap = d.stats.records + v->noff;
+	size_t cap = d.stats.records + v->noff + d.stats.unwound;
 	struct rb_event *ev = malloc((cap ? cap : 1) * sizeof(*ev));
 	if (!ev) {
 		rb_decoder_free(&d);

@@ -33,6 +33,9 @@ enum rb_ev_kind {
 	RB_EV_SCHEDSTAT, /* RB_SCHED_RUN or RB_SCHED_WAIT (raw says which): arg in us */
 	RB_EV_OFF_CPU,	/* not a record: the thread was off its CPU from id to ts, raw says
 			 * why (enum rb_off_why), arg is the CPU it left (rb_ring_view.off) */
+	RB_EV_SETJMP,	/* arg: the jump buffer's key */
+	RB_EV_LONGJMP,	/* arg: the jump buffer's key; id: how many frames it left, each
+			 * given as an exit right after it (raw RB_LONGJMP on those exits) */
 };
 
 struct rb_event {
@@ -79,7 +82,11 @@ struct rb_decode_stats {
 	uint64_t anchors;   /* special records (exact timestamps) */
 	uint64_t gaps;	    /* steps found longer than 2^32 ticks, and repaired */
 	uint64_t conflicts; /* anchors that disagreed by a non-multiple of 2^32 (torn data) */
+	uint64_t unwound;   /* exits given for the frames longjmps left (after init) */
 };
+
+/* Jump buffers whose setjmp depth the decoder remembers, the most recent ones. */
+#define RB_DECODE_JMPBUFS 64
 
 /*
  * The streaming decoder: events come out oldest first, in batches, with memory of one bit
@@ -87,6 +94,13 @@ struct rb_decode_stats {
  * its events. rb_decoder_init parses the ring newest to oldest once (handing each special
  * record to `special`, when given, newest first, with its exact time); rb_decoder_read
  * then walks forward. Returns 0, -EINVAL when the view is inconsistent, or -ENOMEM.
+ *
+ * A longjmp leaves frames whose exit hooks never run: where the ring holds one, the
+ * decoder follows the call depth and gives, right after the longjmp, an exit for every
+ * frame it left, down to the depth of the latest setjmp of the same jump buffer, or, when
+ * that setjmp is older than the ring, down to the shallowest depth seen (the target called
+ * setjmp before the ring's oldest record, so every frame entered since is deeper). Every
+ * consumer then sees a tree whose frames close.
  */
 typedef void (*rb_special_fn)(void *ctx, const struct rb_event *e);
 
@@ -109,6 +123,19 @@ struct rb_decoder {
 	size_t held_n, held_i, off_i;
 	uint64_t last_ts, off_end;
 	bool any, tail_done;
+	/* Non-local exits (record.h, RB_LONGJMP), when the ring has any: events staged
+	 * while the call depth is followed, the depth of the latest setjmp of each jump
+	 * buffer, and the exits a longjmp still owes. */
+	uint64_t longjmps;
+	struct rb_event *stage;
+	size_t stage_n, stage_i;
+	int64_t depth, min_depth;
+	struct rb_jmpbuf {
+		uint32_t key;
+		int64_t depth;
+	} jb[RB_DECODE_JMPBUFS];
+	unsigned njb, jb_next;
+	uint64_t unwind_left, unwind_ts;
 };
 
 int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t ref_ticks,

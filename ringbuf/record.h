@@ -43,7 +43,13 @@ enum rb_kind {
 	 * microseconds modulo 2^32. Two samples' difference is what happened between them. */
 	RB_SCHED_RUN = 0x7,
 	RB_SCHED_WAIT = 0x8,
-	RB_KIND_LAST = 0xF,  /* 0x9..0xF reserved: decoded as "unknown special" */
+	/* Non-local exits, from the runtime's wrappers of setjmp and longjmp: the decoder
+	 * closes the frames a longjmp skipped (their exit hooks never ran). arg: the jump
+	 * buffer's address, low half; a longjmp with arg 0 leaves every open frame
+	 * (pthread_exit). */
+	RB_SETJMP = 0x9,
+	RB_LONGJMP = 0xA,
+	RB_KIND_LAST = 0xF,  /* 0xB..0xF reserved: decoded as "unknown special" */
 	RB_FIRST_ID = 0x10,  /* the smallest function id */
 };
 

@@ -52,7 +52,11 @@ static void generate(struct model_event *ev, int n, uint64_t start)
 		ts += step;
 		e->ts = ts;
 		if (special) {
-			e->low = 2 + next() % 14; /* sync, mark, waits, wake and the reserved */
+			/* sync, mark, waits, wake and the reserved; not setjmp and longjmp,
+			 * which add exits (test_nonlocal) */
+			do
+				e->low = 2 + next() % 14;
+			while (e->low == RB_SETJMP || e->low == RB_LONGJMP);
 			e->arg = next();
 		} else if (depth > 0 && next() % 2) {
 			e->low = RB_EXIT;

@@ -71,7 +71,7 @@ __attribute__((noinline)) void export_fn_leaf(void)
  * ui (unbounded ring, times in ticks):
  *   1000 sync; 1010 > main; 1020 frame begin; 1030 > a; 1040 > b; 1100 < b;
  *   1110 wait-begin 0x42; 1500 wait-end 0x42; 1600 < a; 1610 > wide; 1700 <;
- *   1710 frame end; 1720 anomaly (jank); 1800 < main; 1802 > leaf <; 1805 reserved 0x9;
+ *   1710 frame end; 1720 anomaly (jank); 1800 < main; 1802 > leaf <; 1805 reserved 0xB;
  *   1850 > a; 1900 > b; 1950 mark 9; frozen at 2950, inside a and b (a copied ring: they ran
  *   until the freeze, as a hang's culprit does)
  * worker (a ring of 32 slots that wrapped): 100 sync, then for j = 0..9 at base 100 + 100 j:
@@ -126,7 +126,7 @@ static void make_trace(char *path, size_t size)
 	synth_exit(&th[0], 1800);
 	synth_entry(&th[0], 1802, synth_id(export_fn_leaf)); /* a call of no length */
 	synth_exit(&th[0], 1802);
-	synth_special(&th[0], 1805, 0x9, 5);
+	synth_special(&th[0], 1805, 0xB, 5);
 	synth_entry(&th[0], 1850, synth_id(export_fn_a));
 	synth_entry(&th[0], 1900, synth_id(export_fn_b));
 	synth_special(&th[0], 1950, RB_MARK, 9);
@@ -381,7 +381,7 @@ TEST(export_chrome_every_begin_has_its_end)
 		"\"anomaly: jank\"",
 		"\"mark 0x9\"",
 		"\"wake-up of fd 5\"",
-		"\"record kind 0x9, argument 0x5\"",
+		"\"record kind 0xb, argument 0x5\"",
 		"\"process_name\"",
 		/* the name: ';' kept, '"' and '\' escaped, the tab as \u0009, 0xff as U+FFFD,
 		 * written \ufffd: the JSON is plain ASCII (agent_json_fput) */

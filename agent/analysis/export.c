@@ -353,6 +353,8 @@ static int walk_event(struct walk *w, const struct rb_event *e, uint64_t ns)
 			return w->ops->wake(w->ctx, ns, e);
 		return w->ops->instant(w->ctx, ns, AGENT_NAME_WAKE(e->arg));
 	case RB_EV_RESERVED:
+	case RB_EV_SETJMP:  /* the frames a longjmp left come as exits after it */
+	case RB_EV_LONGJMP:
 		return w->ops->instant(w->ctx, ns, AGENT_NAME_RECORD(e->raw, e->arg));
 	case RB_EV_OFF_CPU:
 		/* Inside a wait the wait already covers it; else a slice of its own in the
