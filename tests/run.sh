@@ -146,6 +146,8 @@ if [ "$board" = host ]; then
 	# The installed SDK in a make project (pkg-config) and a CMake one: PIE on glibc, an
 	# instrumented shared library, a tool left alone; and a static musl program.
 	counted sdk-check.sh sh "$here/sdk-check.sh" "$here/.." "$bin"
+	# longjmp, siglongjmp, a fortified longjmp and C++ exceptions leave no frame open.
+	counted nonlocal-check.sh sh "$here/nonlocal-check.sh" "$here/.." "$bin"
 	# make install into a temporary folder: the tree and its modes, the init files, the
 	# settings file, and a service built from the installed SDK (docs/oem.md).
 	counted install-check.sh sh "$here/install-check.sh" "$here/.." host "$(cd "$bin/.." && pwd)"

@@ -1,0 +1,160 @@
+#!/bin/sh
+# Non-local exits in real builds (agent/runtime/nonlocal.c, ringbuf/decode.h): a program
+# built with the SDK's archives and flags jumps out of deep recursions 2,000 times with
+# longjmp and siglongjmp (an interpreter's error path), and C++ throws through instrumented
+# frames; its trace must leave no frame open but those really running at the freeze (main),
+# where without the wrappers every jumped-over call stays open (140,000 of them).
+# Built three ways: static musl; PIE glibc; PIE glibc with -D_FORTIFY_SOURCE=2 (longjmp is
+# then __longjmp_chk). And a C++ program on glibc (exceptions: GCC's cleanups run the exit
+# hooks).
+# usage: nonlocal-check.sh SRCTREE BIN_DIR   (host)
+set -u
+src=$(cd "$1" && pwd)
+bin=$(cd "$2" && pwd)
+lib=$bin/../lib
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+. "$src/tests/check-lib.sh"
+
+cat >"$work/jumps.c" <<'C'
+#include "agent/jitt.h"
+#include <setjmp.h>
+#include <stdio.h>
+#include <unistd.h>
+static jmp_buf env;
+static sigjmp_buf senv;
+__attribute__((noinline)) static void thrower(int depth)
+{
+	if (depth == 0)
+		longjmp(env, 1);
+	thrower(depth - 1);
+	__asm__ __volatile__("" ::: "memory"); /* not a tail call */
+}
+__attribute__((noinline)) static void sig_thrower(int depth)
+{
+	if (depth == 0)
+		siglongjmp(senv, 1);
+	sig_thrower(depth - 1);
+	__asm__ __volatile__("" ::: "memory");
+}
+__attribute__((noinline)) static int protected_call(void)
+{
+	if (setjmp(env) == 0) {
+		thrower(40);
+		return 0;
+	}
+	return 1;
+}
+__attribute__((noinline)) static int sig_protected(void)
+{
+	if (sigsetjmp(senv, 1) == 0) {
+		sig_thrower(30);
+		return 0;
+	}
+	return 1;
+}
+__attribute__((noinline)) static int work_loop(void)
+{
+	int n = 0;
+	for (int i = 0; i < 2000; i++)
+		n += protected_call() + sig_protected();
+	return n;
+}
+int main(void)
+{
+	int traced = jitt_trace_thread(true);
+	int n = work_loop();
+	int a = jitt_anomaly("jumps");
+	usleep(300000); /* the control thread persists */
+	printf("traced %d jumps %d anomaly %d\n", traced, n, a);
+	return 0;
+}
+C
+cat >"$work/throws.cc" <<'C'
+#include "agent/jitt.h"
+#include <stdio.h>
+#include <unistd.h>
+__attribute__((noinline)) static void thrower(int depth)
+{
+	if (depth == 0)
+		throw depth;
+	thrower(depth - 1);
+	__asm__ __volatile__("" ::: "memory");
+}
+__attribute__((noinline)) static int protected_call()
+{
+	try {
+		thrower(40);
+	} catch (int) {
+		return 1;
+	}
+	return 0;
+}
+int main()
+{
+	int traced = jitt_trace_thread(true);
+	int n = 0;
+	for (int i = 0; i < 2000; i++)
+		n += protected_call();
+	int a = jitt_anomaly("jumps");
+	usleep(300000);
+	printf("traced %d jumps %d anomaly %d\n", traced, n, a);
+	return 0;
+}
+C
+conf=$work/jitt.conf
+mkdir -p "$work/data/spool" "$work/run"
+printf 'data_dir = %s\nrun_dir = %s\n' "$work/data" "$work/run" >"$conf"
+flags=$(cat "$lib/libjitt.cflags")
+
+# try NAME WANT_JUMPS COMPILE-COMMAND...: builds, runs, decodes
+try() {
+	name=$1 want=$2
+	shift 2
+	if ! "$@" >"$work/$name.log" 2>&1; then
+		fail "$name: build" "$(tail -n 5 "$work/$name.log")"
+		return
+	fi
+	rm -f "$work/data/spool/"*
+	out=$(JITT_CONFIG=$conf "$work/$name" 2>>"$work/$name.log")
+	check "$name: runs and persists ('$out')" is "$out" "traced 0 jumps $want anomaly 0"
+	trace=$(ls "$work/data/spool/"*.jtr 2>/dev/null | head -n 1)
+	[ -n "$trace" ] || { fail "$name: no trace" "$(cat "$work/$name.log")"; return; }
+	"$bin/jitt" decode "$trace" >"$work/$name.dec" 2>&1
+	open=$(sed -n 's/^ *\([0-9]*\) calls still running when the ring was frozen$/\1/p' \
+		"$work/$name.dec")
+	# main is running at the freeze; nothing else may be left open
+	if [ "${open:-0}" -le 1 ]; then
+		ok "$name: no jumped-over call left open (${open:-0} running at the freeze)"
+	else
+		fail "$name: $open calls left open" "$(tail -n 3 "$work/$name.dec")"
+	fi
+	"$bin/jitt" summarize "$trace" >"$work/$name.sum" 2>&1
+	check "$name: the summary names the thrower" grep -q 'thrower' "$work/$name.sum"
+	if grep -q 'calls elided' "$work/$name.sum"; then
+		fail "$name: a chain elides calls" "$(grep 'elided' "$work/$name.sum" | head -n 2)"
+	else
+		ok "$name: no chain elides calls"
+	fi
+}
+
+# shellcheck disable=SC2086,SC2046 # flag lists
+try jumps-musl 4000 musl-gcc -static -O2 $flags -I"$src" "$work/jumps.c" -o "$work/jumps-musl" \
+	"$lib/libjitt.a" $(cat "$lib/libjitt.ldflags")
+# shellcheck disable=SC2086,SC2046
+try jumps-glibc 4000 gcc -O2 -fPIE -pie $flags -I"$src" "$work/jumps.c" -o "$work/jumps-glibc" \
+	"$lib/libjitt-glibc.a" $(cat "$lib/libjitt-glibc.ldflags")
+# shellcheck disable=SC2086,SC2046
+try jumps-fortify 4000 gcc -O2 -D_FORTIFY_SOURCE=2 -fPIE -pie $flags -I"$src" "$work/jumps.c" \
+	-o "$work/jumps-fortify" "$lib/libjitt-glibc.a" $(cat "$lib/libjitt-glibc.ldflags")
+if nm "$work/jumps-fortify" 2>/dev/null | grep -q __longjmp_chk; then
+	ok "jumps-fortify: longjmp is __longjmp_chk there"
+else
+	fail "jumps-fortify: no __longjmp_chk: the fortified case was not built"
+fi
+# shellcheck disable=SC2086,SC2046
+try throws 2000 g++ -O2 -fPIE -pie $flags -I"$src" "$work/throws.cc" -o "$work/throws" \
+	"$lib/libjitt-glibc.a" $(cat "$lib/libjitt-glibc.ldflags")
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
