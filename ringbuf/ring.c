@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE /* MAP_POPULATE, gettid */
 #include "ring.h"
+#include "stack.h"
 #include "trace.h"
 
 #include <errno.h>
@@ -32,6 +33,11 @@ struct rb_ring {
 	enum rb_state state;     /* control side only, under the lock */
 	pid_t tid;
 	char name[RB_NAME_MAX];
+	/* The outer frames (stack.h): the stack's top and the program's code, from the
+	 * registration; the return addresses the owner found when it answered a stop. */
+	uintptr_t stack_top, text_lo, text_hi;
+	uint32_t nstack;
+	uintptr_t stack[RB_STACK_MAX];
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -107,6 +113,11 @@ NO_INSTR static void settle(uintptr_t p)
 		p = write_sync(p, now(uses_clock(pos)), laps);
 	}
 	if (atomic_load_explicit(&t->limit, memory_order_relaxed) == 0) {
+		/* The calls still running, from this thread's own stack (stack.h): the ring
+		 * may have lost their entries. */
+		r->nstack = (uint32_t)rb_stack_scan((uintptr_t)__builtin_frame_address(0),
+						    r->stack_top, r->text_lo, r->text_hi,
+						    r->stack, RB_STACK_MAX);
 		/* The answer: the exact end position, written by this thread after its last
 		 * record (release: the slots are visible before it), then tracing off. */
 		atomic_store_explicit(&t->limit, p, memory_order_release);
@@ -184,6 +195,7 @@ __attribute__((visibility("default"))) NO_INSTR void rb_dso_exit(void)
 
 struct main_module {
 	uintptr_t bias, top;
+	uintptr_t text_lo, text_hi; /* its executable segments, absolute */
 };
 
 NO_INSTR static int find_main(struct dl_phdr_info *info, size_t size, void *arg)
@@ -193,15 +205,22 @@ NO_INSTR static int find_main(struct dl_phdr_info *info, size_t size, void *arg)
 	m->bias = info->dlpi_addr;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_LOAD && info->dlpi_addr + ph->p_vaddr + ph->p_memsz > m->top)
-			m->top = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+		if (hi > m->top)
+			m->top = hi;
+		if ((ph->p_flags & PF_X) && (!m->text_lo || lo < m->text_lo))
+			m->text_lo = lo;
+		if ((ph->p_flags & PF_X) && hi > m->text_hi)
+			m->text_hi = hi;
 	}
 	return 1; /* the first module is the main program */
 }
 
 NO_INSTR static struct main_module main_module(void)
 {
-	struct main_module m = { 0, 0 };
+	struct main_module m = { 0, 0, 0, 0 };
 	dl_iterate_phdr(find_main, &m);
 	return m;
 }
@@ -278,6 +297,11 @@ NO_INSTR int rb_thread_register(const char *name)
 	r->end = (uintptr_t)mem + RB_RING_SLOTS * 8;
 	r->tls = &rb_tls;
 	r->tid = (pid_t)syscall(SYS_gettid);
+	struct main_module code = main_module();
+	r->text_lo = code.text_lo;
+	r->text_hi = code.text_hi;
+	if (rb_stack_top(&r->stack_top) != 0)
+		r->stack_top = 0; /* no outer frames for this thread */
 	snprintf(r->name, sizeof(r->name), "%s", name ? name : "");
 
 	pthread_mutex_lock(&lock);
@@ -407,6 +431,8 @@ NO_INSTR static void freeze_in_place(const struct rb_ring *r, uintptr_t end, str
 	out->valid = laps ? RB_RING_SLOTS : out->end;
 	out->laps = laps;
 	out->copied = false;
+	out->stack = r->stack;
+	out->nstack = r->nstack;
 }
 
 NO_INSTR static void nap_us(long us)
@@ -452,6 +478,8 @@ NO_INSTR static int validated_copy(struct rb_ring *r, struct rb_frozen *out)
 		out->valid = before > RB_RING_SLOTS - spoiled ? RB_RING_SLOTS - spoiled : before;
 		out->laps = laps1;
 		out->copied = true;
+		out->stack = NULL;
+		out->nstack = 0;
 		return 0;
 	}
 	free(copy);

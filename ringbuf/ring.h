@@ -36,6 +36,10 @@ struct rb_frozen {
 	pid_t tid;
 	char name[RB_NAME_MAX];
 	void *copy; /* owned buffer of a copy, freed by rb_frozen_release */
+	/* The return addresses on the thread's stack when it answered the stop, innermost
+	 * first (stack.h); none for a copy (the thread did not answer). */
+	const uintptr_t *stack;
+	uint32_t nstack;
 	/* The thread's context switches (hal/sched.h), oldest first, for the trace file's
 	 * scheduling section; set by the caller of rb_trace_write_sched, never freed here. */
 	const struct hal_sched_event *sched;

@@ -56,7 +56,7 @@ struct file_thread {
 	char name[RB_NAME_MAX];
 	uint64_t nslots, end, valid, stored;
 	uint32_t laps;
-	uint32_t pad;
+	uint32_t nstack; /* version 3: return addresses after the slots (stack.h); else 0 */
 };
 
 /* The scheduling section: per thread, then its switches (struct hal_sched_event: ns of
@@ -260,7 +260,7 @@ int rb_trace_write_sched(const char *dir, const char *reason, const struct rb_fr
 		size += sizeof(struct file_module) + pad8(mods->m[i].path_len);
 	for (int i = 0; i < nthreads; i++) {
 		const struct rb_frozen *f = &threads[i];
-		size += sizeof(struct file_thread) + 8 * rb_frozen_stored(f);
+		size += sizeof(struct file_thread) + 8 * rb_frozen_stored(f) + 8 * (uint64_t)f->nstack;
 		if (sched)
 			size += sizeof(struct file_sched) + 16 * (uint64_t)f->nsched;
 	}
@@ -296,10 +296,15 @@ int rb_trace_write_sched(const char *dir, const char *reason, const struct rb_fr
 					  .end = f->end,
 					  .valid = f->valid,
 					  .stored = rb_frozen_stored(f),
-					  .laps = f->laps };
+					  .laps = f->laps,
+					  .nstack = f->nstack };
 		memcpy(ft.name, f->name, sizeof(ft.name));
 		put(&w, &ft, sizeof(ft));
 		put(&w, f->slots, ft.stored * 8);
+		for (uint32_t k = 0; k < f->nstack; k++) {
+			uint64_t ra = f->stack[k];
+			put(&w, &ra, 8);
+		}
 	}
 	if (sched) {
 		put_padded(&w, sched->cpu_class, h.ncpus);
@@ -579,6 +584,15 @@ int rb_trace_parse(const void *data, size_t size, struct rb_trace *t, char *err,
 								  ? h.frozen_ticks
 								  : 0 };
 		off += ft.stored * 8;
+		uint32_t nstack = h.version >= 3 ? ft.nstack : 0;
+		if (nstack > RB_FILE_MAX_STACK || nstack > (limit - off) / 8) {
+			rb_trace_close(t);
+			return fail(err, errsize, at, "thread %u: %u return addresses%s", i, nstack,
+				    nstack > RB_FILE_MAX_STACK ? ": too many" : " run past the end");
+		}
+		th->stack = (const uint64_t *)(d + off);
+		th->nstack = nstack;
+		off += nstack * 8;
 	}
 	if (h.version >= 2 && h.sched_source != RB_SCHED_NONE) {
 		int e = parse_sched(d, &off, limit, &h, t, err, errsize);

@@ -18,13 +18,14 @@
 
 #define RB_FILE_MAGIC "JITTRACE"
 /* 2 added the scheduling section; 3 made a narrow entry's id the low half of the address
- * (record.h), where 2 and 1 hold the address minus the main program's load bias. All three
- * are read. */
+ * (record.h), where 2 and 1 hold the address minus the main program's load bias, and added
+ * each thread's return addresses at the freeze. All three are read. */
 #define RB_FILE_VERSION 3
 #define RB_BUILD_ID_MAX 32
 #define RB_FILE_MAX_THREADS 256
 #define RB_FILE_MAX_MODULES 1024
 #define RB_FILE_MAX_CPUS 1024
+#define RB_FILE_MAX_STACK 1024 /* return addresses of a thread (ringbuf/stack.h) */
 
 /* Where the threads' scheduling came from (the file's scheduling section). */
 enum rb_sched_source {
@@ -61,6 +62,10 @@ struct rb_file_thread {
 	uint32_t nsw;
 	bool sched_on;
 	uint64_t sched_lost;
+	/* The return addresses on its stack when it answered the stop, innermost first
+	 * (absolute addresses: ringbuf/stack.h); none in older files and copies. */
+	const uint64_t *stack;
+	uint32_t nstack;
 };
 
 /* What the writer says about scheduling: the source and each CPU's class (hal/cpu.h's

@@ -3,6 +3,7 @@
  * whole timestamps, names where the binary on this machine has symbols. */
 #include "agent/cli/cli.h"
 #include "agent/escape.h"
+#include "agent/analysis/outer.h"
 #include "agent/analysis/symbols.h"
 #include "hal/cpu.h"
 #include "hal/timer.h"
@@ -55,6 +56,15 @@ static void print_thread(struct agent_symbols *s, const struct rb_file_thread *t
 	if (th->sched_on)
 		printf("  %u context switches (%llu lost), %zu times off its CPU\n", th->nsw,
 		       (unsigned long long)th->sched_lost, th->view.noff);
+	static struct agent_outer outer;
+	agent_outer_frames(s, th, &outer);
+	if (outer.n) {
+		char text[4 * AGENT_OUTER_NAME];
+		printf("  outer frames at the freeze (recovered from its stack):");
+		for (size_t k = 0; k < outer.n; k++)
+			printf("%s%s", k ? " > " : " ", agent_escape(text, sizeof(text), outer.name[k]));
+		printf("\n");
+	}
 	if (n == 0) {
 		free(ev);
 		return;

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agent/analysis/outer.h - a thread's outer frames at its freeze: the functions holding the
+ * return addresses its stack had when it answered the stop (ringbuf/stack.h), named,
+ * outermost first. They stand for the calls still running whose entries the ring lost when
+ * it wrapped (the command's own function, the event loop above it): recovered, not
+ * recorded, so they carry no times, and a word left over on the stack can add a frame
+ * that has returned.
+ */
+#ifndef JITT_AGENT_OUTER_H
+#define JITT_AGENT_OUTER_H
+
+#include "agent/analysis/symbols.h"
+
+#include <stddef.h>
+
+#define AGENT_OUTER_MAX 64   /* frames kept, the outermost ones */
+#define AGENT_OUTER_NAME 128 /* bytes of a frame's name */
+
+struct agent_outer {
+	size_t n;
+	char name[AGENT_OUTER_MAX][AGENT_OUTER_NAME];
+};
+
+/* The thread's outer frames; n is 0 when the trace has none for it (a copy, an older
+ * file). jitt's own functions (the trace point's rare path that scanned) are left out. */
+void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th,
+			struct agent_outer *out);
+
+#endif

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE /* pthread_getattr_np */
+#include "stack.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#define NO_INSTR __attribute__((no_instrument_function))
+#define SCAN_MAX_BYTES ((uintptr_t)1 << 20)
+
+NO_INSTR int rb_stack_top(uintptr_t *top)
+{
+	pthread_attr_t a;
+	void *lo;
+	size_t size;
+	if (pthread_getattr_np(pthread_self(), &a) != 0)
+		return -ENOTSUP;
+	int err = pthread_attr_getstack(&a, &lo, &size);
+	pthread_attr_destroy(&a);
+	if (err)
+		return -err;
+	*top = (uintptr_t)lo + size;
+	return 0;
+}
+
+/*
+ * Whether the instruction before ra is a call. Each architecture's forms that a compiler
+ * emits for calls, direct and through a register or memory; a word that passes is a
+ * return address with good odds, a stale one sometimes.
+ */
+NO_INSTR static int after_call(uintptr_t ra, uintptr_t text_lo)
+{
+#if defined(__x86_64__)
+	const uint8_t *p = (const uint8_t *)ra;
+	if (ra - text_lo >= 5 && p[-5] == 0xe8) /* call rel32 */
+		return 1;
+	if (ra - text_lo >= 6 && p[-6] == 0xff && p[-5] == 0x15) /* call *disp32(%rip) */
+		return 1;
+	/* call *%reg (ff /2, mod 3), with or without REX; call *disp8(%reg) (mod 1) */
+	if (ra - text_lo >= 2 && p[-2] == 0xff && (p[-1] & 0xf8) == 0xd0)
+		return 1;
+	if (ra - text_lo >= 3 && p[-3] == 0xff && (p[-2] & 0xf8) == 0x50)
+		return 1;
+	return 0;
+#elif defined(__aarch64__)
+	if (ra - text_lo < 4 || (ra & 3))
+		return 0;
+	uint32_t i;
+	memcpy(&i, (const void *)(ra - 4), 4);
+	return (i & 0xfc000000u) == 0x94000000u /* BL */ ||
+	       (i & 0xfffffc1fu) == 0xd63f0000u; /* BLR */
+#elif defined(__arm__)
+	if (ra - text_lo < 4 || (ra & 3))
+		return 0;
+	uint32_t i;
+	memcpy(&i, (const void *)(ra - 4), 4);
+	return ((i & 0x0f000000u) == 0x0b000000u && (i >> 28) != 0xf) /* BL */ ||
+	       (i & 0xfe000000u) == 0xfa000000u /* BLX imm */ ||
+	       (i & 0x0ffffff0u) == 0x012fff30u; /* BLX reg */
+#else
+	(void)ra, (void)text_lo;
+	return 0;
+#endif
+}
+
+NO_INSTR size_t rb_stack_scan(uintptr_t sp, uintptr_t top, uintptr_t text_lo, uintptr_t text_hi,
+			      uintptr_t *out, size_t max)
+{
+	size_t n = 0;
+	sp &= ~(uintptr_t)(sizeof(uintptr_t) - 1);
+	if (top <= sp || text_hi <= text_lo)
+		return 0;
+	if (top - sp > SCAN_MAX_BYTES)
+		top = sp + SCAN_MAX_BYTES;
+	for (uintptr_t a = sp; a + sizeof(uintptr_t) <= top && n < max; a += sizeof(uintptr_t)) {
+		uintptr_t w = *(volatile const uintptr_t *)a;
+		if (w > text_lo && w < text_hi && after_call(w, text_lo))
+			out[n++] = w;
+	}
+	return n;
+}
