@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/* The outer frames' scan (ringbuf/stack.h): a chain of real calls finds its own return
+ * addresses on the stack, innermost first. */
+#include "harness.h"
+#include "ringbuf/stack.h"
+
+#include <stdint.h>
+
+static uintptr_t want[3], found[RB_STACK_MAX];
+static size_t nfound;
+
+__attribute__((noinline, no_instrument_function)) static void level3(void)
+{
+	want[2] = (uintptr_t)__builtin_return_address(0); /* in level2 */
+	uintptr_t top;
+	if (rb_stack_top(&top) != 0) {
+		nfound = 0;
+		return;
+	}
+	uintptr_t lo = want[0] < want[2] ? want[0] : want[2];
+	nfound = rb_stack_scan((uintptr_t)__builtin_frame_address(0), top, lo - (1 << 20),
+			       lo + (1 << 20), found, RB_STACK_MAX);
+	__asm__ __volatile__("" ::: "memory");
+}
+
+__attribute__((noinline, no_instrument_function)) static void level2(void)
+{
+	want[1] = (uintptr_t)__builtin_return_address(0); /* in level1 */
+	level3();
+	__asm__ __volatile__("" ::: "memory"); /* not a tail call */
+}
+
+__attribute__((noinline, no_instrument_function)) static void level1(void)
+{
+	want[0] = (uintptr_t)__builtin_return_address(0); /* in the test */
+	level2();
+	__asm__ __volatile__("" ::: "memory");
+}
+
+TEST(stack_scan_finds_the_return_addresses_of_open_calls_innermost_first)
+{
+	level1();
+	int at[3] = { -1, -1, -1 };
+	for (size_t i = 0; i < nfound; i++)
+		for (int k = 0; k < 3; k++)
+			if (found[i] == want[k] && at[k] < 0)
+				at[k] = (int)i;
+	CHECK(at[0] >= 0 && at[1] >= 0 && at[2] >= 0);
+	CHECK(at[2] < at[1] && at[1] < at[0]);
+}
+
+TEST(stack_scan_of_nothing_finds_nothing)
+{
+	uintptr_t out[4];
+	CHECK_EQ_U64(rb_stack_scan(1000, 1000, 0, 1 << 30, out, 4), 0);
+	CHECK_EQ_U64(rb_stack_scan(1000, 2000, 5, 5, out, 4), 0);
+}
