@@ -4,13 +4,44 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define NO_INSTR __attribute__((no_instrument_function))
 #define SCAN_MAX_BYTES ((uintptr_t)1 << 20)
 
+/*
+ * The mapping that holds sp, from the kernel's map of this process: /proc/self/maps
+ * itself, not through hal's root, since it describes this very process. Used for the main
+ * thread, whose stack musl's pthread_getattr_np finds by probing with mremap page by page
+ * (a minute of emulated system calls under qemu-user, thousands on a device).
+ */
+NO_INSTR static int mapping_top(uintptr_t sp, uintptr_t *top)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	if (!f)
+		return -errno;
+	char line[512];
+	int err = -ENOENT;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long lo, hi;
+		if (sscanf(line, "%llx-%llx", &lo, &hi) == 2 && sp >= lo && sp < hi) {
+			*top = (uintptr_t)hi;
+			err = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return err;
+}
+
 NO_INSTR int rb_stack_top(uintptr_t *top)
 {
+	uintptr_t sp = (uintptr_t)__builtin_frame_address(0);
+	if (getpid() == (pid_t)syscall(SYS_gettid))
+		return mapping_top(sp, top);
 	pthread_attr_t a;
 	void *lo;
 	size_t size;
@@ -21,7 +52,7 @@ NO_INSTR int rb_stack_top(uintptr_t *top)
 	if (err)
 		return -err;
 	*top = (uintptr_t)lo + size;
-	return 0;
+	return sp >= (uintptr_t)lo && sp < *top ? 0 : -ERANGE;
 }
 
 /*
