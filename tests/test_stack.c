@@ -1,14 +1,37 @@
 /* SPDX-License-Identifier: MIT */
 /* The outer frames' scan (ringbuf/stack.h): a chain of real calls finds its own return
  * addresses on the stack, innermost first. */
+#define _GNU_SOURCE
 #include "harness.h"
 #include "ringbuf/stack.h"
 
+#include <link.h>
 #include <stdint.h>
 #include <stdio.h>
 
 static uintptr_t want[3], found[RB_STACK_MAX];
 static size_t nfound;
+
+/* The main program's executable segments: what the runtime scans for (ring.c). */
+struct code {
+	uintptr_t lo, hi;
+};
+
+__attribute__((no_instrument_function)) static int main_code(struct dl_phdr_info *info,
+							      size_t size, void *arg)
+{
+	(void)size;
+	struct code *c = arg;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+			c->lo = !c->lo || lo < c->lo ? lo : c->lo;
+			c->hi = lo + ph->p_memsz > c->hi ? lo + ph->p_memsz : c->hi;
+		}
+	}
+	return 1;
+}
 
 __attribute__((noinline, no_instrument_function)) static void level3(void)
 {
@@ -18,10 +41,10 @@ __attribute__((noinline, no_instrument_function)) static void level3(void)
 		nfound = 0;
 		return;
 	}
-	uintptr_t lo = want[0] < want[2] ? want[0] : want[2];
-	uintptr_t text_lo = lo > (1u << 20) ? lo - (1u << 20) : 1; /* armv7 code is low */
-	nfound = rb_stack_scan((uintptr_t)__builtin_frame_address(0), top, text_lo,
-			       lo + (1u << 20), found, RB_STACK_MAX);
+	struct code code = { 0, 0 };
+	dl_iterate_phdr(main_code, &code);
+	nfound = rb_stack_scan((uintptr_t)__builtin_frame_address(0), top, code.lo, code.hi,
+			       found, RB_STACK_MAX);
 	__asm__ __volatile__("" ::: "memory");
 }
 
