@@ -146,6 +146,9 @@ if [ "$board" = host ]; then
 	# The installed SDK in a make project (pkg-config) and a CMake one: PIE on glibc, an
 	# instrumented shared library, a tool left alone; and a static musl program.
 	counted sdk-check.sh sh "$here/sdk-check.sh" "$here/.." "$bin"
+	# Real programs from Debian's sources (duktape, memcached), built by their own build
+	# systems through pkg-config: a slow moment of each, seen by jitt, perf and schedstat.
+	counted real-programs.sh sh "$here/real-programs.sh" "$here/.." "$bin" "$bin/../real-moments"
 	# longjmp, siglongjmp, a fortified longjmp and C++ exceptions leave no frame open.
 	counted nonlocal-check.sh sh "$here/nonlocal-check.sh" "$here/.." "$bin"
 	# make install into a temporary folder: the tree and its modes, the init files, the

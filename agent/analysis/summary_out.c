@@ -269,13 +269,17 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 	/* In ns the three add up exactly too: running is what is left (not ns(running)). */
 	uint64_t parts = ns(s, preempted) + ns(s, blocked);
 	uint64_t running_ns = ns(s, wlen) > parts ? ns(s, wlen) - parts : 0;
+	/* Where the window ends, as a distance before the trace file's reference time (its
+	 * header: ticks with CLOCK_MONOTONIC), so a reader holding the file can lay the
+	 * window on other clocks (tests/real_moment.py on schedstat's). */
+	uint64_t ref = s->trace->ref_ticks, to_ref = ref > s->w1 ? ns(s, ref - s->w1) : 0;
 	fprintf(b,
 		",\"window\":{\"kind\":\"%s\",\"ns\":%llu,\"running_ns\":%llu,\"preempted_ns\":%llu,"
-		"\"blocked_ns\":%llu,\"anomaly_marked\":%s",
+		"\"blocked_ns\":%llu,\"to_ref_ns\":%llu,\"anomaly_marked\":%s",
 		s->window_kind == SUMMARY_WINDOW_FRAME ? "frame" : "span",
 		(unsigned long long)ns(s, wlen), (unsigned long long)running_ns,
 		(unsigned long long)ns(s, preempted), (unsigned long long)ns(s, blocked),
-		s->anomaly_marked ? "true" : "false");
+		(unsigned long long)to_ref, s->anomaly_marked ? "true" : "false");
 	json_sched(b, s);
 	fputc('}', b);
 	fprintf(b,

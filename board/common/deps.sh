@@ -6,7 +6,9 @@
 # collector), nginx, curl and openssl; tcl, whose tclsh generates SQLite's amalgamation
 # (board/common/sqlite.sh: the collector built for a board, speedtest1); for the viewer
 # test (tests/viewer-check.sh), Node.js with npm and Chromium. Called by `make deps`, and
-# by any make target that finds a tool missing.
+# by any make target that finds a tool missing. The real programs' tests (tests/sdk-check.sh,
+# nonlocal-check.sh, real-programs.sh) build with pkgconf, cmake, g++ and libevent, and
+# compare with perf.
 #
 # Usage: deps.sh            install what is missing (root only)
 #        deps.sh --check    exit 0 when all is there, 1 otherwise; prints what is missing
@@ -24,6 +26,10 @@ musl-dev:armhf:/usr/lib/arm-linux-musleabihf/musl-gcc.specs
 libc6-dev-arm64-cross:/usr/aarch64-linux-gnu/include/stdio.h
 libc6-dev-armhf-cross:/usr/arm-linux-gnueabihf/include/stdio.h
 pkgconf:/usr/bin/pkgconf
+cmake:/usr/bin/cmake
+g++:/usr/bin/g++
+libevent-dev:/usr/include/event2/event.h
+linux-perf:/usr/bin/perf
 qemu-user-static:/usr/bin/qemu-aarch64-static
 qemu-system-arm:/usr/bin/qemu-system-aarch64
 kconfig-frontends-nox:/usr/bin/kconfig-conf
