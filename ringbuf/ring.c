@@ -38,6 +38,7 @@ struct rb_ring {
 	uintptr_t stack_top, text_lo, text_hi;
 	uint32_t nstack;
 	uintptr_t stack[RB_STACK_MAX];
+	uintptr_t copy_stack[RB_STACK_MAX]; /* the control thread's, for a copy */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -442,6 +443,29 @@ NO_INSTR static void nap_us(long us)
 }
 
 /*
+ * The outer frames of a thread that did not answer because it is blocked in a wrapped wait
+ * (agent/runtime/wrap.c notes where its stack stood): its stack from there up does not
+ * change while it waits, so the control thread may scan it, and keeps what it found only
+ * if the thread was still in the same wait afterwards. A thread busy without a trace point
+ * has none.
+ */
+NO_INSTR static void blocked_stack(struct rb_ring *r, struct rb_frozen *out)
+{
+	struct rb_tls *t = r->tls;
+	uint32_t ended = atomic_load_explicit(&t->waits_ended, memory_order_acquire);
+	uintptr_t sp = atomic_load_explicit(&t->wait_sp, memory_order_acquire);
+	out->stack = r->copy_stack;
+	out->nstack = 0;
+	if (!sp || sp >= r->stack_top)
+		return;
+	size_t n = rb_stack_scan(sp, r->stack_top, r->text_lo, r->text_hi, r->copy_stack,
+				 RB_STACK_MAX);
+	if (atomic_load_explicit(&t->waits_ended, memory_order_acquire) == ended &&
+	    atomic_load_explicit(&t->wait_sp, memory_order_acquire) == sp)
+		out->nstack = (uint32_t)n;
+}
+
+/*
  * The thread did not answer: copy its ring while it may be writing. Whatever it wrote
  * during the copy lies between the position read before and the one read after (plus one
  * record in flight, at most two slots): those slots held the oldest data and may be torn,
@@ -478,8 +502,7 @@ NO_INSTR static int validated_copy(struct rb_ring *r, struct rb_frozen *out)
 		out->valid = before > RB_RING_SLOTS - spoiled ? RB_RING_SLOTS - spoiled : before;
 		out->laps = laps1;
 		out->copied = true;
-		out->stack = NULL;
-		out->nstack = 0;
+		blocked_stack(r, out);
 		return 0;
 	}
 	free(copy);

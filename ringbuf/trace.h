@@ -71,6 +71,12 @@ struct rb_tls {
 	_Atomic uintptr_t pos;   /* Hubble's start */
 	_Atomic uintptr_t limit; /* Hubble's stop */
 	struct rb_ring *ring;    /* the control side's descriptor; NULL when not registered */
+	/* Where the thread's stack stood when it began a wrapped wait, 0 when it is not in
+	 * one, and a count of the waits it ended: a thread blocked there never answers a stop,
+	 * so the control thread scans its outer frames from there (ringbuf/stack.h, ring.c),
+	 * and keeps them only if the count did not move meanwhile. */
+	_Atomic uintptr_t wait_sp;
+	_Atomic uint32_t waits_ended;
 };
 
 /* A fixed offset from the thread pointer: local-exec in the executable (code that is not

@@ -482,6 +482,68 @@ TEST(runtime_unnamed_threads_go_by_the_kernels_name)
 	rb_trace_close(&t);
 }
 
+static _Atomic int blocked_ready;
+static _Atomic uintptr_t blocked_ra;
+static int blocked_done[2];
+
+/* Blocked in a wrapped read through the freeze (its ring is copied), under a frame of its
+ * own whose return address the scan must find. */
+__attribute__((noinline)) static void outer_blocking_call(void)
+{
+	atomic_store(&blocked_ra, (uintptr_t)__builtin_return_address(0));
+	atomic_store(&blocked_ready, 1);
+	char c;
+	(void)!read(blocked_done[0], &c, 1);
+	__asm__ __volatile__("" ::: "memory"); /* not a tail call */
+}
+
+static void *blocked_thread(void *arg)
+{
+	(void)arg;
+	jitt_thread_name("blocked");
+	jitt_trace_thread(true);
+	traced_empty();
+	outer_blocking_call();
+	jitt_trace_thread(false);
+	rb_thread_unregister();
+	return NULL;
+}
+
+TEST(runtime_a_blocked_thread_keeps_its_outer_frames)
+{
+	CHECK_EQ_INT(jitt_init(setup("")), 0);
+	CHECK_EQ_INT(pipe(blocked_done), 0);
+	atomic_store(&blocked_ready, 0);
+	pthread_t a;
+	pthread_create(&a, NULL, blocked_thread, NULL);
+	while (!atomic_load(&blocked_ready))
+		sched_yield();
+	/* In its read: its wait-begin is written before the read (wrap.c), and the freeze
+	 * waits for an answer it will not get, then copies. */
+	CHECK_EQ_INT(jitt_anomaly("blocked"), 0);
+	CHECK(wait_persisted(1));
+	(void)!write(blocked_done[1], "x", 1);
+	pthread_join(a, NULL);
+	jitt_shutdown();
+	char path[1024] = "";
+	CHECK_EQ_INT(count_traces(path, sizeof(path)), 1);
+	struct rb_trace t;
+	char err[200];
+	CHECK_EQ_INT(rb_trace_open(path, &t, err, sizeof(err)), 0);
+	int found = 0;
+	for (uint32_t i = 0; i < t.nthreads; i++) {
+		if (strcmp(t.threads[i].name, "blocked") != 0)
+			continue;
+		CHECK(t.threads[i].copied);
+		for (uint32_t k = 0; k < t.threads[i].nstack; k++)
+			found += t.threads[i].stack[k] == atomic_load(&blocked_ra);
+	}
+	CHECK(found == 1);
+	rb_trace_close(&t);
+	close(blocked_done[0]);
+	close(blocked_done[1]);
+}
+
 TEST(runtime_hang_detector_fires_while_the_frame_still_runs)
 {
 	CHECK_EQ_INT(jitt_init(setup("hang_ms = 100\n")), 0);

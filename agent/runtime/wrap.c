@@ -53,6 +53,8 @@ WRAP static inline bool wait_begin(uint32_t key)
 		return false;
 	in_wait = 1;
 	rb_special(RB_WAIT_BEGIN, key);
+	atomic_store_explicit(&rb_tls.wait_sp, (uintptr_t)__builtin_frame_address(0),
+			      memory_order_release);
 	return true;
 }
 
@@ -60,6 +62,8 @@ WRAP static inline void wait_end(bool began, uint32_t key)
 {
 	if (!began)
 		return;
+	atomic_store_explicit(&rb_tls.wait_sp, 0, memory_order_relaxed);
+	atomic_fetch_add_explicit(&rb_tls.waits_ended, 1, memory_order_release);
 	rb_special(RB_WAIT_END, key);
 	in_wait = 0;
 }
