@@ -31,8 +31,9 @@ static const char usage[] =
 	"                 from the traces)\n"
 	"  --keep N       never exclude the N functions of most self time (default %d)\n"
 	"  --min-calls N  exclude only functions called N times or more (default 100)\n"
-	"  -o, --output FILE  write the list as GCC options, for `gcc @FILE`\n"
-	"  -v, --verbose  show every excluded function (default: the first %d)\n"
+	"  -o FILE        write the list as GCC options, for `gcc @FILE` (also --output)\n"
+	"  -v             show every excluded function (default: the first %d; also\n"
+	"                 --verbose)\n"
 	"exit status: 0 done, 1 a file could not be read or written, 2 bad arguments\n";
 
 static void print_usage(FILE *out)

@@ -90,28 +90,40 @@ static int read_summary(const char *path, char **buf, size_t *len)
 	return 0;
 }
 
+static void print_usage(FILE *out)
+{
+	fputs(usage, out);
+}
+
 int cmd_report(int argc, char **argv)
 {
+	static const struct option longopts[] = {
+		{ "key", required_argument, NULL, 'k' },
+		{ "id", required_argument, NULL, 'i' },
+		CLI_HELP_OPTION,
+	};
 	const char *key = NULL, *id = NULL, *file = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--key") && i + 1 < argc) {
-			key = argv[++i];
-		} else if (!strcmp(argv[i], "--id") && i + 1 < argc) {
-			id = argv[++i];
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			fputs(usage, stdout);
-			return 0;
-		} else if (argv[i][0] == '-' || file) {
-			fputs(usage, stderr);
-			return 2;
-		} else {
-			file = argv[i];
+	struct cli_args a;
+	cli_args_init(&a, "jitt report", print_usage, "", longopts, argc, argv);
+	for (int c; (c = cli_next(&a)) != CLI_END;) {
+		switch (c) {
+		case CLI_EXIT:
+			return a.status;
+		case 'k':
+			key = a.arg;
+			break;
+		case 'i':
+			id = a.arg;
+			break;
+		case CLI_OPERAND:
+			if (file)
+				return cli_usage_error(&a, "one summary at a time; also given", a.arg);
+			file = a.arg;
+			break;
 		}
 	}
-	if (!file) {
-		fputs(usage, stderr);
-		return 2;
-	}
+	if (!file)
+		return cli_usage_error(&a, "no summary given", NULL);
 	char shown[512], why[512];
 	agent_escape(shown, sizeof(shown), file);
 	char *text;
