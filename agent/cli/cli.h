@@ -26,17 +26,24 @@ int cmd_consent(int argc, char **argv);
 #include <getopt.h>
 #include <stdio.h>
 
-#define CLI_OPERAND 1	/* getopt_long's code for an operand, in order ("-" mode) */
+#define CLI_OPERAND 1	 /* getopt_long's code for an operand, in order ("-" mode) */
 #define CLI_END	    (-1) /* every element read */
 #define CLI_EXIT    (-2) /* the command ends now with status: help or a usage error said */
 
-/* Each long option table ends with these two. */
-#define CLI_HELP_OPTION { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 }
+/* Each long option table has it, before its end { NULL, 0, NULL, 0 }. */
+#define CLI_HELP_OPTION { "help", no_argument, NULL, 'h' }
+
+/* What a subcommand's command line is: declared once per command (static const). */
+struct cli_command {
+	const char *prog;	       /* "jitt export": every message starts with it */
+	const char *synopsis;	       /* "usage: ...\n", after a usage error and atop -h */
+	void (*help)(FILE *out);       /* the rest of -h's text (NULL: the synopsis is all) */
+	const char *shortopts;	       /* as getopt's, without h (added: -h and --help) */
+	const struct option *longopts; /* with CLI_HELP_OPTION */
+};
 
 struct cli_args {
-	const char *prog;	  /* "jitt export": every message starts with it */
-	void (*usage)(FILE *out); /* the usage text: all of it for -h, after a usage error */
-	const struct option *longopts;
+	const struct cli_command *cmd;
 	int argc;
 	char **argv;
 	char shortopts[64];
@@ -45,18 +52,16 @@ struct cli_args {
 	int ended;	 /* options ended ("--" or the last element): operands only */
 };
 
-/* Starts reading argv (argv[0] is the subcommand's name). shortopts as getopt's, without
- * h (added: -h and --help print the usage). */
-void cli_args_init(struct cli_args *p, const char *prog, void (*usage)(FILE *out),
-		   const char *shortopts, const struct option *longopts, int argc, char **argv);
+/* Starts reading argv (argv[0] is the subcommand's name) as cmd says. */
+void cli_args_init(struct cli_args *p, const struct cli_command *cmd, int argc, char **argv);
 /* The next element: an option's value (getopt_long's; its value, if it takes one, in
  * p->arg: `--opt=value` and `--opt value` alike), CLI_OPERAND (p->arg), CLI_END, or
- * CLI_EXIT with p->status after -h/--help (usage on stdout, 0), or after an unknown option,
- * a missing value or a value where none is taken (one line naming the option, then the
- * usage, on stderr, 2). */
+ * CLI_EXIT with p->status after -h/--help (synopsis and help on stdout, 0), or after an
+ * unknown option, a missing value or a value where none is taken (one line naming the
+ * option, then the synopsis, on stderr, 2). */
 int cli_next(struct cli_args *p);
-/* A usage error: "PROG: WHAT 'ARG'" (ARG escaped; left out when NULL), then the usage, on
- * standard error. Returns 2, the status to exit with. */
+/* A usage error: "PROG: WHAT 'ARG'" (ARG escaped; left out when NULL), then the synopsis,
+ * on standard error. Returns 2, the status to exit with. */
 int cli_usage_error(const struct cli_args *p, const char *what, const char *arg);
 /* A decimal number lo..hi, digits only. 0 or -EINVAL. */
 int cli_parse_long(const char *s, long lo, long hi, long *out);

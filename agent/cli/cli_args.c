@@ -16,33 +16,40 @@
 #include <stdlib.h>
 #include <string.h>
 
-void cli_args_init(struct cli_args *p, const char *prog, void (*usage)(FILE *out),
-		   const char *shortopts, const struct option *longopts, int argc, char **argv)
+void cli_args_init(struct cli_args *p, const struct cli_command *cmd, int argc, char **argv)
 {
 	memset(p, 0, sizeof(*p));
-	p->prog = prog;
-	p->usage = usage;
-	p->longopts = longopts;
+	p->cmd = cmd;
 	p->argc = argc;
 	p->argv = argv;
 	/* "-": operands come back in order as 1, so argv[optind] before a call is always the
 	 * element that call reads (the error messages name it); ":": a missing value is told
 	 * apart from an unknown option. */
-	snprintf(p->shortopts, sizeof(p->shortopts), "-:h%s", shortopts);
+	snprintf(p->shortopts, sizeof(p->shortopts), "-:h%s", cmd->shortopts);
 	opterr = 0;
 	optind = 0; /* a full restart, in glibc and musl alike */
 }
 
+/* One line on standard error, then the synopsis: status 2. */
+static int usage_line(struct cli_args *p, const char *fmt, const char *name)
+{
+	char shown[256]; /* what was typed, escaped (agent/escape.h) */
+	fprintf(stderr, "%s: ", p->cmd->prog);
+	fprintf(stderr, fmt, agent_escape(shown, sizeof(shown), name));
+	fputs(p->cmd->synopsis, stderr);
+	return p->status = 2;
+}
+
 int cli_usage_error(const struct cli_args *p, const char *what, const char *arg)
 {
-	fprintf(stderr, "%s: %s", p->prog, what);
+	fprintf(stderr, "%s: %s", p->cmd->prog, what);
 	if (arg) {
 		fputs(" '", stderr);
 		agent_escape_fput(stderr, arg);
 		fputc('\'', stderr);
 	}
 	fputc('\n', stderr);
-	p->usage(stderr);
+	fputs(p->cmd->synopsis, stderr);
 	return 2;
 }
 
@@ -62,7 +69,7 @@ int cli_next(struct cli_args *p)
 		goto operand;
 	int at = optind ? optind : 1;
 	const char *elem = at < p->argc ? p->argv[at] : NULL;
-	int c = getopt_long(p->argc, p->argv, p->shortopts, p->longopts, NULL);
+	int c = getopt_long(p->argc, p->argv, p->shortopts, p->cmd->longopts, NULL);
 	char name[64];
 	switch (c) {
 	case -1:
@@ -72,26 +79,23 @@ int cli_next(struct cli_args *p)
 		p->arg = optarg;
 		return CLI_OPERAND;
 	case 'h':
-		p->usage(stdout);
+		fputs(p->cmd->synopsis, stdout);
+		if (p->cmd->help)
+			p->cmd->help(stdout);
 		p->status = 0;
 		return CLI_EXIT;
 	case ':':
 		option_name(elem, optopt, name, sizeof(name));
-		fprintf(stderr, "%s: %s needs a value\n", p->prog, name);
-		p->usage(stderr);
-		p->status = 2;
+		usage_line(p, "%s needs a value\n", name);
 		return CLI_EXIT;
 	case '?':
 		option_name(elem, optopt, name, sizeof(name));
 		/* "--json=1": getopt_long knows the option (optopt is its value) but it takes
 		 * no value; an unknown or ambiguous long option leaves optopt 0. */
-		if (elem && strncmp(elem, "--", 2) == 0 && strchr(elem, '=') && optopt) {
-			fprintf(stderr, "%s: %s takes no value\n", p->prog, name);
-			p->usage(stderr);
-			p->status = 2;
-		} else {
-			p->status = cli_usage_error(p, "unknown option", name);
-		}
+		if (elem && strncmp(elem, "--", 2) == 0 && strchr(elem, '=') && optopt)
+			usage_line(p, "%s takes no value\n", name);
+		else
+			usage_line(p, "unknown option '%s'\n", name);
 		return CLI_EXIT;
 	default:
 		p->arg = optarg;

@@ -12,20 +12,18 @@
 
 #define USAGE "usage: jitt consent grant|revoke|status [-c CONFIG]\n"
 
-static void usage(FILE *out)
-{
-	fputs(USAGE, out);
-}
+static const struct option longopts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	CLI_HELP_OPTION,
+	{ NULL, 0, NULL, 0 },
+};
+static const struct cli_command command = { "jitt consent", USAGE, NULL, "c:", longopts };
 
 int cmd_consent(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		CLI_HELP_OPTION,
-	};
 	const char *config = NULL, *what = NULL;
 	struct cli_args p;
-	cli_args_init(&p, "jitt consent", usage, "c:", longopts, argc, argv);
+	cli_args_init(&p, &command, argc, argv);
 	for (int c; (c = cli_next(&p)) != CLI_END;) {
 		switch (c) {
 		case CLI_EXIT:
@@ -35,8 +33,8 @@ int cmd_consent(int argc, char **argv)
 			break;
 		case CLI_OPERAND:
 			if (what)
-				return cli_usage_error(&p, "one of grant, revoke or status; also given",
-						       p.arg);
+				return cli_usage_error(
+					&p, "one of grant, revoke or status; also given", p.arg);
 			if (strcmp(p.arg, "grant") && strcmp(p.arg, "revoke") &&
 			    strcmp(p.arg, "status"))
 				return cli_usage_error(&p, "grant, revoke or status, not", p.arg);

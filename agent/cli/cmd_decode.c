@@ -112,21 +112,22 @@ static void print_thread(struct agent_symbols *s, const struct rb_file_thread *t
 	free(ev);
 }
 
-static void usage(FILE *out)
+static void help(FILE *out)
 {
-	fputs("usage: jitt decode FILE\n", out);
-	if (out == stdout)
-		fputs("prints every thread's records of the trace FILE, in order, with whole\n"
-		      "timestamps, and names where this machine has the program's symbols\n",
-		      out);
+	fputs("prints every thread's records of the trace FILE, in order, with whole\n"
+	      "timestamps, and names where this machine has the program's symbols\n",
+	      out);
 }
+
+static const struct option longopts[] = { CLI_HELP_OPTION, { NULL, 0, NULL, 0 } };
+static const struct cli_command command = { "jitt decode", "usage: jitt decode FILE\n", help, "",
+					    longopts };
 
 int cmd_decode(int argc, char **argv)
 {
-	static const struct option longopts[] = { CLI_HELP_OPTION };
 	const char *path = NULL;
 	struct cli_args p;
-	cli_args_init(&p, "jitt decode", usage, "", longopts, argc, argv);
+	cli_args_init(&p, &command, argc, argv);
 	for (int c; (c = cli_next(&p)) != CLI_END;) {
 		if (c == CLI_EXIT)
 			return p.status;

@@ -21,8 +21,9 @@
 
 #define SHOWN_FRAMES 4 /* the last frames of a long path; the thread's name always shows */
 
-static const char usage[] =
-	"usage: jitt diff [-k N] [--alpha N] [--json] A B\n"
+#define SYNOPSIS "usage: jitt diff [-k N] [--alpha N] [--json] A B\n"
+
+static const char details[] =
 	"  A, B        trace files or summaries (jitt summarize --json): A before, B after\n"
 	"  -k N        the N contexts of largest impact (default %d; 0: all of them)\n"
 	"  --alpha N   match call paths up to N inserted, deleted or replaced frames apart\n"
@@ -30,10 +31,18 @@ static const char usage[] =
 	"  --json      JSON (schema jitt.diff, version 1) instead of tables\n"
 	"exit status: 0 done, 1 a file could not be read, 2 bad arguments\n";
 
-static void print_usage(FILE *out)
+static void help(FILE *out)
 {
-	fprintf(out, usage, CONFIG_AGENT_SUMMARY_K, CONFIG_AGENT_DIFF_ALPHA, DIFF_ALPHA_MAX);
+	fprintf(out, details, CONFIG_AGENT_SUMMARY_K, CONFIG_AGENT_DIFF_ALPHA, DIFF_ALPHA_MAX);
 }
+
+static const struct option longopts[] = {
+	{ "alpha", required_argument, NULL, 'a' },
+	{ "json", no_argument, NULL, 'j' },
+	CLI_HELP_OPTION,
+	{ NULL, 0, NULL, 0 },
+};
+static const struct cli_command command = { "jitt diff", SYNOPSIS, help, "k:", longopts };
 
 /* A duration people read at a glance, signed when asked: "+1.250 ms", "-45.6 us", "0 ns". */
 static const char *human(int64_t ns, int sign, char *buf, size_t size)
@@ -396,16 +405,11 @@ static void print_json(const char *pa, const struct diff_side *a, const char *pb
 
 int cmd_diff(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "alpha", required_argument, NULL, 'a' },
-		{ "json", no_argument, NULL, 'j' },
-		CLI_HELP_OPTION,
-	};
 	const char *path[2] = { NULL, NULL };
 	int npath = 0, json = 0;
 	long k = CONFIG_AGENT_SUMMARY_K, alpha = CONFIG_AGENT_DIFF_ALPHA;
 	struct cli_args p;
-	cli_args_init(&p, "jitt diff", print_usage, "k:", longopts, argc, argv);
+	cli_args_init(&p, &command, argc, argv);
 	for (int c; (c = cli_next(&p)) != CLI_END;) {
 		switch (c) {
 		case CLI_EXIT:
@@ -415,7 +419,8 @@ int cmd_diff(int argc, char **argv)
 			break;
 		case 'k':
 			if (cli_parse_long(p.arg, 0, 1000000, &k) != 0)
-				return cli_usage_error(&p, "-k takes 0 (all) to 1000000, not", p.arg);
+				return cli_usage_error(&p, "-k takes 0 (all) to 1000000, not",
+						       p.arg);
 			break;
 		case 'a':
 			if (cli_parse_long(p.arg, 0, DIFF_ALPHA_MAX, &alpha) != 0)

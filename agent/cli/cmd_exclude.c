@@ -21,9 +21,11 @@
 
 #define SHOWN 20 /* excluded functions listed without -v */
 
-static const char usage[] =
-	"usage: jitt exclude TRACE... [--budget PCT] [--cost NS] [--keep N] [--min-calls N]\n"
+#define SYNOPSIS                                                                               \
+	"usage: jitt exclude TRACE... [--budget PCT] [--cost NS] [--keep N] [--min-calls N]\n" \
 	"                    [-o FILE] [-v]\n"
+
+static const char details[] =
 	"  TRACE          trace files of one program (more traces: more of its code seen)\n"
 	"  --budget PCT   the trace points' cost to aim at, in %% of the time the program\n"
 	"                 takes without them (default 10: 1.10x)\n"
@@ -36,10 +38,22 @@ static const char usage[] =
 	"                 --verbose)\n"
 	"exit status: 0 done, 1 a file could not be read or written, 2 bad arguments\n";
 
-static void print_usage(FILE *out)
+static void help(FILE *out)
 {
-	fprintf(out, usage, CONFIG_AGENT_SUMMARY_K, SHOWN);
+	fprintf(out, details, CONFIG_AGENT_SUMMARY_K, SHOWN);
 }
+
+static const struct option longopts[] = {
+	{ "budget", required_argument, NULL, 'b' },
+	{ "cost", required_argument, NULL, 'c' },
+	{ "keep", required_argument, NULL, 'k' },
+	{ "min-calls", required_argument, NULL, 'm' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "verbose", no_argument, NULL, 'v' },
+	CLI_HELP_OPTION,
+	{ NULL, 0, NULL, 0 },
+};
+static const struct cli_command command = { "jitt exclude", SYNOPSIS, help, "o:v", longopts };
 
 static int real(const char *s, double lo, double hi, double *out)
 {
@@ -258,15 +272,6 @@ static int add_file(struct exclude_set *set, const char *path)
 
 int cmd_exclude(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "budget", required_argument, NULL, 'b' },
-		{ "cost", required_argument, NULL, 'c' },
-		{ "keep", required_argument, NULL, 'k' },
-		{ "min-calls", required_argument, NULL, 'm' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "verbose", no_argument, NULL, 'v' },
-		CLI_HELP_OPTION,
-	};
 	struct exclude_opts o = { .budget_pct = 10,
 				  .keep = CONFIG_AGENT_SUMMARY_K,
 				  .min_calls = 100 };
@@ -280,7 +285,7 @@ int cmd_exclude(int argc, char **argv)
 		return 1;
 	}
 	struct cli_args p;
-	cli_args_init(&p, "jitt exclude", print_usage, "o:v", longopts, argc, argv);
+	cli_args_init(&p, &command, argc, argv);
 	int status = -1; /* until the command line is read */
 	for (int c; status < 0 && (c = cli_next(&p)) != CLI_END;) {
 		double v;
@@ -301,13 +306,14 @@ int cmd_exclude(int argc, char **argv)
 		case 'c':
 			if (real(p.arg, 0.001, 1e6, &o.cost_ns))
 				status = cli_usage_error(
-					&p, "--cost takes ns per trace point, 0.001 to 1000000, not",
+					&p,
+					"--cost takes ns per trace point, 0.001 to 1000000, not",
 					p.arg);
 			break;
 		case 'k':
 			if (real(p.arg, 0, 100000, &v) || v != floor(v))
-				status = cli_usage_error(&p, "--keep takes a count, 0 to 100000, not",
-							 p.arg);
+				status = cli_usage_error(
+					&p, "--keep takes a count, 0 to 100000, not", p.arg);
 			else
 				o.keep = (unsigned)v;
 			break;

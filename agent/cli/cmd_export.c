@@ -29,25 +29,24 @@
 
 #define USAGE "usage: jitt export --format=chrome|folded|perfetto [--max-stack N] [-o OUT] FILE\n"
 
-#define HELP                                                                                   \
-	USAGE                                                                                  \
-	"\n"                                                                                   \
-	"Writes the trace FILE for a viewer, to standard output or to OUT (-o OUT,\n"          \
-	"--output=OUT; -o - is standard output). Formats, and where to open them:\n"          \
-	"  chrome    Trace Event JSON: ui.perfetto.dev (Open trace file), speedscope\n"         \
-	"            (npx speedscope FILE.json, or speedscope.app). A timeline per thread.\n"  \
-	"  perfetto  Perfetto's protobuf, the smallest: ui.perfetto.dev. Also shows each\n"     \
-	"            wake-up as an arrow to the wait it ended. Binary: not written to a\n"      \
-	"            terminal unless -o - is given.\n"                                          \
-	"  folded    folded stacks, one line per call path, its count the path's self time\n" \
-	"            in nanoseconds (blocked waits as [blocked on ...] frames):\n"             \
-	"            flamegraph.pl --countname=ns, speedscope.\n"                             \
-	"Calls still running when the rings were frozen (a hang) end at the freeze, as in\n"   \
-	"jitt summarize. --max-stack N (folded): keep the N innermost frames (default 127).\n"
-
-static void usage(FILE *out)
+static void help(FILE *out)
 {
-	fputs(out == stdout ? HELP : USAGE, out);
+	fputs("\n"
+	      "Writes the trace FILE for a viewer, to standard output or to OUT (-o OUT,\n"
+	      "--output=OUT; -o - is standard output). Formats, and where to open them:\n"
+	      "  chrome    Trace Event JSON: ui.perfetto.dev (Open trace file), speedscope\n"
+	      "            (npx speedscope FILE.json, or speedscope.app). A timeline per thread.\n"
+	      "  perfetto  Perfetto's protobuf, the smallest: ui.perfetto.dev. Also shows each\n"
+	      "            wake-up as an arrow to the wait it ended. Binary: not written to a\n"
+	      "            terminal unless -o - is given.\n"
+	      "  folded    folded stacks, one line per call path, its count the path's self time\n"
+	      "            in nanoseconds (blocked waits as [blocked on ...] frames):\n"
+	      "            flamegraph.pl --countname=ns, speedscope.\n"
+	      "Calls still running when the rings were frozen (a hang) end at the freeze, as in\n"
+	      "jitt summarize. --max-stack N (folded): keep the N innermost frames (default 127).\n"
+	      "An existing OUT is replaced whole; a device or a FIFO is written to; a symbolic\n"
+	      "link, a folder, and FILE itself are refused.\n",
+	      out);
 }
 
 /* Every format written one way: the call-path formats take --max-stack and count the
@@ -96,7 +95,9 @@ static const struct option longopts[] = {
 	{ "max-stack", required_argument, NULL, 'm' },
 	{ "output", required_argument, NULL, 'o' },
 	CLI_HELP_OPTION,
+	{ NULL, 0, NULL, 0 },
 };
+static const struct cli_command command = { "jitt export", USAGE, help, "o:", longopts };
 
 /* The trace at path, written as fmt to outpath (NULL: standard output): 0 or 1. */
 static int export(const char *path, const struct format *fmt, const char *outpath,
@@ -145,15 +146,16 @@ int cmd_export(int argc, char **argv)
 	long max_stack = AGENT_FOLDED_MAX_STACK;
 	bool max_stack_given = false;
 	struct cli_args p;
-	cli_args_init(&p, "jitt export", usage, "o:", longopts, argc, argv);
+	cli_args_init(&p, &command, argc, argv);
 	for (int c; (c = cli_next(&p)) != CLI_END;) {
 		switch (c) {
 		case CLI_EXIT:
 			return p.status;
 		case 'f':
 			if (!(fmt = format_named(p.arg)))
-				return cli_usage_error(&p, "the formats are chrome, folded and "
-							   "perfetto, not",
+				return cli_usage_error(&p,
+						       "the formats are chrome, folded and "
+						       "perfetto, not",
 						       p.arg);
 			break;
 		case 'm':
@@ -165,7 +167,8 @@ int cmd_export(int argc, char **argv)
 		case 'o':
 			if (!*p.arg)
 				return cli_usage_error(
-					&p, "-o needs a file name (or - for standard output)", NULL);
+					&p, "-o needs a file name (or - for standard output)",
+					NULL);
 			outpath = p.arg;
 			break;
 		case CLI_OPERAND:
@@ -187,8 +190,9 @@ int cmd_export(int argc, char **argv)
 	if (outpath && strcmp(outpath, "-") == 0) {
 		outpath = NULL; /* asked for: standard output, whatever it is */
 	} else if (!outpath && fmt->binary && isatty(STDOUT_FILENO)) {
-		fprintf(stderr, "jitt export: the %s format is binary; not writing it to a "
-				"terminal (use -o FILE, or -o - to insist)\n",
+		fprintf(stderr,
+			"jitt export: the %s format is binary; not writing it to a "
+			"terminal (use -o FILE, or -o - to insist)\n",
 			fmt->name);
 		return 2;
 	}

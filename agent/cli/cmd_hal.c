@@ -13,10 +13,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static void usage(FILE *out)
+static void help(FILE *out)
 {
-	fprintf(out, "usage: jitt hal [--root DIR]\n"
-		     "  --root DIR  read /sys and /proc under DIR (a fake tree) instead of /\n");
+	fputs("  --root DIR  read /sys and /proc under DIR (a fake tree) instead of /\n", out);
 }
 
 static void print_timer(void)
@@ -145,14 +144,18 @@ static void print_sched(void)
 		printf("  schedstat: unreadable (%s)\n", strerror(-s));
 }
 
+static const struct option longopts[] = {
+	{ "root", required_argument, NULL, 'r' },
+	CLI_HELP_OPTION,
+	{ NULL, 0, NULL, 0 },
+};
+static const struct cli_command command = { "jitt hal", "usage: jitt hal [--root DIR]\n", help, "",
+					    longopts };
+
 int cmd_hal(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "root", required_argument, NULL, 'r' },
-		CLI_HELP_OPTION,
-	};
 	struct cli_args p;
-	cli_args_init(&p, "jitt hal", usage, "", longopts, argc, argv);
+	cli_args_init(&p, &command, argc, argv);
 	for (int c; (c = cli_next(&p)) != CLI_END;) {
 		switch (c) {
 		case CLI_EXIT:

@@ -37,8 +37,9 @@
 /* A summary is at most 4 KiB; a file much bigger is not one. */
 #define SUMMARY_FILE_MAX (64 * 1024)
 
-static const char usage[] =
-	"usage: jitt report [--key UUID] [--id HEX] FILE.json\n"
+#define SYNOPSIS "usage: jitt report [--key UUID] [--id HEX] FILE.json\n"
+
+static const char details[] =
 	"  FILE.json   a summary (jitt summarize --json, schema jitt.summary version 2 or 3)\n"
 	"  --key UUID  the idempotency key to write (default: a fixed stand-in)\n"
 	"  --id HEX    the pseudonym to write, 64 lowercase hex (default: all zeros)\n"
@@ -90,21 +91,24 @@ static int read_summary(const char *path, char **buf, size_t *len)
 	return 0;
 }
 
-static void print_usage(FILE *out)
+static void help(FILE *out)
 {
-	fputs(usage, out);
+	fputs(details, out);
 }
+
+static const struct option longopts[] = {
+	{ "key", required_argument, NULL, 'k' },
+	{ "id", required_argument, NULL, 'i' },
+	CLI_HELP_OPTION,
+	{ NULL, 0, NULL, 0 },
+};
+static const struct cli_command command = { "jitt report", SYNOPSIS, help, "", longopts };
 
 int cmd_report(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "key", required_argument, NULL, 'k' },
-		{ "id", required_argument, NULL, 'i' },
-		CLI_HELP_OPTION,
-	};
 	const char *key = NULL, *id = NULL, *file = NULL;
 	struct cli_args a;
-	cli_args_init(&a, "jitt report", print_usage, "", longopts, argc, argv);
+	cli_args_init(&a, &command, argc, argv);
 	for (int c; (c = cli_next(&a)) != CLI_END;) {
 		switch (c) {
 		case CLI_EXIT:
@@ -117,7 +121,8 @@ int cmd_report(int argc, char **argv)
 			break;
 		case CLI_OPERAND:
 			if (file)
-				return cli_usage_error(&a, "one summary at a time; also given", a.arg);
+				return cli_usage_error(&a, "one summary at a time; also given",
+						       a.arg);
 			file = a.arg;
 			break;
 		}

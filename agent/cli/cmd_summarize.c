@@ -17,28 +17,31 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void usage(FILE *out)
+static void help(FILE *out)
 {
-	fputs("usage: jitt summarize FILE [--json] [-k N]\n", out);
-	if (out == stdout)
-		fprintf(out,
-			"  FILE    a trace file\n"
-			"  --json  the summary as JSON (docs/summary-format.md), as jittd writes it\n"
-			"  -k N    N entries per list, 1 to %d (default %d)\n",
-			SUMMARY_MAX_K, CONFIG_AGENT_SUMMARY_K);
+	fprintf(out,
+		"  FILE    a trace file\n"
+		"  --json  the summary as JSON (docs/summary-format.md), as jittd writes it\n"
+		"  -k N    N entries per list, 1 to %d (default %d)\n",
+		SUMMARY_MAX_K, CONFIG_AGENT_SUMMARY_K);
 }
+
+static const struct option longopts[] = {
+	{ "json", no_argument, NULL, 'j' },
+	CLI_HELP_OPTION,
+	{ NULL, 0, NULL, 0 },
+};
+static const struct cli_command command = { "jitt summarize",
+					    "usage: jitt summarize FILE [--json] [-k N]\n", help,
+					    "k:", longopts };
 
 int cmd_summarize(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		CLI_HELP_OPTION,
-	};
 	const char *path = NULL;
 	long k = CONFIG_AGENT_SUMMARY_K;
 	bool json = false;
 	struct cli_args p;
-	cli_args_init(&p, "jitt summarize", usage, "k:", longopts, argc, argv);
+	cli_args_init(&p, &command, argc, argv);
 	for (int c; (c = cli_next(&p)) != CLI_END;) {
 		switch (c) {
 		case CLI_EXIT:
@@ -46,7 +49,8 @@ int cmd_summarize(int argc, char **argv)
 		case 'k':
 			if (cli_parse_long(p.arg, 1, SUMMARY_MAX_K, &k) != 0) {
 				char what[48];
-				snprintf(what, sizeof(what), "-k takes 1 to %d, not", SUMMARY_MAX_K);
+				snprintf(what, sizeof(what), "-k takes 1 to %d, not",
+					 SUMMARY_MAX_K);
 				return cli_usage_error(&p, what, p.arg);
 			}
 			break;

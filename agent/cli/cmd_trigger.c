@@ -18,16 +18,21 @@
 
 #define USAGE "usage: jitt trigger PID [REASON] [-c CONFIG]\n"
 
-static void usage(FILE *out)
+static void help(FILE *out)
 {
-	fputs(USAGE, out);
-	if (out == stdout)
-		fputs("asks the traced process PID to save its trace now, with REASON\n"
-		      "(\"external\" by default); prints where it was written, and where jittd\n"
-		      "keeps it once summarised (the settings: CONFIG, else $JITT_CONFIG, else\n"
-		      CONFIG_AGENT_CONFIG_FILE ")\n",
-		      out);
+	fputs("asks the traced process PID to save its trace now, with REASON\n"
+	      "(\"external\" by default); prints where it was written, and where jittd\n"
+	      "keeps it once summarised (the settings: CONFIG, else $JITT_CONFIG, "
+	      "else\n" CONFIG_AGENT_CONFIG_FILE ")\n",
+	      out);
 }
+
+static const struct option longopts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	CLI_HELP_OPTION,
+	{ NULL, 0, NULL, 0 },
+};
+static const struct cli_command command = { "jitt trigger", USAGE, help, "c:", longopts };
 
 /* The process's reply, "trace DATA/spool/NAME", then what jittd (per the settings file)
  * does with that file. A reply in any other form, or a spool not jittd's, is printed as it
@@ -66,13 +71,9 @@ static void print_trace(const char *config, const char *reply)
 
 int cmd_trigger(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		CLI_HELP_OPTION,
-	};
 	const char *config = NULL, *reason = NULL, *pid_arg = NULL;
 	struct cli_args p;
-	cli_args_init(&p, "jitt trigger", usage, "c:", longopts, argc, argv);
+	cli_args_init(&p, &command, argc, argv);
 	for (int c; (c = cli_next(&p)) != CLI_END;) {
 		switch (c) {
 		case CLI_EXIT:
