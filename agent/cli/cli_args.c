@@ -73,6 +73,12 @@ int cli_next(struct cli_args *p)
 	char name[64];
 	switch (c) {
 	case -1:
+		/* musl's getopt ends the options at a lone "-" where glibc's reads it as an
+		 * operand (standard input, by convention): an operand here, options after it. */
+		if (optind < p->argc && strcmp(p->argv[optind], "-") == 0) {
+			p->arg = p->argv[optind++];
+			return CLI_OPERAND;
+		}
 		p->ended = 1;
 		goto operand;
 	case 1:
