@@ -25,8 +25,8 @@ trap cleanup EXIT INT TERM
 
 # Says, in bold on standard error, that a part of the story is left out and why: a demo
 # that quietly shows half of itself looks like one that worked.
-skipped() {
-	printf '\n\033[1;33m== SKIPPED: %s\033[0m\n' "$*" >&2
+loud() {
+	printf '\n\033[1;33m== %s\033[0m\n' "$*" >&2
 }
 
 # The collector an OEM would run, with test certificates: on the host only (`make run`
@@ -54,7 +54,7 @@ else
 		why_not="the upload (steps 6-7): the reference collector did not start: $(tail -n 3 "$work/collector.log")"
 	fi
 fi
-[ -n "$upload" ] || skipped "$why_not"
+[ -n "$upload" ] || loud "SKIPPED: $why_not"
 mkdir -p "$work/root/run/jitt"
 # The folders the image's init makes (board/common/init/): the traced app never does, and
 # jittd only checks them.
@@ -121,7 +121,7 @@ if [ -n "$upload" ]; then
 		i=$((i + 1))
 	done
 	grep -q 'Created' "$work/collector.log" ||
-		skipped "no report reached the collector in 20 s: see $work/jittd.log and $work/collector.log"
+		loud "NOT SHOWN: no report reached the collector in 20 s: see $work/jittd.log and $work/collector.log"
 	echo "   what the collector received, decrypted (headers and the report's bytes):"
 	tr -d '\r' <"$work/collector.dump" | fold -w 100 | sed 's/^/   | /' | head -n 40
 	echo "   the collector's receipt:"
@@ -137,5 +137,5 @@ if [ -n "$upload" ]; then
 	done
 	echo "   (uploads/ keeps only the budget count: no report, no install secret)"
 fi
-[ -n "$upload" ] || skipped "$why_not"
+[ -n "$upload" ] || loud "SKIPPED: $why_not"
 [ -n "${JITT_DEMO_DIR:-}" ] || echo "(everything is in $work)"

@@ -142,7 +142,7 @@ static int write_out(const char *path, const char *input, const char *text, char
 	dup2(fd, STDERR_FILENO);
 	close(fd);
 	struct cli_out o;
-	int r = cli_out_open("jitt test", path, &input, input ? 1 : 0, &o);
+	int r = cli_out_open("jitt test", path, 0600, &input, input ? 1 : 0, &o);
 	if (r == 0 && (fputs(text, o.f) < 0 || cli_out_close(&o, 0) != 0))
 		r = 2;
 	fflush(stderr);

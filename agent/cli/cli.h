@@ -82,6 +82,8 @@ int cli_trace_open(const char *prog, const char *path, struct rb_trace *t);
 int cli_sigbus_install(void);
 
 /* ---- A file named by -o (agent/cli/cli_out.c) ---- */
+#include <sys/types.h>
+
 struct cli_out {
 	FILE *f;	  /* where to write */
 	const char *path; /* as given */
@@ -89,12 +91,12 @@ struct cli_out {
 			   * place (a device, a FIFO) */
 };
 /* Opens PATH for the command's output, or prints "PROG: PATH: why" and returns 1. A regular
- * file, or none, is written under a temporary name (0600) that cli_out_close renames over
- * PATH; a device or a FIFO is written in place (a FIFO waits here for its reader); a
- * symbolic link, a folder, a socket, and any of the command's ninputs input files (the same
- * inode) are refused. 0 with o->f open. */
-int cli_out_open(const char *prog, const char *path, const char *const *inputs, int ninputs,
-		 struct cli_out *o);
+ * file, or none, is written under a temporary name (mode, less the umask) that
+ * cli_out_close renames over PATH; a device or a FIFO is written in place (a FIFO waits
+ * here for its reader); a symbolic link, a folder, a socket, and any of the command's
+ * ninputs input files (the same inode) are refused. 0 with o->f open. */
+int cli_out_open(const char *prog, const char *path, mode_t mode, const char *const *inputs,
+		 int ninputs, struct cli_out *o);
 /* Closes o->f: when e is 0 and the writes went through, the temporary is renamed over PATH;
  * otherwise it is removed. Returns e, or -EIO (a failed write), or rename's -errno. */
 int cli_out_close(struct cli_out *o, int e);
@@ -103,7 +105,6 @@ int cli_out_close(struct cli_out *o, int e);
 #include "agent/ctl.h"
 
 #include <stddef.h>
-#include <sys/types.h>
 
 /* A process id: decimal, 1..INT_MAX. 0 or -EINVAL. */
 int cli_parse_pid(const char *s, pid_t *pid);

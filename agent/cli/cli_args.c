@@ -1,17 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * How every `jitt` subcommand reads its command line and says what went wrong: getopt_long
- * (as sim/main.c does), with the same rules everywhere: -h/--help prints the usage to
- * standard output and ends with 0; an unknown option, a missing value or a value given to
- * an option that takes none prints one line naming it, then the usage, to standard error,
- * and ends with 2; `--opt=value` and `--opt value` both work; options and operands may come
+ * (as sim/main.c does), with the same rules everywhere: -h/--help prints the synopsis and
+ * the help to standard output and ends with 0; an unknown option, a missing value or a
+ * value given to an option that takes none prints one line naming it, then the synopsis,
+ * to standard error, and ends with 2; `--opt=value` and `--opt value` both work; options and operands may come
  * in any order, and "--" ends the options.
  */
 #include "agent/cli/cli.h"
 #include "agent/escape.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

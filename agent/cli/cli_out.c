@@ -29,14 +29,13 @@ static int say(const char *prog, const char *path, const char *why)
 	return 1;
 }
 
-/* PATH's temporary sibling, created new (not anyone else's file, nor a link to one),
- * readable by its owner only: what is written holds what the trace holds. */
-static int open_temp(struct cli_out *o)
+/* PATH's temporary sibling, created new (not anyone else's file, nor a link to one). */
+static int open_temp(struct cli_out *o, mode_t mode)
 {
 	if ((size_t)snprintf(o->tmp, sizeof(o->tmp), "%s.tmp-%ld", o->path, (long)getpid()) >=
 	    sizeof(o->tmp))
 		return -ENAMETOOLONG;
-	int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
 	if (fd < 0) {
 		o->tmp[0] = 0;
 		return -errno;
@@ -45,8 +44,8 @@ static int open_temp(struct cli_out *o)
 }
 
 /* A device or a FIFO, written in place: no O_CREAT, no O_TRUNC, no link followed, and the
- * same inode the look before found (not one swapped in meanwhile). A FIFO waits here for
- * its reader, as a shell's `>` would. */
+ * same inode the look before found (-EAGAIN: another was swapped in meanwhile). A FIFO
+ * waits here for its reader, as a shell's `>` would. */
 static int open_in_place(const char *path, const struct stat *seen)
 {
 	int fd = open(path, O_WRONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
@@ -60,8 +59,8 @@ static int open_in_place(const char *path, const struct stat *seen)
 	return fd;
 }
 
-int cli_out_open(const char *prog, const char *path, const char *const *inputs, int ninputs,
-		 struct cli_out *o)
+int cli_out_open(const char *prog, const char *path, mode_t mode, const char *const *inputs,
+		 int ninputs, struct cli_out *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->path = path;
@@ -70,7 +69,7 @@ int cli_out_open(const char *prog, const char *path, const char *const *inputs, 
 	if (lstat(path, &st) != 0) {
 		if (errno != ENOENT)
 			return say(prog, path, strerror(errno));
-		fd = open_temp(o); /* a new file */
+		fd = open_temp(o, mode); /* a new file */
 	} else if (S_ISLNK(st.st_mode)) {
 		return say(prog, path,
 			   "a symbolic link: neither replaced nor followed (name its target, or "
@@ -89,7 +88,7 @@ int cli_out_open(const char *prog, const char *path, const char *const *inputs, 
 				return say(prog, path,
 					   "a file this command reads: not written over");
 		}
-		fd = open_temp(o);
+		fd = open_temp(o, mode);
 	}
 	if (fd == -EAGAIN)
 		return say(prog, path, "replaced while it was opened: not written");

@@ -243,7 +243,8 @@ static int write_list(const char *path, const char *const *traces, int ntraces,
 		      const struct exclude_set *s, const struct exclude_result *r)
 {
 	struct cli_out out;
-	if (cli_out_open("jitt exclude", path, traces, ntraces, &out) != 0)
+	/* 0644 less the umask: a list of names for a build, which may run as another user. */
+	if (cli_out_open("jitt exclude", path, 0644, traces, ntraces, &out) != 0)
 		return 1;
 	int e = cli_out_close(&out, exclude_write_flags(out.f, s, r));
 	if (e) {

@@ -113,7 +113,8 @@ static int export(const char *path, const struct format *fmt, const char *outpat
 	}
 	struct cli_out out = { .f = stdout };
 	int status = 0;
-	if (outpath && cli_out_open("jitt export", outpath, &path, 1, &out) != 0) {
+	/* 0600: an export holds what the trace holds, and the trace is 0600. */
+	if (outpath && cli_out_open("jitt export", outpath, 0600, &path, 1, &out) != 0) {
 		status = 1;
 		goto done;
 	}

@@ -11,7 +11,6 @@
  */
 #include "agent/cli/cli.h"
 #include "agent/config.h"
-#include "agent/escape.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -22,8 +21,8 @@ static void help(FILE *out)
 {
 	fputs("asks the traced process PID to save its trace now, with REASON\n"
 	      "(\"external\" by default); prints where it was written, and where jittd\n"
-	      "keeps it once summarised (the settings: CONFIG, else $JITT_CONFIG, "
-	      "else\n" CONFIG_AGENT_CONFIG_FILE ")\n",
+	      "keeps it once summarised. The settings: CONFIG, else $JITT_CONFIG, else\n"
+	      "  " CONFIG_AGENT_CONFIG_FILE "\n",
 	      out);
 }
 
@@ -34,39 +33,34 @@ static const struct option longopts[] = {
 };
 static const struct cli_command command = { "jitt trigger", USAGE, help, "c:", longopts };
 
-/* The process's reply, "trace DATA/spool/NAME", then what jittd (per the settings file)
- * does with that file. A reply in any other form, or a spool not jittd's, is printed as it
- * came: nothing more is known about it. */
+/* The process's reply, "trace DATA/spool/NAME.jtr", then what jittd (per the settings
+ * file) does with that file. A reply in any other form, or a spool not jittd's, is printed
+ * as it came: nothing more is known about it. */
 static void print_trace(const char *config, const char *reply)
 {
 	fputs(reply, stdout);
 	struct agent_config c;
-	char err[512], spool[AGENT_PATH_MAX + 8], name[AGENT_PATH_MAX];
+	char err[512], spool[AGENT_PATH_MAX + 8];
 	if (strncmp(reply, "trace ", 6) != 0 || agent_config_load(&c, config, err, sizeof(err)))
 		return;
-	const char *path = reply + 6, *slash = strrchr(path, '/');
+	/* The reply is printable already (cli_ctl_ask escaped it), and so is what matches it. */
+	const char *path = reply + 6;
+	size_t n = (size_t)snprintf(spool, sizeof(spool), "%s/spool/", c.data_dir);
 	size_t len = strcspn(path, "\n");
-	snprintf(spool, sizeof(spool), "%s/spool/", c.data_dir);
-	if (!slash || (size_t)(slash + 1 - path) != strlen(spool) ||
-	    strncmp(path, spool, strlen(spool)) != 0 || len <= strlen(spool) ||
-	    len - strlen(spool) >= sizeof(name))
+	if (n >= sizeof(spool) || len <= n + 4 || strncmp(path, spool, n) != 0)
 		return;
-	snprintf(name, sizeof(name), "%.*s", (int)(len - strlen(spool)), slash + 1);
-	char *dot = strrchr(name, '.');
-	if (!dot || strcmp(dot, ".jtr") != 0)
+	const char *name = path + n;
+	if (memchr(name, '/', len - n) || strncmp(path + len - 4, ".jtr", 4) != 0)
 		return;
-	*dot = 0;
-	char shown[4 * sizeof(c.data_dir)], base[4 * sizeof(name)];
-	agent_escape(shown, sizeof(shown), c.data_dir);
-	agent_escape(base, sizeof(base), name);
+	int base = (int)(len - n - 4); /* NAME without .jtr */
 	if (c.keep_traces)
-		printf("then kept as %s/traces/%s.jtr, once jittd has summarised it into "
-		       "%s/outbox/%s.json\n",
-		       shown, base, shown, base);
+		printf("then kept as %s/traces/%.*s.jtr, once jittd has summarised it into "
+		       "%s/outbox/%.*s.json\n",
+		       c.data_dir, base, name, c.data_dir, base, name);
 	else
-		printf("then deleted, once jittd has summarised it into %s/outbox/%s.json "
+		printf("then deleted, once jittd has summarised it into %s/outbox/%.*s.json "
 		       "(keep_traces = 0)\n",
-		       shown, base);
+		       c.data_dir, base, name);
 }
 
 int cmd_trigger(int argc, char **argv)
