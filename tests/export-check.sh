@@ -192,6 +192,8 @@ if [ "$mode" = 600 ]; then ok "-o writes 0600 under umask 022"; else fail "-o wr
 expect "-o /dev/null: written to, exit 0" 0 "" "$jitt" export --format=folded -o /dev/null "$golden"
 if [ -c /dev/null ]; then ok "-o /dev/null: still a character device"; else
 	fail "-o /dev/null: still a character device" "$(ls -l /dev/null)"
+	# As root a broken build really replaces it: put the machine's back at once.
+	[ "$(id -u)" = 0 ] && rm -f /dev/null && mknod -m 666 /dev/null c 1 3
 fi
 mkfifo "$tmp/fifo"
 cat "$tmp/fifo" >"$tmp/from-fifo" &
