@@ -482,7 +482,8 @@ else
 	kill "$app" 2>/dev/null
 	wait "$app" 2>/dev/null
 	stop
-	# keep_traces = 0: jittd deletes the trace once summarised, and trigger says so.
+	# keep_traces = 0: trigger says jittd deletes the trace once summarised (what the
+	# settings say; no jittd is needed for that).
 	setup "$d" "keep_traces = 0" "max_threads = 8"
 	JITT_CONFIG=$d/conf $qemu "$bin/jank-sim" --scenario=none --frames 0 >"$d/app.log" 2>&1 &
 	app=$!
