@@ -229,8 +229,10 @@ rm -rf "$bad.fifo" "$bad.dir"
 # The command line of every subcommand (agent/cli/cli_args.c), as a transcript: each
 # "$ jitt ARGS" line of tests/golden/cli-args.txt is run in the golden folder, and followed
 # by what it wrote to standard output and to standard error and its exit status. -h prints
-# the usage on stdout and exits 0; a bad option, a missing value or a bad operand prints one
-# line and the synopsis on stderr and exits 2. (ARGS are split at spaces.)
+# the synopsis and the help on stdout and exits 0; a bad option, a missing value or a bad
+# operand prints one line and the synopsis on stderr and exits 2. (ARGS are split at
+# spaces. Nothing here may write a file: the golden folder is the source tree's; -o is
+# tested in export-check.sh.)
 cli_transcript() {
 	abs_bin=$(cd "$bin" && pwd)
 	set -f
