@@ -145,8 +145,10 @@ FORCE:
 -include $(patsubst %.o,$(obj)/%.d,$(sort $(foreach p,$(progs-y),$($(p)-objs))))
 
 # ---- running ----
-# `run`: the story, end to end (sim/demo.sh): jittd, the sim app, a jank, its summary.
-run: $(obj)/bin/jitt $(obj)/bin/jittd $(obj)/bin/jank-sim
+# `run`: the story, end to end (sim/demo.sh): jittd, the sim app, a jank, its summary; then
+# the upload to the reference collector, which is built on the host board only
+# ($(COLLECTOR), uploader/collector/Kbuild): elsewhere demo.sh says it skips that half.
+run: $(obj)/bin/jitt $(obj)/bin/jittd $(obj)/bin/jank-sim $(COLLECTOR)
 	$(Q)sh sim/demo.sh $(obj)/bin "$(QEMU_USER)"
 
 # `check`: this board's tests, natively or under its qemu-user.

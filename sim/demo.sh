@@ -6,7 +6,8 @@
 # host (where the reference collector is built): consent is granted, the network is Wi-Fi
 # (the HAL's override file, in a fake root), the report is anonymised and uploaded over TLS
 # to the collector on 127.0.0.1, whose receipt is shown; then consent is revoked and the
-# outbox and the traces are gone.
+# outbox and the traces are gone. What it cannot show here (no collector, under qemu-user)
+# it says it skips, and why, at the start and at the end.
 # usage: demo.sh BIN_DIR ["QEMU_CMD"]   (SCENARIO=compute|blocked|many-short|hang, default
 # blocked; JITT_DEMO_DIR=folder keeps everything there instead of a temporary folder)
 set -u
@@ -22,17 +23,38 @@ jittd_pid= coll_pid=
 cleanup() { for p in $jittd_pid $coll_pid; do kill "$p" 2>/dev/null; done; }
 trap cleanup EXIT INT TERM
 
-# The collector an OEM would run, with test certificates: on the host only.
-upload=
-if [ -z "$qemu" ] && [ -x "$bin/collector" ] && sh "$here/../tests/certs.sh" "$work/certs" >/dev/null 2>&1; then
+# Says, in bold on standard error, that a part of the story is left out and why: a demo
+# that quietly shows half of itself looks like one that worked.
+loud() {
+	printf '\n\033[1;33m== %s\033[0m\n' "$*" >&2
+}
+
+# The collector an OEM would run, with test certificates: on the host only (`make run`
+# builds it there; a board's build under qemu-user has no collector in its bin folder).
+upload= why_not=
+if [ -n "$qemu" ]; then
+	why_not="the upload (steps 6-7): this is a board's build under qemu-user, and the reference collector is built for the host only (make BOARD=host run shows it)"
+elif [ ! -x "$bin/collector" ]; then
+	why_not="the upload (steps 6-7): no reference collector in $bin (make run builds it on the host board: it needs libmbedtls-dev and libsqlite3-dev, make deps)"
+elif ! sh "$here/../tests/certs.sh" "$work/certs" >"$work/certs.log" 2>&1; then
+	why_not="the upload (steps 6-7): the test certificates could not be made (tests/certs.sh needs openssl): $(tail -n 3 "$work/certs.log")"
+else
 	"$bin/collector" serve --port 0 --port-file "$work/collector.port" \
 		--cert "$work/certs/server.pem" --key "$work/certs/server.key" --db "$work/collector.db" \
 		--dump "$work/collector.dump" 2>"$work/collector.log" &
 	coll_pid=$!
 	i=0
-	while [ ! -s "$work/collector.port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
-	[ -s "$work/collector.port" ] && upload=1
+	while [ ! -s "$work/collector.port" ] && kill -0 "$coll_pid" 2>/dev/null && [ $i -lt 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	if [ -s "$work/collector.port" ]; then
+		upload=1
+	else
+		why_not="the upload (steps 6-7): the reference collector did not start: $(tail -n 3 "$work/collector.log")"
+	fi
 fi
+[ -n "$upload" ] || loud "SKIPPED: $why_not"
 mkdir -p "$work/root/run/jitt"
 # The folders the image's init makes (board/common/init/): the traced app never does, and
 # jittd only checks them.
@@ -98,6 +120,8 @@ if [ -n "$upload" ]; then
 		sleep 0.1
 		i=$((i + 1))
 	done
+	grep -q 'Created' "$work/collector.log" ||
+		loud "NOT SHOWN: no report reached the collector in 20 s: see $work/jittd.log and $work/collector.log"
 	echo "   what the collector received, decrypted (headers and the report's bytes):"
 	tr -d '\r' <"$work/collector.dump" | fold -w 100 | sed 's/^/   | /' | head -n 40
 	echo "   the collector's receipt:"
@@ -113,4 +137,5 @@ if [ -n "$upload" ]; then
 	done
 	echo "   (uploads/ keeps only the budget count: no report, no install secret)"
 fi
+[ -n "$upload" ] || loud "SKIPPED: $why_not"
 [ -n "${JITT_DEMO_DIR:-}" ] || echo "(everything is in $work)"

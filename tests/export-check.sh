@@ -3,7 +3,9 @@
 # Chrome JSON made strict with every B matched by its E per thread, Perfetto protobuf by
 # `protoc --decode` against Perfetto's own protos, folded stacks by their line format. The traces: the synthetic one tests/test_export.c
 # writes (kept with JITT_EXPORT_KEEP) and the committed golden one. Then the command line:
-# usage errors exit 2, bad trace files exit 1 naming the file, -o leaves no half file.
+# usage errors exit 2, bad trace files exit 1 naming the file, -o leaves no half file and
+# replaces only a file (a device or a FIFO is written to; a symlink, a folder or the trace
+# itself is refused).
 # Host only (python3 and protoc come from board/common/deps.sh).
 #
 # usage: export-check.sh BIN_DIR     prints "ok what" / "FAIL what", then "N passed, N failed"
@@ -183,6 +185,57 @@ expect "jitt export -o over a bad file: exit 1" 1 "$tmp/garbage.jtr" \
 (umask 022 && "$jitt" export --format=folded -o "$tmp/mode.folded" "$golden" 2>/dev/null)
 mode=$(stat -c %a "$tmp/mode.folded" 2>/dev/null)
 if [ "$mode" = 600 ]; then ok "-o writes 0600 under umask 022"; else fail "-o writes 0600 under umask 022" "mode $mode"; fi
+# -o replaces a file by a rename, and so would replace whatever else had the name: a device
+# or a FIFO is written to instead, a symbolic link and the trace itself are refused, each
+# left as it was (agent/cli/cli_out.c).
+"$jitt" export --format=folded "$golden" >"$tmp/want.folded"
+expect "-o /dev/null: written to, exit 0" 0 "" "$jitt" export --format=folded -o /dev/null "$golden"
+if [ -c /dev/null ]; then ok "-o /dev/null: still a character device"; else
+	fail "-o /dev/null: still a character device" "$(ls -l /dev/null)"
+	# As root a broken build really replaces it: put the machine's back at once.
+	[ "$(id -u)" = 0 ] && rm -f /dev/null && mknod -m 666 /dev/null c 1 3
+fi
+mkfifo "$tmp/fifo"
+cat "$tmp/fifo" >"$tmp/from-fifo" &
+reader=$!
+expect "-o FIFO: written to, exit 0" 0 "" "$jitt" export --format=folded -o "$tmp/fifo" "$golden"
+if [ -p "$tmp/fifo" ]; then
+	wait $reader # the export closed its end: the reader has all of it
+	ok "-o FIFO: still a FIFO"
+	if cmp -s "$tmp/from-fifo" "$tmp/want.folded"; then ok "-o FIFO: its reader got the export"; else
+		fail "-o FIFO: its reader got the export"
+	fi
+else
+	kill $reader 2>/dev/null # it waits on the FIFO that was renamed over
+	fail "-o FIFO: still a FIFO" "$(ls -l "$tmp/fifo")"
+fi
+echo "the link's target" >"$tmp/target"
+ln -s "$tmp/target" "$tmp/link"
+expect "-o SYMLINK: refused, exit 1" 1 "$tmp/link: a symbolic link" \
+	"$jitt" export --format=folded -o "$tmp/link" "$golden"
+if [ -L "$tmp/link" ] && [ "$(cat "$tmp/target")" = "the link's target" ]; then
+	ok "-o SYMLINK: the link and its target unchanged"
+else
+	fail "-o SYMLINK: the link and its target unchanged"
+fi
+cp "$golden" "$tmp/same.jtr"
+expect "-o X.jtr X.jtr: refused, exit 1" 1 "$tmp/same.jtr: a file this command reads" \
+	"$jitt" export --format=folded -o "$tmp/same.jtr" "$tmp/same.jtr"
+ln "$tmp/same.jtr" "$tmp/hard.jtr"
+expect "-o a hard link of the trace: refused, exit 1" 1 "a file this command reads" \
+	"$jitt" export --format=folded -o "$tmp/hard.jtr" "$tmp/same.jtr"
+if cmp -s "$tmp/same.jtr" "$golden"; then ok "-o X.jtr X.jtr: the trace unchanged"; else
+	fail "-o X.jtr X.jtr: the trace unchanged"
+fi
+mkdir "$tmp/folder"
+expect "-o FOLDER: refused, exit 1" 1 "$tmp/folder: a directory" \
+	"$jitt" export --format=folded -o "$tmp/folder" "$golden"
+echo old >"$tmp/old.folded"
+expect "-o an existing file: replaced, exit 0" 0 "" \
+	"$jitt" export --format=folded -o "$tmp/old.folded" "$golden"
+if cmp -s "$tmp/old.folded" "$tmp/want.folded"; then ok "-o an existing file: replaced whole"; else
+	fail "-o an existing file: replaced whole"
+fi
 expect "jitt export --max-stack 0: usage" 2 "--max-stack" \
 	"$jitt" export --format=folded --max-stack 0 "$golden"
 expect "jitt export --max-stack 1: exit 0, the cut counted" 0 "cut at the root side" \

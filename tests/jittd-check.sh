@@ -451,6 +451,52 @@ wait $fpid
 check "the squatter got no request" is "$(cat "$s4.req" 2>/dev/null)" ""
 rm -f "$s4" "$s4.req"
 
+# ---- jitt trigger on a traced app, jittd running: where the trace can be read ----
+# The app writes the trace into the spool, and jittd moves it to traces/ once summarised:
+# `jitt trigger` names both, and the second is where `jitt summarize` finds it afterwards
+# (the spool's name alone, all it printed before, named nothing by then).
+d=$tmp/trigger
+setup "$d" "keep_traces = 1" "max_threads = 8"
+mkdir -p "$d/data/spool" "$d/run" # as the image's init makes them
+if ! start "$d"; then
+	fail "trigger: jittd starts" "$(tail -5 "$d/log")"
+else
+	JITT_CONFIG=$d/conf $qemu "$bin/jank-sim" --scenario=none --frames 0 >"$d/app.log" 2>&1 &
+	app=$!
+	# Until its threads are registered the app has nothing to save (ENODATA): asked again.
+	trig() { $qemu "$jitt" trigger $app "from jittd-check" -c "$d/conf" >"$d/trig.out" 2>&1; }
+	if wait_for 10 test -S "$d/run/jitt-$app.sock" && wait_for 10 trig; then
+		out=$(cat "$d/trig.out")
+		written=$(printf '%s\n' "$out" | sed -n 's/^trace //p')
+		kept=$(printf '%s\n' "$out" | sed -n 's/^then kept as \(.*\), once jittd has summarised it into .*/\1/p')
+		name=${written##*/}
+		check "jitt trigger: first, where the trace was written (the spool)" is "$written" "$d/data/spool/$name"
+		check "jitt trigger: kept in traces/ once summarised" is "$kept" "$d/data/traces/$name"
+		check "jitt trigger: jittd moved the trace where trigger said" wait_for 10 test -f "$kept"
+		check "... and no longer in the spool" wait_for 10 test ! -e "$written"
+		check "jitt summarize reads the trace where jitt trigger said it is kept" \
+			matches "$($qemu "$jitt" summarize "$kept" 2>&1)" "^anomaly: external: from jittd-check"
+	else
+		fail "jitt trigger on the sim app" "$(cat "$d/trig.out" "$d/app.log" 2>/dev/null)"
+	fi
+	kill "$app" 2>/dev/null
+	wait "$app" 2>/dev/null
+	stop
+	# keep_traces = 0: trigger says jittd deletes the trace once summarised (what the
+	# settings say; no jittd is needed for that).
+	setup "$d" "keep_traces = 0" "max_threads = 8"
+	JITT_CONFIG=$d/conf $qemu "$bin/jank-sim" --scenario=none --frames 0 >"$d/app.log" 2>&1 &
+	app=$!
+	if wait_for 10 test -S "$d/run/jitt-$app.sock" && wait_for 10 trig; then
+		check "jitt trigger, keep_traces = 0: says the trace is deleted once summarised" \
+			matches "$(cat "$d/trig.out")" "^then deleted, once jittd has summarised it into $d/data/outbox/trace-.*\\.json (keep_traces = 0)$"
+	else
+		fail "jitt trigger on the sim app, keep_traces = 0" "$(cat "$d/trig.out" "$d/app.log")"
+	fi
+	kill "$app" 2>/dev/null
+	wait "$app" 2>/dev/null
+fi
+
 # ---- hostile clients on jittd's socket (issue 12, items 4 and 10) ----
 # A request as raw bytes (a Python bytes literal); prints the reply on one line (newlines as
 # "\n"), then "END" when the server's close was clean or the error when it was a reset.

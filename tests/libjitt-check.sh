@@ -122,7 +122,7 @@ conf main 'trace_main = 1'
 plain traced main && traced=$app
 if wait_for 10 test -S "$(sock "$traced")" &&
 	out=$("$bin/jitt" trigger -c "$work/main.conf" "$traced" 2>&1) &&
-	"$bin/jitt" summarize "${out#trace }" >"$work/summary" 2>&1 &&
+	"$bin/jitt" summarize "$(printf '%s\n' "$out" | sed -n 's/^trace //p')" >"$work/summary" 2>&1 &&
 	grep -q '^thread "plain"' "$work/summary" && grep -q 'oem_plain_work' "$work/summary"; then
 	ok "trace_main: an app with no jitt code is traced from the constructor, as \"plain\""
 else

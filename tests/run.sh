@@ -233,6 +233,32 @@ for cmd in decode summarize "export --format=folded" diff; do
 	done
 done
 rm -rf "$bad.fifo" "$bad.dir"
+
+# The command line of every subcommand (agent/cli/cli_args.c), as a transcript: each
+# "$ jitt ARGS" line of tests/golden/cli-args.txt is run in the golden folder, and followed
+# by what it wrote to standard output and to standard error and its exit status. -h prints
+# the synopsis and the help on stdout and exits 0; a bad option, a missing value or a bad
+# operand prints one line and the synopsis on stderr and exits 2. (ARGS are split at
+# spaces. Nothing here may write a file: the golden folder is the source tree's; -o is
+# tested in export-check.sh.)
+cli_transcript() {
+	abs_bin=$(cd "$bin" && pwd)
+	set -f
+	grep '^\$ jitt' "$golden/cli-args.txt" | while IFS= read -r line; do
+		set -- ${line#\$ jitt}
+		printf '%s\n' "$line"
+		(cd "$golden" && $qemu "$abs_bin/jitt" "$@" >"$bad.out" 2>"$bad.err")
+		status=$?
+		[ -s "$bad.out" ] && { echo "[stdout]"; cat "$bad.out"; }
+		[ -s "$bad.err" ] && { echo "[stderr]"; cat "$bad.err"; }
+		echo "[exit $status]"
+		echo
+	done
+	set +f
+	rm -f "$bad.out" "$bad.err"
+}
+[ -f "$golden/cli-args.txt" ] &&
+	golden_check "jitt's command lines (cli-args.txt)" "$golden/cli-args.txt" "$(cli_transcript)"
 rm -f "$bad"
 
 # Static musl links only: glibc's objects (/usr/lib/<triplet>-gnu/, /usr/<triplet>/lib/)

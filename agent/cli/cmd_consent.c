@@ -12,27 +12,38 @@
 
 #define USAGE "usage: jitt consent grant|revoke|status [-c CONFIG]\n"
 
+static const struct option longopts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	CLI_HELP_OPTION,
+	{ NULL, 0, NULL, 0 },
+};
+static const struct cli_command command = { "jitt consent", USAGE, NULL, "c:", longopts };
+
 int cmd_consent(int argc, char **argv)
 {
 	const char *config = NULL, *what = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-c") && i + 1 < argc) {
-			config = argv[++i];
-		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf(USAGE);
-			return 0;
-		} else if (!what && (!strcmp(argv[i], "grant") || !strcmp(argv[i], "revoke") ||
-				     !strcmp(argv[i], "status"))) {
-			what = argv[i];
-		} else {
-			fprintf(stderr, USAGE);
-			return 2;
+	struct cli_args p;
+	cli_args_init(&p, &command, argc, argv);
+	for (int c; (c = cli_next(&p)) != CLI_END;) {
+		switch (c) {
+		case CLI_EXIT:
+			return p.status;
+		case 'c':
+			config = p.arg;
+			break;
+		case CLI_OPERAND:
+			if (what)
+				return cli_usage_error(
+					&p, "one of grant, revoke or status; also given", p.arg);
+			if (strcmp(p.arg, "grant") && strcmp(p.arg, "revoke") &&
+			    strcmp(p.arg, "status"))
+				return cli_usage_error(&p, "grant, revoke or status, not", p.arg);
+			what = p.arg;
+			break;
 		}
 	}
-	if (!what) {
-		fprintf(stderr, USAGE);
-		return 2;
-	}
+	if (!what)
+		return cli_usage_error(&p, "grant, revoke or status?", NULL);
 	char reply[AGENT_CTL_REPLY];
 	int r = cli_ctl_ask("jitt consent", config, 0, "consent", what, reply, sizeof(reply));
 	if (r == 0)

@@ -122,14 +122,33 @@ static void print_thread(struct agent_symbols *s, const struct rb_file_thread *t
 	free(ev);
 }
 
+static void help(FILE *out)
+{
+	fputs("prints every thread's records of the trace FILE, in order, with whole\n"
+	      "timestamps, and names where this machine has the program's symbols\n",
+	      out);
+}
+
+static const struct option longopts[] = { CLI_HELP_OPTION, { NULL, 0, NULL, 0 } };
+static const struct cli_command command = { "jitt decode", "usage: jitt decode FILE\n", help, "",
+					    longopts };
+
 int cmd_decode(int argc, char **argv)
 {
-	if (argc != 2 || argv[1][0] == '-') {
-		fprintf(argc == 2 ? stdout : stderr, "usage: jitt decode FILE\n");
-		return argc == 2 && strcmp(argv[1], "--help") == 0 ? 0 : 2;
+	const char *path = NULL;
+	struct cli_args p;
+	cli_args_init(&p, &command, argc, argv);
+	for (int c; (c = cli_next(&p)) != CLI_END;) {
+		if (c == CLI_EXIT)
+			return p.status;
+		if (path)
+			return cli_usage_error(&p, "one trace file at a time; also given", p.arg);
+		path = p.arg;
 	}
+	if (!path)
+		return cli_usage_error(&p, "no trace file given", NULL);
 	struct rb_trace t;
-	if (cli_trace_open("jitt decode", argv[1], &t) != 0)
+	if (cli_trace_open("jitt decode", path, &t) != 0)
 		return 1;
 	time_t secs = (time_t)(t.ref_realtime_ns / 1000000000u);
 	struct tm tm;
@@ -137,7 +156,7 @@ int cmd_decode(int argc, char **argv)
 	gmtime_r(&secs, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", &tm);
 	fputs("trace ", stdout);
-	agent_escape_fput(stdout, argv[1]);
+	agent_escape_fput(stdout, path);
 	fputs("\n  reason: ", stdout);
 	agent_escape_fput(stdout, t.reason);
 	printf("\n  written %s.%06u UTC by pid %u; timer %llu Hz; %u-bit\n", when,
@@ -146,9 +165,8 @@ int cmd_decode(int argc, char **argv)
 
 	struct agent_symbols s;
 	if (agent_symbols_open(&s, &t) != 0) {
-		fprintf(stderr, "jitt decode: out of memory\n");
 		rb_trace_close(&t);
-		return 1;
+		return cli_analysis_error("jitt decode", path, -ENOMEM);
 	}
 	for (uint32_t m = 0; m < t.nmodules; m++) {
 		char id[65] = "none";

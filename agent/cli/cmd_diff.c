@@ -21,8 +21,9 @@
 
 #define SHOWN_FRAMES 4 /* the last frames of a long path; the thread's name always shows */
 
-static const char usage[] =
-	"usage: jitt diff [-k N] [--alpha N] [--json] A B\n"
+#define SYNOPSIS "usage: jitt diff [-k N] [--alpha N] [--json] A B\n"
+
+static const char details[] =
 	"  A, B        trace files or summaries (jitt summarize --json): A before, B after\n"
 	"  -k N        the N contexts of largest impact (default %d; 0: all of them)\n"
 	"  --alpha N   match call paths up to N inserted, deleted or replaced frames apart\n"
@@ -30,24 +31,18 @@ static const char usage[] =
 	"  --json      JSON (schema jitt.diff, version 1) instead of tables\n"
 	"exit status: 0 done, 1 a file could not be read, 2 bad arguments\n";
 
-static int bad_usage(const char *why)
+static void help(FILE *out)
 {
-	if (why)
-		fprintf(stderr, "jitt diff: %s\n", why);
-	fprintf(stderr, usage, CONFIG_AGENT_SUMMARY_K, CONFIG_AGENT_DIFF_ALPHA, DIFF_ALPHA_MAX);
-	return 2;
+	fprintf(out, details, CONFIG_AGENT_SUMMARY_K, CONFIG_AGENT_DIFF_ALPHA, DIFF_ALPHA_MAX);
 }
 
-static int number(const char *s, long lo, long hi, long *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (!*s || *end || errno || v < lo || v > hi)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
+static const struct option longopts[] = {
+	{ "alpha", required_argument, NULL, 'a' },
+	{ "json", no_argument, NULL, 'j' },
+	CLI_HELP_OPTION,
+	{ NULL, 0, NULL, 0 },
+};
+static const struct cli_command command = { "jitt diff", SYNOPSIS, help, "k:", longopts };
 
 /* A duration people read at a glance, signed when asked: "+1.250 ms", "-45.6 us", "0 ns". */
 static const char *human(int64_t ns, int sign, char *buf, size_t size)
@@ -413,46 +408,34 @@ int cmd_diff(int argc, char **argv)
 	const char *path[2] = { NULL, NULL };
 	int npath = 0, json = 0;
 	long k = CONFIG_AGENT_SUMMARY_K, alpha = CONFIG_AGENT_DIFF_ALPHA;
-	for (int i = 1; i < argc; i++) {
-		const char *arg = argv[i];
-		if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-			printf(usage, CONFIG_AGENT_SUMMARY_K, CONFIG_AGENT_DIFF_ALPHA,
-			       DIFF_ALPHA_MAX);
-			return 0;
-		} else if (strcmp(arg, "--json") == 0) {
+	struct cli_args p;
+	cli_args_init(&p, &command, argc, argv);
+	for (int c; (c = cli_next(&p)) != CLI_END;) {
+		switch (c) {
+		case CLI_EXIT:
+			return p.status;
+		case 'j':
 			json = 1;
-		} else if (strcmp(arg, "-k") == 0 || strcmp(arg, "--alpha") == 0 ||
-			   strncmp(arg, "--alpha=", 8) == 0) {
-			int is_k = arg[1] == 'k';
-			const char *val = strchr(arg, '=') ? strchr(arg, '=') + 1 : NULL;
-			if (!val && ++i >= argc)
-				return bad_usage(is_k ? "-k needs a number"
-						      : "--alpha needs a number");
-			if (!val)
-				val = argv[i];
-			if (is_k && number(val, 0, 1000000, &k) != 0)
-				return bad_usage("-k takes 0 (all) to 1000000");
-			if (!is_k && number(val, 0, DIFF_ALPHA_MAX, &alpha) != 0)
-				return bad_usage("--alpha takes 0 to 16");
-		} else if (strcmp(arg, "--") == 0 && i + 1 < argc) {
-			for (i++; i < argc; i++) {
-				if (npath == 2)
-					return bad_usage("give two files, A and B");
-				path[npath++] = argv[i];
-			}
-		} else if (arg[0] == '-' && arg[1]) {
-			fputs("jitt diff: unknown option ", stderr);
-			agent_escape_fput(stderr, arg);
-			fputc('\n', stderr);
-			return bad_usage(NULL);
-		} else {
+			break;
+		case 'k':
+			if (cli_parse_long(p.arg, 0, 1000000, &k) != 0)
+				return cli_usage_error(&p, "-k takes 0 (all) to 1000000, not",
+						       p.arg);
+			break;
+		case 'a':
+			if (cli_parse_long(p.arg, 0, DIFF_ALPHA_MAX, &alpha) != 0)
+				return cli_usage_error(&p, "--alpha takes 0 to 16, not", p.arg);
+			break;
+		case CLI_OPERAND:
 			if (npath == 2)
-				return bad_usage("give two files, A and B");
-			path[npath++] = arg;
+				return cli_usage_error(&p, "give two files, A and B; also given",
+						       p.arg);
+			path[npath++] = p.arg;
+			break;
 		}
 	}
 	if (npath != 2)
-		return bad_usage("give two files, A and B");
+		return cli_usage_error(&p, "give two files, A and B", NULL);
 
 	struct diff_names names;
 	struct diff_side side[2];

@@ -4,7 +4,8 @@
  * [-v]`: the functions whose trace points cost the most for the time they account for,
  * as GCC's -finstrument-functions-exclude-function-list= options, and the saving the cost
  * model predicts (agent/analysis/exclude.h, docs/exclude.md). FILE is written under a
- * temporary name and renamed when whole, so a build never picks up half a list.
+ * temporary name and renamed when whole, so a build never picks up half a list; never
+ * over one of the traces, nor through a symbolic link (agent/cli/cli_out.c).
  */
 #include "agent/cli/cli.h"
 #include "agent/analysis/exclude.h"
@@ -13,18 +14,18 @@
 #include "ringbuf/tracefile.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define SHOWN 20 /* excluded functions listed without -v */
 
-static const char usage[] =
-	"usage: jitt exclude TRACE... [--budget PCT] [--cost NS] [--keep N] [--min-calls N]\n"
+#define SYNOPSIS                                                                               \
+	"usage: jitt exclude TRACE... [--budget PCT] [--cost NS] [--keep N] [--min-calls N]\n" \
 	"                    [-o FILE] [-v]\n"
+
+static const char details[] =
 	"  TRACE          trace files of one program (more traces: more of its code seen)\n"
 	"  --budget PCT   the trace points' cost to aim at, in %% of the time the program\n"
 	"                 takes without them (default 10: 1.10x)\n"
@@ -32,23 +33,27 @@ static const char usage[] =
 	"                 from the traces)\n"
 	"  --keep N       never exclude the N functions of most self time (default %d)\n"
 	"  --min-calls N  exclude only functions called N times or more (default 100)\n"
-	"  -o FILE        write the list as GCC options, for `gcc @FILE`\n"
-	"  -v             show every excluded function (default: the first %d)\n"
+	"  -o FILE        write the list as GCC options, for `gcc @FILE` (also --output)\n"
+	"  -v             show every excluded function (default: the first %d; also\n"
+	"                 --verbose)\n"
 	"exit status: 0 done, 1 a file could not be read or written, 2 bad arguments\n";
 
-static int bad_usage(const char *why, const char *what)
+static void help(FILE *out)
 {
-	if (why) {
-		fprintf(stderr, "jitt exclude: %s", why);
-		if (what) {
-			fputc(' ', stderr);
-			agent_escape_fput(stderr, what);
-		}
-		fputc('\n', stderr);
-	}
-	fprintf(stderr, usage, CONFIG_AGENT_SUMMARY_K, SHOWN);
-	return 2;
+	fprintf(out, details, CONFIG_AGENT_SUMMARY_K, SHOWN);
 }
+
+static const struct option longopts[] = {
+	{ "budget", required_argument, NULL, 'b' },
+	{ "cost", required_argument, NULL, 'c' },
+	{ "keep", required_argument, NULL, 'k' },
+	{ "min-calls", required_argument, NULL, 'm' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "verbose", no_argument, NULL, 'v' },
+	CLI_HELP_OPTION,
+	{ NULL, 0, NULL, 0 },
+};
+static const struct cli_command command = { "jitt exclude", SYNOPSIS, help, "o:v", longopts };
 
 static int real(const char *s, double lo, double hi, double *out)
 {
@@ -232,43 +237,22 @@ static void print_report(const struct exclude_set *s, const struct exclude_resul
 		printf("  ... %zu more (-v)\n", clashes - SHOWN);
 }
 
-static FILE *open_temp(const char *out, char *tmp, size_t size)
+/* The list as GCC options into path (agent/cli/cli_out.c: whole or not at all, never over
+ * one of the traces read): 0 or 1. */
+static int write_list(const char *path, const char *const *traces, int ntraces,
+		      const struct exclude_set *s, const struct exclude_result *r)
 {
-	if ((size_t)snprintf(tmp, size, "%s.tmp-%ld", out, (long)getpid()) >= size) {
-		errno = ENAMETOOLONG;
-		return NULL;
-	}
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return NULL;
-	FILE *f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		unlink(tmp);
-	}
-	return f;
-}
-
-static int write_list(const char *path, const struct exclude_set *s, const struct exclude_result *r)
-{
-	char tmp[4096];
-	FILE *f = open_temp(path, tmp, sizeof(tmp));
-	int e = f ? 0 : -errno;
-	if (f) {
-		e = exclude_write_flags(f, s, r);
-		if (fclose(f) != 0 && !e)
-			e = -EIO;
-		if (!e && rename(tmp, path) != 0)
-			e = -errno;
-		if (e)
-			unlink(tmp);
-	}
+	struct cli_out out;
+	/* 0644 less the umask: a list of names for a build, which may run as another user. */
+	if (cli_out_open("jitt exclude", path, 0644, traces, ntraces, &out) != 0)
+		return 1;
+	int e = cli_out_close(&out, exclude_write_flags(out.f, s, r));
 	if (e) {
 		fputs("jitt exclude: ", stderr);
 		agent_escape_fput(stderr, path);
 		fprintf(stderr, ": %s\n", strerror(-e));
 	}
-	return e;
+	return e ? 1 : 0;
 }
 
 /* One trace into the set, or an error printed: 0 or 1. */
@@ -284,12 +268,7 @@ static int add_file(struct exclude_set *set, const char *path)
 		agent_symbols_close(&syms);
 	}
 	rb_trace_close(&t);
-	if (e) {
-		fputs("jitt exclude: ", stderr);
-		agent_escape_fput(stderr, path);
-		fprintf(stderr, ": %s\n", e == -EINVAL ? "a ring cannot be decoded" : strerror(-e));
-	}
-	return e ? 1 : 0;
+	return e ? cli_analysis_error("jitt exclude", path, e) : 0;
 }
 
 int cmd_exclude(int argc, char **argv)
@@ -299,67 +278,73 @@ int cmd_exclude(int argc, char **argv)
 				  .min_calls = 100 };
 	const char *outpath = NULL;
 	bool verbose = false;
+	/* The traces, in the order given: at most every element of the command line. */
+	const char **traces = calloc((size_t)argc, sizeof(*traces));
 	int ntraces = 0;
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
+	if (!traces) {
+		fputs("jitt exclude: out of memory\n", stderr);
+		return 1;
+	}
+	struct cli_args p;
+	cli_args_init(&p, &command, argc, argv);
+	int status = -1; /* until the command line is read */
+	for (int c; status < 0 && (c = cli_next(&p)) != CLI_END;) {
 		double v;
-		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			printf(usage, CONFIG_AGENT_SUMMARY_K, SHOWN);
-			return 0;
-		} else if (strcmp(a, "--budget") == 0 || strcmp(a, "--cost") == 0 ||
-			   strcmp(a, "--keep") == 0 || strcmp(a, "--min-calls") == 0 ||
-			   strcmp(a, "-o") == 0) {
-			if (i + 1 >= argc)
-				return bad_usage(a, "needs a value");
-			const char *val = argv[++i];
-			if (strcmp(a, "-o") == 0) {
-				if (!*val)
-					return bad_usage("-o needs a file name", NULL);
-				outpath = val;
-			} else if (strcmp(a, "--budget") == 0) {
-				if (real(val, 0, 1000, &o.budget_pct))
-					return bad_usage(
-						"--budget takes a percentage, 0 to 1000, not", val);
-			} else if (strcmp(a, "--cost") == 0) {
-				if (real(val, 0.001, 1e6, &o.cost_ns))
-					return bad_usage(
-						"--cost takes ns per trace point, 0.001 to "
-						"1000000, not",
-						val);
-			} else if (strcmp(a, "--keep") == 0) {
-				if (real(val, 0, 100000, &v) || v != floor(v))
-					return bad_usage("--keep takes a count, 0 to 100000, not",
-							 val);
+		switch (c) {
+		case CLI_EXIT:
+			status = p.status;
+			break;
+		case 'o':
+			if (!*p.arg)
+				status = cli_usage_error(&p, "-o needs a file name", NULL);
+			outpath = p.arg;
+			break;
+		case 'b':
+			if (real(p.arg, 0, 1000, &o.budget_pct))
+				status = cli_usage_error(
+					&p, "--budget takes a percentage, 0 to 1000, not", p.arg);
+			break;
+		case 'c':
+			if (real(p.arg, 0.001, 1e6, &o.cost_ns))
+				status = cli_usage_error(
+					&p,
+					"--cost takes ns per trace point, 0.001 to 1000000, not",
+					p.arg);
+			break;
+		case 'k':
+			if (real(p.arg, 0, 100000, &v) || v != floor(v))
+				status = cli_usage_error(
+					&p, "--keep takes a count, 0 to 100000, not", p.arg);
+			else
 				o.keep = (unsigned)v;
-			} else {
-				if (real(val, 1, 1e12, &v) || v != floor(v))
-					return bad_usage(
-						"--min-calls takes a count, 1 or more, not", val);
+			break;
+		case 'm':
+			if (real(p.arg, 1, 1e12, &v) || v != floor(v))
+				status = cli_usage_error(
+					&p, "--min-calls takes a count, 1 or more, not", p.arg);
+			else
 				o.min_calls = (uint64_t)v;
-			}
-		} else if (strcmp(a, "-v") == 0) {
+			break;
+		case 'v':
 			verbose = true;
-		} else if (a[0] == '-' && a[1]) {
-			return bad_usage("unknown option", a);
-		} else {
-			ntraces++;
+			break;
+		case CLI_OPERAND:
+			traces[ntraces++] = p.arg;
+			break;
 		}
 	}
-	if (!ntraces)
-		return bad_usage("no trace file given", NULL);
+	if (status < 0 && !ntraces)
+		status = cli_usage_error(&p, "no trace file given", NULL);
+	if (status >= 0) {
+		free(traces);
+		return status;
+	}
 
 	struct exclude_set set;
 	exclude_init(&set);
-	int status = 0;
-	for (int i = 1; i < argc && !status; i++) {
-		const char *a = argv[i];
-		if (strcmp(a, "--budget") == 0 || strcmp(a, "--cost") == 0 ||
-		    strcmp(a, "--keep") == 0 || strcmp(a, "--min-calls") == 0 ||
-		    strcmp(a, "-o") == 0)
-			i++;
-		else if (strcmp(a, "-v") != 0)
-			status = add_file(&set, a);
-	}
+	status = 0;
+	for (int i = 0; i < ntraces && !status; i++)
+		status = add_file(&set, traces[i]);
 	size_t named = 0;
 	for (size_t i = 0; i < set.n; i++)
 		named += (set.f[i].flags & (EXCLUDE_TRACED | EXCLUDE_LISTABLE)) ==
@@ -402,7 +387,7 @@ int cmd_exclude(int argc, char **argv)
 		if (print_top(&set, o.keep ? o.keep : CONFIG_AGENT_SUMMARY_K))
 			status = 1;
 		if (!status && outpath) {
-			if (write_list(outpath, &set, &r))
+			if (write_list(outpath, traces, ntraces, &set, &r))
 				status = 1;
 			else {
 				char shown[512];
@@ -417,5 +402,6 @@ int cmd_exclude(int argc, char **argv)
 		exclude_result_free(&r);
 	}
 	exclude_free(&set);
+	free(traces);
 	return status;
 }

@@ -13,11 +13,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-static int usage(FILE *out)
+static void help(FILE *out)
 {
-	fprintf(out, "usage: jitt hal [--root DIR]\n"
-		     "  --root DIR  read /sys and /proc under DIR (a fake tree) instead of /\n");
-	return out == stderr ? 2 : 0;
+	fputs("  --root DIR  read /sys and /proc under DIR (a fake tree) instead of /\n", out);
 }
 
 static void print_timer(void)
@@ -146,20 +144,29 @@ static void print_sched(void)
 		printf("  schedstat: unreadable (%s)\n", strerror(-s));
 }
 
+static const struct option longopts[] = {
+	{ "root", required_argument, NULL, 'r' },
+	CLI_HELP_OPTION,
+	{ NULL, 0, NULL, 0 },
+};
+static const struct cli_command command = { "jitt hal", "usage: jitt hal [--root DIR]\n", help, "",
+					    longopts };
+
 int cmd_hal(int argc, char **argv)
 {
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
-			return usage(stdout);
-		if (strcmp(argv[i], "--root") == 0 && i + 1 < argc) {
-			if (hal_root_set(argv[++i]) != 0) {
-				fprintf(stderr, "jitt hal: --root: path too long\n");
-				return 2;
-			}
-			continue;
+	struct cli_args p;
+	cli_args_init(&p, &command, argc, argv);
+	for (int c; (c = cli_next(&p)) != CLI_END;) {
+		switch (c) {
+		case CLI_EXIT:
+			return p.status;
+		case 'r':
+			if (hal_root_set(p.arg) != 0)
+				return cli_usage_error(&p, "--root: path too long:", p.arg);
+			break;
+		case CLI_OPERAND:
+			return cli_usage_error(&p, "unexpected argument", p.arg);
 		}
-		fprintf(stderr, "jitt hal: unexpected argument '%s'\n", argv[i]);
-		return usage(stderr);
 	}
 	print_timer();
 	print_cpus();

@@ -37,8 +37,9 @@
 /* A summary is at most 4 KiB; a file much bigger is not one. */
 #define SUMMARY_FILE_MAX (64 * 1024)
 
-static const char usage[] =
-	"usage: jitt report [--key UUID] [--id HEX] FILE.json\n"
+#define SYNOPSIS "usage: jitt report [--key UUID] [--id HEX] FILE.json\n"
+
+static const char details[] =
 	"  FILE.json   a summary (jitt summarize --json, schema jitt.summary version 2 or 3)\n"
 	"  --key UUID  the idempotency key to write (default: a fixed stand-in)\n"
 	"  --id HEX    the pseudonym to write, 64 lowercase hex (default: all zeros)\n"
@@ -90,28 +91,44 @@ static int read_summary(const char *path, char **buf, size_t *len)
 	return 0;
 }
 
+static void help(FILE *out)
+{
+	fputs(details, out);
+}
+
+static const struct option longopts[] = {
+	{ "key", required_argument, NULL, 'k' },
+	{ "id", required_argument, NULL, 'i' },
+	CLI_HELP_OPTION,
+	{ NULL, 0, NULL, 0 },
+};
+static const struct cli_command command = { "jitt report", SYNOPSIS, help, "", longopts };
+
 int cmd_report(int argc, char **argv)
 {
 	const char *key = NULL, *id = NULL, *file = NULL;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--key") && i + 1 < argc) {
-			key = argv[++i];
-		} else if (!strcmp(argv[i], "--id") && i + 1 < argc) {
-			id = argv[++i];
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			fputs(usage, stdout);
-			return 0;
-		} else if (argv[i][0] == '-' || file) {
-			fputs(usage, stderr);
-			return 2;
-		} else {
-			file = argv[i];
+	struct cli_args a;
+	cli_args_init(&a, &command, argc, argv);
+	for (int c; (c = cli_next(&a)) != CLI_END;) {
+		switch (c) {
+		case CLI_EXIT:
+			return a.status;
+		case 'k':
+			key = a.arg;
+			break;
+		case 'i':
+			id = a.arg;
+			break;
+		case CLI_OPERAND:
+			if (file)
+				return cli_usage_error(&a, "one summary at a time; also given",
+						       a.arg);
+			file = a.arg;
+			break;
 		}
 	}
-	if (!file) {
-		fputs(usage, stderr);
-		return 2;
-	}
+	if (!file)
+		return cli_usage_error(&a, "no summary given", NULL);
 	char shown[512], why[512];
 	agent_escape(shown, sizeof(shown), file);
 	char *text;

@@ -17,40 +17,56 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int usage(void)
+static void help(FILE *out)
 {
-	fprintf(stderr, "usage: jitt summarize FILE [--json] [-k N]\n");
-	return 2;
+	fprintf(out,
+		"  FILE    a trace file\n"
+		"  --json  the summary as JSON (docs/summary-format.md), as jittd writes it\n"
+		"  -k N    N entries per list, 1 to %d (default %d)\n",
+		SUMMARY_MAX_K, CONFIG_AGENT_SUMMARY_K);
 }
+
+static const struct option longopts[] = {
+	{ "json", no_argument, NULL, 'j' },
+	CLI_HELP_OPTION,
+	{ NULL, 0, NULL, 0 },
+};
+static const struct cli_command command = { "jitt summarize",
+					    "usage: jitt summarize FILE [--json] [-k N]\n", help,
+					    "k:", longopts };
 
 int cmd_summarize(int argc, char **argv)
 {
 	const char *path = NULL;
-	int k = CONFIG_AGENT_SUMMARY_K;
+	long k = CONFIG_AGENT_SUMMARY_K;
 	bool json = false;
-	for (int i = 1; i < argc; i++) {
-		if (strcmp(argv[i], "-k") == 0 && i + 1 < argc) {
-			char *end;
-			long v = strtol(argv[++i], &end, 10);
-			if (*end || v < 1 || v > SUMMARY_MAX_K) {
-				fprintf(stderr, "jitt summarize: -k takes 1 to %d\n",
-					SUMMARY_MAX_K);
-				return 2;
+	struct cli_args p;
+	cli_args_init(&p, &command, argc, argv);
+	for (int c; (c = cli_next(&p)) != CLI_END;) {
+		switch (c) {
+		case CLI_EXIT:
+			return p.status;
+		case 'k':
+			if (cli_parse_long(p.arg, 1, SUMMARY_MAX_K, &k) != 0) {
+				char what[48];
+				snprintf(what, sizeof(what), "-k takes 1 to %d, not",
+					 SUMMARY_MAX_K);
+				return cli_usage_error(&p, what, p.arg);
 			}
-			k = (int)v;
-		} else if (strcmp(argv[i], "--json") == 0) {
+			break;
+		case 'j':
 			json = true;
-		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			printf("usage: jitt summarize FILE [--json] [-k N]\n");
-			return 0;
-		} else if (argv[i][0] != '-' && !path) {
-			path = argv[i];
-		} else {
-			return usage();
+			break;
+		case CLI_OPERAND:
+			if (path)
+				return cli_usage_error(&p, "one trace file at a time; also given",
+						       p.arg);
+			path = p.arg;
+			break;
 		}
 	}
 	if (!path)
-		return usage();
+		return cli_usage_error(&p, "no trace file given", NULL);
 	struct rb_trace t;
 	if (cli_trace_open("jitt summarize", path, &t) != 0)
 		return 1;
@@ -58,14 +74,11 @@ int cmd_summarize(int argc, char **argv)
 	struct summary s;
 	if (agent_symbols_open(&syms, &t) != 0) {
 		rb_trace_close(&t);
-		fprintf(stderr, "jitt summarize: out of memory\n");
-		return 1;
+		return cli_analysis_error("jitt summarize", path, -ENOMEM);
 	}
 	int e = summary_build(&s, &t, (unsigned)k);
 	if (e) {
-		fputs("jitt summarize: ", stderr);
-		agent_escape_fput(stderr, path);
-		fprintf(stderr, ": %s\n", e == -EINVAL ? "a ring cannot be decoded" : strerror(-e));
+		cli_analysis_error("jitt summarize", path, e);
 	} else {
 		if (!json) {
 			fputs("summary of ", stdout);
