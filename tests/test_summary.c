@@ -116,6 +116,13 @@ static void normal_frame(struct synth_thread *ui, uint64_t t)
 	synth_exit(ui, t + 390);
 }
 
+/* A frame with no calls at t, 4 ticks long: a baseline where nothing ran. */
+static void empty_frame(struct synth_thread *ui, uint64_t t)
+{
+	synth_special(ui, t, RB_MARK, AGENT_MARK_FRAME_BEGIN);
+	synth_special(ui, t + 4, RB_MARK, AGENT_MARK_FRAME_END);
+}
+
 /* The slow frames below last this long: over any budget at any timer rate up to 6 GHz. */
 #define SLOW 100000000ull
 
@@ -163,13 +170,14 @@ TEST(summary_slow_frame_culprit_chain_ranking_and_frame_stats)
 		CHECK_EQ_U64(s->top_window[1].key, key(fn_draw));
 		CHECK_EQ_U64(s->top_window[1].self, 200);
 	}
-	/* The one top-level call (main, open at both ends) leads down to the culprit. */
+	/* The one top-level call (main, still running at the freeze, and cut by the window)
+	 * leads down to the culprit. */
 	if (CHECK(s->nchains == 1)) {
 		const struct summary_chain *c = &s->chains[0];
 		if (CHECK(c->n == 5)) {
 			CHECK_EQ_U64(c->f[0].key, key(fn_main));
 			CHECK_EQ_U64(c->f[0].incl, w1 - w0);
-			CHECK(c->f[0].truncated);
+			CHECK(c->f[0].running && !c->f[0].truncated);
 			CHECK_EQ_U64(c->f[2].key, key(fn_frame));
 			CHECK_EQ_U64(c->f[2].incl, 380 + SLOW);
 			CHECK_EQ_U64(c->f[3].key, key(fn_draw));
@@ -609,6 +617,7 @@ TEST(summary_json_leaves_out_contexts_to_stay_within_4_kib)
 	synth_init(&ui, "ui", 100, 0, 0);
 	void (*fns[])(void) = { fn_layout, fn_draw, fn_culprit, fn_io, fn_slow_task,
 				fn_recurse, fn_worker, fn_loop };
+	empty_frame(&ui, 1); /* a baseline to rank the contexts against */
 	synth_special(&ui, 10, RB_MARK, AGENT_MARK_FRAME_BEGIN);
 	uint64_t t = 100;
 	for (int path = 0; path < 10; path++) { /* 10 distinct paths, 40 deep */
@@ -646,6 +655,7 @@ TEST(summary_json_shares_path_prefixes_so_deep_contexts_fit)
 	synth_init(&ui, "ui", 100, 0, 0);
 	void (*fns[])(void) = { fn_layout, fn_draw, fn_culprit, fn_io, fn_slow_task,
 				fn_recurse, fn_worker, fn_loop };
+	empty_frame(&ui, 1); /* a baseline to rank the contexts against */
 	synth_special(&ui, 10, RB_MARK, AGENT_MARK_FRAME_BEGIN);
 	uint64_t t = 100;
 	for (int d = 0; d < 40; d++)
@@ -686,9 +696,10 @@ TEST(summary_json_shares_path_prefixes_so_deep_contexts_fit)
  * scheduling section gives them): ticks, CPU 0 LITTLE and CPU 1 big.
  *   1000 frame begin; 1010 > frame; 1020 > culprit
  *   1100..5100 off, preempted (CPU 0, back on CPU 1); 5200..5300 off, asleep (unwrapped)
- *   6020 < culprit; 6030 wait-begin; 6040..6540 off, preempted, inside the wait (the wait
- *   counts it); 7030 wait-end; 7040 < frame; 7045..7055 off, preempted, across the frame
- *   end at 7050 (cut there); 7050 frame end (the window: 1000..7050); 7060 anomaly.
+ *   6020 < culprit; 6030 wait-begin; 6040..6540 off, preempted, inside the wait (the
+ *   wait's preempted part: the rest of it, 500, the thread ran); 7030 wait-end;
+ *   7040 < frame; 7045..7055 off, preempted, outside every call, across the frame end at
+ *   7050 (cut there); 7050 frame end (the window: 1000..7050); 7060 anomaly.
  */
 static const struct rb_switch preempt_sw[] = {
 	{ 1100, 0, HAL_SCHED_OUT_PREEMPTED }, { 5100, 1, HAL_SCHED_IN },
@@ -764,8 +775,9 @@ TEST(summary_preempted_time_is_not_self_time)
 		return;
 	}
 	CHECK_EQ_U64(s.w1 - s.w0, 6050); /* the frame: begin to end */
-	CHECK_EQ_U64(s.window_preempted, 4000); /* not the one inside the wait */
-	CHECK_EQ_U64(s.window_blocked, 1100);	/* the wait, and the unwrapped sleep */
+	/* The culprit's, the wait's and the 5 outside every call (they were lost: 4000) */
+	CHECK_EQ_U64(s.window_preempted, 4000 + 500 + 5);
+	CHECK_EQ_U64(s.window_blocked, 100); /* asleep: the wait ran on its CPU (was 1100) */
 	const struct summary_func *top = &s.top_window[0];
 	CHECK_EQ_U64(top->key, key(fn_culprit));
 	CHECK_EQ_U64(top->self, 900); /* 5000 - 4000 preempted - 100 asleep */
@@ -776,7 +788,9 @@ TEST(summary_preempted_time_is_not_self_time)
 	const struct summary_chain *c = &s.chains[0];
 	CHECK_EQ_INT((int)c->n, 2);
 	CHECK_EQ_U64(c->f[1].preempted, 4000);
-	CHECK_EQ_U64(c->f[0].self, 30); /* 6030 - 5000 culprit - 1000 waiting */
+	CHECK_EQ_U64(c->f[0].self, 530); /* 6030 - 5000 culprit - 500 preempted in the wait */
+	CHECK_EQ_U64(c->f[0].preempted, 500);
+	CHECK_EQ_U64(c->f[0].blocked, 0);
 	/* Where it ran in the frame: 1000..1100 and 6540..7045 on CPU 0 (LITTLE), 5100..5200
 	 * and 5300..6040 on CPU 1 (big); it came back on another CPU twice. */
 	CHECK_EQ_INT((int)s.sched.source, SUMMARY_SCHED_PERF);
@@ -788,7 +802,8 @@ TEST(summary_preempted_time_is_not_self_time)
 	struct fixture fx = { .t = t, .s = s, .ok = 1 };
 	size_t size;
 	char *json = json_of(&fx, &size), *text = text_of(&fx);
-	static const char *const in_json[] = { "\"version\":3", "\"sched\":{\"source\":\"perf\"",
+	static const char *const in_json[] = { "\"version\":3",
+					       "\"sched\":{\"source\":\"perf\",\"blocked_is\":\"asleep\"",
 					       "\"migrations\":2", "\"cpu_ns\":{\"little\":" };
 	for (size_t i = 0; i < sizeof(in_json) / sizeof(in_json[0]); i++)
 		if (!json || !strstr(json, in_json[i]))
@@ -835,8 +850,11 @@ TEST(summary_schedstat_samples_give_the_frame_its_preempted_time)
 		CHECK_EQ_U64(fx.s.top_window[0].self, SLOW - 20); /* no per-function split */
 		size_t size;
 		char *json = json_of(&fx, &size), *text = text_of(&fx);
-		CHECK(json && strstr(json, "\"sched\":{\"source\":\"schedstat\"}"));
+		CHECK(json && strstr(json, "\"sched\":{\"source\":\"schedstat\","
+					   "\"blocked_is\":\"waits\"}"));
 		CHECK(text && strstr(text, "schedstat samples at frame boundaries"));
+		CHECK(text && strstr(text, "\nblocked: the whole of every wrapped blocking call, "
+					   "assumed asleep"));
 		CHECK(text && strstr(text, "=> preempted for most of this frame"));
 		free(json);
 		free(text);
@@ -858,8 +876,12 @@ TEST(summary_without_scheduling_records_says_so)
 		size_t size;
 		char *json = json_of(&fx, &size), *text = text_of(&fx);
 		CHECK(json && strstr(json, "\"preempted_ns\":0,"));
-		CHECK(json && strstr(json, "\"sched\":{\"source\":\"none\"}"));
+		CHECK(json && strstr(json, "\"sched\":{\"source\":\"none\","
+					   "\"blocked_is\":\"waits\"}"));
 		CHECK(text && strstr(text, "scheduling: not recorded"));
+		CHECK(text && strstr(text, "\nblocked: the whole of every wrapped blocking call, "
+					   "assumed asleep"));
+		CHECK_EQ_U64(fx.s.window_blocked, 1000); /* the wait, whole */
 		free(json);
 		free(text);
 		release(&fx);
