@@ -132,8 +132,8 @@ TEST(cct_wrapped_start_and_frozen_end_are_flagged)
 	cct_free(&c);
 }
 
-#define OFF(from, to, why)                                                     \
-	{                                                                      \
+#define OFF(from, to, why)                                                    \
+	{                                                                     \
 		.ts = (to), .id = (from), .kind = RB_EV_OFF_CPU, .raw = (why) \
 	}
 
@@ -226,8 +226,10 @@ TEST(cct_tells_each_wait_as_it_counts_it)
 		uint64_t begin, end;
 		uint32_t key;
 		bool root, open;
-	} want[] = { { 10, 20, 1, false, false }, { 25, 30, 2, false, false },
-		     { 30, 50, 3, false, false }, { 50, 70, 4, true, false },
+	} want[] = { { 10, 20, 1, false, false },
+		     { 25, 30, 2, false, false },
+		     { 30, 50, 3, false, false },
+		     { 50, 70, 4, true, false },
 		     { 80, 100, 5, true, true } };
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		CHECK_EQ_U64(seen[i].begin, want[i].begin);

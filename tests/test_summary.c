@@ -802,9 +802,10 @@ TEST(summary_preempted_time_is_not_self_time)
 	struct fixture fx = { .t = t, .s = s, .ok = 1 };
 	size_t size;
 	char *json = json_of(&fx, &size), *text = text_of(&fx);
-	static const char *const in_json[] = { "\"version\":3",
-					       "\"sched\":{\"source\":\"perf\",\"blocked_is\":\"asleep\"",
-					       "\"migrations\":2", "\"cpu_ns\":{\"little\":" };
+	static const char *const in_json[] = {
+		"\"version\":3", "\"sched\":{\"source\":\"perf\",\"blocked_is\":\"asleep\"",
+		"\"migrations\":2", "\"cpu_ns\":{\"little\":"
+	};
 	for (size_t i = 0; i < sizeof(in_json) / sizeof(in_json[0]); i++)
 		if (!json || !strstr(json, in_json[i]))
 			test_fail(__FILE__, __LINE__, "no %s in %.300s", in_json[i],
@@ -939,8 +940,10 @@ static void want_text(const char *text, const char *s, bool present, int line)
 TEST(summary_time_off_the_cpu_outside_every_call_counts_in_the_window)
 {
 	static const struct rb_switch sw[] = {
-		{ 1100, 0, HAL_SCHED_OUT_PREEMPTED }, { 3100, 0, HAL_SCHED_IN },
-		{ 3200, 0, HAL_SCHED_OUT_SLEEPING },  { 3300, 0, HAL_SCHED_IN },
+		{ 1100, 0, HAL_SCHED_OUT_PREEMPTED },
+		{ 3100, 0, HAL_SCHED_IN },
+		{ 3200, 0, HAL_SCHED_OUT_SLEEPING },
+		{ 3300, 0, HAL_SCHED_IN },
 	};
 	static const struct rb_offcpu off[] = { { 1100, 3100, 0, RB_OFF_PREEMPTED },
 						{ 3200, 3300, 0, RB_OFF_SLEEPING } };
@@ -1006,7 +1009,8 @@ TEST(summary_a_wait_is_blocked_only_while_the_switch_records_say_asleep)
 		}
 		size_t size;
 		char *json = json_of(&fx, &size), *text = text_of(&fx);
-		CHECK(json && strstr(json, "\"blocked_ns\":800,") && strstr(json, "\"blocked_is\":\"asleep\""));
+		CHECK(json && strstr(json, "\"blocked_ns\":800,") &&
+		      strstr(json, "\"blocked_is\":\"asleep\""));
 		HAS_NOT(text, "assumed asleep");
 		free(json);
 		free(text);
@@ -1019,7 +1023,8 @@ TEST(summary_a_wait_is_blocked_only_while_the_switch_records_say_asleep)
 		CHECK_EQ_U64(fx.s.window_blocked, 1100);
 		size_t size;
 		char *json = json_of(&fx, &size), *text = text_of(&fx);
-		CHECK(json && strstr(json, "\"sched\":{\"source\":\"none\",\"blocked_is\":\"waits\"}"));
+		CHECK(json &&
+		      strstr(json, "\"sched\":{\"source\":\"none\",\"blocked_is\":\"waits\"}"));
 		HAS(text, "\nblocked: the whole of every wrapped blocking call, assumed asleep (no "
 			  "switch records say when the thread left its CPU)\n");
 		free(json);
@@ -1162,11 +1167,13 @@ TEST(summary_without_a_baseline_ranks_no_contexts_and_says_why)
 		bool frames;
 		const char *text, *json;
 	} cases[] = {
-		{ true, "\nwhat changed: nothing to compare against (no other complete frame), so "
-			"no calling contexts are ranked\n",
+		{ true,
+		  "\nwhat changed: nothing to compare against (no other complete frame), so "
+		  "no calling contexts are ranked\n",
 		  "\"contexts\":[],\"contexts_absent\":\"no other complete frame\"," },
-		{ false, "\nwhat changed: nothing to compare against (no time before the window), "
-			 "so no calling contexts are ranked\n",
+		{ false,
+		  "\nwhat changed: nothing to compare against (no time before the window), "
+		  "so no calling contexts are ranked\n",
 		  "\"contexts\":[],\"contexts_absent\":\"no time before the window\"," },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -329,10 +329,10 @@ static void wait_done(struct cct *c, const struct frame *f, uint64_t end, bool o
 {
 	if (c->o.on_wait)
 		c->o.on_wait(c->o.wait_ctx, &(struct cct_wait){ .begin = f->wait_start,
-								 .end = end,
-								 .key = f->wait_key,
-								 .node = f->node,
-								 .open = open });
+								.end = end,
+								.key = f->wait_key,
+								.node = f->node,
+								.open = open });
 }
 
 CCT_HOT void close_frame(struct cct *c, struct frame *f, struct frame *parent, uint64_t end,

@@ -142,8 +142,8 @@ static struct cct_opts pass_opts(const struct rb_trace *t, int i, unsigned chain
 				  .on_wait = on_wait };
 }
 
-static int run_pass(struct thread *th, struct cct_opts *o, uint64_t keep_from,
-		    uint64_t keep_to, struct pass *p)
+static int run_pass(struct thread *th, struct cct_opts *o, uint64_t keep_from, uint64_t keep_to,
+		    struct pass *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->keep_from = keep_from;
@@ -417,8 +417,14 @@ static bool many_calls(const struct cct *c, const struct cct_link *last,
 	if (!best || best->calls < 2 ||
 	    best->incl <= last->self + last->blocked + last->preempted || best->incl > last->incl)
 		return false;
-	*out = (struct summary_frame){ func,	   best->incl,	       best->self, best->blocked,
-				       best->truncated > 0, best->running > 0, best->calls, best->preempted };
+	*out = (struct summary_frame){ .key = func,
+				       .incl = best->incl,
+				       .self = best->self,
+				       .blocked = best->blocked,
+				       .truncated = best->truncated > 0,
+				       .running = best->running > 0,
+				       .calls = best->calls,
+				       .preempted = best->preempted };
 	return true;
 }
 

@@ -330,7 +330,8 @@ static void json_chain(FILE *out, const struct summary *s, struct ftable *ft,
 		fprintf(out, "%s[%d,%llu,%llu,%llu,%d,%llu", o++ ? "," : "", fidx(ft, c->f[i].key),
 			(unsigned long long)ns(s, c->f[i].incl),
 			(unsigned long long)ns(s, c->f[i].self),
-			(unsigned long long)ns(s, c->f[i].blocked), c->f[i].truncated || c->f[i].running,
+			(unsigned long long)ns(s, c->f[i].blocked),
+			c->f[i].truncated || c->f[i].running,
 			(unsigned long long)ns(s, c->f[i].preempted));
 		if (c->f[i].calls > 1)
 			fprintf(out, ",%u", c->f[i].calls);
