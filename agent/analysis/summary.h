@@ -24,10 +24,10 @@
  *    the window's length. Code that is always expensive sinks; what changed rises. With
  *    no baseline (no other complete frame; nothing before the window) nothing is ranked:
  *    every path would compare against nothing;
- *  - what the frame was blocked on, when it mostly was (its blocked time as the header's,
- *    from the tree, cct_lane_offcpu): the longest wait, the thread that
- *    woke it and what that thread did meanwhile, following wake-ups (AppInsight section 5's
- *    critical path, Argus section 3.1's wait and wake-up edges);
+ *  - what the frame was blocked on, when it mostly was (the header's blocked time: both
+ *    are the tree's, cct_lane_offcpu): the longest wait, the thread that woke it and what
+ *    that thread did meanwhile, following wake-ups (AppInsight section 5's critical path,
+ *    Argus section 3.1's wait and wake-up edges);
  *  - frame statistics: count, median, p99, over budget, and whether this frame is an
  *    outlier above mean + 3 sigma of the others (AppInsight section 6.4).
  *
