@@ -648,7 +648,8 @@ TEST(summary_json_leaves_out_contexts_to_stay_within_4_kib)
 
 /* A deep interpreter's shape: ten hot leaves under one trunk 40 calls deep. Version 2
  * writes the trunk once ("from":[j,n], docs/summary-format.md), so all 10 contexts fit in
- * 4 KiB (2,971 bytes), where written whole (version 1) 3 of them had to go. */
+ * 4 KiB (2,971 bytes; 3,168 since the fixture has a baseline frame to rank against), where
+ * written whole (version 1) 3 of them had to go. */
 TEST(summary_json_shares_path_prefixes_so_deep_contexts_fit)
 {
 	struct synth_thread ui;
