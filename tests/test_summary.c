@@ -170,8 +170,8 @@ TEST(summary_slow_frame_culprit_chain_ranking_and_frame_stats)
 		CHECK_EQ_U64(s->top_window[1].key, key(fn_draw));
 		CHECK_EQ_U64(s->top_window[1].self, 200);
 	}
-	/* The one top-level call (main, still running at the freeze, and cut by the window)
-	 * leads down to the culprit. */
+	/* The one top-level call (main, still running at the freeze: not cut by the ring, its
+	 * entry is there) leads down to the culprit. */
 	if (CHECK(s->nchains == 1)) {
 		const struct summary_chain *c = &s->chains[0];
 		if (CHECK(c->n == 5)) {
