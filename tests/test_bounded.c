@@ -36,11 +36,15 @@ FN(bd_leaf, 5)
 #define ID(fn) synth_id(fn)
 
 /* A call path `depth` deep (functions taking turns), each frame 10 ticks of its own, under
- * an anomaly mark: a chain, a context and a folded stack that deep. */
+ * an anomaly mark: a chain, a context and a folded stack that deep. In a frame, after an
+ * empty one: the baseline the summary ranks contexts against. */
 static void deep(struct synth_thread *t, const char *name, unsigned depth)
 {
 	void (*fns[])(void) = { bd_a, bd_b, bd_c };
 	synth_init(t, name, 7, 0, 0);
+	synth_special(t, 1, RB_MARK, AGENT_MARK_FRAME_BEGIN);
+	synth_special(t, 3, RB_MARK, AGENT_MARK_FRAME_END);
+	synth_special(t, 5, RB_MARK, AGENT_MARK_FRAME_BEGIN);
 	uint64_t ts = 10;
 	synth_entry(t, ts, ID(bd_main));
 	for (unsigned i = 0; i < depth; i++)

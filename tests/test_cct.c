@@ -125,7 +125,120 @@ TEST(cct_wrapped_start_and_frozen_end_are_flagged)
 	if (!CHECK(b != NULL))
 		return;
 	CHECK_EQ_U64(b->s[0].incl, 2); /* open at the end: 30 to the last event, 32 */
-	CHECK_EQ_U64(b->s[0].truncated, 1);
+	/* Still running at the freeze is not cut by the ring: its entry is there. */
+	CHECK_EQ_U64(b->s[0].truncated, 0);
+	CHECK_EQ_U64(b->s[0].running, 1);
+	CHECK_EQ_U64(u1->s[0].running, 0);
+	cct_free(&c);
+}
+
+#define OFF(from, to, why)                                                    \
+	{                                                                     \
+		.ts = (to), .id = (from), .kind = RB_EV_OFF_CPU, .raw = (why) \
+	}
+
+/* The tree's ways of seeing a wait, and the root's own time off the CPU. */
+static void build_waits(struct cct *c, bool switches)
+{
+	/* a [0,100): waits [10,90), asleep off its CPU [40,60) and preempted [70,75) inside
+	 * it; then, outside every call, preempted [120,150) and asleep [160,170). */
+	struct rb_event ev[] = {
+		E(0, 0xa0),
+		W(10, RB_EV_WAIT_BEGIN),
+		OFF(40, 60, RB_OFF_SLEEPING),
+		OFF(70, 75, RB_OFF_PREEMPTED),
+		W(90, RB_EV_WAIT_END),
+		X(100),
+		OFF(120, 150, RB_OFF_PREEMPTED),
+		OFF(160, 170, RB_OFF_SLEEPING),
+		E(200, 0xb0),
+		X(210),
+	};
+	struct cct_opts o = { .switches = switches };
+	CHECK_EQ_INT(cct_init(c, &o, 0), 0);
+	CHECK_EQ_INT(cct_add_n(c, ev, sizeof(ev) / sizeof(ev[0])), 0);
+	CHECK_EQ_INT(cct_finish(c, 0), 0);
+}
+
+TEST(cct_with_switch_records_a_wait_is_blocked_only_while_asleep)
+{
+	struct cct c;
+	build_waits(&c, true);
+	const struct cct_node *a = find(&c, 0, 0xa0);
+	if (CHECK(a != NULL)) {
+		CHECK_EQ_U64(a->s[0].blocked, 20);
+		CHECK_EQ_U64(a->s[0].preempted, 5);
+		CHECK_EQ_U64(a->s[0].self, 100 - 20 - 5); /* the rest of the wait it ran */
+	}
+	uint64_t blocked, preempted;
+	cct_lane_offcpu(&c, CCT_WHOLE, &blocked, &preempted);
+	CHECK_EQ_U64(blocked, 20 + 10); /* the root's own counts too */
+	CHECK_EQ_U64(preempted, 5 + 30);
+	cct_free(&c);
+
+	/* Without them the wait is blocked whole, and what it holds is not counted twice. */
+	build_waits(&c, false);
+	a = find(&c, 0, 0xa0);
+	if (CHECK(a != NULL)) {
+		CHECK_EQ_U64(a->s[0].blocked, 80);
+		CHECK_EQ_U64(a->s[0].preempted, 0);
+		CHECK_EQ_U64(a->s[0].self, 20);
+	}
+	cct_lane_offcpu(&c, CCT_WHOLE, &blocked, &preempted);
+	CHECK_EQ_U64(blocked, 80 + 10);
+	CHECK_EQ_U64(preempted, 30);
+	cct_free(&c);
+}
+
+static void count_wait(void *ctx, const struct cct_wait *w)
+{
+	struct cct_wait *seen = ctx;
+	size_t i = 0;
+	while (seen[i].end)
+		i++;
+	if (i < 7)
+		seen[i] = *w;
+}
+
+TEST(cct_tells_each_wait_as_it_counts_it)
+{
+	/* a waits [10,20); its next wait's end is lost: it ends at the next begin (30), and
+	 * that one at a's return (50); outside every call a wait whose begin is lost ends at
+	 * 70 (since the previous event, 50); the last one is open at the freeze. */
+	struct rb_event ev[] = {
+		E(0, 0xa0),
+		{ .ts = 10, .kind = RB_EV_WAIT_BEGIN, .arg = 1 },
+		{ .ts = 20, .kind = RB_EV_WAIT_END, .arg = 1 },
+		{ .ts = 25, .kind = RB_EV_WAIT_BEGIN, .arg = 2 },
+		{ .ts = 30, .kind = RB_EV_WAIT_BEGIN, .arg = 3 },
+		X(50),
+		{ .ts = 70, .kind = RB_EV_WAIT_END, .arg = 4 },
+		{ .ts = 80, .kind = RB_EV_WAIT_BEGIN, .arg = 5 },
+	};
+	struct cct_wait seen[8];
+	memset(seen, 0, sizeof(seen));
+	struct cct_opts o = { .on_wait = count_wait, .wait_ctx = seen };
+	struct cct c;
+	CHECK_EQ_INT(cct_init(&c, &o, 0), 0);
+	CHECK_EQ_INT(cct_add_n(&c, ev, sizeof(ev) / sizeof(ev[0])), 0);
+	CHECK_EQ_INT(cct_finish(&c, 100), 0);
+	static const struct {
+		uint64_t begin, end;
+		uint32_t key;
+		bool root, open;
+	} want[] = { { 10, 20, 1, false, false },
+		     { 25, 30, 2, false, false },
+		     { 30, 50, 3, false, false },
+		     { 50, 70, 4, true, false },
+		     { 80, 100, 5, true, true } };
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		CHECK_EQ_U64(seen[i].begin, want[i].begin);
+		CHECK_EQ_U64(seen[i].end, want[i].end);
+		CHECK_EQ_U64(seen[i].key, want[i].key);
+		CHECK_EQ_INT(seen[i].node == 0, want[i].root);
+		CHECK_EQ_INT(seen[i].open, want[i].open);
+	}
+	CHECK_EQ_U64(seen[5].end, 0);
 	cct_free(&c);
 }
 

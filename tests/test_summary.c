@@ -116,6 +116,13 @@ static void normal_frame(struct synth_thread *ui, uint64_t t)
 	synth_exit(ui, t + 390);
 }
 
+/* A frame with no calls at t, 4 ticks long: a baseline where nothing ran. */
+static void empty_frame(struct synth_thread *ui, uint64_t t)
+{
+	synth_special(ui, t, RB_MARK, AGENT_MARK_FRAME_BEGIN);
+	synth_special(ui, t + 4, RB_MARK, AGENT_MARK_FRAME_END);
+}
+
 /* The slow frames below last this long: over any budget at any timer rate up to 6 GHz. */
 #define SLOW 100000000ull
 
@@ -163,13 +170,14 @@ TEST(summary_slow_frame_culprit_chain_ranking_and_frame_stats)
 		CHECK_EQ_U64(s->top_window[1].key, key(fn_draw));
 		CHECK_EQ_U64(s->top_window[1].self, 200);
 	}
-	/* The one top-level call (main, open at both ends) leads down to the culprit. */
+	/* The one top-level call (main, still running at the freeze: not cut by the ring, its
+	 * entry is there) leads down to the culprit. */
 	if (CHECK(s->nchains == 1)) {
 		const struct summary_chain *c = &s->chains[0];
 		if (CHECK(c->n == 5)) {
 			CHECK_EQ_U64(c->f[0].key, key(fn_main));
 			CHECK_EQ_U64(c->f[0].incl, w1 - w0);
-			CHECK(c->f[0].truncated);
+			CHECK(c->f[0].running && !c->f[0].truncated);
 			CHECK_EQ_U64(c->f[2].key, key(fn_frame));
 			CHECK_EQ_U64(c->f[2].incl, 380 + SLOW);
 			CHECK_EQ_U64(c->f[3].key, key(fn_draw));
@@ -609,6 +617,7 @@ TEST(summary_json_leaves_out_contexts_to_stay_within_4_kib)
 	synth_init(&ui, "ui", 100, 0, 0);
 	void (*fns[])(void) = { fn_layout, fn_draw, fn_culprit, fn_io, fn_slow_task,
 				fn_recurse, fn_worker, fn_loop };
+	empty_frame(&ui, 1); /* a baseline to rank the contexts against */
 	synth_special(&ui, 10, RB_MARK, AGENT_MARK_FRAME_BEGIN);
 	uint64_t t = 100;
 	for (int path = 0; path < 10; path++) { /* 10 distinct paths, 40 deep */
@@ -639,13 +648,15 @@ TEST(summary_json_leaves_out_contexts_to_stay_within_4_kib)
 
 /* A deep interpreter's shape: ten hot leaves under one trunk 40 calls deep. Version 2
  * writes the trunk once ("from":[j,n], docs/summary-format.md), so all 10 contexts fit in
- * 4 KiB (2,971 bytes), where written whole (version 1) 3 of them had to go. */
+ * 4 KiB (2,971 bytes; 3,168 since the fixture has a baseline frame to rank against), where
+ * written whole (version 1) 3 of them had to go. */
 TEST(summary_json_shares_path_prefixes_so_deep_contexts_fit)
 {
 	struct synth_thread ui;
 	synth_init(&ui, "ui", 100, 0, 0);
 	void (*fns[])(void) = { fn_layout, fn_draw, fn_culprit, fn_io, fn_slow_task,
 				fn_recurse, fn_worker, fn_loop };
+	empty_frame(&ui, 1); /* a baseline to rank the contexts against */
 	synth_special(&ui, 10, RB_MARK, AGENT_MARK_FRAME_BEGIN);
 	uint64_t t = 100;
 	for (int d = 0; d < 40; d++)
@@ -686,9 +697,10 @@ TEST(summary_json_shares_path_prefixes_so_deep_contexts_fit)
  * scheduling section gives them): ticks, CPU 0 LITTLE and CPU 1 big.
  *   1000 frame begin; 1010 > frame; 1020 > culprit
  *   1100..5100 off, preempted (CPU 0, back on CPU 1); 5200..5300 off, asleep (unwrapped)
- *   6020 < culprit; 6030 wait-begin; 6040..6540 off, preempted, inside the wait (the wait
- *   counts it); 7030 wait-end; 7040 < frame; 7045..7055 off, preempted, across the frame
- *   end at 7050 (cut there); 7050 frame end (the window: 1000..7050); 7060 anomaly.
+ *   6020 < culprit; 6030 wait-begin; 6040..6540 off, preempted, inside the wait (the
+ *   wait's preempted part: the rest of it, 500, the thread ran); 7030 wait-end;
+ *   7040 < frame; 7045..7055 off, preempted, outside every call, across the frame end at
+ *   7050 (cut there); 7050 frame end (the window: 1000..7050); 7060 anomaly.
  */
 static const struct rb_switch preempt_sw[] = {
 	{ 1100, 0, HAL_SCHED_OUT_PREEMPTED }, { 5100, 1, HAL_SCHED_IN },
@@ -764,8 +776,9 @@ TEST(summary_preempted_time_is_not_self_time)
 		return;
 	}
 	CHECK_EQ_U64(s.w1 - s.w0, 6050); /* the frame: begin to end */
-	CHECK_EQ_U64(s.window_preempted, 4000); /* not the one inside the wait */
-	CHECK_EQ_U64(s.window_blocked, 1100);	/* the wait, and the unwrapped sleep */
+	/* The culprit's, the wait's and the 5 outside every call (they were lost: 4000) */
+	CHECK_EQ_U64(s.window_preempted, 4000 + 500 + 5);
+	CHECK_EQ_U64(s.window_blocked, 100); /* asleep: the wait ran on its CPU (was 1100) */
 	const struct summary_func *top = &s.top_window[0];
 	CHECK_EQ_U64(top->key, key(fn_culprit));
 	CHECK_EQ_U64(top->self, 900); /* 5000 - 4000 preempted - 100 asleep */
@@ -776,7 +789,9 @@ TEST(summary_preempted_time_is_not_self_time)
 	const struct summary_chain *c = &s.chains[0];
 	CHECK_EQ_INT((int)c->n, 2);
 	CHECK_EQ_U64(c->f[1].preempted, 4000);
-	CHECK_EQ_U64(c->f[0].self, 30); /* 6030 - 5000 culprit - 1000 waiting */
+	CHECK_EQ_U64(c->f[0].self, 530); /* 6030 - 5000 culprit - 500 preempted in the wait */
+	CHECK_EQ_U64(c->f[0].preempted, 500);
+	CHECK_EQ_U64(c->f[0].blocked, 0);
 	/* Where it ran in the frame: 1000..1100 and 6540..7045 on CPU 0 (LITTLE), 5100..5200
 	 * and 5300..6040 on CPU 1 (big); it came back on another CPU twice. */
 	CHECK_EQ_INT((int)s.sched.source, SUMMARY_SCHED_PERF);
@@ -788,8 +803,10 @@ TEST(summary_preempted_time_is_not_self_time)
 	struct fixture fx = { .t = t, .s = s, .ok = 1 };
 	size_t size;
 	char *json = json_of(&fx, &size), *text = text_of(&fx);
-	static const char *const in_json[] = { "\"version\":3", "\"sched\":{\"source\":\"perf\"",
-					       "\"migrations\":2", "\"cpu_ns\":{\"little\":" };
+	static const char *const in_json[] = {
+		"\"version\":3", "\"sched\":{\"source\":\"perf\",\"blocked_is\":\"asleep\"",
+		"\"migrations\":2", "\"cpu_ns\":{\"little\":"
+	};
 	for (size_t i = 0; i < sizeof(in_json) / sizeof(in_json[0]); i++)
 		if (!json || !strstr(json, in_json[i]))
 			test_fail(__FILE__, __LINE__, "no %s in %.300s", in_json[i],
@@ -835,8 +852,11 @@ TEST(summary_schedstat_samples_give_the_frame_its_preempted_time)
 		CHECK_EQ_U64(fx.s.top_window[0].self, SLOW - 20); /* no per-function split */
 		size_t size;
 		char *json = json_of(&fx, &size), *text = text_of(&fx);
-		CHECK(json && strstr(json, "\"sched\":{\"source\":\"schedstat\"}"));
+		CHECK(json && strstr(json, "\"sched\":{\"source\":\"schedstat\","
+					   "\"blocked_is\":\"waits\"}"));
 		CHECK(text && strstr(text, "schedstat samples at frame boundaries"));
+		CHECK(text && strstr(text, "\nblocked: the whole of every wrapped blocking call, "
+					   "assumed asleep"));
 		CHECK(text && strstr(text, "=> preempted for most of this frame"));
 		free(json);
 		free(text);
@@ -858,8 +878,386 @@ TEST(summary_without_scheduling_records_says_so)
 		size_t size;
 		char *json = json_of(&fx, &size), *text = text_of(&fx);
 		CHECK(json && strstr(json, "\"preempted_ns\":0,"));
-		CHECK(json && strstr(json, "\"sched\":{\"source\":\"none\"}"));
+		CHECK(json && strstr(json, "\"sched\":{\"source\":\"none\","
+					   "\"blocked_is\":\"waits\"}"));
 		CHECK(text && strstr(text, "scheduling: not recorded"));
+		CHECK(text && strstr(text, "\nblocked: the whole of every wrapped blocking call, "
+					   "assumed asleep"));
+		CHECK_EQ_U64(fx.s.window_blocked, 1000); /* the wait, whole */
+		free(json);
+		free(text);
+		release(&fx);
+	}
+	synth_free(&ui);
+}
+
+/* ---- the summary's truth: what it says agrees with what the trace holds ---- */
+
+/* The trace at fx's path with the kernel's switches of its one thread set as the file's
+ * scheduling section gives them (perf; every CPU LITTLE), then summarised. */
+static int summarise_switched(struct synth_thread *th, const char *reason, unsigned k,
+			      const struct rb_switch *sw, uint32_t nsw, const struct rb_offcpu *off,
+			      size_t noff, struct fixture *fx)
+{
+	static const uint8_t classes[] = { HAL_CPU_LITTLE, HAL_CPU_LITTLE };
+	char path[512], err[256];
+	memset(fx, 0, sizeof(*fx));
+	if (!CHECK(synth_write(th, 1, reason, path, sizeof(path)) == 0) ||
+	    !CHECK(rb_trace_open(path, &fx->t, err, sizeof(err)) == 0))
+		return 0;
+	struct rb_file_thread *ft = &fx->t.threads[0];
+	ft->sw = sw;
+	ft->nsw = nsw;
+	ft->sched_on = true;
+	ft->view.off = off;
+	ft->view.noff = noff;
+	fx->t.sched = (struct rb_trace_sched){ RB_SCHED_PERF, 2, classes };
+	if (!CHECK(summary_build(&fx->s, &fx->t, k) == 0)) {
+		rb_trace_close(&fx->t);
+		return 0;
+	}
+	fx->ok = 1;
+	return 1;
+}
+
+/* Whether text holds s; says what it holds when not. */
+static void want_text(const char *text, const char *s, bool present, int line)
+{
+	if (!text || (strstr(text, s) != NULL) != present)
+		test_fail(__FILE__, line, "\"%s\" %s in:\n%s", s, present ? "not" : "found",
+			  text ? text : "(none)");
+}
+#define HAS(text, s)	 want_text((text), (s), true, __LINE__)
+#define HAS_NOT(text, s) want_text((text), (s), false, __LINE__)
+
+/*
+ * Time off the CPU outside every known call counts in the window: a summary said "running
+ * 99%" where the thread waited for a CPU 68% of the time, between calls whose entries the
+ * ring had lost (the tree's root, which the window's sum skipped).
+ *   the ring starts inside a call that returns at 1050 (its entry lost); 1000 frame
+ *   begin; 1100..3100 preempted, and 3200..3300 asleep, outside every call; 3400 > draw
+ *   3500 <; 3600 frame end; 3610 anomaly.
+ */
+TEST(summary_time_off_the_cpu_outside_every_call_counts_in_the_window)
+{
+	static const struct rb_switch sw[] = {
+		{ 1100, 0, HAL_SCHED_OUT_PREEMPTED },
+		{ 3100, 0, HAL_SCHED_IN },
+		{ 3200, 0, HAL_SCHED_OUT_SLEEPING },
+		{ 3300, 0, HAL_SCHED_IN },
+	};
+	static const struct rb_offcpu off[] = { { 1100, 3100, 0, RB_OFF_PREEMPTED },
+						{ 3200, 3300, 0, RB_OFF_SLEEPING } };
+	struct synth_thread ui;
+	synth_init(&ui, "ui", 100, 0, 0);
+	synth_special(&ui, 1000, RB_MARK, AGENT_MARK_FRAME_BEGIN);
+	synth_exit(&ui, 1050);
+	synth_entry(&ui, 3400, ID(fn_draw));
+	synth_exit(&ui, 3500);
+	synth_special(&ui, 3600, RB_MARK, AGENT_MARK_FRAME_END);
+	synth_special(&ui, 3610, RB_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_JANK);
+	struct fixture fx;
+	if (summarise_switched(&ui, "jank", 10, sw, 4, off, 2, &fx)) {
+		CHECK_EQ_U64(fx.s.w1 - fx.s.w0, 2600);
+		CHECK_EQ_U64(fx.s.window_preempted, 2000); /* was 0: "running 96%" */
+		CHECK_EQ_U64(fx.s.window_blocked, 100);
+		char *text = text_of(&fx);
+		HAS(text, "(77%), blocked "); /* preempted's share: 2000 of 2600 */
+		HAS(text, "(4%)\n");
+		HAS(text, "=> preempted for most of this frame");
+		free(text);
+		release(&fx);
+	}
+	synth_free(&ui);
+}
+
+/*
+ * A wrapped read() that returns at once is running, not blocked: where the trace has the
+ * thread's switch records, blocked inside a wait is only its time asleep off the CPU (a
+ * busy server read "blocked 76%" with 0.36 ms of 4.6 ms in its wrapped calls off the CPU).
+ *   1000 frame begin; 1010 > io; 1020..1120 wait on fd 5, on its CPU; 1200..2200 wait on
+ *   fd 5, asleep 1300..2100 in it; 2300 < io; 2400 frame end; 2410 anomaly.
+ * Without them the waits are blocked whole, and the summary says that is assumed.
+ */
+static void waits_frame(struct synth_thread *ui)
+{
+	synth_init(ui, "ui", 100, 0, 0);
+	synth_special(ui, 1000, RB_MARK, AGENT_MARK_FRAME_BEGIN);
+	synth_entry(ui, 1010, ID(fn_io));
+	synth_special(ui, 1020, RB_WAIT_BEGIN, 5 << 2 | 1);
+	synth_special(ui, 1120, RB_WAIT_END, 5 << 2 | 1);
+	synth_special(ui, 1200, RB_WAIT_BEGIN, 5 << 2 | 1);
+	synth_special(ui, 2200, RB_WAIT_END, 5 << 2 | 1);
+	synth_exit(ui, 2300);
+	synth_special(ui, 2400, RB_MARK, AGENT_MARK_FRAME_END);
+	synth_special(ui, 2410, RB_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_JANK);
+}
+
+TEST(summary_a_wait_is_blocked_only_while_the_switch_records_say_asleep)
+{
+	static const struct rb_switch sw[] = { { 1300, 0, HAL_SCHED_OUT_SLEEPING },
+					       { 2100, 0, HAL_SCHED_IN } };
+	static const struct rb_offcpu off[] = { { 1300, 2100, 0, RB_OFF_SLEEPING } };
+	struct synth_thread ui;
+	waits_frame(&ui);
+	struct fixture fx;
+	if (summarise_switched(&ui, "jank", 10, sw, 2, off, 1, &fx)) {
+		CHECK_EQ_U64(fx.s.window_blocked, 800); /* was 1100: both waits whole */
+		CHECK_EQ_U64(fx.s.window_preempted, 0);
+		if (CHECK(fx.s.ntop_window == 1)) {
+			CHECK_EQ_U64(fx.s.top_window[0].blocked, 800);
+			CHECK_EQ_U64(fx.s.top_window[0].self, 1290 - 800);
+		}
+		size_t size;
+		char *json = json_of(&fx, &size), *text = text_of(&fx);
+		CHECK(json && strstr(json, "\"blocked_ns\":800,") &&
+		      strstr(json, "\"blocked_is\":\"asleep\""));
+		HAS_NOT(text, "assumed asleep");
+		free(json);
+		free(text);
+		release(&fx);
+	}
+	synth_free(&ui);
+
+	waits_frame(&ui);
+	if (summarise(&ui, 1, "jank", 10, &fx)) {
+		CHECK_EQ_U64(fx.s.window_blocked, 1100);
+		size_t size;
+		char *json = json_of(&fx, &size), *text = text_of(&fx);
+		CHECK(json &&
+		      strstr(json, "\"sched\":{\"source\":\"none\",\"blocked_is\":\"waits\"}"));
+		HAS(text, "\nblocked: the whole of every wrapped blocking call, assumed asleep (no "
+			  "switch records say when the thread left its CPU)\n");
+		free(json);
+		free(text);
+		release(&fx);
+	}
+	synth_free(&ui);
+}
+
+/*
+ * The header and "blocked on" say the same blocked time: one trace's header said "blocked
+ * 19.1 us" and its blocked-on section "blocked 71.666 ms of 80.933 ms". The waits were
+ * outside every traced call: the header summed the tree without its root, "blocked on"
+ * summed the waits. Both are the tree's now, root included.
+ *   1000 frame begin; 1010 > draw 1100 <; 1200..9200 wait on 0x30, outside every call
+ *   (with switch records: asleep 1300..9000 of it); 9300 frame end; 9310 anomaly.
+ */
+TEST(summary_header_and_blocked_on_agree)
+{
+	static const struct rb_switch sw[] = { { 1300, 0, HAL_SCHED_OUT_SLEEPING },
+					       { 9000, 0, HAL_SCHED_IN } };
+	static const struct rb_offcpu off[] = { { 1300, 9000, 0, RB_OFF_SLEEPING } };
+	for (int switched = 0; switched < 2; switched++) {
+		struct synth_thread ui;
+		synth_init(&ui, "ui", 100, 0, 0);
+		synth_special(&ui, 1000, RB_MARK, AGENT_MARK_FRAME_BEGIN);
+		synth_entry(&ui, 1010, ID(fn_draw));
+		synth_exit(&ui, 1100);
+		synth_special(&ui, 1200, RB_WAIT_BEGIN, 0x30);
+		synth_special(&ui, 9200, RB_WAIT_END, 0x30);
+		synth_special(&ui, 9300, RB_MARK, AGENT_MARK_FRAME_END);
+		synth_special(&ui, 9310, RB_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_JANK);
+		struct fixture fx;
+		if (switched ? summarise_switched(&ui, "jank", 10, sw, 2, off, 1, &fx)
+			     : summarise(&ui, 1, "jank", 10, &fx)) {
+			uint64_t want = switched ? 7700 : 8000;
+			CHECK_EQ_U64(fx.s.window_blocked, want); /* was 0 */
+			if (CHECK(fx.s.nhops == 1)) {
+				CHECK_EQ_U64(fx.s.hops[0].blocked, want);
+				CHECK_EQ_U64(fx.s.hops[0].waiter, CCT_ROOT);
+				CHECK_EQ_U64(fx.s.hops[0].wait_end - fx.s.hops[0].wait_begin, 8000);
+			}
+			/* The text's two durations, word for word (with a source the header
+			 * says running, preempted and blocked; without one, a share only). */
+			char *text = text_of(&fx);
+			char head[32] = "", hop[32] = "";
+			const char *a = text ? strstr(text, ", blocked ") : NULL;
+			const char *b = text ? strstr(text, "\" was blocked ") : NULL;
+			if (!switched)
+				HAS(text, ", 96% of it blocked\n"); /* 8000 of 8300 */
+			else if (CHECK(a && b)) {
+				sscanf(a + strlen(", blocked "), "%31[^(]", head);
+				sscanf(b + strlen("\" was blocked "), "%31[^o]", hop);
+				CHECK_STR(head, hop);
+			}
+			free(text);
+			release(&fx);
+		}
+		synth_free(&ui);
+	}
+}
+
+/* Copies of one function: GCC's clones (and `static inline` copies, LTO's) are one name at
+ * several addresses. The asm names make them here, in this program's symbol table. */
+__attribute__((noinline, used)) static void fn_twin(void)
+{
+	sink = 20;
+}
+__attribute__((noinline, used)) static void fn_twin_constprop(void) __asm__("fn_twin.constprop.0");
+__attribute__((noinline, used)) static void fn_twin_constprop(void)
+{
+	sink = 21;
+}
+__attribute__((noinline, used)) static void fn_twin_part(void) __asm__("fn_twin.part.0");
+__attribute__((noinline, used)) static void fn_twin_part(void)
+{
+	sink = 22;
+}
+
+/*
+ * Top self time lists a function once: its copies are one line under its name, their
+ * times added, ranked by the sum. With k = 2 the copies are the 2nd to 4th alone, and
+ * together the first. Chains keep each copy's address, under the same name.
+ */
+TEST(summary_ranked_lists_merge_the_copies_of_a_function)
+{
+	struct synth_thread ui;
+	synth_init(&ui, "ui", 100, 0, 0);
+	normal_frame(&ui, 100);
+	synth_special(&ui, 1000, RB_MARK, AGENT_MARK_FRAME_BEGIN);
+	synth_entry(&ui, 1000, ID(fn_draw));
+	synth_exit(&ui, 1400);
+	synth_entry(&ui, 1500, ID(fn_twin_constprop));
+	synth_exit(&ui, 1800);
+	synth_entry(&ui, 1900, ID(fn_twin_part));
+	synth_exit(&ui, 2100);
+	synth_entry(&ui, 2200, ID(fn_twin));
+	synth_exit(&ui, 2300);
+	synth_special(&ui, 2400, RB_MARK, AGENT_MARK_FRAME_END);
+	synth_special(&ui, 2410, RB_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_JANK);
+	struct fixture fx;
+	if (summarise(&ui, 1, "jank", 2, &fx)) {
+		size_t size;
+		char *json = json_of(&fx, &size), *text = text_of(&fx);
+		const char *top = text ? strstr(text, "\ntop self time in the window:\n") : NULL;
+		const char *end = top ? strstr(top + 1, "\n\n") : NULL;
+		if (CHECK(top && end)) {
+			char *list = strndup(top, (size_t)(end - top));
+			HAS(list, "  fn_twin\n"); /* under its name, without the suffix */
+			HAS_NOT(list, "constprop");
+			HAS_NOT(list, "part");
+			const char *first = strstr(list, "function\n");
+			CHECK(first && strstr(first, "fn_twin") < strstr(first, "fn_draw"));
+			CHECK(strstr(strstr(list, "fn_twin") + 1, "fn_twin") == NULL); /* once */
+			free(list);
+		}
+		/* JSON: the line's function is the copy with the most self time, named plainly */
+		CHECK(json && strstr(json, "\"top_window\":[[0,"));
+		if (json) {
+			char want[64];
+			snprintf(want, sizeof(want), "\"functions\":[[0,%llu,\"fn_twin\"]",
+				 (unsigned long long)AGENT_KEY_VADDR(key(fn_twin_constprop)));
+			HAS(json, want);
+		}
+		free(json);
+		free(text);
+		release(&fx);
+	}
+	synth_free(&ui);
+}
+
+/*
+ * With nothing to compare against, "what changed" is not printed: every context read "0 ns
+ * normally". The one frame of a thread has no other; a window of no frame marks that
+ * starts where the trace does has no time before it. One line says which.
+ */
+TEST(summary_without_a_baseline_ranks_no_contexts_and_says_why)
+{
+	static const struct {
+		bool frames;
+		const char *text, *json;
+	} cases[] = {
+		{ true,
+		  "\nwhat changed: nothing to compare against (no other complete frame), so "
+		  "no calling contexts are ranked\n",
+		  "\"contexts\":[],\"contexts_absent\":\"no other complete frame\"," },
+		{ false,
+		  "\nwhat changed: nothing to compare against (no time before the window), "
+		  "so no calling contexts are ranked\n",
+		  "\"contexts\":[],\"contexts_absent\":\"no time before the window\"," },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct synth_thread ui;
+		synth_init(&ui, "ui", 100, 0, 1000);
+		if (cases[i].frames)
+			synth_special(&ui, 1000, RB_MARK, AGENT_MARK_FRAME_BEGIN);
+		synth_entry(&ui, 1010, ID(fn_frame));
+		synth_entry(&ui, 1020, ID(fn_culprit));
+		synth_exit(&ui, 5000);
+		synth_exit(&ui, 5010);
+		synth_special(&ui, 5020, RB_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_JANK);
+		struct fixture fx;
+		if (summarise(&ui, 1, "jank", 10, &fx)) {
+			CHECK_EQ_U64(fx.s.base_len, 0);
+			CHECK_EQ_U64(fx.s.ncontexts, 0);
+			size_t size;
+			char *json = json_of(&fx, &size), *text = text_of(&fx);
+			HAS(text, cases[i].text);
+			HAS_NOT(text, "normally");
+			HAS(json, cases[i].json);
+			free(json);
+			free(text);
+			release(&fx);
+		}
+		synth_free(&ui);
+	}
+	/* With a baseline, the section as before. */
+	struct synth_thread ui;
+	synth_init(&ui, "ui", 100, 0, 0);
+	normal_frame(&ui, 100);
+	normal_frame(&ui, 1000);
+	synth_special(&ui, 1400, RB_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_JANK);
+	struct fixture fx;
+	if (summarise(&ui, 1, "jank", 10, &fx)) {
+		size_t size;
+		char *json = json_of(&fx, &size), *text = text_of(&fx);
+		HAS(text, "\nwhat changed against the normal frames, per frame");
+		HAS_NOT(json, "contexts_absent");
+		free(json);
+		free(text);
+		release(&fx);
+	}
+	synth_free(&ui);
+}
+
+/*
+ * "[cut by the ring]" reads as records lost: it is kept for calls whose entry the ring
+ * overwrote. A call still running when the rings were frozen lost nothing, and says so,
+ * in the top lists and in the chains alike.
+ *   the ring starts inside a call that returns at 1050; 2000 > main, still running at
+ *   the freeze (the end of the trace at 3000).
+ */
+TEST(summary_calls_still_running_at_the_freeze_are_not_cut_by_the_ring)
+{
+	struct synth_thread ui;
+	synth_init(&ui, "ui", 100, 0, 1000);
+	synth_exit(&ui, 1050);
+	synth_entry(&ui, 2000, ID(fn_main));
+	synth_special(&ui, 3000, RB_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_HANG);
+	struct fixture fx;
+	if (summarise(&ui, 1, "hang", 10, &fx)) {
+		if (CHECK(fx.s.ntop_trace == 2)) {
+			const struct summary_func *m = &fx.s.top_trace[0], *u = &fx.s.top_trace[1];
+			CHECK_EQ_U64(m->key, key(fn_main));
+			CHECK(m->running && !m->truncated);
+			CHECK_EQ_U64(u->key, CCT_UNKNOWN);
+			CHECK(u->truncated && !u->running);
+		}
+		/* main's chain first; the unknown call's, of no length in the window, next */
+		if (CHECK(fx.s.nchains >= 1 && fx.s.chains[0].n == 1)) {
+			CHECK_EQ_U64(fx.s.chains[0].f[0].key, key(fn_main));
+			CHECK(fx.s.chains[0].f[0].running && !fx.s.chains[0].f[0].truncated);
+		}
+		size_t size;
+		char *json = json_of(&fx, &size), *text = text_of(&fx);
+		HAS(text, " self) [still running at the freeze]  <- where the time went\n");
+		HAS_NOT(text, "fn_main [cut by the ring]");
+		HAS(text, "  fn_main [still running at the freeze]\n");
+		HAS(text, "(entered before the ring's oldest record) [cut by the ring]\n");
+		HAS_NOT(text, "frozen]");
+		/* JSON's cut stays 1 for both: the call's time is a part of it either way */
+		HAS(json, ",1,0]]");
 		free(json);
 		free(text);
 		release(&fx);

@@ -142,6 +142,8 @@ struct frame {
 	uint32_t node;
 	uint32_t last; /* the child this instance pushed last (CCT_NONE: none yet) */
 	bool waiting, cut_start;
+	uint32_t wait_key; /* the open wait's object, and when it began (while waiting) */
+	uint64_t wait_start;
 	uint64_t start;
 	uint64_t pos[CCT_LANES];      /* lane_pos at the start */
 	uint64_t wait_pos[CCT_LANES]; /* lane_pos when the open wait began (while waiting) */
@@ -271,7 +273,7 @@ static void offer_top(struct cct *c, struct cct_link *l)
 
 /* The chain of a call that touched the window. */
 static void close_chain(struct cct *c, struct frame *f, struct frame *parent, uint64_t incl,
-			bool cut, bool running)
+			bool cut_start, bool running)
 {
 	struct cct_link *best = f->best;
 	f->best = NULL;
@@ -286,7 +288,7 @@ static void close_chain(struct cct *c, struct frame *f, struct frame *parent, ui
 				.incl = incl,
 				.blocked = f->blocked[CCT_WINDOW],
 				.preempted = f->preempted[CCT_WINDOW],
-				.truncated = cut,
+				.truncated = cut_start,
 				.running = running };
 	uint64_t busy = f->children[CCT_WINDOW] + l->blocked + l->preempted;
 	l->self = l->incl > busy ? l->incl - busy : 0;
@@ -307,7 +309,7 @@ static void close_chain(struct cct *c, struct frame *f, struct frame *parent, ui
 }
 
 CCT_HOT void lane_close(struct frame *f, struct frame *parent, struct cct_node *nd, int l,
-			bool cut, uint64_t incl)
+			bool cut_end, uint64_t incl)
 {
 	struct cct_stat *st = &nd->s[l];
 	st->calls++;
@@ -316,22 +318,38 @@ CCT_HOT void lane_close(struct frame *f, struct frame *parent, struct cct_node *
 	st->preempted += f->preempted[l];
 	uint64_t busy = f->children[l] + f->blocked[l] + f->preempted[l];
 	st->self += incl > busy ? incl - busy : 0;
-	st->truncated += cut;
+	st->truncated += f->cut_start;
+	st->running += cut_end;
 	if (parent)
 		parent->children[l] += incl;
+}
+
+/* A wait ended at `end`: tell the caller (cct_opts.on_wait). */
+static void wait_done(struct cct *c, const struct frame *f, uint64_t end, bool open)
+{
+	if (c->o.on_wait)
+		c->o.on_wait(c->o.wait_ctx, &(struct cct_wait){ .begin = f->wait_start,
+								.end = end,
+								.key = f->wait_key,
+								.node = f->node,
+								.open = open });
 }
 
 CCT_HOT void close_frame(struct cct *c, struct frame *f, struct frame *parent, uint64_t end,
 			 bool cut_end)
 {
-	bool cut = f->cut_start || cut_end;
 	struct cct_node *nd = &c->node[f->node];
 	clock_at(c, end);
+	/* A wait still open when the frame closes ends with it (its wait-end lost, or the
+	 * ring frozen inside it: the root is closed only at the freeze). */
+	bool waits_block = f->waiting && !c->o.switches;
+	if (f->waiting)
+		wait_done(c, f, end, cut_end || !parent);
 	/* The whole trace: its position is the time, and a call of no length counts. */
-	if (f->waiting) /* a wait still open when the frame closes: blocked until then */
+	if (waits_block)
 		f->blocked[CCT_WHOLE] += end - f->wait_pos[CCT_WHOLE];
 	uint64_t incl = end - f->pos[CCT_WHOLE];
-	lane_close(f, parent, nd, CCT_WHOLE, cut, incl);
+	lane_close(f, parent, nd, CCT_WHOLE, cut_end, incl);
 	nd->longest = incl > nd->longest ? incl : nd->longest;
 	uint64_t window_incl = 0;
 	bool window_touched = false;
@@ -339,19 +357,19 @@ CCT_HOT void close_frame(struct cct *c, struct frame *f, struct frame *parent, u
 		if (!(c->lanes >> l & 1))
 			continue;
 		uint64_t at_end = clock_pos(c, l, end);
-		if (f->waiting)
+		if (waits_block)
 			f->blocked[l] += at_end - f->wait_pos[l];
 		incl = at_end - f->pos[l];
 		/* A call of no length counts where it happened. */
 		if (!incl && (end != f->start || lane_pos(c, l, end + 1) == at_end))
 			continue;
-		lane_close(f, parent, nd, l, cut, incl);
+		lane_close(f, parent, nd, l, cut_end, incl);
 		if (l == CCT_WINDOW)
 			window_incl = incl, window_touched = true;
 	}
 	if (c->o.chains && parent) {
 		if (window_touched) {
-			close_chain(c, f, parent, window_incl, cut, cut_end);
+			close_chain(c, f, parent, window_incl, f->cut_start, cut_end);
 		} else if (f->best) { /* outside the window: no chain */
 			release(f->best);
 			f->best = NULL;
@@ -490,15 +508,19 @@ CCT_HOT int add_event(struct cct *c, const struct rb_event *e)
 		}
 		break;
 	case RB_EV_WAIT_BEGIN:
+		/* A wait still open (its wait-end lost) ends where the next begins. */
+		if (top->waiting)
+			wait_done(c, top, e->ts, false);
 		clock_at(c, e->ts);
 		for (int l = 0; l < CCT_LANES; l++) {
 			uint64_t now = clock_pos(c, l, e->ts);
-			/* A wait still open (its wait-end lost) ends where the next begins. */
-			if (top->waiting)
+			if (top->waiting && !c->o.switches)
 				top->blocked[l] += now - top->wait_pos[l];
 			top->wait_pos[l] = now;
 		}
 		top->waiting = true;
+		top->wait_key = e->arg;
+		top->wait_start = e->ts;
 		break;
 	case RB_EV_WAIT_END:
 		/* With no wait-begin seen (the ring starts inside the wait), the wait's known
@@ -508,16 +530,25 @@ CCT_HOT int add_event(struct cct *c, const struct rb_event *e)
 			clock_at(c, prev);
 			for (int l = 0; l < CCT_LANES; l++)
 				top->wait_pos[l] = clock_pos(c, l, prev);
+			top->wait_key = e->arg;
+			top->wait_start = prev;
 		}
+		wait_done(c, top, e->ts, false);
+		top->waiting = false;
+		/* With the switch records, the wait's time off the CPU came as RB_EV_OFF_CPU
+		 * events; the rest of it the thread ran, in the call. */
+		if (c->o.switches)
+			break;
 		clock_at(c, e->ts);
 		for (int l = 0; l < CCT_LANES; l++)
 			top->blocked[l] += clock_pos(c, l, e->ts) - top->wait_pos[l];
-		top->waiting = false;
 		break;
 	case RB_EV_OFF_CPU: {
 		/* Off its CPU from id to ts (between two records: the same frame throughout).
-		 * Inside a wrapped wait the wait already counts it. */
-		if (top->waiting || e->id > e->ts)
+		 * Inside a wrapped wait: without cct_opts.switches the wait counts its whole
+		 * time already; with it, this is what of the wait was blocked (asleep) or
+		 * preempted. */
+		if ((top->waiting && !c->o.switches) || e->id > e->ts)
 			break;
 		uint64_t *to = e->raw == RB_OFF_PREEMPTED ? top->preempted : top->blocked;
 		uint64_t from[CCT_LANES];
@@ -541,6 +572,16 @@ nomem:
 int cct_add(struct cct *c, const struct rb_event *e)
 {
 	return c->failed ? -ENOMEM : add_event(c, e);
+}
+
+void cct_lane_offcpu(const struct cct *c, enum cct_lane lane, uint64_t *blocked,
+		     uint64_t *preempted)
+{
+	*blocked = *preempted = 0;
+	for (uint32_t i = 0; i < c->n; i++) {
+		*blocked += c->node[i].s[lane].blocked;
+		*preempted += c->node[i].s[lane].preempted;
+	}
 }
 
 int cct_add_n(struct cct *c, const struct rb_event *ev, size_t n)
@@ -651,6 +692,7 @@ int cct_functions(const struct cct *c, enum cct_lane lane, struct cct_func **out
 		x->blocked += st->blocked;
 		x->preempted += st->preempted;
 		x->truncated += st->truncated;
+		x->running += st->running;
 	}
 	free(slot);
 	qsort(f, m, sizeof(*f), by_self);

@@ -3,10 +3,17 @@
  * agent/analysis/cct.h - the calling-context tree of one thread's decoded events (IntroPerf
  * section 3.2, Alg. 1): a node per distinct call path, whose index is the path id. Per node:
  * calls, inclusive time, self time (IntroPerf's top-down normalisation, Alg. 3: inclusive
- * minus the children's), time blocked (between a wait-begin and its wait-end, or asleep off
- * its CPU outside one), time preempted (off its CPU while runnable: another task had the
- * CPU), neither of which is the function's own work, and the longest single instance.
- * Self time is running time only: inclusive minus children, blocked and preempted.
+ * minus the children's), time blocked (asleep: see below), time preempted (off its CPU
+ * while runnable: another task had the CPU), neither of which is the function's own work,
+ * and the longest single instance. Self time is running time only: inclusive minus
+ * children, blocked and preempted.
+ *
+ * Blocked time depends on what the trace knows. With the kernel's switch records for the
+ * thread (cct_opts.switches: RB_EV_OFF_CPU events), it is the time the thread was off its
+ * CPU asleep, inside a wrapped blocking call or not: a non-blocking read() that returns at
+ * once is a few microseconds of running in the kernel, not blocked. Without them, the
+ * whole time between a wait-begin and its wait-end is taken as blocked (the wrapper's
+ * records are all there is to go by).
  *
  * Every figure is kept in up to three lanes: the whole trace, and two spans of time given
  * by the caller (the summary uses the anomaly window and the baseline of normal frames).
@@ -16,7 +23,13 @@
  * A wrapped ring starts inside calls whose entries were overwritten: they become frames of
  * an unknown function opened at the first event, and a ring frozen inside calls closes them
  * at the last one. Either way only the known part is counted, and the node says how many of
- * its instances were cut (`truncated`).
+ * its instances were cut at the start (`truncated`) and were still running at the freeze
+ * (`running`).
+ *
+ * The root (node 0) is a frame too: time off the CPU and waits outside every known call
+ * (between top-level calls, or after the calls the ring begins inside returned) are its
+ * own. cct_lane_offcpu sums a lane over every node, the root included: the one place a
+ * thread's blocked and preempted time in a span comes from.
  *
  * Events are fed one at a time (cct_add), straight from the streaming decoder.
  */
@@ -49,7 +62,10 @@ uint64_t cct_span_total(const struct cct_span *s);
 
 struct cct_stat {
 	uint32_t calls;
-	uint32_t truncated;	      /* instances cut by the ring's start or end */
+	/* Instances whose entry the ring overwrote, and instances still running at the freeze.
+	 * Each is 0 or 1: a node is one call path, and both kinds are frames of one stack (the
+	 * first event's, the last event's), so 16 bits keep the node small. */
+	uint16_t truncated, running;
 	uint64_t incl, self, blocked, preempted; /* timer ticks */
 };
 
@@ -69,19 +85,35 @@ struct cct_node {
 struct cct_link {
 	uint32_t node;
 	uint64_t start, incl, self, blocked, preempted;
-	bool truncated; /* cut by the ring's start, or still running at its end... */
-	bool running;	/* ...the latter: still running when the ring was frozen */
+	bool truncated; /* its entry overwritten: the ring starts inside it */
+	bool running;	/* still running when the ring was frozen */
 	struct cct_link *next;
 };
 
 /* A function's key for an entry event; NULL uses the event's id. */
 typedef uint64_t (*cct_key_fn)(void *ctx, const struct rb_event *e);
 
+/* One wait as the tree counts it: from its wait-begin (or, with that record lost, the
+ * thread's previous event) to its wait-end, the next wait-begin (its wait-end lost) or the
+ * return of the call that waited, whichever comes first. */
+struct cct_wait {
+	uint64_t begin, end;
+	uint32_t key;  /* the wait-begin's object (the wait-end's when the begin was lost) */
+	uint32_t node; /* the frame that waited (0: outside every known call) */
+	bool open;     /* still waiting when the ring was frozen */
+};
+typedef void (*cct_wait_fn)(void *ctx, const struct cct_wait *w);
+
 struct cct_opts {
 	cct_key_fn key;
 	void *ctx;
 	const struct cct_span *span[CCT_LANES]; /* [CCT_WHOLE] is ignored; NULL: nothing */
 	unsigned chains; /* keep the K longest chains of top-level calls in the window lane */
+	/* The events hold the kernel's switch records for this thread (RB_EV_OFF_CPU): blocked
+	 * is the time off the CPU asleep, in a wait or not (above). */
+	bool switches;
+	cct_wait_fn on_wait; /* each wait when it ends, with wait_ctx; NULL: none */
+	void *wait_ctx;
 };
 
 struct frame;
@@ -138,13 +170,17 @@ int cct_finish(struct cct *c, uint64_t end);
 void cct_free(struct cct *c);
 /* The node of the innermost call open now (0, the root, when none). */
 uint32_t cct_top(const struct cct *c);
+/* A lane's blocked and preempted ticks over the whole tree, the root included (after
+ * cct_finish). */
+void cct_lane_offcpu(const struct cct *c, enum cct_lane lane, uint64_t *blocked,
+		     uint64_t *preempted);
 
 /* The whole tree of n events at once, whole-trace lane only. 0 or -ENOMEM. */
 int cct_build(struct cct *c, const struct rb_event *ev, size_t n, cct_key_fn key, void *ctx);
 
 /* Per function, over all its calling contexts, in one lane. */
 struct cct_func {
-	uint64_t func, calls, self, blocked, preempted, truncated;
+	uint64_t func, calls, self, blocked, preempted, truncated, running;
 };
 
 /* Functions of a lane by self time, largest first, into a malloc'd array (only those

@@ -44,8 +44,9 @@ struct wait {
 struct pass {
 	struct cct c;
 	struct wait *waits;
-	size_t nwaits, cap, open;
+	size_t nwaits, cap;
 	uint64_t keep_from, keep_to;
+	int failed;
 };
 
 static int grow(void **p, size_t *cap, size_t n, size_t size)
@@ -111,22 +112,43 @@ static void pass_free(struct pass *p)
 	memset(p, 0, sizeof(*p));
 }
 
-/* A wait just ended (or the ring did): drop it when it is outside the interval kept. */
-static void end_wait(struct pass *p, size_t i, uint64_t end, bool open)
+/* A wait as the tree counted it (cct_opts.on_wait): kept when it touches the interval. The
+ * waits and the blocked time come from the same walk, so "blocked on" names a wait the
+ * header counted. */
+static void on_wait(void *ctx, const struct cct_wait *w)
 {
-	p->waits[i].end = end;
-	p->waits[i].open = open;
-	if (end < p->keep_from && i == p->nwaits - 1)
-		p->nwaits--;
+	struct pass *p = ctx;
+	if (w->end < p->keep_from || w->begin > p->keep_to || p->failed)
+		return;
+	if (grow((void **)&p->waits, &p->cap, p->nwaits, sizeof(*p->waits))) {
+		p->failed = -ENOMEM;
+		return;
+	}
+	p->waits[p->nwaits++] = (struct wait){ .begin = w->begin,
+					       .end = w->end,
+					       .key = w->key,
+					       .open = w->open,
+					       .waiter = p->c.node[w->node].func };
 }
 
-static int run_pass(struct thread *th, const struct cct_opts *o, uint64_t keep_from,
-		    uint64_t keep_to, struct pass *p)
+/* The tree's options for thread i: blocked is its time asleep where the trace has its
+ * switch records (cct.h). */
+static struct cct_opts pass_opts(const struct rb_trace *t, int i, unsigned chains)
+{
+	return (struct cct_opts){ .key = key_of,
+				  .ctx = (void *)t,
+				  .chains = chains,
+				  .switches = t->threads[i].sched_on,
+				  .on_wait = on_wait };
+}
+
+static int run_pass(struct thread *th, struct cct_opts *o, uint64_t keep_from, uint64_t keep_to,
+		    struct pass *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->keep_from = keep_from;
 	p->keep_to = keep_to;
-	p->open = SIZE_MAX;
+	o->wait_ctx = p;
 	int err = cct_init(&p->c, o, th->dec.open_at_start);
 	if (err)
 		return err;
@@ -135,42 +157,12 @@ static int run_pass(struct thread *th, const struct cct_opts *o, uint64_t keep_f
 		return -ENOMEM;
 	rb_decoder_rewind(&th->dec);
 	size_t n;
-	while (!err && (n = rb_decoder_read(&th->dec, ev, BATCH)) > 0) {
-		for (size_t i = 0; i < n && !err; i++) {
-			/* The events up to the next wait go to the tree at once (cct_add_n: no
-			 * call per event; 1039 M -> 994 M instructions on bench-summary). */
-			size_t j = i;
-			while (j < n && ev[j].kind != RB_EV_WAIT_BEGIN && ev[j].kind != RB_EV_WAIT_END)
-				j++;
-			err = cct_add_n(&p->c, &ev[i], j - i);
-			if (err || j == n)
-				break;
-			i = j;
-			const struct rb_event *e = &ev[i];
-			if (e->kind == RB_EV_WAIT_BEGIN && e->ts <= keep_to) {
-				err = grow((void **)&p->waits, &p->cap, p->nwaits,
-					   sizeof(*p->waits));
-				if (err)
-					break;
-				p->open = p->nwaits;
-				p->waits[p->nwaits++] =
-					(struct wait){ .begin = e->ts,
-						       .key = e->arg,
-						       .open = true,
-						       .waiter = p->c.node[cct_top(&p->c)].func };
-			} else if (e->kind == RB_EV_WAIT_END && p->open != SIZE_MAX) {
-				end_wait(p, p->open, e->ts, false);
-				p->open = SIZE_MAX;
-			}
-			err = cct_add(&p->c, e);
-		}
-	}
+	while (!err && (n = rb_decoder_read(&th->dec, ev, BATCH)) > 0)
+		err = cct_add_n(&p->c, ev, n);
 	free(ev);
 	if (!err)
 		err = cct_finish(&p->c, th->dec.end_ts);
-	if (!err && p->open != SIZE_MAX)
-		end_wait(p, p->open, th->dec.end_ts, true);
-	return err;
+	return err ? err : p->failed;
 }
 
 /* ---- the window and the frames ---- */
@@ -372,24 +364,31 @@ out:
 
 /* ---- the report's lists ---- */
 
-static int top_functions(const struct cct *c, enum cct_lane lane, unsigned k,
-			 struct summary_func **out, size_t *n)
+/* Every function of a lane, by self time. All of them, not the first k: the writers merge
+ * the copies of a function by name (summary_out.c), and copies ranked below k each can add
+ * up to more than one above. */
+static int top_functions(const struct cct *c, enum cct_lane lane, struct summary_func **out,
+			 size_t *n)
 {
 	struct cct_func *f;
 	size_t nf;
 	int err = cct_functions(c, lane, &f, &nf);
 	if (err)
 		return err;
-	size_t m = nf < k ? nf : k;
-	*out = calloc(m ? m : 1, sizeof(**out));
+	*out = calloc(nf ? nf : 1, sizeof(**out));
 	if (!*out) {
 		free(f);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < m; i++)
-		(*out)[i] = (struct summary_func){ f[i].func, f[i].calls, f[i].self, f[i].blocked,
-						   f[i].truncated > 0, f[i].preempted };
-	*n = m;
+	for (size_t i = 0; i < nf; i++)
+		(*out)[i] = (struct summary_func){ .key = f[i].func,
+						   .calls = f[i].calls,
+						   .self = f[i].self,
+						   .blocked = f[i].blocked,
+						   .truncated = f[i].truncated > 0,
+						   .preempted = f[i].preempted,
+						   .running = f[i].running > 0 };
+	*n = nf;
 	free(f);
 	return 0;
 }
@@ -418,8 +417,14 @@ static bool many_calls(const struct cct *c, const struct cct_link *last,
 	if (!best || best->calls < 2 ||
 	    best->incl <= last->self + last->blocked + last->preempted || best->incl > last->incl)
 		return false;
-	*out = (struct summary_frame){ func,	   best->incl,	       best->self, best->blocked,
-				       best->truncated > 0, false, best->calls, best->preempted };
+	*out = (struct summary_frame){ .key = func,
+				       .incl = best->incl,
+				       .self = best->self,
+				       .blocked = best->blocked,
+				       .truncated = best->truncated > 0,
+				       .running = best->running > 0,
+				       .calls = best->calls,
+				       .preempted = best->preempted };
 	return true;
 }
 
@@ -632,21 +637,22 @@ static int find_waker(const struct summary *s, const struct thread *ths, int sel
 
 /*
  * Starting from the window's own waits: when the thread spent most of the interval
- * waiting, name the longest wait, its waker and what the waker did until the wake-up;
+ * blocked, name the longest wait, its waker and what the waker did until the wake-up;
  * then ask the same of the waker over that span, up to CONFIG_AGENT_BLOCKED_DEPTH hops.
+ * How long a thread was blocked in an interval is its tree's, in the lane of that interval
+ * (cct_lane_offcpu): the window's is the header's, so the two agree.
  */
 static int follow_wakeups(struct summary *s, struct thread *ths, const struct wait *waits,
 			  size_t nwaits)
 {
 	int thread = s->thread, err = 0;
-	uint64_t from = s->w0, to = s->w1;
+	uint64_t from = s->w0, to = s->w1, blocked = s->window_blocked;
 	struct wait *owned = NULL; /* the waits of the latest waker's pass */
 	while (s->nhops < CONFIG_AGENT_BLOCKED_DEPTH && s->nhops < SUMMARY_MAX_HOPS) {
-		uint64_t blocked = 0, longest = 0;
+		uint64_t longest = 0;
 		const struct wait *w = NULL;
 		for (size_t i = 0; i < nwaits; i++) {
 			uint64_t o = overlap(waits[i].begin, waits[i].end, from, to);
-			blocked += o;
 			if (o > longest)
 				longest = o, w = &waits[i];
 		}
@@ -679,11 +685,14 @@ static int follow_wakeups(struct summary *s, struct thread *ths, const struct wa
 		err = cct_span_set(&span, &a, &b, 1);
 		if (err)
 			break;
-		struct cct_opts o = { .key = key_of, .ctx = (void *)s->trace, .chains = 1 };
+		struct cct_opts o = pass_opts(s->trace, h->waker, 1);
 		o.span[CCT_WINDOW] = &span;
 		err = run_pass(&ths[h->waker], &o, a, b, &next);
+		uint64_t preempted;
 		if (!err)
-			err = top_functions(&next.c, CCT_WINDOW, s->k, &h->top, &h->ntop);
+			cct_lane_offcpu(&next.c, CCT_WINDOW, &blocked, &preempted);
+		if (!err)
+			err = top_functions(&next.c, CCT_WINDOW, &h->top, &h->ntop);
 		if (!err && next.c.nchains)
 			err = chain_of(&next.c, next.c.chain[0], &h->chain);
 		cct_span_free(&span);
@@ -745,7 +754,7 @@ int summary_build(struct summary *s, const struct rb_trace *t, unsigned k)
 	if (!err)
 		err = cct_span_set(&window, &s->w0, &s->w1, 1);
 	if (!err) {
-		struct cct_opts o = { .key = key_of, .ctx = (void *)t, .chains = s->k };
+		struct cct_opts o = pass_opts(t, s->thread, s->k);
 		o.span[CCT_WINDOW] = &window;
 		o.span[CCT_BASE] = &base;
 		err = run_pass(&ths[s->thread], &o, s->w0, s->w1, &p);
@@ -753,25 +762,23 @@ int summary_build(struct summary *s, const struct rb_trace *t, unsigned k)
 	if (!err) {
 		s->span = p.c.t1 - p.c.t0;
 		s->ncontexts_tree = p.c.n - 1;
-		for (uint32_t i = 1; i < p.c.n; i++) {
-			s->window_blocked += p.c.node[i].s[CCT_WINDOW].blocked;
-			s->window_preempted += p.c.node[i].s[CCT_WINDOW].preempted;
-		}
+		cct_lane_offcpu(&p.c, CCT_WINDOW, &s->window_blocked, &s->window_preempted);
 		window_sched(s, &ths[s->thread]);
-		err = top_functions(&p.c, CCT_WINDOW, s->k, &s->top_window, &s->ntop_window);
+		err = top_functions(&p.c, CCT_WINDOW, &s->top_window, &s->ntop_window);
 	}
 	if (!err)
-		err = top_functions(&p.c, CCT_WHOLE, s->k, &s->top_trace, &s->ntop_trace);
+		err = top_functions(&p.c, CCT_WHOLE, &s->top_trace, &s->ntop_trace);
 	if (!err) {
 		s->chains = calloc(p.c.nchains + 1, sizeof(*s->chains));
 		err = s->chains ? 0 : -ENOMEM;
 		for (unsigned i = 0; i < p.c.nchains && !err; i++, s->nchains++)
 			err = chain_of(&p.c, p.c.chain[i], &s->chains[i]);
 	}
-	if (!err) {
-		uint64_t blen = cct_span_total(&base);
-		err = rank_contexts(s, &p.c, blen ? (double)(s->w1 - s->w0) / (double)blen : 0);
-	}
+	/* With no baseline every path would be ranked against nothing ("0 ns normally"):
+	 * then no contexts, and the writers say why. */
+	s->base_len = cct_span_total(&base);
+	if (!err && s->base_len)
+		err = rank_contexts(s, &p.c, (double)(s->w1 - s->w0) / (double)s->base_len);
 	if (!err)
 		err = follow_wakeups(s, ths, p.waits, p.nwaits);
 	pass_free(&p);

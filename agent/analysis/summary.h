@@ -12,7 +12,8 @@
  * The anomaly window runs from the start of the slow frame (its frame mark) to the anomaly
  * mark (agent/marks.h); with no frame marks, CONFIG_AGENT_WINDOW_MS before the anomaly
  * mark, or before the end of the trace when there is none. In it, the report has:
- *  - the top self-time functions, in the window and over the whole trace;
+ *  - the top self-time functions, in the window and over the whole trace (the writers
+ *    merge a function's copies by name: summary_out.c);
  *  - the K longest call chains (Hubble section 7): the longest top-level calls in the
  *    window, each followed into its longest child until a frame's own time dominates;
  *  - hot calling contexts ranked differentially (IntroPerf section 3.4.2, Alg. 3): the
@@ -20,10 +21,13 @@
  *    the window minus the baseline's, where the baseline is the thread's normal frames
  *    (Argus's "similar node": the same loop's iterations that were within budget),
  *    averaged per frame, or, with no frame marks, the trace before the window scaled to
- *    the window's length. Code that is always expensive sinks; what changed rises;
- *  - what the frame was blocked on, when it mostly was: the longest wait, the thread that
- *    woke it and what that thread did meanwhile, following wake-ups (AppInsight section 5's
- *    critical path, Argus section 3.1's wait and wake-up edges);
+ *    the window's length. Code that is always expensive sinks; what changed rises. With
+ *    no baseline (no other complete frame; nothing before the window) nothing is ranked:
+ *    every path would compare against nothing;
+ *  - what the frame was blocked on, when it mostly was (the header's blocked time: both
+ *    are the tree's, cct_lane_offcpu): the longest wait, the thread that woke it and what
+ *    that thread did meanwhile, following wake-ups (AppInsight section 5's critical path,
+ *    Argus section 3.1's wait and wake-up edges);
  *  - frame statistics: count, median, p99, over budget, and whether this frame is an
  *    outlier above mean + 3 sigma of the others (AppInsight section 6.4).
  *
@@ -57,14 +61,15 @@
 struct summary_func {
 	uint64_t key; /* agent_func_key; CCT_UNKNOWN for calls the ring starts inside */
 	uint64_t calls, self, blocked;
-	bool truncated;
+	bool truncated; /* a call's entry was overwritten: the ring starts inside it */
 	uint64_t preempted;
+	bool running; /* a call was still running when the rings were frozen */
 };
 
 struct summary_frame {
 	uint64_t key, incl, self, blocked;
-	bool truncated;
-	bool running; /* still running when the rings were frozen (truncated too) */
+	bool truncated; /* its entry overwritten: the ring starts inside it */
+	bool running;	/* still running when the rings were frozen */
 	uint32_t calls; /* 0: one call; more: the chain's last link stands for that many
 			 * calls of one function (many short calls that add up) */
 	uint64_t preempted;
@@ -99,7 +104,8 @@ struct summary_hop {
 	bool still_waiting; /* no wait-end before the interval ended */
 	int waker;	    /* the thread whose wake-up ended the wait; -1 none found */
 	uint64_t wake_ts;
-	/* What the waker did from the wait's start to the wake-up. */
+	/* What the waker did from the wait's start to the wake-up: every function it ran,
+	 * by self time, as top_window. */
 	size_t ntop;
 	struct summary_func *top;
 	struct summary_chain chain;
@@ -145,15 +151,21 @@ struct summary {
 	uint64_t anomaly_ts;
 	enum summary_window_kind window_kind;
 	uint64_t w0, w1;	 /* the window [w0, w1) */
-	uint64_t window_blocked; /* of it, the thread's time waiting (or asleep off its CPU) */
-	uint64_t window_preempted; /* ...and runnable but off its CPU: preempted */
+	/* Of the window, the thread's time blocked (cct.h: asleep off its CPU with the switch
+	 * records, else inside waits), and runnable but off its CPU: preempted. From the
+	 * tree, root included (cct_lane_offcpu); with schedstat, preempted is its sample's. */
+	uint64_t window_blocked;
+	uint64_t window_preempted;
 	struct summary_sched sched;
 	uint64_t base_frames;	 /* frames in the baseline (0: the time before the window) */
+	uint64_t base_len;	 /* the baseline's length: 0, none (then no contexts) */
 	uint64_t span;		 /* the thread's first to last event */
 	uint64_t records;	 /* decoded, all threads */
 	uint64_t ncontexts_tree; /* calling contexts in the window thread's tree */
 	struct summary_frames frames;
 	size_t ntop_window, ntop_trace, nchains, ncontexts, nhops;
+	/* Every function the thread ran in the window, and over the whole trace, by self time,
+	 * largest first; the writers merge copies by name and show the first k. */
 	struct summary_func *top_window, *top_trace;
 	struct summary_chain *chains;
 	struct summary_context *contexts;

@@ -29,6 +29,179 @@ static void window_split(const struct summary *s, uint64_t *running, uint64_t *p
 
 static const char *const sched_source_name[] = { "none", "perf", "schedstat" };
 
+/* What the window's blocked time is (cct.h): with the kernel's switch records, the time the
+ * thread was asleep off its CPU; without them, assumed: the whole of every wrapped wait. */
+static bool blocked_is_asleep(const struct summary *s)
+{
+	return s->sched.source == SUMMARY_SCHED_PERF;
+}
+
+/* Why no contexts are ranked, when there is no baseline to rank them against. */
+static const char *no_baseline(const struct summary *s)
+{
+	return s->window_kind == SUMMARY_WINDOW_FRAME ? "no other complete frame"
+						      : "no time before the window";
+}
+
+/* "[cut by the ring]" only for a call whose entry the ring overwrote; a call the freeze
+ * interrupted lost nothing. */
+static const char *cut_text(bool truncated, bool running)
+{
+	return truncated && running ? " [cut by the ring, still running at the freeze]"
+	       : truncated	    ? " [cut by the ring]"
+	       : running	    ? " [still running at the freeze]"
+				    : "";
+}
+
+/* ---- one name, one line ---- */
+
+/*
+ * A function's name in the summary: its symbol without the suffix the compiler appended
+ * to a copy ("name.constprop.0", "name.isra.0", "name.part.0", "name.lto_priv.0" are
+ * "name"; a C identifier or a C++ mangled name has no '.', so all from the first one is a
+ * suffix), the rest as agent_key_name gives it. True when it is a symbol's name (one that
+ * copies can share); false for {build-id, offset} and the tree's pseudo-functions.
+ */
+static bool func_name(struct agent_symbols *syms, uint64_t key, char *buf, size_t size)
+{
+	agent_key_name(syms, key, buf, size);
+	int m = key == CCT_UNKNOWN || key == CCT_ROOT ? -1 : AGENT_KEY_MODULE(key);
+	if (m < 0 || !agent_symbols_ready(syms, m))
+		return false;
+	char *dot = buf[0] ? strchr(buf + 1, '.') : NULL;
+	if (dot && !strchr(dot, '+')) /* not "name.part.0+0x12": that offset is the copy's */
+		*dot = '\0';
+	return true;
+}
+
+struct named {
+	uint64_t hash;
+	size_t i; /* the entry's rank */
+};
+
+static int by_hash(const void *a, const void *b)
+{
+	const struct named *x = a, *y = b;
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static int by_self(const void *a, const void *b)
+{
+	const struct summary_func *x = a, *y = b;
+	if (x->self != y->self)
+		return x->self < y->self ? 1 : -1;
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/*
+ * A ranked list as the reader sees it (docs/summary-format.md, "One name, one line"): the
+ * copies of one function at several addresses (a `static inline` helper emitted in two
+ * translation units, GCC's clones, LTO's copies) are one line under their common name,
+ * their calls and times added up; the line's function (its {build-id, offset} in the
+ * JSON) is the copy with the most self time. Then the first k. The names are known only
+ * here, where the symbols are, so the summary keeps every function (summary.h). Names are
+ * compared through a hash, sorted, so the work is n log n however many functions ran.
+ * A malloc'd list into *out, its length in *n. 0 or -ENOMEM.
+ */
+static int merge_copies(const struct summary *s, struct agent_symbols *syms,
+			const struct summary_func *f, size_t n, struct summary_func **out,
+			size_t *count)
+{
+	struct named *x = malloc((n ? n : 1) * sizeof(*x));
+	size_t *lead = malloc((n ? n : 1) * sizeof(*lead)); /* the rank each merges into */
+	size_t *at = malloc((n ? n : 1) * sizeof(*at));	    /* a leader's place in *out */
+	struct summary_func *m = malloc((n ? n : 1) * sizeof(*m));
+	char a[256], b[256];
+	if (!x || !lead || !at || !m) {
+		free(x);
+		free(lead);
+		free(at);
+		free(m);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		/* FNV-1a of the name; of the key when it is no symbol's (it merges nothing) */
+		uint64_t h = 0xcbf29ce484222325ull;
+		if (func_name(syms, f[i].key, a, sizeof(a)))
+			for (const char *c = a; *c; c++)
+				h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+		else
+			h = (h ^ f[i].key) * 0x100000001b3ull;
+		x[i] = (struct named){ h, i };
+		lead[i] = SIZE_MAX;
+	}
+	qsort(x, n, sizeof(*x), by_hash);
+	/* Within a run of one hash, in rank order: the first of each name leads. */
+	for (size_t r = 0, e; r < n; r = e) {
+		for (e = r + 1; e < n && x[e].hash == x[r].hash; e++)
+			;
+		for (size_t j = r; j < e; j++) {
+			if (lead[x[j].i] != SIZE_MAX)
+				continue;
+			lead[x[j].i] = x[j].i;
+			bool named = e - r > 1 && func_name(syms, f[x[j].i].key, a, sizeof(a));
+			for (size_t l = j + 1; named && l < e; l++)
+				if (lead[x[l].i] == SIZE_MAX &&
+				    func_name(syms, f[x[l].i].key, b, sizeof(b)) && !strcmp(a, b))
+					lead[x[l].i] = x[j].i;
+		}
+	}
+	size_t nm = 0;
+	for (size_t i = 0; i < n; i++) { /* a leader ranks before the copies it leads */
+		if (lead[i] == i) {
+			at[i] = nm;
+			m[nm++] = f[i];
+			continue;
+		}
+		struct summary_func *y = &m[at[lead[i]]];
+		y->calls += f[i].calls;
+		y->self += f[i].self;
+		y->blocked += f[i].blocked;
+		y->preempted += f[i].preempted;
+		y->truncated |= f[i].truncated;
+		y->running |= f[i].running;
+	}
+	qsort(m, nm, sizeof(*m), by_self);
+	free(x);
+	free(lead);
+	free(at);
+	*out = m;
+	*count = nm < s->k ? nm : s->k;
+	return 0;
+}
+
+/* The summary's ranked lists, merged (merge_copies): the window's, the trace's, and each
+ * hop's waker's. */
+struct lists {
+	struct summary_func *window, *trace, *hop[SUMMARY_MAX_HOPS];
+	size_t nwindow, ntrace, nhop[SUMMARY_MAX_HOPS];
+};
+
+static void lists_free(struct lists *l)
+{
+	free(l->window);
+	free(l->trace);
+	for (size_t i = 0; i < SUMMARY_MAX_HOPS; i++)
+		free(l->hop[i]);
+	memset(l, 0, sizeof(*l));
+}
+
+static int lists_of(const struct summary *s, struct agent_symbols *syms, struct lists *l)
+{
+	memset(l, 0, sizeof(*l));
+	int err = merge_copies(s, syms, s->top_window, s->ntop_window, &l->window, &l->nwindow);
+	if (!err)
+		err = merge_copies(s, syms, s->top_trace, s->ntop_trace, &l->trace, &l->ntrace);
+	for (size_t i = 0; i < s->nhops && !err; i++)
+		err = merge_copies(s, syms, s->hops[i].top, s->hops[i].ntop, &l->hop[i],
+				   &l->nhop[i]);
+	if (err)
+		lists_free(l);
+	return err;
+}
+
 static const char *thread_name(const struct summary *s, int i)
 {
 	const struct rb_file_thread *th = &s->trace->threads[i];
@@ -130,7 +303,7 @@ static void json_funcs(FILE *out, const struct summary *s, struct ftable *ft,
 	for (size_t i = 0; i < n; i++)
 		fprintf(out, "%s[%d,%llu,%llu,%llu,%d,%llu]", i ? "," : "", fidx(ft, f[i].key),
 			(unsigned long long)ns(s, f[i].self), (unsigned long long)f[i].calls,
-			(unsigned long long)ns(s, f[i].blocked), f[i].truncated,
+			(unsigned long long)ns(s, f[i].blocked), f[i].truncated || f[i].running,
 			(unsigned long long)ns(s, f[i].preempted));
 	fputc(']', out);
 }
@@ -157,7 +330,8 @@ static void json_chain(FILE *out, const struct summary *s, struct ftable *ft,
 		fprintf(out, "%s[%d,%llu,%llu,%llu,%d,%llu", o++ ? "," : "", fidx(ft, c->f[i].key),
 			(unsigned long long)ns(s, c->f[i].incl),
 			(unsigned long long)ns(s, c->f[i].self),
-			(unsigned long long)ns(s, c->f[i].blocked), c->f[i].truncated,
+			(unsigned long long)ns(s, c->f[i].blocked),
+			c->f[i].truncated || c->f[i].running,
 			(unsigned long long)ns(s, c->f[i].preempted));
 		if (c->f[i].calls > 1)
 			fprintf(out, ",%u", c->f[i].calls);
@@ -166,12 +340,14 @@ static void json_chain(FILE *out, const struct summary *s, struct ftable *ft,
 	fputc(']', out);
 }
 
-/* "sched": the source; with perf the migrations and, on a machine of two or more CPU
- * classes, the running time on each (issue 15). */
+/* "sched": the source and what the blocked time is ("asleep" off the CPU, or, with no
+ * switch records, the "waits" whole: blocked_is_asleep); with perf the migrations and, on a
+ * machine of two or more CPU classes, the running time on each (issue 15). */
 static void json_sched(FILE *out, const struct summary *s)
 {
 	const struct summary_sched *sc = &s->sched;
-	fprintf(out, ",\"sched\":{\"source\":\"%s\"", sched_source_name[sc->source]);
+	fprintf(out, ",\"sched\":{\"source\":\"%s\",\"blocked_is\":\"%s\"",
+		sched_source_name[sc->source], blocked_is_asleep(s) ? "asleep" : "waits");
 	if (sc->source == SUMMARY_SCHED_PERF) {
 		fprintf(out, ",\"migrations\":%u", sc->migrations);
 		if (sc->nclasses >= 2) {
@@ -253,7 +429,7 @@ static size_t shared_prefix(const struct summary *s, size_t i, size_t *from)
  * memory stream, then the header and the table, then the body. Only the modules the
  * functions name are listed (a trace may name a thousand), renumbered in order of use. */
 static int write_json(FILE *out, const struct summary *s, struct agent_symbols *syms,
-		      const struct jlimit *lim)
+		      const struct lists *ls, const struct jlimit *lim)
 {
 	char *body = NULL;
 	size_t size = 0;
@@ -292,10 +468,10 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 		(unsigned long long)ns(s, fr->sigma), (unsigned long long)ns(s, fr->this_frame),
 		fr->outlier ? "true" : "false");
 	fputs(",\"top_window\":", b);
-	json_funcs(b, s, &ft, s->top_window, s->ntop_window < ntop ? s->ntop_window : ntop);
+	json_funcs(b, s, &ft, ls->window, ls->nwindow < ntop ? ls->nwindow : ntop);
 	fputs(",\"top_trace\":", b);
 	size_t ntt = lim->ntt < ntop ? lim->ntt : ntop;
-	json_funcs(b, s, &ft, s->top_trace, s->ntop_trace < ntt ? s->ntop_trace : ntt);
+	json_funcs(b, s, &ft, ls->trace, ls->ntrace < ntt ? ls->ntrace : ntt);
 	fputs(",\"chains\":[", b);
 	/* Where chains were elided: [chain, position, frames left out] each. */
 	char *elided = NULL;
@@ -337,7 +513,10 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 			fprintf(b, ",\"elided\":%zu,\"elided_at\":%zu", c->elided, c->at);
 		fputc('}', b);
 	}
-	fputs("],\"blocked_on\":[", b);
+	fputc(']', b);
+	if (!s->base_len)
+		fprintf(b, ",\"contexts_absent\":\"%s\"", no_baseline(s));
+	fputs(",\"blocked_on\":[", b);
 	for (size_t i = 0; i < nhops; i++) {
 		const struct summary_hop *h = &s->hops[i];
 		fprintf(b, "%s{\"thread\":", i ? "," : "");
@@ -353,7 +532,7 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 		else
 			fputs("null", b);
 		fputs(",\"top\":", b);
-		json_funcs(b, s, &ft, h->top, h->ntop < ntop ? h->ntop : ntop);
+		json_funcs(b, s, &ft, ls->hop[i], ls->nhop[i] < ntop ? ls->nhop[i] : ntop);
 		fputs(",\"chain\":", b);
 		size_t at, gone;
 		json_chain(b, s, &ft, &h->chain, lim, &at, &gone);
@@ -365,8 +544,8 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 	if (nel)
 		fprintf(b, ",\"chains_elided\":[%s]", elided);
 	free(elided);
-	if (ntt < s->ntop_trace)
-		fprintf(b, ",\"top_trace_left_out\":%zu", s->ntop_trace - ntt);
+	if (ntt < ls->ntrace)
+		fprintf(b, ",\"top_trace_left_out\":%zu", ls->ntrace - ntt);
 	if (lim->nctx < s->ncontexts)
 		fprintf(b, ",\"contexts_left_out\":%zu", s->ncontexts - lim->nctx);
 	if (lim->nch < s->nchains)
@@ -444,7 +623,7 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 		int m = pseudo ? -1 : AGENT_KEY_MODULE(k);
 		/* A name only when it says more than {build-id, offset} already does. */
 		if (lim->level < 2 && (m < 0 || agent_symbols_ready(syms, m)))
-			agent_key_name(syms, k, name, sizeof(name));
+			func_name(syms, k, name, sizeof(name));
 		fprintf(out, "%s[%d,%llu,", i ? "," : "",
 			m >= 0 && (uint32_t)m < t->nmodules ? mod[m] : -1,
 			pseudo ? 0ull : (unsigned long long)AGENT_KEY_VADDR(k));
@@ -476,14 +655,20 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
  */
 int summary_write_json(FILE *out, const struct summary *s, struct agent_symbols *syms)
 {
-	struct jlimit lim = { s->ncontexts, s->nchains, s->ntop_trace, 0 };
+	struct lists ls;
+	int err = lists_of(s, syms, &ls);
+	if (err)
+		return err;
+	struct jlimit lim = { s->ncontexts, s->nchains, ls.ntrace, 0 };
 	for (;;) {
 		char *buf = NULL;
 		size_t size = 0;
 		FILE *m = open_memstream(&buf, &size);
-		if (!m)
-			return -ENOMEM;
-		int err = write_json(m, s, syms, &lim);
+		if (!m) {
+			err = -ENOMEM;
+			break;
+		}
+		err = write_json(m, s, syms, &ls, &lim);
 		if (fclose(m) != 0 && !err)
 			err = -ENOMEM;
 		bool last = lim.nctx == 0 && lim.nch <= 1 && lim.level == 2;
@@ -493,7 +678,7 @@ int summary_write_json(FILE *out, const struct summary *s, struct agent_symbols 
 		}
 		free(buf);
 		if (err || size <= SUMMARY_JSON_MAX || last)
-			return err;
+			break;
 		if (lim.ntt > JSON_TOP_TRACE_KEEP)
 			lim.ntt--;
 		else if (lim.nch > JSON_CHAINS_KEEP)
@@ -505,6 +690,8 @@ int summary_write_json(FILE *out, const struct summary *s, struct agent_symbols 
 		else
 			lim.level++;
 	}
+	lists_free(&ls);
+	return err;
 }
 
 /* ---- text ---- */
@@ -539,7 +726,7 @@ static const char *human(const struct summary *s, uint64_t ticks)
 static const char *key_text(struct agent_symbols *syms, uint64_t key, char *buf, size_t size)
 {
 	char raw[256];
-	agent_key_name(syms, key, raw, sizeof(raw));
+	func_name(syms, key, raw, sizeof(raw));
 	return agent_escape(buf, size, raw);
 }
 
@@ -578,7 +765,7 @@ static void text_funcs(FILE *out, const struct summary *s, struct agent_symbols 
 			total ? 100.0 * (double)f[i].self / (double)total : 0.0,
 			(unsigned long long)f[i].calls, f[i].blocked ? H(f[i].blocked) : "-",
 			f[i].preempted ? H(f[i].preempted) : "-", name,
-			f[i].truncated ? " [cut by the ring]" : "");
+			cut_text(f[i].truncated, f[i].running));
 	}
 }
 
@@ -604,10 +791,7 @@ static void text_chain(FILE *out, const struct summary *s, struct agent_symbols 
 		fprintf(out, "%s%*s%s  (%s incl%s, %s self%s%s%s%s)%s%s\n", indent, (int)(2 * i),
 			"", name, H(f->incl), calls, H(f->self), f->blocked ? ", blocked " : "",
 			f->blocked ? H(f->blocked) : "", f->preempted ? ", preempted " : "",
-			f->preempted ? H(f->preempted) : "",
-			f->running	  ? " [still running when frozen]"
-			: f->truncated ? " [cut by the ring]"
-				       : "",
+			f->preempted ? H(f->preempted) : "", cut_text(f->truncated, f->running),
 			i + 1 < c->n	   ? ""
 			: preempted_most ? "  <- preempted here: another task had its CPU"
 					 : "  <- where the time went");
@@ -619,10 +803,19 @@ static double pct(uint64_t part, uint64_t whole)
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
+/* Without the switch records, what blocked time is rests on an assumption: say it. */
+static void text_blocked_assumed(FILE *out, const struct summary *s)
+{
+	if (!blocked_is_asleep(s))
+		fputs("blocked: the whole of every wrapped blocking call, assumed asleep (no switch "
+		      "records say when the thread left its CPU)\n",
+		      out);
+}
+
 /*
  * The rest of the window's line: how its time split into running, preempted and blocked,
- * where the thread ran, and, when preemption took most of it, the verdict that the code
- * below is not the culprit (issue 15).
+ * where the thread ran, what blocked time is, and, when preemption took most of it, the
+ * verdict that the code below is not the culprit (issue 15).
  */
 static void text_window(FILE *out, const struct summary *s)
 {
@@ -637,6 +830,7 @@ static void text_window(FILE *out, const struct summary *s)
 		fprintf(out, ", %.0f%% of it blocked\n", pct(blocked, wlen));
 		fprintf(out, "scheduling: not recorded (no perf ring, no schedstat samples): time "
 			     "the thread was preempted counts as its functions' self time\n");
+		text_blocked_assumed(out, s);
 		return;
 	}
 	fprintf(out, ": running %s (%.0f%%), preempted %s (%.0f%%), blocked %s (%.0f%%)\n",
@@ -660,6 +854,7 @@ static void text_window(FILE *out, const struct summary *s)
 	} else {
 		fprintf(out, "scheduling (schedstat samples at frame boundaries): the frame's "
 			     "preempted time only; the functions' self time below still holds it\n");
+		text_blocked_assumed(out, s);
 	}
 	if (2 * preempted >= wlen)
 		fprintf(out,
@@ -670,9 +865,56 @@ static void text_window(FILE *out, const struct summary *s)
 			sc->source == SUMMARY_SCHED_PERF ? "" : " (schedstat)", H(running));
 }
 
+/* The ranked contexts, or, with no baseline to rank them against, one line saying so. */
+static void text_contexts(FILE *out, const struct summary *s, struct agent_symbols *syms)
+{
+	char name[NAME_TEXT], count[32];
+	if (!s->base_len) {
+		fprintf(out, "\nwhat changed: nothing to compare against (%s), so no calling "
+			     "contexts are ranked\n",
+			no_baseline(s));
+		return;
+	}
+	fprintf(out, "\nwhat changed against %s (hot calling contexts, differential):\n",
+		s->base_frames ? "the normal frames, per frame" : "the trace before the window");
+	if (!s->ncontexts)
+		fprintf(out, "    (no calls)\n");
+	for (size_t i = 0; i < s->ncontexts; i++) {
+		const struct summary_context *c = &s->contexts[i];
+		/* The path's frame that changed most (of those kept), and the path shortened
+		 * to the last ones. */
+		size_t hot = 0;
+		for (size_t j = 1; j < c->n; j++)
+			if ((int64_t)(c->self[j] - c->base[j]) >
+			    (int64_t)(c->self[hot] - c->base[hot]))
+				hot = j;
+		fprintf(out, "  %zu. %s%s:", i + 1, c->cost < 0 ? "-" : "+",
+			H(c->cost < 0 ? 0 - (uint64_t)c->cost : (uint64_t)c->cost));
+		size_t from = c->n > 4 ? c->n - 4 : 0;
+		if (from > hot)
+			from = hot;
+		fprintf(out, "%s", from || (c->elided && c->at == 0) ? " ..." : "");
+		for (size_t j = from; j < c->n; j++) {
+			if (c->elided && j == c->at && j > from)
+				fprintf(out, " > (%s calls elided)",
+					grouped(c->elided, count, sizeof(count)));
+			key_text(syms, c->key[j], name, sizeof(name));
+			fprintf(out, "%s %s%s", j > from ? " >" : "", name,
+				j == hot && c->n > 1 ? "*" : "");
+		}
+		key_text(syms, c->key[hot], name, sizeof(name));
+		fprintf(out, "\n       %s: %s self now, %s normally\n", name, H(c->self[hot]),
+			H(c->base[hot]));
+	}
+}
+
 int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols *syms)
 {
-	char name[NAME_TEXT], thread[NAME_TEXT], count[32];
+	char name[NAME_TEXT], thread[NAME_TEXT];
+	struct lists ls;
+	int err = lists_of(s, syms, &ls);
+	if (err)
+		return err;
 	const struct summary_frames *fr = &s->frames;
 	uint64_t wlen = s->w1 - s->w0;
 
@@ -716,7 +958,7 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 		fprintf(out, "  woken by \"%s\" after %s; meanwhile it ran:\n",
 			thread_text(s, h->waker, thread, sizeof(thread)),
 			H(h->wake_ts - h->wait_begin));
-		text_funcs(out, s, syms, h->top, h->ntop, h->wake_ts - h->wait_begin);
+		text_funcs(out, s, syms, ls.hop[i], ls.nhop[i], h->wake_ts - h->wait_begin);
 		if (h->chain.n) {
 			fprintf(out, "  its longest chain:\n");
 			text_chain(out, s, syms, &h->chain, "    ");
@@ -732,43 +974,14 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 	}
 
 	fprintf(out, "\ntop self time in the window:\n");
-	text_funcs(out, s, syms, s->top_window, s->ntop_window, wlen);
+	text_funcs(out, s, syms, ls.window, ls.nwindow, wlen);
 
-	fprintf(out, "\nwhat changed against %s (hot calling contexts, differential):\n",
-		s->base_frames ? "the normal frames, per frame" : "the trace before the window");
-	if (!s->ncontexts)
-		fprintf(out, "    (no calls)\n");
-	for (size_t i = 0; i < s->ncontexts; i++) {
-		const struct summary_context *c = &s->contexts[i];
-		/* The path's frame that changed most (of those kept), and the path shortened
-		 * to the last ones. */
-		size_t hot = 0;
-		for (size_t j = 1; j < c->n; j++)
-			if ((int64_t)(c->self[j] - c->base[j]) >
-			    (int64_t)(c->self[hot] - c->base[hot]))
-				hot = j;
-		fprintf(out, "  %zu. %s%s:", i + 1, c->cost < 0 ? "-" : "+",
-			H(c->cost < 0 ? 0 - (uint64_t)c->cost : (uint64_t)c->cost));
-		size_t from = c->n > 4 ? c->n - 4 : 0;
-		if (from > hot)
-			from = hot;
-		fprintf(out, "%s", from || (c->elided && c->at == 0) ? " ..." : "");
-		for (size_t j = from; j < c->n; j++) {
-			if (c->elided && j == c->at && j > from)
-				fprintf(out, " > (%s calls elided)",
-					grouped(c->elided, count, sizeof(count)));
-			key_text(syms, c->key[j], name, sizeof(name));
-			fprintf(out, "%s %s%s", j > from ? " >" : "", name,
-				j == hot && c->n > 1 ? "*" : "");
-		}
-		key_text(syms, c->key[hot], name, sizeof(name));
-		fprintf(out, "\n       %s: %s self now, %s normally\n", name, H(c->self[hot]),
-			H(c->base[hot]));
-	}
+	text_contexts(out, s, syms);
 
 	fprintf(out, "\ntop self time over the whole trace of \"%s\" (%s):\n",
 		thread_text(s, s->thread, thread, sizeof(thread)), H(s->span));
-	text_funcs(out, s, syms, s->top_trace, s->ntop_trace, s->span);
+	text_funcs(out, s, syms, ls.trace, ls.ntrace, s->span);
+	lists_free(&ls);
 	return ferror(out) ? -EIO : 0;
 }
 
