@@ -674,9 +674,13 @@ int cct_functions(const struct cct *c, enum cct_lane lane, struct cct_func **out
 	}
 	memset(slot, 0xff, cap * sizeof(*slot));
 	size_t m = 0;
-	for (uint32_t i = 1; i < c->n; i++) {
+	/* The root too: its own time is the thread's time outside any traced function (in
+	 * an untraced library, or between calls whose entries the ring lost), which a
+	 * profile of the same moment puts somewhere: left out, the ranked list would hide
+	 * it without a word. It has no calls. */
+	for (uint32_t i = 0; i < c->n; i++) {
 		const struct cct_stat *st = &c->node[i].s[lane];
-		if (!st->calls)
+		if (i ? !st->calls : !(st->self | st->blocked | st->preempted))
 			continue;
 		uint64_t func = c->node[i].func;
 		uint32_t h = (uint32_t)((func * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);

@@ -354,6 +354,7 @@ static int find_window(struct summary *s, struct thread *ths, struct cct_span *b
 		be[0] = s->w0;
 		nb = 1;
 	}
+	s->ring_cut = t->threads[s->thread].laps > 0 && s->w0 <= th->dec.start_ts;
 	err = cct_span_set(base, bs, be, nb);
 out:
 	free(bs);

@@ -151,6 +151,9 @@ struct summary {
 	uint64_t anomaly_ts;
 	enum summary_window_kind window_kind;
 	uint64_t w0, w1;	 /* the window [w0, w1) */
+	/* The ring wrapped and its oldest record is the window's start: the moment began
+	 * before what the ring holds (its outer frames: agent/analysis/outer.h). */
+	bool ring_cut;
 	/* Of the window, the thread's time blocked (cct.h: asleep off its CPU with the switch
 	 * records, else inside waits), and runnable but off its CPU: preempted. From the
 	 * tree, root included (cct_lane_offcpu); with schedstat, preempted is its sample's. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "agent/analysis/summary_out.h"
+#include "agent/analysis/outer.h"
 #include "agent/escape.h"
 #include "agent/marks.h"
 #include "hal/timer.h"
@@ -456,6 +457,8 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 		(unsigned long long)ns(s, wlen), (unsigned long long)running_ns,
 		(unsigned long long)ns(s, preempted), (unsigned long long)ns(s, blocked),
 		(unsigned long long)to_ref, s->anomaly_marked ? "true" : "false");
+	if (s->ring_cut)
+		fputs(",\"ring_cut\":true", b);
 	json_sched(b, s);
 	fputc('}', b);
 	fprintf(b,
@@ -908,6 +911,32 @@ static void text_contexts(FILE *out, const struct summary *s, struct agent_symbo
 	}
 }
 
+/*
+ * Where the ring does not reach: the window starts at the ring's oldest record, so the
+ * moment began earlier, and the calls still running then are named from the thread's
+ * stack (outer.h), outermost first.
+ */
+static void text_outer(FILE *out, const struct summary *s, struct agent_symbols *syms)
+{
+	static struct agent_outer outer; /* 8 KiB: not on the stack of a small thread */
+	agent_outer_frames(syms, &s->trace->threads[s->thread], &outer);
+	if (s->ring_cut)
+		fprintf(out, "\nthe ring holds only the last %s of this thread (it wrapped %u times): "
+			"the moment began earlier, and time in callers whose entries it lost shows "
+			"as outside any traced function\n",
+			H(s->w1 - s->w0), s->trace->threads[s->thread].laps);
+	if (!outer.n)
+		return;
+	fprintf(out, "%souter frames at the freeze, recovered from the thread's stack (not "
+		"recorded: a word left by a returned call can add one):\n    ",
+		s->ring_cut ? "" : "\n");
+	for (size_t i = 0; i < outer.n; i++) {
+		fputs(i ? " > " : "", out);
+		agent_escape_fput(out, outer.name[i]);
+	}
+	fputc('\n', out);
+}
+
 int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols *syms)
 {
 	char name[NAME_TEXT], thread[NAME_TEXT];
@@ -965,6 +994,7 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 		}
 	}
 
+	text_outer(out, s, syms);
 	fprintf(out, "\nlongest call chains in the window:\n");
 	if (!s->nchains)
 		fprintf(out, "    (no calls)\n");
