@@ -32,6 +32,7 @@ struct rb_frozen {
 	uint64_t valid; /* slots before `end` (circularly) that hold whole records */
 	uint32_t laps;  /* times the ring wrapped since tracing started */
 	bool copied;    /* a validated copy: the thread did not reach a trace point in time */
+	bool anomaly;   /* the anomaly is this thread's (set by the caller: a hang's thread) */
 	uint64_t frozen_ticks; /* the timer when it was frozen: its open calls ran until then */
 	pid_t tid;
 	char name[RB_NAME_MAX];

@@ -69,6 +69,7 @@ struct file_sched {
 #define SCHED_ON 1u
 
 #define FLAG_COPIED 1u
+#define FLAG_ANOMALY 2u /* the anomaly is this thread's (rb_frozen.anomaly) */
 #define FOOTER_MAGIC "JEND"
 #define MAX_SLOTS ((uint64_t)1 << 27) /* 1 GiB of ring: more is not a ring we wrote */
 
@@ -291,7 +292,8 @@ int rb_trace_write_sched(const char *dir, const char *reason, const struct rb_fr
 	for (int i = 0; i < nthreads; i++) {
 		const struct rb_frozen *f = &threads[i];
 		struct file_thread ft = { .tid = (uint32_t)f->tid,
-					  .flags = f->copied ? FLAG_COPIED : 0,
+					  .flags = (f->copied ? FLAG_COPIED : 0) |
+						   (f->anomaly ? FLAG_ANOMALY : 0),
 					  .nslots = f->nslots,
 					  .end = f->end,
 					  .valid = f->valid,
@@ -573,6 +575,7 @@ int rb_trace_parse(const void *data, size_t size, struct rb_trace *t, char *err,
 		th->name[RB_NAME_MAX] = '\0';
 		th->laps = ft.laps;
 		th->copied = !!(ft.flags & FLAG_COPIED);
+		th->anomaly = !!(ft.flags & FLAG_ANOMALY);
 		th->view = (struct rb_ring_view){ .slots = (const uint64_t *)(d + off),
 						  .nslots = ft.nslots,
 						  .stored = ft.stored,

@@ -55,6 +55,7 @@ struct rb_file_thread {
 	char name[RB_NAME_MAX + 1];
 	uint32_t laps;
 	int copied; /* a validated copy (the thread was blocked), not a clean stop */
+	bool anomaly; /* the writer said the anomaly is this thread's (a hang's, a jank's) */
 	struct rb_ring_view view; /* view.off: the times off its CPU, from `sw` */
 	/* Its context switches, oldest first (source perf), and how many the kernel dropped
 	 * or the writer skipped; sched_on: a perf ring was recording it. */

@@ -81,6 +81,7 @@ int synth_write(struct synth_thread *th, int n, const char *reason, char *path, 
 					   .laps = (uint32_t)(t->written / nslots),
 					   .copied = t->frozen != 0,
 					   .frozen_ticks = t->frozen,
+					   .anomaly = t->anomaly,
 					   .tid = t->tid };
 		strncpy(f[i].name, t->name, sizeof(f[i].name) - 1);
 	}

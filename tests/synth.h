@@ -22,6 +22,7 @@ struct synth_thread {
 	const char *name;
 	bool bounded;
 	uint64_t frozen; /* nonzero: a copied ring, frozen then (its open calls ran until then) */
+	bool anomaly;	 /* the writer names it the anomaly's thread (a hang's) */
 };
 
 /* A ring of nslots slots (0: large enough never to wrap), starting with a sync record at

@@ -571,6 +571,11 @@ TEST(runtime_hang_detector_fires_while_the_frame_still_runs)
 	CHECK_EQ_INT(count_kind(ev, n, RB_EV_MARK, AGENT_MARK_FRAME_BEGIN), 1);
 	CHECK_EQ_INT(count_kind(ev, n, RB_EV_MARK, AGENT_MARK_FRAME_END), 0);
 	free(ev);
+	/* The file names the hang's thread: the frame's, which wrote no anomaly mark. */
+	int named = 0;
+	for (uint32_t i = 0; i < t.nthreads; i++)
+		named += t.threads[i].anomaly ? (strcmp(t.threads[i].name, "ui") == 0 ? 1 : 100) : 0;
+	CHECK_EQ_INT(named, 1);
 	rb_trace_close(&t);
 }
 

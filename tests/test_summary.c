@@ -1277,3 +1277,32 @@ TEST(summary_calls_still_running_at_the_freeze_are_not_cut_by_the_ring)
 	}
 	synth_free(&ui);
 }
+
+/*
+ * A hang caught while its frame still runs has no anomaly mark (the hanging thread cannot
+ * write one), and its frame's begin may be older than its ring holds: with two threads
+ * running frames (an event loop's workers), the summary must take the one the writer names,
+ * not the first with frames.
+ */
+TEST(summary_without_a_mark_takes_the_thread_the_writer_names)
+{
+	struct synth_thread th[2];
+	synth_init(&th[0], "worker-a", 100, 0, 1000);
+	synth_special(&th[0], 1100, RB_MARK, AGENT_MARK_FRAME_BEGIN);
+	synth_entry(&th[0], 1200, ID(fn_draw));
+	synth_exit(&th[0], 1300);
+	synth_special(&th[0], 1400, RB_MARK, AGENT_MARK_FRAME_END);
+	/* worker-b's ring starts inside its hanging frame: no begin mark left */
+	synth_init(&th[1], "worker-b", 101, 0, 1000);
+	synth_entry(&th[1], 1050, ID(fn_main));
+	synth_entry(&th[1], 1060, ID(fn_draw));
+	th[1].anomaly = true;
+	struct fixture fx;
+	if (summarise(th, 2, "hang: a frame still running after 400 ms", 10, &fx)) {
+		CHECK(!fx.s.anomaly_marked);
+		CHECK_EQ_INT(fx.s.thread, 1);
+		release(&fx);
+	}
+	synth_free(&th[0]);
+	synth_free(&th[1]);
+}

@@ -293,8 +293,13 @@ static int find_window(struct summary *s, struct thread *ths, struct cct_span *b
 			}
 	s->anomaly_marked = s->thread >= 0;
 	if (!s->anomaly_marked) {
-		s->thread = 0;
-		for (uint32_t i = 0; i < t->nthreads; i++) {
+		s->thread = -1;
+		/* The thread the writer names (a hang's: still in its frame, it could not mark
+		 * its own ring), else the first with frames, else the first. */
+		for (uint32_t i = 0; i < t->nthreads && s->thread < 0; i++)
+			if (t->threads[i].anomaly)
+				s->thread = (int)i;
+		for (uint32_t i = 0; i < t->nthreads && s->thread < 0; i++) {
 			struct frame_span *f;
 			size_t n;
 			if (frames_of(&ths[i], &f, &n) == 0 && n) {
@@ -303,6 +308,8 @@ static int find_window(struct summary *s, struct thread *ths, struct cct_span *b
 				break;
 			}
 		}
+		if (s->thread < 0)
+			s->thread = 0;
 		s->anomaly_ts = ths[s->thread].dec.end_ts;
 	}
 	struct thread *th = &ths[s->thread];

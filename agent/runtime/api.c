@@ -165,9 +165,21 @@ RT int jitt_thread_name(const char *name)
 
 /* ---- frames: Hubble 4.2.1's two UI detectors ---- */
 
+/* The calling thread's id, asked of the kernel once per thread. */
+RT static pid_t self_tid(void)
+{
+	static __thread pid_t tid;
+	if (!tid)
+		tid = (pid_t)syscall(SYS_gettid);
+	return tid;
+}
+
 RT void jitt_frame_begin(void)
 {
 	struct agent_runtime *rt = &agent_rt;
+	/* The thread whose frame a hang or a jank is about: the trace file says so
+	 * (control.c), since its frame's begin may be older than its ring holds. */
+	atomic_store_explicit(&rt->frame_tid, self_tid(), memory_order_relaxed);
 	rb_special(RB_MARK, AGENT_MARK_FRAME_BEGIN);
 	agent_sched_sample(); /* only without a perf ring: schedstat's totals, after the mark */
 	/* seq_cst, paired with the control thread's in control.c: either it sees this frame

@@ -122,7 +122,8 @@ RT static bool spool_ready(const struct agent_config *cfg, char *spool, size_t s
 }
 
 /* Freeze every traced thread of the process together, write one trace file, restart. */
-RT static int persist(const char *reason, uint64_t t0, char *path, size_t path_size)
+RT static int persist(const char *reason, pid_t anomaly_tid, uint64_t t0, char *path,
+		       size_t path_size)
 {
 	struct agent_runtime *rt = &agent_rt;
 	struct agent_status *st = &rt->status;
@@ -150,6 +151,7 @@ RT static int persist(const char *reason, uint64_t t0, char *path, size_t path_s
 			continue; /* not running (its thread turned tracing off), or too fast to copy */
 		atomic_fetch_add(frozen[i].copied ? &st->threads_copied : &st->threads_frozen, 1);
 		bytes += rb_frozen_stored(&frozen[i]) * 8;
+		frozen[i].anomaly = anomaly_tid && frozen[i].tid == anomaly_tid;
 		ok[nok++] = frozen[i];
 	}
 	/* A thread the app did not name goes by the kernel's name for it (the program's, or
@@ -222,7 +224,12 @@ RT static int handle_request(char *path, size_t path_size)
 	 * would be persisted without its mark, and the summary would look for the anomaly in
 	 * the wrong place. Refused, it is counted (suppressed_pending) instead. */
 	atomic_store(&rt->request, 3);
-	int e = persist(reason, asked, path, path_size);
+	/* A hang or a jank is the frame thread's: named in the file, for a summary that finds
+	 * no anomaly mark (a hang's thread is still in its frame and cannot mark its ring). */
+	bool frames = rt->request_detector == AGENT_DETECT_HANG ||
+		      rt->request_detector == AGENT_DETECT_JANK;
+	pid_t tid = frames ? atomic_load(&rt->frame_tid) : 0;
+	int e = persist(reason, tid, asked, path, path_size);
 	atomic_store(&rt->request, 0);
 	return e;
 }

@@ -61,6 +61,7 @@ struct agent_runtime {
 
 	/* The frame thread's state, for the hang and jank detectors. */
 	_Atomic uint64_t frame_begin_ns; /* CLOCK_MONOTONIC of the open frame's begin; 0 none */
+	_Atomic int32_t frame_tid;	 /* the thread that began it: the hang's or jank's */
 	_Atomic uint64_t frame_seq;	 /* frames begun */
 	unsigned slow_in_a_row;	 /* consecutive frames over budget (frame thread only) */
 	uint64_t budget_ns, hang_ns, cooldown_ns;
