@@ -33,6 +33,10 @@ int cli_trace_open(const char *prog, const char *path, struct rb_trace *t);
  * truncated by another process" and status 1 instead. 0 or -errno. */
 int cli_sigbus_install(void);
 
+/* Where debug files of stripped modules come from (agent/cli/cli_symbols.c): called once by
+ * main(), before any command reads a trace. */
+void cli_symbols_setup(void);
+
 /* For the commands that talk to a control socket (agent/cli/cli_ctl.c). */
 #include "agent/ctl.h"
 
