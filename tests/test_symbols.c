@@ -10,7 +10,11 @@
 #define _GNU_SOURCE /* posix_openpt, ptsname */
 #include "harness.h"
 #include "deadline.h"
+#include "agent/analysis/debugfile.h"
+#include "agent/analysis/debuginfod.h"
 #include "agent/analysis/symbols.h"
+#include "hal/fs.h"
+#include "uploader/http.h"
 #include "ringbuf/elf.h"
 
 #include <elf.h>
@@ -338,4 +342,208 @@ TEST(symbols_a_terminal_named_as_a_module_is_not_taken)
 	if (!CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0))
 		printf("    status %#x: %s became the reader's controlling terminal\n", status,
 		       tty);
+}
+
+/* ---- separate debug files (agent/analysis/debugfile.h) ---- */
+
+/* Runs argv (found on PATH) and waits: its exit status, or -1. */
+static int run(char *const argv[])
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (null >= 0)
+			dup2(null, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	int status = -1;
+	while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return pid > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/*
+ * What an OEM image ships, made from a copy of this program (built with -g): dir/app
+ * stripped, with a .gnu_debuglink naming app.debug, and dir/app.debug its debug file
+ * (objcopy --only-keep-debug). self: the program's build-id. 0, or -1 when binutils is not
+ * here (the test is then skipped).
+ */
+static int split_self(const char *dir, struct rb_elf *self)
+{
+	char app[512], dbg[512], link[600];
+	snprintf(app, sizeof(app), "%s/app", dir);
+	snprintf(dbg, sizeof(dbg), "%s/app.debug", dir);
+	snprintf(link, sizeof(link), "--add-gnu-debuglink=%s", dbg);
+	char *keep[] = { "objcopy", "--only-keep-debug", app, dbg, NULL };
+	char *strip[] = { "objcopy", "--strip-all", app, NULL };
+	char *add[] = { "objcopy", link, app, NULL };
+	if (copy_self(app, 0644, self) != 0 || run(keep) != 0 || run(strip) != 0 ||
+	    run(add) != 0) {
+		printf("    no working objcopy here: skipped\n");
+		return -1;
+	}
+	return 0;
+}
+
+/* The name of agent_hex through a one-module trace of mod, with fresh symbols. */
+static void name_of_module(const struct rb_module *mod, char *out, size_t size)
+{
+	struct rb_trace t = { .nmodules = 1, .modules = (struct rb_module *)mod };
+	struct agent_symbols s;
+	snprintf(out, size, "(no memory)");
+	if (agent_symbols_open(&s, &t) == 0) {
+		name_in(&s, 0, out, size);
+		agent_symbols_close(&s);
+	}
+}
+
+static int move(const char *from, const char *to)
+{
+	return rename(from, to) == 0 ? 0 : test_fail(__FILE__, __LINE__, "rename %s", from);
+}
+
+/* mkdir -p */
+static void make_dirs(const char *path)
+{
+	char p[1024];
+	snprintf(p, sizeof(p), "%s", path);
+	for (char *s = p + 1; *s; s++)
+		if (*s == '/') {
+			*s = '\0';
+			mkdir(p, 0700);
+			*s = '/';
+		}
+	mkdir(p, 0700);
+}
+
+TEST(symbols_of_a_stripped_binary_from_its_debuglink)
+{
+	char dir[512], app[600], dbg[600], where[1200], name[256], saved_root[1024];
+	struct rb_elf self, file;
+	snprintf(saved_root, sizeof(saved_root), "%s", hal_root());
+	snprintf(dir, sizeof(dir), "%s/bin", test_tmpdir());
+	make_dirs(dir);
+	if (split_self(dir, &self) != 0)
+		return;
+	snprintf(app, sizeof(app), "%s/app", dir);
+	snprintf(dbg, sizeof(dbg), "%s/app.debug", dir);
+	CHECK_EQ_INT(rb_elf_load(app, &file), 0);
+	CHECK_STR(file.debuglink, "app.debug");
+	CHECK(!file.full_symtab && file.nsyms == 0); /* stripped: nothing names it */
+	rb_elf_free(&file);
+	struct rb_module mod;
+	module(&mod, app, &self);
+	/* Beside the binary. */
+	name_of_module(&mod, name, sizeof(name));
+	CHECK_STR(name, "agent_hex");
+	/* In its .debug/ folder. */
+	snprintf(where, sizeof(where), "%s/.debug", dir);
+	make_dirs(where);
+	snprintf(where, sizeof(where), "%s/.debug/app.debug", dir);
+	move(dbg, where);
+	name_of_module(&mod, name, sizeof(name));
+	CHECK_STR(name, "agent_hex");
+	/* Under the debug root, by the binary's folder: <root>/usr/lib/debug/<dir>/app.debug. */
+	char root[600], sub[1200];
+	snprintf(root, sizeof(root), "%s/root", test_tmpdir());
+	snprintf(sub, sizeof(sub), "%s/usr/lib/debug%s", root, dir);
+	make_dirs(sub);
+	snprintf(sub, sizeof(sub), "%s/usr/lib/debug%s/app.debug", root, dir);
+	move(where, sub);
+	CHECK_EQ_INT(hal_root_set(root), 0);
+	name_of_module(&mod, name, sizeof(name));
+	CHECK_STR(name, "agent_hex");
+	/* Nowhere: by build-id and offset. */
+	CHECK_EQ_INT(hal_root_set(test_tmpdir()), 0);
+	name_of_module(&mod, name, sizeof(name));
+	CHECK(strstr(name, "agent_hex") == NULL && strstr(name, "+0x") != NULL);
+	/* Beside it again, but one byte longer: the same build-id, not the CRC the link
+	 * carries (a debug file of another build, or damaged): not used. */
+	move(sub, dbg);
+	int fd = open(dbg, O_WRONLY | O_APPEND | O_CLOEXEC);
+	CHECK(fd >= 0 && write(fd, "", 1) == 1);
+	close(fd);
+	name_of_module(&mod, name, sizeof(name));
+	CHECK(strstr(name, "agent_hex") == NULL);
+	CHECK_EQ_INT(hal_root_set(saved_root), 0);
+	rb_elf_free(&self);
+}
+
+TEST(symbols_by_build_id_under_a_fake_debug_root)
+{
+	char dir[512], dbg[600], path[1200], root[600], name[256], saved_root[1024];
+	struct rb_elf self;
+	snprintf(saved_root, sizeof(saved_root), "%s", hal_root());
+	snprintf(dir, sizeof(dir), "%s/bin", test_tmpdir());
+	make_dirs(dir);
+	if (split_self(dir, &self) != 0)
+		return;
+	snprintf(dbg, sizeof(dbg), "%s/app.debug", dir);
+	snprintf(root, sizeof(root), "%s/root", test_tmpdir());
+	CHECK_EQ_INT(hal_root_set(root), 0);
+	/* The trace was written on the phone: the binary is not here at all, its debug file
+	 * is, by build-id. */
+	struct rb_module mod;
+	module(&mod, "/system/bin/app", &self);
+	char want[1024];
+	snprintf(want, sizeof(want), "%s/usr/lib/debug", root);
+	CHECK_EQ_INT(agent_debug_build_id_path(want, self.build_id, self.build_id_len, path,
+					       sizeof(path)),
+		     0);
+	char hex[65];
+	agent_hex(self.build_id, self.build_id_len, hex);
+	snprintf(want, sizeof(want), "%s/usr/lib/debug/.build-id/%.2s/%s.debug", root, hex,
+		 hex + 2);
+	CHECK_STR(path, want);
+	*strrchr(want, '/') = '\0';
+	make_dirs(want);
+	move(dbg, path);
+	name_of_module(&mod, name, sizeof(name));
+	CHECK_STR(name, "agent_hex");
+	/* A trace of another build whose id names this file: its build-id is not the
+	 * module's, so it is not believed. */
+	struct rb_elf other = self;
+	other.build_id[self.build_id_len - 1] ^= 1;
+	module(&mod, "/system/bin/app", &other);
+	char droot[700], opath[1200];
+	snprintf(droot, sizeof(droot), "%s/usr/lib/debug", root);
+	CHECK_EQ_INT(agent_debug_build_id_path(droot, other.build_id, other.build_id_len, opath,
+					       sizeof(opath)),
+		     0);
+	CHECK(link(path, opath) == 0);
+	name_of_module(&mod, name, sizeof(name));
+	CHECK(strstr(name, "agent_hex") == NULL);
+	/* An id of one byte has no such path. */
+	CHECK_EQ_INT(agent_debug_build_id_path(want, self.build_id, 1, path, sizeof(path)), 0);
+	CHECK_STR(path, "");
+	CHECK_EQ_INT(hal_root_set(saved_root), 0);
+	rb_elf_free(&self);
+}
+
+/* A trace names a FIFO (or a device) as a module: the loader looks before it opens, so it
+ * is never opened at all (an open of a device runs its driver, whatever the flags). */
+TEST(symbols_a_fifo_named_as_a_module_is_never_opened)
+{
+	char fifo[512], name[256];
+	struct rb_elf self;
+	snprintf(fifo, sizeof(fifo), "%s/fifo", test_tmpdir());
+	CHECK_EQ_INT(mkfifo(fifo, 0600), 0);
+	CHECK_EQ_INT(rb_elf_load("/proc/self/exe", &self), 0);
+	int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	CHECK(in >= 0 && inotify_add_watch(in, fifo, IN_OPEN) >= 0);
+	struct rb_module mod;
+	module(&mod, fifo, &self);
+	deadline_start();
+	name_of_module(&mod, name, sizeof(name));
+	deadline_stop();
+	CHECK(strstr(name, "agent_hex") == NULL);
+	CHECK(!opened(in));
+	struct stat st;
+	CHECK_EQ_INT(agent_open_regular(fifo, (uid_t)-1, &st), -EINVAL);
+	CHECK_EQ_INT(agent_open_regular(test_tmpdir(), (uid_t)-1, &st), -EISDIR);
+	CHECK(!opened(in));
+	close(in);
+	rb_elf_free(&self);
 }
