@@ -23,7 +23,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/inotify.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -545,5 +548,217 @@ TEST(symbols_a_fifo_named_as_a_module_is_never_opened)
 	CHECK_EQ_INT(agent_open_regular(test_tmpdir(), (uid_t)-1, &st), -EISDIR);
 	CHECK(!opened(in));
 	close(in);
+	rb_elf_free(&self);
+}
+
+/* ---- the debuginfod client (agent/analysis/debuginfod.h) ---- */
+
+TEST(debuginfod_urls_are_read_strictly)
+{
+	struct agent_http_url u;
+	const char *good = "http://127.0.0.1:8002/prefix/";
+	CHECK_EQ_INT(agent_debuginfod_url(good, strlen(good), &u), 0);
+	CHECK_STR(u.host, "127.0.0.1");
+	CHECK_STR(u.port, "8002");
+	CHECK_STR(u.prefix, "/prefix");
+	const char *v6 = "http://[::1]";
+	CHECK_EQ_INT(agent_debuginfod_url(v6, strlen(v6), &u), 0);
+	CHECK_STR(u.host, "::1");
+	CHECK_STR(u.port, "80");
+	CHECK_STR(u.prefix, "");
+	const char *bad[] = { "", "http://", "http://:80", "http://h:", "http://h:0",
+			      "http://h:65536", "http://h:8x", "http://user@h/", "http://h/?q",
+			      "http://h/#f", "http://[::1", "http://[]/", "http://[::1]x/",
+			      "ftp:/h", "h:80", "http://h\x01/" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (agent_debuginfod_url(bad[i], strlen(bad[i]), &u) != -EINVAL)
+			test_fail(__FILE__, __LINE__, "accepted \"%s\"", bad[i]);
+	CHECK_EQ_INT(agent_debuginfod_url("https://h/", 10, &u), -EPROTONOSUPPORT);
+	CHECK_EQ_INT(agent_debuginfod_url("ftp://h/", 8, &u), -EPROTONOSUPPORT);
+}
+
+struct sunk {
+	char data[64];
+	size_t n;
+};
+
+static int sink(void *arg, const void *d, size_t n)
+{
+	struct sunk *s = arg;
+	if (n > sizeof(s->data) - s->n)
+		return -1;
+	memcpy(s->data + s->n, d, n);
+	s->n += n;
+	return 0;
+}
+
+/* A kept body (the parser's sink) comes without its chunk framing, and is never cut: over
+ * body_max it is an error, where the uploader's discarded body just stops being read. */
+TEST(http_parser_gives_a_kept_body_whole_or_an_error)
+{
+	const char *chunked = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+			      "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n";
+	const char *length = "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n0123456789";
+	struct up_http_parser p;
+	struct sunk s = { .n = 0 };
+	up_http_parser_init(&p);
+	p.sink = sink, p.sink_arg = &s, p.body_max = 1000;
+	CHECK_EQ_INT(up_http_feed(&p, chunked, strlen(chunked), NULL), 1);
+	CHECK(s.n == 11 && memcmp(s.data, "hello world", 11) == 0);
+	s.n = 0;
+	up_http_parser_init(&p);
+	p.sink = sink, p.sink_arg = &s, p.body_max = 5;
+	CHECK_EQ_INT(up_http_feed(&p, length, strlen(length), NULL), -EBADMSG);
+	CHECK_STR(p.why, "body too large");
+	/* A sink that cannot keep more stops the answer. */
+	s.n = sizeof(s.data) - 3;
+	up_http_parser_init(&p);
+	p.sink = sink, p.sink_arg = &s, p.body_max = 1000;
+	CHECK_EQ_INT(up_http_feed(&p, length, strlen(length), NULL), -EBADMSG);
+	char req[256];
+	CHECK(up_http_get_request(req, sizeof(req), "::1", "8002", "80", "/buildid/ab/debuginfo") >
+	      0);
+	CHECK_STR(req, "GET /buildid/ab/debuginfo HTTP/1.1\r\nHost: [::1]:8002\r\n"
+		       "User-Agent: jitt/1\r\nConnection: close\r\n\r\n");
+	CHECK_EQ_INT(up_http_get_request(req, sizeof(req), "h", "80", "80", "/a b"), -EINVAL);
+}
+
+/* A server on 127.0.0.1 that gives each connection the next of n canned answers (head,
+ * then the file body when not NULL), then exits; "" for an answer holds the connection
+ * open without a byte until the client leaves. The port in *port. Its pid, or -1. */
+static pid_t serve(const char *const *heads, const char *body, int n, char *port, size_t size)
+{
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t al = sizeof(a);
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(l, 8) != 0 ||
+	    getsockname(l, (struct sockaddr *)&a, &al) != 0)
+		return -1;
+	snprintf(port, size, "%u", ntohs(a.sin_port));
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid != 0) {
+		close(l);
+		return pid;
+	}
+	for (int i = 0; i < n; i++) {
+		int c = accept(l, NULL, NULL);
+		if (c < 0)
+			_exit(1);
+		char buf[4096];
+		size_t got = 0;
+		while (got < sizeof(buf) - 1) { /* the request, to its empty line */
+			ssize_t r = read(c, buf + got, sizeof(buf) - 1 - got);
+			if (r <= 0)
+				break;
+			got += (size_t)r;
+			buf[got] = '\0';
+			if (strstr(buf, "\r\n\r\n"))
+				break;
+		}
+		if (!heads[i][0]) {
+			while (read(c, buf, sizeof(buf)) > 0) /* until the client gives up */
+				;
+		} else if (write(c, heads[i], strlen(heads[i])) < 0) {
+			_exit(1);
+		} else if (body && strstr(heads[i], " 200 ")) {
+			int f = open(body, O_RDONLY | O_CLOEXEC);
+			ssize_t r;
+			while (f >= 0 && (r = read(f, buf, sizeof(buf))) > 0)
+				if (write(c, buf, (size_t)r) != r)
+					break;
+		}
+		close(c);
+	}
+	_exit(0);
+}
+
+static int reap(pid_t pid)
+{
+	int status = -1;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+struct id_check {
+	const uint8_t *id;
+	unsigned len;
+	int calls;
+};
+
+/* The caller's check: the fetched file's build-id is the one asked for. */
+static int check_id(int fd, uint64_t size, void *arg)
+{
+	struct id_check *c = arg;
+	struct rb_elf elf;
+	c->calls++;
+	int err = rb_elf_read(fd, size, SIZE_MAX, &elf);
+	if (!err && (elf.build_id_len != c->len || memcmp(elf.build_id, c->id, c->len) != 0))
+		err = -ESRCH;
+	rb_elf_free(&elf);
+	return err;
+}
+
+TEST(debuginfod_fetch_keeps_only_a_checked_file)
+{
+	struct rb_elf self;
+	CHECK_EQ_INT(rb_elf_load("/proc/self/exe", &self), 0);
+	char hex[65], cache[512], kept[700], port[16], urls[512], err[512];
+	agent_hex(self.build_id, self.build_id_len, hex);
+	snprintf(cache, sizeof(cache), "%s/cache/jitt", test_tmpdir());
+	CHECK_EQ_INT(agent_debuginfod_cache_path(cache, hex, kept, sizeof(kept)), 0);
+	struct id_check ck = { self.build_id, self.build_id_len, 0 };
+	struct agent_debuginfod d = { .cache = cache, .timeout_ms = 300, .check = check_id,
+				      .arg = &ck };
+	struct stat st;
+	const char *const answers[] = {
+		"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n",
+		"garbage\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", /* not an ELF file */
+		"HTTP/1.1 200 OK\r\nContent-Length: 99999999999\r\n\r\n", /* claims too much */
+		"", /* says nothing */
+		"HTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n",
+	};
+	int n = (int)(sizeof(answers) / sizeof(answers[0]));
+	pid_t pid = serve(answers, NULL, n, port, sizeof(port));
+	CHECK(pid > 0);
+	snprintf(urls, sizeof(urls), "https://127.0.0.1:%s http://127.0.0.1:%s/", port, port);
+	d.urls = urls;
+	deadline_start();
+	CHECK_EQ_INT(agent_debuginfod_fetch(&d, hex, err, sizeof(err)), -ENOENT);
+	CHECK(strstr(err, "no debug file") != NULL);
+	snprintf(urls, sizeof(urls), "http://127.0.0.1:%s", port);
+	CHECK_EQ_INT(agent_debuginfod_fetch(&d, hex, err, sizeof(err)), -EBADMSG);
+	CHECK_EQ_INT(agent_debuginfod_fetch(&d, hex, err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(ck.calls, 1); /* the body was checked, and refused */
+	CHECK_EQ_INT(agent_debuginfod_fetch(&d, hex, err, sizeof(err)), -EFBIG);
+	CHECK_EQ_INT(agent_debuginfod_fetch(&d, hex, err, sizeof(err)), -ETIMEDOUT);
+	CHECK_EQ_INT(agent_debuginfod_fetch(&d, hex, err, sizeof(err)), -EPROTO);
+	CHECK(strstr(err, "HTTP 500") != NULL);
+	deadline_stop();
+	CHECK_EQ_INT(reap(pid), 0);
+	CHECK(stat(kept, &st) != 0 && errno == ENOENT); /* nothing was kept */
+	/* Garbage ids and lists are refused before anything is asked. */
+	CHECK_EQ_INT(agent_debuginfod_fetch(&d, "../../etc", err, sizeof(err)), -EINVAL);
+	CHECK_EQ_INT(agent_debuginfod_fetch(&d, "AB", err, sizeof(err)), -EINVAL);
+	d.urls = "";
+	CHECK_EQ_INT(agent_debuginfod_fetch(&d, hex, err, sizeof(err)), -EINVAL);
+
+	/* A server with the file: fetched, checked, kept under the build-id's name. */
+	const char *const ok[] = { "HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" };
+	pid = serve(ok, "/proc/self/exe", 1, port, sizeof(port));
+	snprintf(urls, sizeof(urls), "http://127.0.0.1:%s", port);
+	d.urls = urls;
+	deadline_start();
+	CHECK_EQ_INT(agent_debuginfod_fetch(&d, hex, err, sizeof(err)), 0);
+	deadline_stop();
+	CHECK_EQ_INT(reap(pid), 0);
+	struct rb_elf got;
+	CHECK_EQ_INT(rb_elf_load(kept, &got), 0);
+	CHECK(got.build_id_len == self.build_id_len &&
+	      memcmp(got.build_id, self.build_id, self.build_id_len) == 0);
+	CHECK(stat(cache, &st) == 0 && (st.st_mode & 0777) == 0700);
+	rb_elf_free(&got);
 	rb_elf_free(&self);
 }

@@ -299,6 +299,9 @@ static int end_of_headers(struct up_http_parser *p)
 		return 0;
 	}
 	if (p->have_length) {
+		/* A kept body's announced length is held against its cap before a byte of it. */
+		if (p->sink && p->length > p->body_max)
+			return fail(p, "body too large");
 		if (p->length == 0)
 			return finish(p, persistent);
 		p->reusable = persistent;

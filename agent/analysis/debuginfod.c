@@ -337,8 +337,8 @@ int agent_debuginfod_fetch(const struct agent_debuginfod *d, const char *hex, ch
 	if (e)
 		return e;
 	/* Each server in turn; the result is 0 at the first that gives a good file, -ENOENT
-	 * when all that answered had none, else the last error met. */
-	int result = -EINVAL, last = 0;
+	 * when all that were asked had none, else the last error met. */
+	int result = -EINVAL, last = 0, bad_url = 0;
 	const char *p = d->urls;
 	say(err, errsize, "no server in the list");
 	while (*p) {
@@ -352,7 +352,7 @@ int agent_debuginfod_fetch(const struct agent_debuginfod *d, const char *hex, ch
 		if (r) {
 			say(err, errsize, "%.*s: %s", (int)len, p,
 			    r == -EPROTONOSUPPORT ? "only http:// servers are asked" : "not a URL");
-			last = r;
+			bad_url = r;
 		} else {
 			r = fetch_one(d, &u, hex, final, err, errsize, p, (int)len);
 			if (r == 0)
@@ -363,5 +363,6 @@ int agent_debuginfod_fetch(const struct agent_debuginfod *d, const char *hex, ch
 		}
 		p += len;
 	}
-	return last ? last : result;
+	/* A URL that could not be asked matters only when no server could. */
+	return last ? last : result == -EINVAL && bad_url ? bad_url : result;
 }
