@@ -7,7 +7,7 @@
  * for jittd, a file the trace's writer could not read, all give module and offset. The
  * ELF reader's caps hold against a file that claims huge tables or shrinks while read.
  */
-#define _GNU_SOURCE /* posix_openpt, ptsname */
+#define _GNU_SOURCE /* posix_openpt, ptsname, memmem */
 #include "harness.h"
 #include "deadline.h"
 #include "agent/analysis/debugfile.h"
@@ -760,5 +760,62 @@ TEST(debuginfod_fetch_keeps_only_a_checked_file)
 	      memcmp(got.build_id, self.build_id, self.build_id_len) == 0);
 	CHECK(stat(cache, &st) == 0 && (st.st_mode & 0777) == 0700);
 	rb_elf_free(&got);
+	rb_elf_free(&self);
+}
+
+/* Read a whole file into memory (free it); NULL on failure. */
+static uint8_t *slurp(const char *path, size_t *size)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint8_t *d = fd >= 0 && fstat(fd, &st) == 0 ? malloc((size_t)st.st_size) : NULL;
+	if (d && read(fd, d, (size_t)st.st_size) != st.st_size) {
+		free(d);
+		d = NULL;
+	}
+	if (fd >= 0)
+		close(fd);
+	*size = d ? (size_t)st.st_size : 0;
+	return d;
+}
+
+/* The debuglink's name is joined to folders: a name that could climb out of them, or
+ * holds control bytes, is no link at all. */
+TEST(elf_reader_debuglink_is_one_plain_file_name)
+{
+	char dir[512], app[600];
+	struct rb_elf self, elf;
+	snprintf(dir, sizeof(dir), "%s/bin", test_tmpdir());
+	make_dirs(dir);
+	if (split_self(dir, &self) != 0)
+		return;
+	snprintf(app, sizeof(app), "%s/app", dir);
+	size_t size;
+	uint8_t *d = slurp(app, &size);
+	/* The section's copy is the last: objcopy appends it, and this program's own strings
+	 * hold the name too. */
+	uint8_t *at = NULL;
+	for (uint8_t *p = d; p && (p = memmem(p, size - (size_t)(p - d), "app.debug\0", 10));
+	     p++)
+		at = p;
+	if (!CHECK(at != NULL)) {
+		free(d);
+		return;
+	}
+	const char *names[] = { "../.debug", "a/b.debug", "app.de\nug", "..\0xxxxxx", ".\0xxxxxxx",
+				"\0xxxxxxxx" };
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		memcpy(at, names[i], 9);
+		CHECK_EQ_INT(rb_elf_parse(d, size, &elf), 0);
+		if (elf.debuglink[0])
+			test_fail(__FILE__, __LINE__, "link %zu kept as \"%s\"", i, elf.debuglink);
+		CHECK_EQ_INT(elf.build_id_len, self.build_id_len); /* the rest is read */
+		rb_elf_free(&elf);
+	}
+	memcpy(at, "ok.debug\0", 9);
+	CHECK_EQ_INT(rb_elf_parse(d, size, &elf), 0);
+	CHECK_STR(elf.debuglink, "ok.debug");
+	rb_elf_free(&elf);
+	free(d);
 	rb_elf_free(&self);
 }
