@@ -6,6 +6,10 @@
  * folder, a file of another build-id, a module without a build-id (not even opened) and,
  * for jittd, a file the trace's writer could not read, all give module and offset. The
  * ELF reader's caps hold against a file that claims huge tables or shrinks while read.
+ * A stripped module is named from its debug file (beside it, in .debug/, under the debug
+ * root by folder or by build-id, or fetched from a debuginfod server), only when that
+ * file's build-id (and a debuglink's CRC) is the module's; a device or FIFO named as a
+ * module is looked at, never opened.
  */
 #define _GNU_SOURCE /* posix_openpt, ptsname, memmem */
 #include "harness.h"
