@@ -50,10 +50,13 @@ int agent_debuginfod_url(const char *url, size_t len, struct agent_http_url *u)
 			return -EINVAL;
 	if (len >= 8 && strncmp(url, "https://", 8) == 0)
 		return -EPROTONOSUPPORT;
-	if (len < 7 || strncmp(url, "http://", 7) != 0)
-		return strstr(url, "://") && (size_t)(strstr(url, "://") - url) < len
-			       ? -EPROTONOSUPPORT
-			       : -EINVAL;
+	if (len < 7 || strncmp(url, "http://", 7) != 0) {
+		/* Another scheme is named as one; anything else is not a URL. */
+		for (size_t i = 0; i + 3 <= len; i++)
+			if (memcmp(url + i, "://", 3) == 0)
+				return i ? -EPROTONOSUPPORT : -EINVAL;
+		return -EINVAL;
+	}
 	const char *h = url + 7, *slash = memchr(h, '/', (size_t)(end - h));
 	const char *auth_end = slash ? slash : end;
 	if (memchr(h, '@', (size_t)(auth_end - h)))
