@@ -170,12 +170,12 @@ static int try_debuglink(const struct rb_module *mod, const struct rb_elf *file,
 		return -ENOENT;
 	int dl = (int)(slash - mod->path); /* the folder, without its last '/' */
 	char path[PATH_MAX];
-	const char *fmt[] = { "%s%.*s/%s", "%s%.*s/.debug/%s" };
+	const char *above[] = { "", "", root }, *below[] = { "/", "/.debug/", "/" };
 	w->check_crc = true;
 	w->crc = file->debuglink_crc;
 	for (int i = 0; i < 3; i++) {
-		int n = snprintf(path, sizeof(path), fmt[i < 2 ? i : 0], i == 2 ? root : "", dl,
-				 mod->path, file->debuglink);
+		int n = snprintf(path, sizeof(path), "%s%.*s%s%s", above[i], dl, mod->path,
+				 below[i], file->debuglink);
 		if (n > 0 && (size_t)n < sizeof(path) && try_path(path, owner, w) == 0)
 			return 0;
 	}
