@@ -141,6 +141,10 @@ static const struct {
 	UP_STRING("upload_campaign", campaign, 0),
 	UP_STRING("upload_pick", pick, 0),
 #undef UP_STRING
+	{ "debuginfod_urls", offsetof(struct agent_config, debuginfod_urls),
+	  sizeof(((struct agent_config *)0)->debuginfod_urls), 0 },
+	{ "debuginfod_cache", offsetof(struct agent_config, debuginfod_cache),
+	  sizeof(((struct agent_config *)0)->debuginfod_cache), 1 },
 };
 
 CFG static int fail(char *err, size_t size, unsigned line, const char *fmt, ...)

@@ -28,6 +28,12 @@
  *                                   so an app is traced with no code of its own
  *   sched_pages   = 8               pages of each traced thread's context-switch ring (a
  *                                   power of two); 0: none, schedstat samples instead
+ *   debuginfod_urls =               http:// debuginfod servers (space-separated) the `jitt`
+ *                                   command asks for a stripped module's debug file by
+ *                                   build-id; DEBUGINFOD_URLS, when set, wins; jittd never
+ *                                   asks (docs/symbols.md)
+ *   debuginfod_cache =              where fetched debug files are kept (absolute); empty:
+ *                                   $XDG_CACHE_HOME/jitt/debuginfod or ~/.cache/jitt/...
  */
 #ifndef JITT_AGENT_CONFIG_H
 #define JITT_AGENT_CONFIG_H
@@ -78,6 +84,8 @@ struct agent_config {
 	int trace_main;	    /* jitt_init() on the main thread traces it */
 	uint32_t sched_pages; /* per traced thread's perf switch ring; 0: schedstat */
 	struct agent_upload_config up; /* jittd's uploader (uploader/Kconfig's defaults) */
+	char debuginfod_urls[512];		 /* empty: none */
+	char debuginfod_cache[AGENT_PATH_MAX]; /* empty: the user's cache folder */
 };
 
 /* The Kconfig defaults. */

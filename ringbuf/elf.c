@@ -60,7 +60,7 @@ static uint64_t rd(const uint8_t *p, int width)
 }
 
 struct section {
-	uint32_t type, link;
+	uint32_t name, type, link;
 	uint64_t offset, size, entsize;
 };
 
@@ -74,6 +74,7 @@ static int section_at(const struct image *im, uint64_t shoff, uint64_t shentsize
 	int err = img_read(im, off, b, im->is64 ? 64 : 40);
 	if (err)
 		return err;
+	s->name = (uint32_t)rd(b, 4);
 	if (im->is64) {
 		s->type = (uint32_t)rd(b + 4, 4);
 		s->offset = rd(b + 24, 8);
@@ -118,6 +119,47 @@ static int read_build_id(struct image *im, const struct section *s, struct rb_el
 	}
 	free(d);
 	return err;
+}
+
+/* Section s is named name (its name read from the section-name table shstr). */
+static bool named(const struct image *im, const struct section *shstr, const struct section *s,
+		  const char *name)
+{
+	char buf[32];
+	size_t len = strlen(name) + 1;
+	if (!shstr || len > sizeof(buf) || s->name > shstr->size || len > shstr->size - s->name)
+		return false;
+	return img_read(im, shstr->offset + s->name, buf, len) == 0 && memcmp(buf, name, len) == 0;
+}
+
+/*
+ * .gnu_debuglink: a file name, NUL-terminated, padded to 4 bytes, then the CRC-32 of the
+ * debug file. The name is joined to folders by the debug-file lookup, so only one plain
+ * path component is kept: no '/', not "." or "..", no control bytes; anything else (or a
+ * section too short for its CRC) leaves debuglink empty, as if there were none.
+ */
+static int read_debuglink(const struct image *im, const struct section *s, struct rb_elf *elf)
+{
+	uint8_t d[RB_ELF_DEBUGLINK_MAX + 1 + 3 + 4];
+	uint64_t n = s->size < sizeof(d) ? s->size : sizeof(d);
+	int err = img_read(im, s->offset, d, (size_t)n);
+	if (err)
+		return err;
+	size_t len = 0;
+	while (len < n && d[len])
+		len++;
+	uint64_t crc_at = (len + 1 + 3) & ~(uint64_t)3;
+	if (len == 0 || len > RB_ELF_DEBUGLINK_MAX || crc_at + 4 > n)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (d[i] == '/' || d[i] < 0x20 || d[i] == 0x7f)
+			return 0;
+	if ((len == 1 && d[0] == '.') || (len == 2 && d[0] == '.' && d[1] == '.'))
+		return 0;
+	memcpy(elf->debuglink, d, len);
+	elf->debuglink[len] = '\0';
+	elf->debuglink_crc = (uint32_t)rd(d + crc_at, 4);
+	return 0;
 }
 
 static int by_addr(const void *a, const void *b)
@@ -217,13 +259,19 @@ static int parse(struct image *im, struct rb_elf *elf)
 	uint64_t shoff = rd(h + (im->is64 ? 40 : 32), im->is64 ? 8 : 4);
 	uint64_t shentsize = rd(h + (im->is64 ? 58 : 46), 2);
 	uint64_t shnum = rd(h + (im->is64 ? 60 : 48), 2);
+	uint64_t shstrndx = rd(h + (im->is64 ? 62 : 50), 2);
 	if (shnum == 0)
 		return 0; /* no sections: nothing to name */
 	if (shentsize < (im->is64 ? 64u : 40u) || !in_bounds(im, shoff, shnum * shentsize))
 		return -EINVAL;
 
-	struct section sym = { 0 }, dynsym = { 0 };
+	struct section sym = { 0 }, dynsym = { 0 }, shstr;
 	bool have_sym = false, have_dynsym = false;
+	/* Section names are looked at only to find .gnu_debuglink; a file without a usable
+	 * name table simply has none. */
+	bool have_shstr = shstrndx < shnum &&
+			  section_at(im, shoff, shentsize, shstrndx, &shstr) == 0 &&
+			  shstr.type == SHT_STRTAB;
 	int err = 0;
 	for (uint64_t i = 0; i < shnum && !err; i++) {
 		struct section s;
@@ -231,6 +279,9 @@ static int parse(struct image *im, struct rb_elf *elf)
 			break;
 		if (s.type == SHT_NOTE && !elf->build_id_len)
 			err = read_build_id(im, &s, elf);
+		if (s.type == SHT_PROGBITS && !elf->debuglink[0] &&
+		    named(im, have_shstr ? &shstr : NULL, &s, ".gnu_debuglink"))
+			err = read_debuglink(im, &s, elf);
 		if (s.type == SHT_SYMTAB && !have_sym) {
 			sym = s;
 			have_sym = true;
@@ -255,6 +306,7 @@ static int parse(struct image *im, struct rb_elf *elf)
 		rb_elf_free(elf);
 		return err;
 	}
+	elf->full_symtab = have_sym;
 	return 0;
 }
 

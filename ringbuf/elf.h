@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ringbuf/elf.h - a small ELF32/ELF64 reader of our own: the GNU build-id and the function
- * symbols of a module, to turn {module, offset} into a name when the file on this machine
- * is the one that ran (same build-id) and has a symbol table.
+ * ringbuf/elf.h - a small ELF32/ELF64 reader of our own: the GNU build-id, the function
+ * symbols and the .gnu_debuglink of a module, to turn {module, offset} into a name when the
+ * file on this machine is the one that ran (same build-id) and has a symbol table, or names
+ * a separate debug file that has one (agent/analysis/debugfile.h).
  */
 #ifndef JITT_RINGBUF_ELF_H
 #define JITT_RINGBUF_ELF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -15,13 +17,21 @@ struct rb_symbol {
 	const char *name;
 };
 
+/* The longest .gnu_debuglink file name kept: a longer one is ignored (as if absent). */
+#define RB_ELF_DEBUGLINK_MAX 255
+
 struct rb_elf {
 	uint8_t build_id[32];
 	uint8_t build_id_len;
 	struct rb_symbol *syms; /* function symbols, sorted by address */
 	size_t nsyms;
 	char *strings;
-	size_t bytes; /* the memory syms and strings take */
+	size_t bytes;	  /* the memory syms and strings take */
+	bool full_symtab; /* syms came from .symtab; false: from .dynsym (stripped) or none */
+	/* .gnu_debuglink: the separate debug file's name (one path component, no '/'; empty
+	 * when absent or unusable) and the CRC-32 of that file's whole contents. */
+	char debuglink[RB_ELF_DEBUGLINK_MAX + 1];
+	uint32_t debuglink_crc;
 };
 
 /*

@@ -160,6 +160,8 @@ if [ "$board" = host ]; then
 	counted uids-check.sh sh "$here/uids-check.sh" "$bin"
 	# `jitt exclude`: bad input, and the round trip (trace, exclude, rebuild) in real builds.
 	counted exclude-check.sh sh "$here/exclude-check.sh" "$bin" musl-gcc
+	# A stripped program named through its debug file: debuglink, and Debian's debuginfod.
+	counted symbols-check.sh sh "$here/symbols-check.sh" "$bin"
 	# The uploader's TLS transport against nginx: stored, refused certificates, timeouts.
 	counted tls-check.sh sh "$here/tls-check.sh" "$bin"
 	# The reference collector over TLS on 127.0.0.1, driven by curl, openssl and python3.

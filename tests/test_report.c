@@ -408,3 +408,32 @@ TEST(report_malformed_v3_members_are_einval_with_a_clear_error)
 			test_fail(__FILE__, __LINE__, "prefix %zu: %d", cut, e);
 	}
 }
+
+/* A stripped program's summary (no names on the device) and a function outside every
+ * module: the report carries each module's whole build-id and offsets inside it, so a
+ * server can name them later, and never a process address, as offset or as "?0x" name. */
+TEST(report_of_a_stripped_program_carries_build_ids_and_offsets_only)
+{
+	char s[sizeof(planted) + 256], out[UP_REPORT_MAX + 1], err[256] = "";
+	const char *old = "\"functions\":[[0,4096,\"main\"],[1,8192,\"foo_work\"],"
+			  "[-1,0,\"(entered before)\"]]";
+	const char *stripped = "\"functions\":[[0,4096,\"\"],[1,8192,\"\"],"
+			       "[-1,140724909080576,\"?0x7ffc12340000\"]]";
+	const char *at = strstr(planted, old);
+	if (!CHECK(at != NULL))
+		return;
+	snprintf(s, sizeof(s), "%.*s%s%s", (int)(at - planted), planted, stripped,
+		 at + strlen(old));
+	size_t n;
+	if (!CHECK(build(s, strlen(s), &params, out, &n, err) == 0)) {
+		printf("    %s\n", err);
+		return;
+	}
+	out[n] = '\0';
+	CHECK(valid(out, n));
+	/* Renumbered in order of use: foo_work's module first. */
+	CHECK(strstr(out, "\"modules\":[[\"abcdef01\",\"libfoo.so\"],[\"f139ad13\",\"jank-sim\"]],"
+			  "\"functions\":[[0,8192,\"\"],[1,4096,\"\"],[-1,0,\"\"]]") != NULL);
+	if (strstr(out, "140724909080576") || strstr(out, "7ffc1234"))
+		test_fail(__FILE__, __LINE__, "a process address reached the report: %s", out);
+}

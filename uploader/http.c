@@ -66,6 +66,26 @@ int up_http_request(char *buf, size_t size, const char *host, const char *port, 
 	return n;
 }
 
+int up_http_get_request(char *buf, size_t size, const char *host, const char *port,
+			const char *default_port, const char *path)
+{
+	if (!buf || !host || !port || !default_port || !path || !printable(host) ||
+	    !printable(port) || !printable(path) || path[0] != '/')
+		return -EINVAL;
+	bool v6 = strchr(host, ':') != NULL;
+	bool dflt = strcmp(port, default_port) == 0;
+	int n = snprintf(buf, size,
+			 "GET %s HTTP/1.1\r\n"
+			 "Host: %s%s%s%s%s\r\n"
+			 "User-Agent: jitt/1\r\n"
+			 "Connection: close\r\n"
+			 "\r\n",
+			 path, v6 ? "[" : "", host, v6 ? "]" : "", dflt ? "" : ":", dflt ? "" : port);
+	if (n < 0 || (size_t)n >= size)
+		return -ENOSPC;
+	return n;
+}
+
 void up_http_parser_init(struct up_http_parser *p)
 {
 	memset(p, 0, sizeof(*p));
@@ -279,6 +299,9 @@ static int end_of_headers(struct up_http_parser *p)
 		return 0;
 	}
 	if (p->have_length) {
+		/* A kept body's announced length is held against its cap before a byte of it. */
+		if (p->sink && p->length > p->body_max)
+			return fail(p, "body too large");
 		if (p->length == 0)
 			return finish(p, persistent);
 		p->reusable = persistent;
@@ -354,7 +377,12 @@ int up_http_feed(struct up_http_parser *p, const void *data, size_t n, size_t *u
 	while (i < n && p->state != ST_DONE && p->state != ST_ERROR) {
 		bool in_header = p->state == ST_STATUS || p->state == ST_HEADER;
 		bool in_body = !in_header;
-		if (in_body && p->body_bytes >= UP_HTTP_BODY_MAX) {
+		unsigned long long body_max = p->sink ? p->body_max : UP_HTTP_BODY_MAX;
+		if (in_body && p->body_bytes >= body_max) {
+			if (p->sink) {
+				r = fail(p, "body too large");
+				break;
+			}
 			/* Enough: what follows is not read, so the connection cannot be reused. */
 			r = finish(p, false);
 			break;
@@ -362,11 +390,15 @@ int up_http_feed(struct up_http_parser *p, const void *data, size_t n, size_t *u
 		if (p->state == ST_BODY_LEN || p->state == ST_BODY_CLOSE ||
 		    p->state == ST_CHUNK_DATA) {
 			size_t take = n - i;
-			size_t room = UP_HTTP_BODY_MAX - p->body_bytes;
+			unsigned long long room = body_max - p->body_bytes;
 			if (take > room)
-				take = room;
+				take = (size_t)room;
 			if (p->state != ST_BODY_CLOSE && take > p->remaining)
 				take = (size_t)p->remaining;
+			if (p->sink && p->sink(p->sink_arg, b + i, take) != 0) {
+				r = fail(p, "the body could not be kept");
+				break;
+			}
 			i += take;
 			p->body_bytes += take;
 			if (p->state == ST_BODY_CLOSE)

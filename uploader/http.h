@@ -36,8 +36,20 @@
  */
 int up_http_request(char *buf, size_t size, const char *host, const char *port, const char *path,
 		    const char *idempotency_key, size_t body_len);
+/* "GET path HTTP/1.1" with Host (its port unless it is default_port), User-Agent: jitt/1 and
+ * Connection: close, ending with the empty line. The same returns as up_http_request. */
+int up_http_get_request(char *buf, size_t size, const char *host, const char *port,
+			const char *default_port, const char *path);
 
 struct up_http_parser {
+	/* Optional, set after up_http_parser_init (the debuginfod client keeps a body, the
+	 * uploader does not): each piece of the final answer's body, chunk framing taken off,
+	 * is given to sink, and the body may then take body_max bytes (framing counted)
+	 * instead of UP_HTTP_BODY_MAX; past that, or when sink returns nonzero, the answer is
+	 * -EBADMSG: a kept body is never silently cut. */
+	int (*sink)(void *arg, const void *data, size_t n);
+	void *sink_arg;
+	unsigned long long body_max;
 	int state;
 	int status;	    /* the final answer's status, 100..599 */
 	long retry_after_s; /* -1 when absent or unreadable */
@@ -50,7 +62,7 @@ struct up_http_parser {
 	unsigned long header_bytes;
 	unsigned long long length;    /* Content-Length */
 	unsigned long long remaining; /* of the body or of the chunk */
-	unsigned long body_bytes;     /* read so far, at most UP_HTTP_BODY_MAX */
+	unsigned long long body_bytes; /* read so far, at most UP_HTTP_BODY_MAX or body_max */
 	unsigned line_len;
 	char line[UP_HTTP_LINE_MAX];
 };

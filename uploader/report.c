@@ -778,9 +778,16 @@ static void render(struct wbuf *w, struct rep *r, const struct keep *k, const ch
 	for (uint32_t f = 0; f < r->nused; f++) {
 		size_t len = 0;
 		const char *name = json_str(d, fname[f], &len);
+		/* Module -1 at an offset is a function outside every module the trace named:
+		 * its offset is where it sat in the process's memory, and its name ("?0x...")
+		 * says the same. Both tell the device's address-space layout (ASLR), and no
+		 * server can name either: 0 and no name. The tree's two pseudo-functions
+		 * (module -1, offset 0) keep their names. A module's function is always its
+		 * build-id's index and an offset inside that file, never an address. */
+		bool unplaced = fmod[f] < 0 && foff[f] != 0;
 		printf_(w, "%s[%d,%lld,", f ? "," : "", fmod[f] >= 0 ? mmap[fmod[f]] : -1,
-			(long long)foff[f]);
-		put_string(w, name, k->names ? len : 0, REPORT_NAME_MAX);
+			unplaced ? 0ll : (long long)foff[f]);
+		put_string(w, name, k->names && !unplaced ? len : 0, REPORT_NAME_MAX);
 		put(w, "]", 1);
 	}
 	put(w, "]", 1);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "agent/analysis/symbols.h"
 #include "agent/analysis/cct.h"
+#include "agent/analysis/debugfile.h"
 #include "hal/fs.h"
 
 #include <errno.h>
@@ -48,7 +49,15 @@ void agent_symbols_set_owner(struct agent_symbols *s, uid_t uid)
 	s->owner = uid;
 }
 
-/* Load module m's symbols if its file may be used (symbols.h). 1 when they match, else -1. */
+static bool same_id(const struct rb_elf *elf, const struct rb_module *mod)
+{
+	return elf->build_id_len == mod->build_id_len &&
+	       memcmp(elf->build_id, mod->build_id, mod->build_id_len) == 0;
+}
+
+/* Load module m's symbols if its file may be used (symbols.h): its own .symtab, else its
+ * separate debug file's (agent/analysis/debugfile.h), else its .dynsym. 1 when found,
+ * else -1. */
 static int load(struct agent_symbols *s, const struct rb_module *mod, struct rb_elf *elf)
 {
 	/* Without a build-id in the trace nothing could prove the file is the one that ran:
@@ -56,25 +65,34 @@ static int load(struct agent_symbols *s, const struct rb_module *mod, struct rb_
 	if (!mod->build_id_len || mod->path[0] != '/')
 		return -1;
 	/* Symlinks are followed: system libraries are reached through them (libc.so.6 ->
-	 * libc-2.36.so), and the file is trusted by its build-id, not by where it is. What
-	 * hal_open_file guarantees is enough here: O_NONBLOCK (a FIFO cannot block the open),
-	 * regular files only (a device is never read), one open and then its descriptor. */
+	 * libc-2.36.so), and the file is trusted by its build-id, not by where it is. A path
+	 * is looked at before it is opened (agent_open_regular): a device or a FIFO is never
+	 * opened, and what is opened is read only through that one descriptor. */
 	struct stat st;
-	int fd = hal_open_file(AT_FDCWD, mod->path, true, &st);
-	if (fd < 0)
-		return -1;
-	int err = -EACCES;
-	if (s->owner == (uid_t)-1 || st.st_uid == s->owner || (st.st_mode & S_IROTH))
-		err = rb_elf_read(fd, (uint64_t)st.st_size, s->budget, elf);
-	close(fd);
-	if (err)
-		return -1;
-	bool same = elf->build_id_len == mod->build_id_len &&
-		    memcmp(elf->build_id, mod->build_id, mod->build_id_len) == 0;
-	if (!same || !elf->nsyms) {
-		rb_elf_free(elf);
+	struct rb_elf file;
+	memset(&file, 0, sizeof(file));
+	int fd = agent_open_regular(mod->path, s->owner, &st);
+	if (fd >= 0) {
+		if (rb_elf_read(fd, (uint64_t)st.st_size, s->budget, &file) != 0 ||
+		    !same_id(&file, mod))
+			rb_elf_free(&file);
+		close(fd);
+	}
+	bool here = file.build_id_len != 0; /* the file that ran is on this machine */
+	if (!here || !file.full_symtab || !file.nsyms) {
+		/* Stripped, or not here at all: its debug file has the full table. */
+		struct rb_elf dbg;
+		if (agent_debug_find(mod, here ? &file : NULL, s->owner, s->budget - file.bytes,
+				     &dbg) == 0) {
+			rb_elf_free(&file);
+			file = dbg;
+		}
+	}
+	if (!file.nsyms) {
+		rb_elf_free(&file);
 		return -1;
 	}
+	*elf = file;
 	s->budget -= elf->bytes;
 	return 1;
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * agent/analysis/symbols.h - names for {module, virtual address}: from the module's ELF symbol table
- * when the file on this machine has the same build-id, else "<build-id>+0xoffset", which
- * can be symbolised elsewhere from the unstripped binary.
+ * when the file on this machine has the same build-id, or from its separate debug file when
+ * it is stripped (agent/analysis/debugfile.h: by build-id, .gnu_debuglink or debuginfod),
+ * else "<build-id>+0xoffset", which can be symbolised elsewhere from the debug file.
  */
 #ifndef JITT_AGENT_SYMBOLS_H
 #define JITT_AGENT_SYMBOLS_H
@@ -19,7 +20,7 @@
  * A module path comes from a trace file, which its writer controls: it may name a device,
  * a FIFO, a folder, /etc/shadow or a file crafted to be huge. So (docs/security.md) a module
  * is opened only when the trace gives its build-id and its path is absolute, only as a
- * regular file (hal_open_file: O_NONBLOCK, nothing blocks or is read from a device), read
+ * regular file (agent_open_regular: looked at first, so a device or FIFO is never opened), read
  * with pread under caps (ringbuf/elf.h) and within one budget for the whole trace, and its
  * symbols used only when its build-id is the trace's. Anything else is shown by module and
  * offset. With an owner set (jittd), the file must also be one the trace's writer could
@@ -43,7 +44,8 @@ int agent_symbols_open(struct agent_symbols *s, const struct rb_trace *t);
  * root), so one app cannot learn another's private function names. Before first use. */
 void agent_symbols_set_owner(struct agent_symbols *s, uid_t uid);
 void agent_symbols_close(struct agent_symbols *s);
-/* True when module m's file is here, with the same build-id and a symbol table. */
+/* True when module m has names here: its file with the same build-id and a symbol table,
+ * or its debug file (the first call may look for one, and ask a debuginfod server). */
 bool agent_symbols_ready(struct agent_symbols *s, int m);
 /* "name", "name+0x12", "<build-id>+0xoffset"; module < 0 gives "?0x<vaddr>". */
 void agent_symbol_name(struct agent_symbols *s, int module, uint64_t vaddr, char *out, size_t size);

@@ -100,6 +100,9 @@ int cli_out_open(const char *prog, const char *path, mode_t mode, const char *co
 /* Closes o->f: when e is 0 and the writes went through, the temporary is renamed over PATH;
  * otherwise it is removed. Returns e, or -EIO (a failed write), or rename's -errno. */
 int cli_out_close(struct cli_out *o, int e);
+/* Where debug files of stripped modules come from (agent/cli/cli_symbols.c): called once by
+ * main(), before any command reads a trace. */
+void cli_symbols_setup(void);
 
 /* For the commands that talk to a control socket (agent/cli/cli_ctl.c). */
 #include "agent/ctl.h"

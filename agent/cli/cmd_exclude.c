@@ -353,8 +353,9 @@ int cmd_exclude(int argc, char **argv)
 		fputs("jitt exclude: these traces hold no calls: nothing to list\n", stderr);
 		status = 1;
 	} else if (!status && !named) {
-		fputs("jitt exclude: no function of these traces has a name here (is the program, "
-		      "with its symbols, on this machine?): nothing to list\n",
+		fputs("jitt exclude: no function of these traces has a name here (is the program "
+		      "with its symbols, or its debug file, on this machine? docs/symbols.md): "
+		      "nothing to list\n",
 		      stderr);
 		status = 1;
 	}

@@ -34,6 +34,7 @@ static int usage(FILE *out)
 int main(int argc, char **argv)
 {
 	(void)cli_sigbus_install();
+	cli_symbols_setup();
 	if (argc < 2)
 		return usage(stderr);
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)

@@ -5,10 +5,12 @@
 # source package; for the uploader's tests, the host's mbedtls and SQLite (the reference
 # collector), nginx, curl and openssl; tcl, whose tclsh generates SQLite's amalgamation
 # (board/common/sqlite.sh: the collector built for a board, speedtest1); for the viewer
-# test (tests/viewer-check.sh), Node.js with npm and Chromium. Called by `make deps`, and
-# by any make target that finds a tool missing. The real programs' tests (tests/sdk-check.sh,
+# test (tests/viewer-check.sh), Node.js with npm and Chromium; for the symbols test
+# (tests/symbols-check.sh), elfutils' debuginfod server, which serves a stripped program's
+# debug file to `jitt`'s own client, and binutils' objcopy and strip, which make that
+# program and its debug file. The real programs' tests (tests/sdk-check.sh,
 # nonlocal-check.sh, real-programs.sh) build with pkgconf, cmake, g++ and libevent, and
-# compare with perf.
+# compare with perf. Called by `make deps`, and by any make target that finds a tool missing.
 #
 # Usage: deps.sh            install what is missing (root only)
 #        deps.sh --check    exit 0 when all is there, 1 otherwise; prints what is missing
@@ -53,6 +55,8 @@ tcl:/usr/bin/tclsh
 nodejs:/usr/bin/node
 npm:/usr/bin/npm
 chromium:/usr/bin/chromium
+debuginfod:/usr/bin/debuginfod
+binutils:/usr/bin/objcopy
 "
 
 missing_packages() {

@@ -137,6 +137,12 @@ CONF
 # upload_poll_s = 30
 # upload_backoff_ms = 2000
 # upload_allow_ethernet = $(yn "${CONFIG_UPLOADER_ALLOW_ETHERNET:-n}")
+
+# Where the jitt command fetches debug files of stripped binaries (docs/symbols.md):
+# http:// debuginfod servers, space-separated (DEBUGINFOD_URLS wins), and the cache
+# folder (default: the user's ~/.cache/jitt/debuginfod). jittd never asks a server.
+# debuginfod_urls = http://debuginfod.example:8002
+# debuginfod_cache = /var/cache/jitt-debuginfod
 CONF
 } >"$tmp"
 put 0644 "$tmp" "$conf"
