@@ -79,7 +79,7 @@ int agent_ctl_parse_request(const char *buf, size_t len, char *cmd, size_t cmd_s
 
 /*
  * The server: a listening socket and a table of clients, driven by its owner's poll loop
- * and never blocking it (issue 12, item 4: one silent client used to hold the hang
+ * and never blocking it (a hostile client: one silent client used to hold the hang
  * detector and jittd for 200 ms each). The owner asks for the pollfds and the next
  * deadline, polls, and calls agent_ctl_server_step() with what poll() said:
  *

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * hal/sched.h - when a thread left its CPU and came back, and why: the kernel's
- * context-switch records (issue 15), so that time a thread spent preempted (runnable, not
- * running) is not counted as the self time of whatever function it was in.
+ * context-switch records (a frame can be slow because other processes held its CPU), so
+ * that time a thread spent preempted (runnable, not running) is not counted as the self
+ * time of whatever function it was in.
  *
  * Source 1, perf: one software "dummy" event per thread with context_switch and
  * sample_id_all (TID, TIME, CPU), its clock CLOCK_MONOTONIC (the trace file's header maps it

@@ -49,11 +49,12 @@
  *
  * Not reentrant: a signal handler compiled with -finstrument-functions that interrupts a
  * trace point of its own thread spoils a record or two of that thread's ring. Everywhere,
- * as before issue 15: the interrupted record or the handler's entry is overwritten, which
- * can leave an entry without its exit. On x86_64, where the advance is an ADD to pos, also
- * a slot skipped with what an earlier lap left there (the handler's records moved pos on
- * before the interrupted trace point added its 8). Exclude such handlers from
- * instrumentation, or keep them off traced threads.
+ * as before the trace point lost a third of its instructions (docs/ringbuf.md): the
+ * interrupted record or the handler's entry is overwritten, which can leave an entry
+ * without its exit. On x86_64, where the advance is an ADD to pos, also a slot skipped with
+ * what an earlier lap left there (the handler's records moved pos on before the interrupted
+ * trace point added its 8). Exclude such handlers from instrumentation, or keep them off
+ * traced threads.
  */
 #ifndef JITT_RINGBUF_TRACE_H
 #define JITT_RINGBUF_TRACE_H

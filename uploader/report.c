@@ -140,7 +140,7 @@ struct rep {
 	char *err;
 	size_t errsize;
 	int e;		 /* the first error of this rendering */
-	int64_t version; /* the summary's: 2, or 3 with the scheduling figures (issue 15) */
+	int64_t version; /* the summary's: 2, or 3 with the scheduling figures (preempted time) */
 };
 
 /* An entry's elements past f: a top-list entry [f, self_ns, calls, blocked_ns, cut] and a
@@ -359,11 +359,12 @@ static void put_int_members(struct wbuf *w, struct rep *r, uint32_t v, const cha
 }
 
 /*
- * Version 3's window.sched: how the thread's scheduling was seen (issue 15). The source is
- * one of three fixed words, written as this file's own; migrations a count; cpu_ns the
- * running time per CPU class, only the classes little, middle and big, each at most once,
- * written in that order. None of it says who or which device: a count of CPU moves and a
- * split over core sizes every phone of a kind shares. Other members are never written.
+ * Version 3's window.sched: how the thread's scheduling was seen, to tell time preempted by
+ * other processes from time working. The source is one of three fixed words, written as
+ * this file's own; migrations a count; cpu_ns the running time per CPU class, only the
+ * classes little, middle and big, each at most once, written in that order. None of it says
+ * who or which device: a count of CPU moves and a split over core sizes every phone of a
+ * kind shares. Other members are never written.
  */
 static void put_sched(struct wbuf *w, struct rep *r, uint32_t v)
 {

@@ -30,11 +30,12 @@
  *
  * A silence, over EXCLUDE_SILENCE_NS between two records of a thread, is left out of the
  * running time and of every self time: where every function is a trace point, records
- * come every few tens of ns, and such a gap is the thread waiting for a core (issue 15
- * found 21-82% of an interpreter's traces in such gaps on this loaded 2-core machine) or
- * in a system call jitt does not wrap, rarely a long stretch of uninstrumented work.
- * Counted, they made speedtest1's overhead look like 1.06x where it was 2x. Until traces
- * record the thread's switches, leaving them out errs towards excluding more.
+ * come every few tens of ns, and such a gap is the thread waiting for a core (looking into
+ * frames made slow by other processes found 21-82% of an interpreter's traces in such gaps
+ * on this loaded 2-core machine) or in a system call jitt does not wrap, rarely a long
+ * stretch of uninstrumented work. Counted, they made speedtest1's overhead look like 1.06x
+ * where it was 2x. Until traces record the thread's switches, leaving them out errs towards
+ * excluding more.
  *
  * What is never picked: the `keep` functions of most self time (the summary's top list:
  * excluding them would change what the summary says first), functions seen fewer than

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/analysis/export.h - a trace file for the viewers people already use (issue 5, Exports;
- * issue 14, what the viewers really load: docs/exports.md): Chrome trace-event JSON
- * (ui.perfetto.dev, speedscope), folded stacks weighted by self time (flamegraph.pl,
- * speedscope), and Perfetto's own protobuf (agent/analysis/perfetto.h, ui.perfetto.dev).
+ * agent/analysis/export.h - a trace file for the viewers people already use (what each of
+ * them really loads, checked by opening the exports in them: docs/exports.md): Chrome
+ * trace-event JSON (ui.perfetto.dev, speedscope), folded stacks weighted by self time
+ * (flamegraph.pl, speedscope), and Perfetto's own protobuf (agent/analysis/perfetto.h,
+ * ui.perfetto.dev).
  *
  * Every export streams: one thread at a time, events straight from the streaming decoder,
  * so memory is the decoder's bit per slot, the stack of open calls and (folded only) the

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * agent/analysis/sched.h - where a thread ran during the summary's window, from the trace
- * file's scheduling records (issue 15): with perf's context switches, its running time per
- * CPU class and its migrations; with the schedstat fallback, the run-queue wait between the
- * window's first and last samples. The per-function split of preempted time is the
- * calling-context tree's (cct.h); this is the window's.
+ * file's scheduling records (time other processes took, not its code): with perf's context
+ * switches, its running time per CPU class and its migrations; with the schedstat fallback,
+ * the run-queue wait between the window's first and last samples. The per-function split of
+ * preempted time is the calling-context tree's (cct.h); this is the window's.
  */
 #ifndef JITT_AGENT_SCHED_H
 #define JITT_AGENT_SCHED_H

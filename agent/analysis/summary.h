@@ -123,11 +123,12 @@ struct summary_frames {
 enum summary_window_kind { SUMMARY_WINDOW_FRAME, SUMMARY_WINDOW_SPAN };
 
 /*
- * Where the window's thread ran (issue 15). perf: the kernel's context switches split the
- * window exactly and per function (cct.h), and say on which CPUs it ran. schedstat: only
- * the thread's totals sampled at frame boundaries; the preempted time is the run-queue
- * wait between the window's first and last samples, and functions' self time still holds
- * it (the text says so). none: preemption cannot be told from work.
+ * Where the window's thread ran, to tell time preempted by other processes from time
+ * working. perf: the kernel's context switches split the window exactly and per function
+ * (cct.h), and say on which CPUs it ran. schedstat: only the thread's totals sampled at
+ * frame boundaries; the preempted time is the run-queue wait between the window's first and
+ * last samples, and functions' self time still holds it (the text says so). none:
+ * preemption cannot be told from work.
  */
 enum summary_sched_source { SUMMARY_SCHED_NONE, SUMMARY_SCHED_PERF, SUMMARY_SCHED_SCHEDSTAT };
 

@@ -343,7 +343,8 @@ static void json_chain(FILE *out, const struct summary *s, struct ftable *ft,
 
 /* "sched": the source and what the blocked time is ("asleep" off the CPU, or, with no
  * switch records, the "waits" whole: blocked_is_asleep); with perf the migrations and, on a
- * machine of two or more CPU classes, the running time on each (issue 15). */
+ * machine of two or more CPU classes, the running time on each (the scheduling records:
+ * docs/summary-format.md). */
 static void json_sched(FILE *out, const struct summary *s)
 {
 	const struct summary_sched *sc = &s->sched;
@@ -818,7 +819,8 @@ static void text_blocked_assumed(FILE *out, const struct summary *s)
 /*
  * The rest of the window's line: how its time split into running, preempted and blocked,
  * where the thread ran, what blocked time is, and, when preemption took most of it, the
- * verdict that the code below is not the culprit (issue 15).
+ * verdict that the code below is not the culprit (the frame was made slow by other
+ * processes, not by code).
  */
 static void text_window(FILE *out, const struct summary *s)
 {

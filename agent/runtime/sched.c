@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agent/runtime/sched.c - each traced thread's scheduling (issue 15): when it was switched
- * out and in, and why, so the summary can tell time preempted from time working.
+ * agent/runtime/sched.c - each traced thread's scheduling (frames made slow by other
+ * processes): when it was switched out and in, and why, so the summary can tell time
+ * preempted from time working.
  *
  * A thread that starts being traced gets a perf context-switch ring (hal/sched.h) of
  * sched_pages pages: the kernel writes it at each switch, nothing runs on the thread. When

@@ -128,8 +128,8 @@ static int64_t one_int(sqlite3 *db, const char *sql)
 }
 
 /* Self time per function name, summed over reports, and beside it the preempted time that
- * version 2 reports give (issue 15: time the function waited for a CPU, not its code's):
- * a small open table, grown by doubling. */
+ * version 2 reports give (scheduling records: time the function waited for a CPU, not its
+ * code's): a small open table, grown by doubling. */
 struct fn_sum {
 	char *name;
 	int64_t ns, preempted_ns;
