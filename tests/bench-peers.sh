@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 #
 # bench-peers.sh BIN_DIR [OUT_DIR] - jitt against the tracers an OEM engineer would pick
-# instead (issue 16; docs/peers.md says what each figure means and what it leaves out):
+# instead (an OEM weighing jitt for its image; docs/peers.md says what each figure means and
+# what it leaves out):
 #
 #   jitt        BIN_DIR/peers-jitt: the board build (static, musl, -flto, hooks inlined)
 #   uftrace-pg  gcc -pg, recorded by `uftrace record` (its libmcount's mcount)

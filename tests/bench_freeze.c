@@ -10,7 +10,8 @@
  *                                    wrapped rings; the control thread's measured time
  *   written, 4 and 32 MiB            rb_trace_write (with its fsyncs) of full rings of
  *                                    those sizes: the part that grows with the ring
- * Targets (issue 6): 4 MiB at most 50 ms, 32 MiB at most 200 ms, including fsync.
+ * The freeze's targets, set with the public API: 4 MiB at most 50 ms, 32 MiB at most
+ * 200 ms, including fsync.
  */
 #include "agent/jitt.h"
 #include "agent/runtime/runtime.h"

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench-sched: what recording a thread's context switches costs (hal/sched.h, issue 15).
+ * bench-sched: what recording a thread's context switches costs (hal/sched.h: time other
+ * processes took).
  *
  *   per switch    two threads pinned to one CPU hand a byte back and forth through pipes
  *                 (each hand-over is a switch out sleeping and one in), without and with a

@@ -131,7 +131,8 @@ expect "jitt export --format=svg: usage" 2 "usage: jitt export" \
 expect "jitt export without --format: usage" 2 "usage: jitt export" "$jitt" export "$golden"
 expect "jitt export -x: usage" 2 "usage: jitt export" "$jitt" export --format=chrome -x "$golden"
 expect "jitt export --help" 0 "" "$jitt" export --help
-# Each usage error says what is wrong (issue 14): the valid formats, the missing one.
+# Each usage error says what is wrong, for a first export by hand: the valid formats, the
+# missing one.
 expect "jitt export --format=json: names the valid formats" 2 \
 	"the formats are chrome, folded and perfetto, not 'json'" "$jitt" export --format=json "$golden"
 expect "jitt export without --format: asks which" 2 "which format?" "$jitt" export "$golden"
@@ -245,7 +246,7 @@ if awk '{ n = split($1, f, ";"); if (n > 3) bad = 1 } END { exit bad }' "$tmp/ou
 else
 	fail "--max-stack 1: a label, the cut and one frame a line"
 fi
-# Names from a summary's JSON and file names reach the terminal escaped (issue 12 item 8):
+# Names from a summary's JSON and file names reach the terminal escaped (hostile names):
 # no ESC, CR, BEL, C1 CSI or bidi override in what jitt diff, summarize and decode print.
 # Version 3, so the evil name also reaches diff's functions table and its chain line.
 for side in a b; do

@@ -1,12 +1,12 @@
 #!/bin/sh
-# Issue 14: every jank scenario of the sim app (compute, blocked, many-short, hang) exported
-# in the three formats, each checked by tests/export_verify.py, which shares no code with
-# jitt: Perfetto decoded by protoc against Perfetto's own protos (no unknown field, interned
-# names defined before use, clocks, tracks, begin/end and flows), Chrome JSON (strict, B/E
-# balanced and named alike), folded stacks; then self time per function agrees between the
-# three exports and `jitt summarize --json` (hang included), and the culprit the app says it
-# injected has a large self time in every export (hang: the detector froze the rings while
-# the culprit still ran, so its time runs to the freeze).
+# What the viewers really load: every jank scenario of the sim app (compute, blocked,
+# many-short, hang) exported in the three formats, each checked by tests/export_verify.py,
+# which shares no code with jitt: Perfetto decoded by protoc against Perfetto's own protos
+# (no unknown field, interned names defined before use, clocks, tracks, begin/end and
+# flows), Chrome JSON (strict, B/E balanced and named alike), folded stacks; then self time
+# per function agrees between the three exports and `jitt summarize --json` (hang included),
+# and the culprit the app says it injected has a large self time in every export (hang: the
+# detector froze the rings while the culprit still ran, so its time runs to the freeze).
 #
 # usage: export-scenarios.sh BIN_DIR [KEEP_DIR]
 #   BIN_DIR   holds jitt and jank-sim (the host's: build/host/bin)

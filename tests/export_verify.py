@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Independent checkers for `jitt export`'s three formats (issue 14). Python 3 stdlib, and
-protoc (Debian's protobuf-compiler) for Perfetto; shares no code with jitt.
+"""Independent checkers for `jitt export`'s three formats (what the viewers really load).
+Python 3 stdlib, and protoc (Debian's protobuf-compiler) for Perfetto; shares no code with
+jitt.
 
 usage:
   export_verify.py perfetto FILE DESC [--save SELF.json]

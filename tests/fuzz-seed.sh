@@ -7,11 +7,12 @@
 #   diff/<a>-<b>.json               `jitt summarize --json` of two scenarios, A and B joined by
 #                                   one NUL byte, as tests/fuzz_diff.c splits them, and each
 #                                   summary alone (diffed against itself); diff/v3-*.json are
-#                                   hand-written (summary version 3, issue 15) and kept;
-#   crafted/                        hand-made traces of what issue 12 found around the
-#                                   parsers: a call chain 300 deep (item 6: output quadratic
-#                                   in the depth, a summary past 4 KiB) and a thread name
-#                                   holding a terminal escape (item 8).
+#                                   hand-written (summary version 3, with the scheduling
+#                                   figures) and kept;
+#   crafted/                        hand-made hostile traces (docs/security.md) for the
+#                                   parsers: a call chain 300 deep (output was quadratic in
+#                                   the depth, a summary past 4 KiB) and a thread name
+#                                   holding a terminal escape.
 # Run from the top of the tree: sh tests/fuzz-seed.sh. The seeds are committed; this is only
 # needed when the trace or summary format changes.
 set -eu

@@ -3,7 +3,7 @@
  * tests/fuzz_common.h - what the libFuzzer targets (tests/fuzz_<name>.c) share: a fuzzed trace
  * parsed the way jittd would meet it, and an output stream that keeps a bounded prefix of
  * what was written so a target can check it (valid JSON, well-formed lines) without a
- * quadratic output (issue 12, item 6) taking the fuzzer's memory.
+ * quadratic output (a hostile trace nested thousands deep) taking the fuzzer's memory.
  */
 #ifndef JITT_TESTS_FUZZ_COMMON_H
 #define JITT_TESTS_FUZZ_COMMON_H
@@ -28,7 +28,7 @@ _Noreturn void fuzz_fail(const char *file, int line, const char *what);
  * A fuzzed trace: the input copied to an 8-byte aligned buffer (as jittd reads a file), its
  * CRC made to match when crc_fix (so mutations get past the checksum to the structure and the
  * rings behind it), parsed. Symbols are opened but never loaded: a fuzzed file names any path
- * it likes (issue 12, item 9), and the fuzzer must not open them. 0 or -EINVAL.
+ * it likes (as a hostile trace would), and the fuzzer must not open them. 0 or -EINVAL.
  */
 struct fuzz_trace {
 	uint8_t *buf;

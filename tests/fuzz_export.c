@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Kept for checking; a deep trace's folded export is quadratic (issue 12, item 6), and
- * only its size is counted past this. */
+/* Kept for checking; a deep trace's folded export is quadratic in its depth, and only its
+ * size is counted past this. */
 #define KEEP (1u << 20)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

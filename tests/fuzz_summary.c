@@ -6,10 +6,10 @@
  *   - the JSON is one valid JSON object of schema jitt.summary (uploader/json.h), and
  *     `jitt diff` reads it back (diff_side_add_summary): what jitt writes, jitt reads;
  *   - with FUZZ_STRICT_4K set (the environment, or -DFUZZ_STRICT_4K), the JSON is within
- *     SUMMARY_JSON_MAX bytes for every trace that summarises (issue 12, item 6: the 4 KiB
- *     promise holds for every input; make fuzz sets it);
- *   - with FUZZ_STRICT_TEXT set, the text has no control byte but newline and tab (issue 12,
- *     item 8: names from a trace cannot drive a terminal; make fuzz sets it too).
+ *     SUMMARY_JSON_MAX bytes for every trace that summarises (hostile traces, nested
+ *     thousands deep: the 4 KiB promise holds for every input; make fuzz sets it);
+ *   - with FUZZ_STRICT_TEXT set, the text has no control byte but newline and tab (hostile
+ *     names: names from a trace cannot drive a terminal; make fuzz sets it too).
  */
 #include "agent/analysis/diff.h"
 #include "uploader/json.h"
@@ -27,8 +27,8 @@
 #define STRICT_4K_BUILT 0
 #endif
 
-/* Kept for checking; past this the output is only counted (before issue 12's item 6 a deep
- * trace made megabytes of it). */
+/* Kept for checking; past this the output is only counted (before deep nesting was bounded,
+ * a deep trace made megabytes of it). */
 #define KEEP (4u << 20)
 
 static bool strict_4k, strict_text;

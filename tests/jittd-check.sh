@@ -497,7 +497,7 @@ else
 	wait "$app" 2>/dev/null
 fi
 
-# ---- hostile clients on jittd's socket (issue 12, items 4 and 10) ----
+# ---- hostile clients on jittd's socket: silent connections, malformed requests ----
 # A request as raw bytes (a Python bytes literal); prints the reply on one line (newlines as
 # "\n"), then "END" when the server's close was clean or the error when it was a reset.
 ask_raw() { # socket bytes
@@ -604,9 +604,9 @@ s.sendall(b"\xc2\x9bscan\n"); s.recv(4096)' "$sock"
 	stop
 fi
 
-# ---- issue 12: files other users control ----
+# ---- hostile input: files other users control ----
 # A data folder another user could change: jittd refuses to start, names the folder and says
-# why (items 3 and 10). Bounded by timeout: a jittd that starts there would run on.
+# why. Bounded by timeout: a jittd that starts there would run on.
 d=$tmp/strict
 setup "$d"
 refused() { # what, text: jittd exits 1 at start and says text
@@ -642,7 +642,8 @@ sed -i "s|^data_dir = .*|data_dir = data|" "$d/conf"
 refused "a relative data_dir: refused" "absolute path"
 
 # Entries planted in the spool under a trace's name: a symlink to another user's file, a
-# FIFO, a socket (its open fails: ENXIO), a hard link to that file. Removed, never followed, read or moved (items 2 and 3).
+# FIFO, a socket (its open fails: ENXIO), a hard link to that file. Removed, never followed,
+# read or moved.
 d=$tmp/planted
 setup "$d" "keep_traces = 1"
 start "$d"
@@ -665,7 +666,7 @@ check "planted: the log names each and what it was" is \
 	"$(grep -c -e 'trace-link.jtr: a symbolic link in the spool' -e 'trace-fifo.jtr: a FIFO in the spool' -e 'trace-sock.jtr: a socket in the spool' -e 'trace-hard.jtr: a hard link' "$d/log")" 4
 
 # Kept and quarantined traces are jittd's own files, mode 0600, not the writer's moved in
-# with its owner and mode (item 10).
+# with its owner and mode.
 if [ "$(id -u)" -eq 0 ]; then
 	cp "$golden" "$d/data/spool/.tmp-theirs" && chown 65534:65534 "$d/data/spool/.tmp-theirs" &&
 		chmod 0644 "$d/data/spool/.tmp-theirs" && mv "$d/data/spool/.tmp-theirs" "$d/data/spool/trace-theirs.jtr"
@@ -683,7 +684,7 @@ else
 fi
 stop
 
-# Writers killed while persisting (item 5): a gone writer's temporary is removed, at start
+# Writers killed while persisting: a gone writer's temporary is removed, at start
 # and on each pass, and counted; a live writer's is left alone.
 d=$tmp/temporaries
 setup "$d"

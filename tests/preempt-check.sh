@@ -1,8 +1,8 @@
 #!/bin/sh
-# Issue 15: a frame made slow by other processes, not by code. jank-sim --scenario=preempted
-# runs its frames' normal 3 ms of work while hog processes hold the UI thread's CPU
-# (sim/hog.c), the jank detector fires and persists a trace, and the summary must say the
-# thread was preempted rather than name an innocent function:
+# Preempted time: a frame made slow by other processes, not by code. jank-sim
+# --scenario=preempted runs its frames' normal 3 ms of work while hog processes hold the UI
+# thread's CPU (sim/hog.c), the jank detector fires and persists a trace, and the summary
+# must say the thread was preempted rather than name an innocent function:
 #   - the detector is jank;
 #   - window.sched.source is perf or schedstat (printed);
 #   - window.preempted_ns is at least half of window.ns, and running_ns + preempted_ns +
@@ -114,7 +114,7 @@ scenario() {
 	if missing:
 	    # Summary schema version 2 and older: the window's time is not split by the scheduler.
 	    say(False, "the window's time split by the scheduler",
-	        "summary schema version %s has no window.%s (version 3 adds them, issue 15); "
+	        "summary schema version %s has no window.%s (version 3 adds them); "
 	        "the window: %s" % (version, ", window.".join(missing), json.dumps(w)))
 	    sys.exit(0)
 	ns, run, pre, blk = w["ns"], w["running_ns"], w["preempted_ns"], w["blocked_ns"]

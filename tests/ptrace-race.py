@@ -1,20 +1,21 @@
 #!/usr/bin/env python3
-# Deterministic races against a running jittd, for tests/jittd-check.sh (issue 12): the
-# moment another user's process would have to hit by luck is made exact by stopping jittd's
-# threads at their system calls (ptrace, x86_64 Linux, root or CAP_SYS_PTRACE).
+# Deterministic races against a running jittd, for tests/jittd-check.sh (hostile input:
+# files other users control): the moment another user's process would have to hit by luck is
+# made exact by stopping jittd's threads at their system calls (ptrace, x86_64 Linux, root
+# or CAP_SYS_PTRACE).
 #
 #   ptrace-race.py PID DIR NAME fifo FIFO     when a thread opens DIR/NAME, FIFO is renamed
 #                                             over it first: the listing saw a file, the open
-#                                             meets a FIFO (item 2)
+#                                             meets a FIFO
 #   ptrace-race.py PID DIR NAME truncate N    after a thread opened DIR/NAME and took its
 #                                             size, the file is cut to N bytes before the
 #                                             next call (a map, a read): the writer truncating
-#                                             it under jittd (item 1)
+#                                             it under jittd
 #   ptrace-race.py PID DIR NAME hold MARKS    the thread that opened DIR/NAME is held at its
 #                                             next call (not one that may be malloc's, which
 #                                             holds a lock) until MARKS/release exists; MARKS/held
 #                                             says it is held (a summary that takes long:
-#                                             item 10, the socket must answer meanwhile)
+#                                             the socket must answer meanwhile)
 #
 # Prints "attached" on stdout once every thread is traced, then "done MODE" and exits 0 once
 # the race was run, or exits 1 after 60 s without it. Every thread is detached at the end.

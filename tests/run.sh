@@ -88,8 +88,9 @@ for expected in "$golden"/hal-*.txt; do
 		"$fakes/$name" 2>&1 | awk '/^[a-z]/ { skip = ($1 == "timer:" || $1 == "scheduling:") } !skip')"
 done
 
-# The timer section is the machine's own, but it must say how fine the timer really is
-# (issue 15: a VM's TSC moved 21 ticks at a time while its rate said 0.48 ns per tick).
+# The timer section is the machine's own, but it must say how fine the timer really is (a
+# timer coarser than its rate: a VM's TSC moved 21 ticks at a time while its rate said
+# 0.48 ns per tick).
 hal_out=$($qemu "$bin/jitt" hal 2>&1)
 if printf '%s\n' "$hal_out" | grep -q '^  resolution: [0-9][0-9]* ticks* ([0-9.]* ns)'; then
 	echo "ok   jitt hal prints the timer's resolution ($(printf '%s\n' "$hal_out" |
@@ -137,9 +138,9 @@ if [ "$board" = host ]; then
 	if [ $# -gt 0 ]; then
 		counted viewer-check.sh sh "$here/viewer-check.sh" "$bin" "$bin/../viewer-shots" "$@"
 	fi
-	# Issue 15: frames made slow by other processes on the UI thread's CPU, not by code;
-	# the summary must say preempted, not name an innocent function (host: the hogs are the
-	# app run again natively).
+	# Frames made slow by other processes on the UI thread's CPU, not by code; the summary
+	# must say preempted, not name an innocent function (host: the hogs are the app run again
+	# natively).
 	counted preempt-check.sh sh "$here/preempt-check.sh" "$bin"
 	# An app built the way an OEM would, from $(O)/lib/libjitt.a and its flags file.
 	counted libjitt-check.sh sh "$here/libjitt-check.sh" "$bin/../lib" "$bin" musl-gcc
@@ -210,8 +211,8 @@ expect_status "jitt export: bad file" 1 "$bad" export --format=chrome "$bad"
 expect_status "jitt export: bad format" 2 "usage" export --format=svg "$bad"
 expect_status "jitt diff: bad file" 1 "$bad" diff "$bad" "$golden/decode-synthetic.jtr"
 expect_status "jitt diff: one file" 2 "usage" diff "$bad"
-# A FIFO, a folder or a device named as a trace is refused at once, by what it is (issue 12,
-# item 10: a FIFO waited for a writer forever, a folder said "No such device"). `timeout`
+# A FIFO, a folder or a device named as a trace is refused at once, by what it is (hostile
+# arguments: a FIFO waited for a writer forever, a folder said "No such device"). `timeout`
 # only turns a hang into a failure; it measures nothing.
 limit=
 command -v timeout >/dev/null 2>&1 && limit="timeout 10"

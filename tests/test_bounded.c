@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Hostile traces against the analysis (issue 12, items 6 to 8): crafted, CRC-valid traces
- * thousands of calls deep, names full of terminal escapes, contexts sharing a leaf by the
- * thousand. What is asserted is the size of what comes out and the work counted, never a
- * time: output linear in the input, the summary's JSON within 4 KiB for every trace, no
- * control byte from a trace in any output.
+ * Hostile traces against the analysis (bounded work on hostile input): crafted, CRC-valid
+ * traces thousands of calls deep, names full of terminal escapes, contexts sharing a leaf
+ * by the thousand. What is asserted is the size of what comes out and the work counted,
+ * never a time: output linear in the input, the summary's JSON within 4 KiB for every
+ * trace, no control byte from a trace in any output.
  */
 #include "harness.h"
 #include "synth.h"

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The `jitt` command's file arguments (agent/cli/cli_file.c, issue 12 items 1 and 10): what
- * is not a trace file is refused by what it is, at once; and a mapped file truncated by
- * another process while it is read ends the command with a sentence and status 1, not
- * SIGBUS. The truncation is real (a mapping of a file cut to nothing, then read), made in a
- * child so that the handler's _exit ends only the child. tests/run.sh runs the same refusals
- * through the real command. Then files named by -o (agent/cli/cli_out.c): a file is
- * replaced whole, a FIFO or a device written in place, a symbolic link, a folder and the
- * command's own input refused; tests/export-check.sh does the same through `jitt export`.
+ * The `jitt` command's file arguments (agent/cli/cli_file.c; hostile input,
+ * docs/security.md): what is not a trace file is refused by what it is, at once; and a
+ * mapped file truncated by another process while it is read ends the command with a
+ * sentence and status 1, not SIGBUS. The truncation is real (a mapping of a file cut to
+ * nothing, then read), made in a child so that the handler's _exit ends only the child.
+ * tests/run.sh runs the same refusals through the real command. Then files named by -o
+ * (agent/cli/cli_out.c): a file is replaced whole, a FIFO or a device written in place, a
+ * symbolic link, a folder and the command's own input refused; tests/export-check.sh does
+ * the same through `jitt export`.
  */
 #include "harness.h"
 #include "deadline.h"

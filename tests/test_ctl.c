@@ -387,7 +387,7 @@ static bool exists(const char *dir, const char *name)
 	return lstat(path, &st) == 0;
 }
 
-/* Issue 15: an app killed with -9 leaves run_dir/jitt-PID.sock; jittd and the next app
+/* Stale sockets: an app killed with -9 leaves run_dir/jitt-PID.sock; jittd and the next app
  * remove those of processes that are gone, and nothing else, least of all a live socket. */
 TEST(ctl_remove_stale_removes_dead_sockets_only)
 {
@@ -505,7 +505,7 @@ TEST(ctl_may_change)
 	CHECK(!agent_ctl_may_change(&other, -1) || geteuid() == 4242);
 }
 
-/* ---- hostile clients (issue 12, items 4 and 10) ---- */
+/* ---- hostile clients: silent connections, malformed requests ---- */
 
 TEST(ctl_parse_request)
 {

@@ -255,10 +255,10 @@ TEST(report_app_gives_the_build_id_and_basename)
 	CHECK_EQ_INT(up_report_app(planted, strlen(planted), id, 4, name, sizeof(name)), -EINVAL);
 }
 
-/* A version 3 summary (issue 15): the window split into running, preempted and blocked time,
- * the scheduling source, migrations and time per CPU class, preempted_ns as the sixth
- * element of every entry and link, a many-calls link's calls as the seventh. Unknown members
- * planted in the window and in sched. */
+/* A version 3 summary (the scheduling figures): the window split into running, preempted
+ * and blocked time, the scheduling source, migrations and time per CPU class, preempted_ns
+ * as the sixth element of every entry and link, a many-calls link's calls as the seventh.
+ * Unknown members planted in the window and in sched. */
 static const char v3[] =
 	"{\"schema\":\"jitt.summary\",\"version\":3,\"reason\":\"jank: 2 frames over\","
 	"\"detector\":\"jank\",\"thread\":\"ui\","

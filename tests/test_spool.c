@@ -85,8 +85,8 @@ TEST(spool_prepare)
 	CHECK_EQ_INT(prepare(&c, err, sizeof(err)), -ENOTDIR);
 }
 
-/* jittd refuses a data folder another user could change (issue 12, items 3 and 10), and
- * says which folder and why. */
+/* jittd refuses a data folder another user could change (planted symlinks, data_dir = /),
+ * and says which folder and why. */
 static void expect_refused(const char *data_dir, int want, const char *needle)
 {
 	struct agent_config c;
@@ -270,8 +270,9 @@ TEST(spool_missing_folders)
 	CHECK(n == 0 && f == NULL);
 }
 
-/* Writers' temporaries (issue 12, item 5): a gone writer's is removed and counted by the
- * trim; a live writer's is left alone but counts against the caps while it exists. */
+/* Writers' temporaries (of apps killed while persisting): a gone writer's is removed and
+ * counted by the trim; a live writer's is left alone but counts against the caps while it
+ * exists. */
 TEST(spool_trim_removes_gone_writers_temporaries_and_counts_live_ones)
 {
 	struct agent_config c;
@@ -306,7 +307,7 @@ TEST(spool_trim_removes_gone_writers_temporaries_and_counts_live_ones)
 	CHECK(!exists(&c, "spool", "b.jtr") && exists(&c, "spool", live));
 }
 
-/* Entries no writer of ours makes (issue 12, items 2 and 3): listed as what they are
+/* Entries no writer of ours makes (planted by another user): listed as what they are
  * (never followed), neither counted nor trimmed; the target of a symlink is untouched. */
 TEST(spool_planted_entries_are_listed_as_what_they_are_and_never_followed)
 {

@@ -2,7 +2,9 @@
 /*
  * The summary on synthetic traces written through the ring library (tests/synth.h), with
  * exactly known times: windows, top self time, chains, differential ranking, frame
- * statistics, blocked-on with wake-ups followed, and the edge cases of issue 5.
+ * statistics, blocked-on with wake-ups followed, and the edge cases of a ring: empty, one
+ * record, only exits, a wide record cut by the wrap, recursion 10,000 deep, a window with no
+ * calls.
  */
 #include "harness.h"
 #include "synth.h"
@@ -504,7 +506,7 @@ static char *text_of(struct fixture *fx)
 
 /* The detectors that cannot write a mark (external: the control thread cannot write into
  * another thread's ring; hang: the hung thread cannot) are named by the reason the runtime
- * gave the trace. Issue 15: `jitt trigger` traces said "detector": null. */
+ * gave the trace. Before, `jitt trigger` traces said "detector": null. */
 TEST(summary_detector_without_a_mark_comes_from_the_reason)
 {
 	static const struct {
@@ -702,9 +704,9 @@ TEST(summary_json_shares_path_prefixes_so_deep_contexts_fit)
 }
 
 /*
- * Scheduling (issue 15): a frame whose culprit was preempted for most of its call. The
- * trace's context switches are given straight to the parsed trace (as the file's
- * scheduling section gives them): ticks, CPU 0 LITTLE and CPU 1 big.
+ * Scheduling (time other processes took): a frame whose culprit was preempted for most of
+ * its call. The trace's context switches are given straight to the parsed trace (as the
+ * file's scheduling section gives them): ticks, CPU 0 LITTLE and CPU 1 big.
  *   1000 frame begin; 1010 > frame; 1020 > culprit
  *   1100..5100 off, preempted (CPU 0, back on CPU 1); 5200..5300 off, asleep (unwrapped)
  *   6020 < culprit; 6030 wait-begin; 6040..6540 off, preempted, inside the wait (the

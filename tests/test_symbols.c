@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Where symbols may come from (agent/analysis/symbols.h, issue 12 item 9): a trace names
+ * Where symbols may come from (agent/analysis/symbols.h; hostile input): a trace names
  * its modules' paths, and its writer chooses them. Only a regular file, at an absolute
  * path, whose build-id is the trace's gives names; a device, a FIFO (without hanging), a
  * folder, a file of another build-id, a module without a build-id (not even opened) and,

@@ -232,9 +232,9 @@ TEST(elf_reader_survives_mutated_binaries)
 /* kill -9 while files are being written: every trace file there is whole (only the
  * temporary names may hold partial data), never a partial file under a final name. Each
  * round waits for the writer's first whole file, however long this machine takes for one
- * (issue 15: a fixed 5 ms, enough for a 1 MiB write with fsync on an idle machine, saw none
- * under load); the kill then lands in one of the writes after it, a little later each
- * round. */
+ * (a fixed 5 ms, enough for a 1 MiB write with fsync on an idle machine, saw none on a
+ * machine loaded by other processes); the kill then lands in one of the writes after it, a
+ * little later each round. */
 TEST(tracefile_kill_9_during_persist_leaves_only_whole_files)
 {
 	static uint64_t slots[1 << 17]; /* 1 MiB: a write takes a while */
@@ -316,7 +316,7 @@ static void open_refuses(const char *path)
 	_exit(e == -EINVAL && !err[0] && (S_ISFIFO(kind) || S_ISCHR(kind)) ? 0 : 1);
 }
 
-/* A FIFO, a folder or a device named as a trace (issue 12, item 10): refused at once with
+/* A FIFO, a folder or a device named as a trace (a hostile argument): refused at once with
  * what it is, not opened for ever (a FIFO without a writer) or read without end. */
 TEST(tracefile_open_refuses_fifo_folder_and_device_at_once)
 {
@@ -331,9 +331,10 @@ TEST(tracefile_open_refuses_fifo_folder_and_device_at_once)
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
-/* jittd's way (issue 12, item 1): the trace is copied into memory, so the writer truncating
- * the file afterwards changes nothing; a file shorter than its fstat size when read (it
- * shrank meanwhile) is an error naming it, never SIGBUS. */
+/* jittd's way (a mapped trace truncated under jittd used to kill it with SIGBUS): the trace
+ * is copied into memory, so the writer truncating the file afterwards changes nothing; a
+ * file shorter than its fstat size when read (it shrank meanwhile) is an error naming it,
+ * never SIGBUS. */
 static void load_then_truncate(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -393,9 +394,9 @@ TEST(tracefile_load_fd_copies_and_a_shrunk_file_is_an_error)
 }
 
 /*
- * The scheduling section (version 2, issue 15): written with the rings, read back as
- * switches in ticks and times off the CPU; a file with a malformed one is refused with the
- * offset, and a version 1 file (no section) is still read.
+ * The scheduling section (version 2, for time preempted by other processes): written with
+ * the rings, read back as switches in ticks and times off the CPU; a file with a malformed
+ * one is refused with the offset, and a version 1 file (no section) is still read.
  */
 static uint8_t *make_sched_file(size_t *size, const struct hal_sched_event *ev, uint32_t n,
 				char *path, size_t path_size)

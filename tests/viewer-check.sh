@@ -1,7 +1,8 @@
 #!/bin/sh
-# `jitt export` files opened in a real viewer (issue 14): speedscope (npm package, pinned
-# below) in headless Chromium (Debian's), driven by tests/viewer-drive.js over the DevTools
-# protocol on a pipe, the app and the file served on 127.0.0.1. For each FILE:
+# `jitt export` files opened in a real viewer (what it really loads, not what a checker
+# accepts): speedscope (npm package, pinned below) in headless Chromium (Debian's), driven
+# by tests/viewer-drive.js over the DevTools protocol on a pipe, the app and the file served
+# on 127.0.0.1. For each FILE:
 #   import      speedscope imports it with no console warning or error and no page error
 #               (speedscope 1.25 warns "... Doing nothing instead." for each E event it
 #               cannot match to its B), with the importer the extension says, and shows
