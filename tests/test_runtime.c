@@ -11,6 +11,7 @@
 #include "agent/marks.h"
 #include "agent/runtime/runtime.h"
 #include "hal/sched.h"
+#include "hal/timer.h"
 #include "ringbuf/ring.h"
 #include "ringbuf/trace.h"
 #include "ringbuf/tracefile.h"
@@ -311,6 +312,20 @@ TEST(runtime_init_errors)
 	CHECK(strchr(jitt_version(), '.') != NULL);
 	jitt_shutdown();
 	jitt_shutdown(); /* twice is fine */
+}
+
+/* The timer's calibration is the control thread's, off the app's way to main() (the HAL's
+ * probe leaves it running: timer_init_leaves_the_calibration_for_later): with nobody asking
+ * for the rate, the control thread finishes it by itself. */
+TEST(runtime_control_thread_finishes_the_timer_calibration)
+{
+	CHECK_EQ_INT(jitt_init(setup("")), 0);
+	for (int i = 0; i < 1000 && !hal_timer_calibrated(); i++)
+		nap_ms(10);
+	CHECK(hal_timer_calibrated());
+	jitt_shutdown();
+	uint64_t hz = hal_timer_freq();
+	CHECK(hz >= 1000000 && hz <= 10000000000ull);
 }
 
 /* This thread has no ring and records nothing: a trace point leaves pos at 0, and no ring
