@@ -257,7 +257,7 @@ static void finish_calibration(void)
 {
 	uint64_t t1 = 0, n1 = 0;
 	sample_pair(&t1, &n1);
-	uint64_t measured = rate_hz(cal_ticks, cal_ns, t1, n1), ms = (n1 - cal_ns) / 1000000u;
+	uint64_t measured = rate_hz(cal_ticks, cal_ns, t1, n1);
 	/* The counter is already in use (its ticks are in the rings): a rate outside the sane
 	 * range is held to it, and said, rather than the source changed under the rings. The
 	 * quick check at the probe makes this an emulator's oddity, never a real board's. */
@@ -269,7 +269,7 @@ static void finish_calibration(void)
 	info.freq_hz = rate;
 	snprintf(info.reason, sizeof(info.reason),
 		 "invariant TSC; rate calibrated once against CLOCK_MONOTONIC_RAW over %llu ms%s",
-		 (unsigned long long)ms, rate != measured ? ", held to 1 MHz..10 GHz" : "");
+		 (unsigned long long)((n1 - cal_ns) / 1000000u), rate != measured ? ", held to 1 MHz..10 GHz" : "");
 #else
 	/* Firmware sets CNTFRQ and sometimes gets it wrong; believe it only within 1%. */
 	uint64_t reported = info.reported_hz;
