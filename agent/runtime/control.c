@@ -237,15 +237,48 @@ RT static int handle_request(char *path, size_t path_size)
 
 /* ---- the control socket ---- */
 
+/* The traced threads for "status": "thread TID NAME" lines, by the ring's name or the
+ * kernel's; a ring whose thread turned tracing off (it keeps the ring) says "(off)". */
+RT static size_t status_threads(char *reply, size_t size, size_t at)
+{
+	struct rb_ring *rings[MAX_RINGS];
+	struct {
+		pid_t tid;
+		bool on;
+		char name[RB_NAME_MAX];
+	} t[MAX_RINGS];
+	rb_lock();
+	int n = rb_rings(rings, MAX_RINGS);
+	for (int i = 0; i < n; i++) {
+		t[i].tid = rb_ring_tid(rings[i]);
+		t[i].on = rb_ring_on(rings[i]);
+		snprintf(t[i].name, sizeof(t[i].name), "%s", rb_ring_name(rings[i]));
+	}
+	rb_unlock();
+	for (int i = 0; i < n && at < size; i++) {
+		if (!t[i].name[0])
+			(void)hal_thread_name(t[i].tid, t[i].name, sizeof(t[i].name));
+		int w = snprintf(reply + at, size - at, "thread %d %s%s\n", (int)t[i].tid,
+				 t[i].name, t[i].on ? "" : " (off)");
+		at += w > 0 ? (size_t)w : 0;
+	}
+	return at;
+}
+
 RT static int handle_ctl(void *ctx, const struct agent_ctl_peer *peer, const char *cmd,
 			 const char *arg, char *reply, size_t size)
 {
 	struct agent_runtime *rt = ctx;
 	if (!strcmp(cmd, "status")) {
+		/* Who it is and how it was set up, the threads it traces, then the counters. */
 		size_t at = 0;
-		int w = snprintf(reply, size, "pid %d\nversion %s\n", (int)getpid(),
-				 jitt_version());
+		int w = snprintf(reply, size,
+				 "pid %d\nversion %s\nsettings %s\nsettings_found %d\n"
+				 "ring_kb %llu\nmax_threads %u\n",
+				 (int)getpid(), jitt_version(), rt->cfg.file, rt->cfg.file_found,
+				 (unsigned long long)(rb_ring_bytes() / 1024), rt->cfg.max_threads);
 		at = w > 0 ? (size_t)w : 0;
+		at = status_threads(reply, size, at < size ? at : size);
 #define AGENT_STATUS_LINE(name, help)                                                      \
 	if (at < size) {                                                                   \
 		w = snprintf(reply + at, size - at, "%s %llu\n", #name,                   \
