@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE /* O_PATH (glibc; musl has it either way) */
 #include "fs.h"
 
 #include <ctype.h>
