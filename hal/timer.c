@@ -23,7 +23,8 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 /*
  * The calibration, off the start-up path. Measuring a counter's rate takes an interval
  * (CONFIG_HAL_TIMER_CALIBRATION_MS), and a traced app used to sleep through it in its
- * constructor, before main(): a traced hello world took 20.7 ms against 0.14 ms plain. Now
+ * constructor, before main(): a traced hello world took 20.7 ms against 0.14 ms plain
+ * (0.28 ms now: docs/runtime.md, "Start-up"). Now
  * hal_timer_init() takes the first (counter, CLOCK_MONOTONIC_RAW) pair and returns, and
  * the second is taken once the interval has passed, by whoever needs the rate first: the
  * runtime's control thread (its poll timeout waits for it), a trace being written
