@@ -104,9 +104,10 @@ int agent_config_parse(struct agent_config *c, const char *text, size_t size, ch
 /*
  * Load the defaults, then the file: `path`, else $JITT_CONFIG (ignored in a set-uid or
  * set-gid program), else CONFIG_AGENT_CONFIG_FILE. A missing default file is fine; a
- * missing named one is -ENOENT. c->file and c->file_found say which, and whether it was read. Only a regular file is read (symlinks followed): a folder
+ * missing named one is -ENOENT. Only a regular file is read (symlinks followed): a folder
  * is -EISDIR, a FIFO or a device -EINVAL, never waited on; a file over
  * AGENT_CONFIG_MAX_SIZE is -EFBIG. Errors name the file (and what it is) in err.
+ * c->file and c->file_found say which file it was, and whether it was read.
  */
 int agent_config_load(struct agent_config *c, const char *path, char *err, size_t errsize);
 

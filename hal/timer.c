@@ -24,9 +24,9 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
  * The calibration, off the start-up path. Measuring a counter's rate takes an interval
  * (CONFIG_HAL_TIMER_CALIBRATION_MS), and a traced app used to sleep through it in its
  * constructor, before main(): a traced hello world took 20.7 ms against 0.14 ms plain
- * (0.28 ms now: docs/runtime.md, "Start-up"). Now
- * hal_timer_init() takes the first (counter, CLOCK_MONOTONIC_RAW) pair and returns, and
- * the second is taken once the interval has passed, by whoever needs the rate first: the
+ * (0.28 ms now: docs/runtime.md, "Start-up"). Now hal_timer_init() takes the first
+ * (counter, CLOCK_MONOTONIC_RAW) pair and returns, and the second is taken once the
+ * interval has passed, by whoever needs the rate first: the
  * runtime's control thread (its poll timeout waits for it), a trace being written
  * (hal_timer_freq() waits for what is left of the interval), `jitt hal`. Until then the
  * counter runs and its ticks are recorded: the rate is only needed to turn them into time.
@@ -270,7 +270,8 @@ static void finish_calibration(void)
 	info.freq_hz = rate;
 	snprintf(info.reason, sizeof(info.reason),
 		 "invariant TSC; rate calibrated once against CLOCK_MONOTONIC_RAW over %llu ms%s",
-		 (unsigned long long)((n1 - cal_ns) / 1000000u), rate != measured ? ", held to 1 MHz..10 GHz" : "");
+		 (unsigned long long)((n1 - cal_ns) / 1000000u),
+		 rate != measured ? ", held to 1 MHz..10 GHz" : "");
 #else
 	/* Firmware sets CNTFRQ and sometimes gets it wrong; believe it only within 1%. */
 	uint64_t reported = info.reported_hz;
