@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/types.h>
 
 #define MAXCPU CONFIG_HAL_MAX_CPUS
 #define NWORDS ((MAXCPU + 63) / 64)
@@ -485,19 +484,14 @@ int hal_thread_name(pid_t tid, char *buf, size_t size)
 
 /* ---- pinning ---- */
 
-static void to_cpu_set(const uint64_t *bits, cpu_set_t *set)
-{
-	CPU_ZERO(set);
-	for (unsigned i = 0; i < MAXCPU && i < CPU_SETSIZE; i++)
-		if (bit_test(bits, i))
-			CPU_SET(i, set);
-}
-
 static int kernel_set_cpus(void *ctx, pid_t tid, const uint64_t *cpus)
 {
 	(void)ctx;
 	cpu_set_t set;
-	to_cpu_set(cpus, &set);
+	CPU_ZERO(&set);
+	for (unsigned i = 0; i < MAXCPU && i < CPU_SETSIZE; i++)
+		if (bit_test(cpus, i))
+			CPU_SET(i, &set);
 	return sched_setaffinity(tid, sizeof(set), &set) ? -errno : 0;
 }
 
@@ -580,7 +574,7 @@ static int look(struct hal_pin_keeper *k, uint64_t *pinned)
 int hal_pin_keep(struct hal_pin_keeper *k, int64_t now_ms)
 {
 	k->changed = false;
-	if (k->started && now_ms < k->next_ms)
+	if (k->next_ms && now_ms < k->next_ms)
 		return k->err;
 	k->next_ms = now_ms + HAL_PIN_RECHECK_MS;
 	/* The cheap look: nothing came or went, and the caller is where it was put. */

@@ -100,7 +100,8 @@ struct hal_pin_keeper {
 	uint64_t allowed[HAL_CPU_WORDS], pinned[HAL_CPU_WORDS];
 	int64_t next_ms; /* the earliest next look */
 	/* How a thread's CPUs are set and read (tid 0: the caller): sched_setaffinity and
-	 * sched_getaffinity when NULL; tests stand in for the kernel of a fake tree. */
+	 * sched_getaffinity, from hal_pin_keeper_init; tests stand in for the kernel of a
+	 * fake tree. */
 	int (*set_cpus)(void *ctx, pid_t tid, const uint64_t *cpus);
 	int (*get_cpus)(void *ctx, pid_t tid, uint64_t *cpus);
 	void *ctx;
