@@ -75,6 +75,7 @@ CFG void agent_config_defaults(struct agent_config *c)
 	c->max_traces = CONFIG_AGENT_MAX_TRACES;
 	c->max_trace_mb = CONFIG_AGENT_MAX_TRACE_MB;
 	c->max_threads = CONFIG_RB_MAX_TRACED_THREADS;
+	c->ring_kb = (uint32_t)(((uint64_t)1 << CONFIG_RB_RING_SHIFT) / 1024);
 #ifdef CONFIG_AGENT_KEEP_TRACES
 	c->keep_traces = 1;
 #endif
@@ -108,6 +109,8 @@ static const struct {
 	{ "max_traces", offsetof(struct agent_config, max_traces), 1, 10000, 0 },
 	{ "max_trace_mb", offsetof(struct agent_config, max_trace_mb), 1, 100000, 0 },
 	{ "max_threads", offsetof(struct agent_config, max_threads), 1, 64, 0 },
+	/* ringbuf's RB_RING_MIN_BYTES..RB_RING_MAX_BYTES (Kconfig's RB_RING_SHIFT 12..30) */
+	{ "ring_kb", offsetof(struct agent_config, ring_kb), 4, 1048576, 0 },
 	{ "keep_traces", offsetof(struct agent_config, keep_traces), 0, 1, 0 },
 	{ "enabled", offsetof(struct agent_config, enabled), 0, 1, 0 },
 	{ "trace_main", offsetof(struct agent_config, trace_main), 0, 1, 0 },
@@ -216,6 +219,8 @@ CFG static int set(struct agent_config *c, const char *key, const char *val, uns
 				    (long long)numbers[i].min, (long long)numbers[i].max);
 		if (!strcmp(key, "sched_pages") && (v & (v - 1)))
 			return fail(err, errsize, line, "sched_pages wants 0 or a power of two");
+		if (!strcmp(key, "ring_kb") && (v & (v - 1)))
+			return fail(err, errsize, line, "ring_kb wants a power of two (4096: 4 MiB)");
 		if ((!strcmp(key, "jank_normal_pct") || !strcmp(key, "cooldown_preempt_pct")) &&
 		    v > 0 && v <= 100)
 			return fail(err, errsize, line, "%s wants 0 (off) or over 100", key);
@@ -293,6 +298,7 @@ CFG int agent_config_load(struct agent_config *c, const char *path, char *err, s
 		path = CONFIG_AGENT_CONFIG_FILE;
 		named = 0;
 	}
+	snprintf(c->file, sizeof(c->file), "%s", path);
 	/* The settings file is the OEM's (or the admin's), never a user's, so a symlink is
 	 * followed: /etc/jitt.conf may be one in an image. But it is read before main() by
 	 * every traced app and by jittd at start: a FIFO or a device there must not block the
@@ -343,6 +349,7 @@ CFG int agent_config_load(struct agent_config *c, const char *path, char *err, s
 	int e = agent_config_parse(c, text, n, why, sizeof(why));
 	if (e)
 		snprintf(err, errsize, "%s: %s", path, why);
+	c->file_found = !e;
 	return e;
 }
 

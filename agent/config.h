@@ -19,6 +19,8 @@
  *   max_traces    = 8               raw traces kept on disk (spool and traces/), oldest
  *   max_trace_mb  = 128             removed first, by count and by bytes
  *   max_threads   = 2               threads traced at once (CONFIG_RB_MAX_TRACED_THREADS)
+ *   ring_kb       = 4096            each traced thread's ring, KiB, a power of two in
+ *                                   4..1048576 (2^CONFIG_RB_RING_SHIFT bytes)
  *   keep_traces   = 1               jittd keeps a raw trace after summarising it (0: delete)
  *   system_uid    = 1000            besides root, the user allowed to change anything
  *   log_level     = info            error, warn, info, debug
@@ -77,6 +79,7 @@ struct agent_config {
 	uint32_t max_traces;
 	uint32_t max_trace_mb;
 	uint32_t max_threads;
+	uint32_t ring_kb; /* a power of two */
 	int keep_traces;
 	int64_t system_uid; /* -1: none */
 	int log_level;      /* enum agent_log_level */
@@ -86,6 +89,10 @@ struct agent_config {
 	struct agent_upload_config up; /* jittd's uploader (uploader/Kconfig's defaults) */
 	char debuginfod_urls[512];		 /* empty: none */
 	char debuginfod_cache[AGENT_PATH_MAX]; /* empty: the user's cache folder */
+	/* Which settings file agent_config_load looked at, and whether it read it (0: it
+	 * was missing, and the defaults hold): for `jitt status PID` and the start-up line. */
+	char file[AGENT_PATH_MAX];
+	int file_found;
 };
 
 /* The Kconfig defaults. */
@@ -108,6 +115,7 @@ int agent_config_parse(struct agent_config *c, const char *text, size_t size, ch
  * missing named one is -ENOENT. Only a regular file is read (symlinks followed): a folder
  * is -EISDIR, a FIFO or a device -EINVAL, never waited on; a file over
  * AGENT_CONFIG_MAX_SIZE is -EFBIG. Errors name the file (and what it is) in err.
+ * c->file and c->file_found say which file it was, and whether it was read.
  */
 int agent_config_load(struct agent_config *c, const char *path, char *err, size_t errsize);
 

@@ -482,6 +482,131 @@ int hal_thread_name(pid_t tid, char *buf, size_t size)
 	return 0;
 }
 
+/* ---- pinning ---- */
+
+static int kernel_set_cpus(void *ctx, pid_t tid, const uint64_t *cpus)
+{
+	(void)ctx;
+	cpu_set_t set;
+	CPU_ZERO(&set);
+	for (unsigned i = 0; i < MAXCPU && i < CPU_SETSIZE; i++)
+		if (bit_test(cpus, i))
+			CPU_SET(i, &set);
+	return sched_setaffinity(tid, sizeof(set), &set) ? -errno : 0;
+}
+
+static int kernel_get_cpus(void *ctx, pid_t tid, uint64_t *cpus)
+{
+	(void)ctx;
+	cpu_set_t set;
+	if (sched_getaffinity(tid, sizeof(set), &set))
+		return -errno;
+	memset(cpus, 0, NWORDS * sizeof(*cpus));
+	for (unsigned i = 0; i < MAXCPU && i < CPU_SETSIZE; i++)
+		if (CPU_ISSET(i, &set))
+			bit_set(cpus, i);
+	return 0;
+}
+
+void hal_pin_keeper_init(struct hal_pin_keeper *k, enum hal_cpu_class cls, bool all_threads)
+{
+	memset(k, 0, sizeof(*k));
+	k->cls = cls;
+	k->all_threads = all_threads;
+	k->err = -EAGAIN; /* not looked yet */
+	k->set_cpus = kernel_set_cpus;
+	k->get_cpus = kernel_get_cpus;
+}
+
+/* Pins the caller, or every thread of the process (its proc/self/task; under a fake root
+ * without one, the caller). The first error, after trying them all. */
+static int pin_threads(struct hal_pin_keeper *k, const uint64_t *cpus)
+{
+	DIR *dir = NULL;
+	char path[PATH_MAX];
+	if (k->all_threads && hal_path(path, sizeof(path), "proc/self/task") == 0)
+		dir = opendir(path);
+	if (!dir)
+		return k->set_cpus(k->ctx, 0, cpus);
+	int err = 0;
+	struct dirent *e;
+	while ((e = readdir(dir))) {
+		unsigned tid;
+		const char *end = parse_id(e->d_name, &tid);
+		if (!end || *end)
+			continue;
+		int r = k->set_cpus(k->ctx, (pid_t)tid, cpus);
+		if (r && r != -ESRCH && !err) /* a thread that just exited is no error */
+			err = r;
+	}
+	closedir(dir);
+	return err;
+}
+
+/* The full look: the topology, the class's usable CPUs, the pin. */
+static int look(struct hal_pin_keeper *k, uint64_t *pinned)
+{
+	struct hal_topology *t = malloc(sizeof(*t)); /* 2.5 KiB: not on a small stack */
+	if (!t)
+		return -ENOMEM;
+	int err = hal_topology_load(t);
+	if (!err) {
+		for (unsigned i = 0; i < t->ncpus; i++) {
+			if (!k->started && t->cpu[i].allowed)
+				bit_set(k->allowed, t->cpu[i].id);
+			t->cpu[i].allowed = bit_test(k->allowed, t->cpu[i].id);
+		}
+		k->started = true;
+		unsigned ids[MAXCPU];
+		int n = hal_topology_class_cpus(t, k->cls, ids, MAXCPU);
+		err = n < 0 ? n : 0;
+		for (int i = 0; i < n; i++)
+			bit_set(pinned, ids[i]);
+		if (n > 0) {
+			err = pin_threads(k, pinned);
+			hal_cpulist_format(ids, (unsigned)n, k->cpus, sizeof(k->cpus));
+		}
+	}
+	free(t);
+	return err;
+}
+
+int hal_pin_keep(struct hal_pin_keeper *k, int64_t now_ms)
+{
+	k->changed = false;
+	if (k->next_ms && now_ms < k->next_ms)
+		return k->err;
+	k->next_ms = now_ms + HAL_PIN_RECHECK_MS;
+	/* The cheap look: nothing came or went, and the caller is where it was put. */
+	char online[sizeof(k->online)];
+	uint64_t now_cpus[NWORDS];
+	int r = hal_read_text("sys/devices/system/cpu/online", online, sizeof(online));
+	if (r < 0)
+		online[0] = '\0'; /* unreadable: every look is a full one */
+	bool same = r >= 0 && k->started && strcmp(online, k->online) == 0;
+	if (same && k->err == 0)
+		same = k->get_cpus(k->ctx, 0, now_cpus) == 0 &&
+		       !memcmp(now_cpus, k->pinned, sizeof(now_cpus));
+	if (same)
+		return k->err;
+	uint64_t pinned[NWORDS] = { 0 };
+	int err = look(k, pinned);
+	if (err)
+		k->cpus[0] = '\0';
+	k->changed = err != k->err || (!err && memcmp(pinned, k->pinned, sizeof(pinned)));
+	k->err = err;
+	memcpy(k->pinned, pinned, sizeof(pinned));
+	memcpy(k->online, online, sizeof(online));
+	return err;
+}
+
+int64_t hal_pin_keeper_deadline(const struct hal_pin_keeper *k)
+{
+	/* -EACCES: the class has CPUs, none online (and allowed) now; -EINVAL: they went
+	 * offline between the look and the pin. Both may change with hotplug. */
+	return k->err == -EACCES || k->err == -EINVAL ? k->next_ms : INT64_MAX;
+}
+
 int hal_pin_to_class(const struct hal_topology *t, pid_t tid, enum hal_cpu_class cls)
 {
 	unsigned ids[MAXCPU];

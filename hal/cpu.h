@@ -69,6 +69,52 @@ int hal_topology_class_cpus(const struct hal_topology *topo, enum hal_cpu_class 
  * of hal_topology_class_cpus, or the -errno of sched_setaffinity. */
 int hal_pin_to_class(const struct hal_topology *topo, pid_t tid, enum hal_cpu_class cls);
 
+/*
+ * Keeping threads on a class while CPUs come and go. A phone takes cores offline and back
+ * (hotplug, thermal limits); a thread that tried to pin itself while its class had no CPU
+ * online stayed wherever it was, and one whose class all went offline is moved by the
+ * kernel to any CPU, and stays there when they come back. The keeper looks again:
+ *
+ *	hal_pin_keeper_init(&k, HAL_CPU_LITTLE, false);
+ *	each wake-up:   hal_pin_keep(&k, now_ms);   (k.changed: worth a log line)
+ *	poll timeout:   no later than hal_pin_keeper_deadline(&k)
+ *
+ * A look reads sys/devices/system/cpu/online (one small file) and the caller's CPUs, and
+ * only when either changed since the last look loads the topology and pins again: to the
+ * class's CPUs that are online and were allowed before the first pin (the launcher's or
+ * the cpuset's choice; the threads' own CPUs after that are the keeper's). Looks are at
+ * least HAL_PIN_RECHECK_MS apart; the deadline asks for a wake-up only while the class has
+ * CPUs but none usable (offline now), so a pinned thread costs no wake-up at all.
+ */
+#define HAL_PIN_RECHECK_MS 5000
+#define HAL_CPU_WORDS ((CONFIG_HAL_MAX_CPUS + 63) / 64)
+
+struct hal_pin_keeper {
+	enum hal_cpu_class cls;
+	bool all_threads; /* every thread of this process (jittd), else only the caller */
+	int err;	  /* the last look: 0 pinned, or why not (as hal_pin_to_class) */
+	bool changed;	  /* the last hal_pin_keep() pinned elsewhere, or err changed */
+	bool started;	  /* looked once: allowed[] holds the set before the first pin */
+	char cpus[64];	  /* what it is pinned to, as a CPU list; "" when not pinned */
+	char online[128]; /* sys/devices/system/cpu/online at the last look */
+	uint64_t allowed[HAL_CPU_WORDS], pinned[HAL_CPU_WORDS];
+	int64_t next_ms; /* the earliest next look */
+	/* How a thread's CPUs are set and read (tid 0: the caller): sched_setaffinity and
+	 * sched_getaffinity, from hal_pin_keeper_init; tests stand in for the kernel of a
+	 * fake tree. */
+	int (*set_cpus)(void *ctx, pid_t tid, const uint64_t *cpus);
+	int (*get_cpus)(void *ctx, pid_t tid, uint64_t *cpus);
+	void *ctx;
+};
+
+void hal_pin_keeper_init(struct hal_pin_keeper *k, enum hal_cpu_class cls, bool all_threads);
+/* Look, unless the last look was less than HAL_PIN_RECHECK_MS ago (now_ms: any monotonic
+ * clock in ms, the same at every call). Returns k->err. */
+int hal_pin_keep(struct hal_pin_keeper *k, int64_t now_ms);
+/* When the keeper wants to look without any other event: INT64_MAX for never (pinned, or
+ * a reason waiting cannot change, such as no CPU of the class at all). */
+int64_t hal_pin_keeper_deadline(const struct hal_pin_keeper *k);
+
 /* The kernel's name of one of this process's threads ("proc/self/task/<tid>/comm" under
  * hal's root: the program's name, or what pthread_setname_np set), at most size - 1 bytes,
  * without the newline. Returns 0, or -errno (a thread that is gone: -ENOENT). */

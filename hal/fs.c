@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE /* O_PATH (glibc; musl has it either way) */
 #include "fs.h"
 
 #include <ctype.h>
@@ -85,12 +86,41 @@ done:
 	return (int)len;
 }
 
-/* A regular file of root's or ours that no one else may write. */
-static bool owned_by_us(int fd)
+/*
+ * Open path for hal_read_text_owned: a regular file, not a link, owned by root or by the
+ * owner of the folder it is in, and writable by no one else; -EPERM otherwise. The folder
+ * is opened first and the file through it, so the owner compared is that of the folder the
+ * file was found in. The folder's owner, not the reader's: jittd (as its user) and root's
+ * `jitt hal` used to judge a file of jittd's user differently (root said "unknown" where
+ * jittd uploaded). The image's init makes that folder for jittd's user (run_dir, or
+ * data_dir on Android: docs/oem.md), so it names jittd's configured user to every reader,
+ * and only root can give it to anyone else.
+ */
+static int open_owned(const char *path)
 {
-	struct stat st;
-	return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	       (st.st_uid == 0 || st.st_uid == geteuid()) && !(st.st_mode & (S_IWGRP | S_IWOTH));
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	if (!slash || !slash[1])
+		return -EINVAL;
+	snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
+	/* O_PATH: the run folder is 1733, which others may search but not list. */
+	int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	/* O_NOFOLLOW and fstat, so the file checked is the file read, not what a link
+	 * names; O_NONBLOCK, so a FIFO planted there cannot hold the open. */
+	int fd = openat(dfd, slash + 1, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	int err = fd < 0 ? (errno == ELOOP ? -EPERM : -errno) : 0;
+	struct stat ds, st;
+	if (!err && (fstat(dfd, &ds) != 0 || fstat(fd, &st) != 0))
+		err = -errno;
+	else if (!err && (!S_ISREG(st.st_mode) || (st.st_uid != 0 && st.st_uid != ds.st_uid) ||
+			  (st.st_mode & (S_IWGRP | S_IWOTH))))
+		err = -EPERM;
+	close(dfd);
+	if (err && fd >= 0)
+		close(fd);
+	return err ? err : fd;
 }
 
 static int read_text(const char *rel, char *buf, size_t size, bool owned)
@@ -101,15 +131,9 @@ static int read_text(const char *rel, char *buf, size_t size, bool owned)
 		return err;
 	if (size < 2)
 		return -EINVAL;
-	/* Owned: O_NOFOLLOW and fstat, so the file checked is the file read, not what a link
-	 * names; O_NONBLOCK, so a FIFO planted there cannot hold the open. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | (owned ? O_NOFOLLOW | O_NONBLOCK : 0));
+	int fd = owned ? open_owned(path) : open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return owned && errno == ELOOP ? -EPERM : -errno;
-	if (owned && !owned_by_us(fd)) {
-		close(fd);
-		return -EPERM;
-	}
+		return owned ? fd : -errno;
 	return read_text_fd(fd, buf, size);
 }
 

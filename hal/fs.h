@@ -38,7 +38,8 @@ int hal_read_text(const char *rel, char *buf, size_t size);
 /*
  * hal_read_text for a file whose word is trusted, in a folder others may write (the run
  * folder is 1733): -EPERM unless it is a regular file, not a symbolic link, owned by root
- * or by this process's user, and writable by no one else.
+ * or by the owner of its folder (jittd's user, for whom the image's init made it), and
+ * writable by no one else. The same answer whoever reads it: jittd, root, anyone.
  */
 int hal_read_text_owned(const char *rel, char *buf, size_t size);
 

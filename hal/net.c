@@ -55,14 +55,15 @@ static int from_override(struct hal_net_info *info)
 {
 	char word[64], shown[32];
 	/* The run folder lets every app create files: one that wrote "wifi" here must not
-	 * send reports over a phone's data plan. Only root's or jittd's own file counts. */
+	 * send reports over a phone's data plan. Only root's or jittd's user's file counts
+	 * (the folder's owner: hal_read_text_owned), whoever asks. */
 	int n = hal_read_text_owned(CONFIG_HAL_NET_OVERRIDE_FILE, word, sizeof(word));
 	if (n == -ENOENT)
 		return 0;
 	if (n == -EPERM) {
 		snprintf(info->reason, sizeof(info->reason),
-			 "override %s ignored: not a file of root or this user, or others may "
-			 "write it", CONFIG_HAL_NET_OVERRIDE_FILE);
+			 "override %s ignored: not a file of root or its folder's owner, or "
+			 "others may write it", CONFIG_HAL_NET_OVERRIDE_FILE);
 		return 1;
 	}
 	if (n < 0) {

@@ -11,6 +11,10 @@
  * qemu-user does not emulate it on armv7), so hal_timer_init() probes it once and falls back
  * to clock_gettime(CLOCK_MONOTONIC), recording why. Until hal_timer_init() has run, the
  * clock is used: reading the counter before the probe could kill the process with SIGILL.
+ *
+ * The counter's rate is known only after a calibration interval (CONFIG_HAL_TIMER_
+ * CALIBRATION_MS): hal_timer_init() never waits for it, so a traced app's start-up does not
+ * (hal_timer_calibrate() below; docs/hal.md has the measurement).
  */
 #ifndef JITT_HAL_TIMER_H
 #define JITT_HAL_TIMER_H
@@ -35,11 +39,24 @@ struct hal_timer_info {
 };
 
 /*
- * Probe and calibrate, once (thread-safe, idempotent). Returns 0, or -ENOTSUP when
+ * Probe once (thread-safe, idempotent; about 25 us, and no sleep): choose the source and
+ * start the calibration of a counter's rate. Returns 0, or -ENOTSUP when
  * CONFIG_HAL_TIMER_COUNTER forbids the fallback and the counter is unusable.
  */
 int hal_timer_init(void);
-/* The outcome of hal_timer_init() (which it calls if needed). */
+/*
+ * The calibration: the counter's rate measured against CLOCK_MONOTONIC_RAW between a
+ * reading hal_timer_init() took and one taken CONFIG_HAL_TIMER_CALIBRATION_MS later (on
+ * ARM, CNTFRQ is then believed when within 1% of it). hal_timer_calibrate() finishes it,
+ * sleeping for what is left of the interval (thread-safe; returns hal_timer_init()'s
+ * result); hal_timer_calibration_left_ns() says how long that is (0: it would not sleep,
+ * or it is done), for a thread that would rather wait in its own poll(); calibrated is
+ * true once done, and always for the clock, which needs none.
+ */
+int hal_timer_calibrate(void);
+uint64_t hal_timer_calibration_left_ns(void);
+bool hal_timer_calibrated(void);
+/* The outcome of hal_timer_init() and of the calibration (both done first, if needed). */
 const struct hal_timer_info *hal_timer_info(void);
 const char *hal_timer_source_name(enum hal_timer_source source);
 
@@ -61,16 +78,16 @@ uint64_t hal_muldiv_u64(uint64_t a, uint64_t b, uint64_t c);
 
 /* ---- the hot path: everything below is inline and allocation/syscall free ---- */
 
-/* Written once by hal_timer_init(), read on every trace point. Relaxed atomics compile to
- * plain loads and stores on ARM and x86 and keep the publication free of undefined
- * behaviour. */
+/* Written by hal_timer_init() (the source) and the calibration (the rate); the flag is read
+ * on every trace point. Relaxed atomics compile to plain loads and stores on ARM and x86
+ * and keep the publication free of undefined behaviour. */
 extern _Atomic uint64_t hal_timer_freq_hz;
 extern _Atomic bool hal_timer_use_clock;
 
-static inline uint64_t hal_timer_freq(void)
-{
-	return atomic_load_explicit(&hal_timer_freq_hz, memory_order_relaxed);
-}
+/* Ticks per second of hal_timer_now(): finishes the calibration first if it is still
+ * running (then it may sleep up to CONFIG_HAL_TIMER_CALIBRATION_MS), so a trace written
+ * early carries the calibrated rate. Never on the trace point's path. */
+uint64_t hal_timer_freq(void);
 
 #if defined(__aarch64__) || defined(__arm__) || defined(__x86_64__)
 #define HAL_HAVE_COUNTER 1

@@ -24,9 +24,10 @@ enum rb_state {
 };
 
 struct rb_ring {
-	_Atomic uint64_t *slots; /* RB_RING_SLOTS + 1: the last is a spare for a two-slot
-				  * record written at the very end, moved to slot 0 on wrap */
-	uintptr_t end;           /* address of slot RB_RING_SLOTS */
+	_Atomic uint64_t *slots; /* nslots + 1: the last is a spare for a two-slot record
+				  * written at the very end, moved to slot 0 on wrap */
+	uint64_t nslots;         /* the ring's size when it was mapped (rb_set_ring_bytes) */
+	uintptr_t end;           /* address of slot nslots */
 	struct rb_tls *tls;      /* the owner's thread-local control words */
 	_Atomic uint32_t laps;   /* written by the owner (wrap) and by rb_start while off */
 	bool clock;              /* timestamps from clock_gettime; set by rb_start while off */
@@ -46,6 +47,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 #define RB_RING_TABLE 64
 static struct rb_ring *rings[RB_RING_TABLE];
 static int max_threads = CONFIG_RB_MAX_TRACED_THREADS;
+static uint64_t ring_slots = RB_RING_SLOTS; /* of rings mapped from now on */
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
@@ -102,7 +104,7 @@ NO_INSTR static void settle(uintptr_t p)
 		uintptr_t base = (uintptr_t)r->slots;
 		if (p > r->end) {
 			/* A two-slot record ended in the spare slot: its tag belongs at slot 0,
-			 * so the ring reads circularly over RB_RING_SLOTS slots. */
+			 * so the ring reads circularly over nslots slots. */
 			rb_store(base, atomic_load_explicit((_Atomic uint64_t *)r->end,
 							      memory_order_relaxed));
 			p = base + 8;
@@ -248,7 +250,7 @@ NO_INSTR static void unregister_locked(struct rb_ring *r)
 	for (int i = 0; i < RB_RING_TABLE; i++)
 		if (rings[i] == r)
 			rings[i] = NULL;
-	munmap((void *)r->slots, (RB_RING_SLOTS + 1) * 8);
+	munmap((void *)r->slots, (r->nslots + 1) * 8);
 	free(r);
 }
 
@@ -287,15 +289,18 @@ NO_INSTR int rb_thread_register(const char *name)
 	struct rb_ring *r = calloc(1, sizeof(*r));
 	if (!r)
 		return -ENOMEM;
+	pthread_mutex_lock(&lock);
+	r->nslots = ring_slots;
+	pthread_mutex_unlock(&lock);
 	/* Touch every page now, so no trace point ever takes a page fault. */
-	void *mem = mmap(NULL, (RB_RING_SLOTS + 1) * 8, PROT_READ | PROT_WRITE,
+	void *mem = mmap(NULL, (r->nslots + 1) * 8, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (mem == MAP_FAILED) {
 		free(r);
 		return -ENOMEM;
 	}
 	r->slots = mem;
-	r->end = (uintptr_t)mem + RB_RING_SLOTS * 8;
+	r->end = (uintptr_t)mem + r->nslots * 8;
 	r->tls = &rb_tls;
 	r->tid = (pid_t)syscall(SYS_gettid);
 	struct main_module code = main_module();
@@ -309,7 +314,7 @@ NO_INSTR int rb_thread_register(const char *name)
 	slot = free_slot_locked();
 	if (slot < 0) {
 		pthread_mutex_unlock(&lock);
-		munmap(mem, (RB_RING_SLOTS + 1) * 8);
+		munmap(mem, (r->nslots + 1) * 8);
 		free(r);
 		return -EBUSY;
 	}
@@ -367,6 +372,24 @@ NO_INSTR int rb_rings(struct rb_ring **out, int max)
 	return n;
 }
 
+NO_INSTR int rb_set_ring_bytes(uint64_t bytes)
+{
+	if (bytes < RB_RING_MIN_BYTES || bytes > RB_RING_MAX_BYTES || (bytes & (bytes - 1)))
+		return -EINVAL;
+	pthread_mutex_lock(&lock);
+	ring_slots = bytes / 8;
+	pthread_mutex_unlock(&lock);
+	return 0;
+}
+
+NO_INSTR uint64_t rb_ring_bytes(void)
+{
+	pthread_mutex_lock(&lock);
+	uint64_t bytes = ring_slots * 8;
+	pthread_mutex_unlock(&lock);
+	return bytes;
+}
+
 NO_INSTR int rb_set_max_threads(int n)
 {
 	if (n < 1 || n > RB_RING_TABLE)
@@ -389,6 +412,16 @@ NO_INSTR static bool answered(const struct rb_ring *r, uintptr_t limit)
 NO_INSTR pid_t rb_ring_tid(const struct rb_ring *r)
 {
 	return r->tid;
+}
+
+NO_INSTR const char *rb_ring_name(const struct rb_ring *r)
+{
+	return r->name;
+}
+
+NO_INSTR bool rb_ring_on(const struct rb_ring *r)
+{
+	return r->state != RB_OFF;
 }
 
 NO_INSTR int rb_start(struct rb_ring *r)
@@ -429,7 +462,7 @@ NO_INSTR static void freeze_in_place(const struct rb_ring *r, uintptr_t end, str
 	uint32_t laps = atomic_load_explicit(&r->laps, memory_order_relaxed);
 	out->slots = (const uint64_t *)r->slots;
 	out->end = (end - (uintptr_t)r->slots) / 8;
-	out->valid = laps ? RB_RING_SLOTS : out->end;
+	out->valid = laps ? r->nslots : out->end;
 	out->laps = laps;
 	out->copied = false;
 	out->stack = r->stack;
@@ -474,7 +507,8 @@ NO_INSTR static void blocked_stack(struct rb_ring *r, struct rb_frozen *out)
 NO_INSTR static int validated_copy(struct rb_ring *r, struct rb_frozen *out)
 {
 	struct rb_tls *t = r->tls;
-	uint64_t *copy = malloc(RB_RING_SLOTS * 8);
+	const uint64_t nslots = r->nslots;
+	uint64_t *copy = malloc(nslots * 8);
 	if (!copy)
 		return -ENOMEM;
 	for (int attempt = 0; attempt < 3; attempt++) {
@@ -482,24 +516,24 @@ NO_INSTR static int validated_copy(struct rb_ring *r, struct rb_frozen *out)
 		uint32_t laps1 = atomic_load_explicit(&r->laps, memory_order_acquire);
 		if (!p1)
 			break; /* it answered meanwhile: the caller freezes in place */
-		for (uint64_t i = 0; i < RB_RING_SLOTS; i++)
+		for (uint64_t i = 0; i < nslots; i++)
 			copy[i] = atomic_load_explicit(&r->slots[i], memory_order_relaxed);
 		uintptr_t p2 = atomic_load_explicit(&t->pos, memory_order_acquire) & ~RB_POS_CLOCK;
 		uint32_t laps2 = atomic_load_explicit(&r->laps, memory_order_acquire);
 		if (!p2)
 			break;
 		uint64_t i1 = (p1 - (uintptr_t)r->slots) / 8, i2 = (p2 - (uintptr_t)r->slots) / 8;
-		uint64_t moved = (uint64_t)(laps2 - laps1) * RB_RING_SLOTS + i2 - i1;
-		if (laps2 - laps1 > 1 || moved + 2 >= RB_RING_SLOTS)
+		uint64_t moved = (uint64_t)(laps2 - laps1) * nslots + i2 - i1;
+		if (laps2 - laps1 > 1 || moved + 2 >= nslots)
 			continue; /* it lapped the copy: try again */
-		uint64_t before = laps1 ? RB_RING_SLOTS : i1;
-		uint64_t spoiled = laps1 || laps2 != laps1 || i2 + 2 > RB_RING_SLOTS ?
+		uint64_t before = laps1 ? nslots : i1;
+		uint64_t spoiled = laps1 || laps2 != laps1 || i2 + 2 > nslots ?
 					   moved + 2 /* the oldest slots were overwritten */
 					   : 0;
 		out->slots = copy;
 		out->copy = copy;
 		out->end = i1;
-		out->valid = before > RB_RING_SLOTS - spoiled ? RB_RING_SLOTS - spoiled : before;
+		out->valid = before > nslots - spoiled ? nslots - spoiled : before;
 		out->laps = laps1;
 		out->copied = true;
 		blocked_stack(r, out);
@@ -545,7 +579,7 @@ NO_INSTR int rb_stop_many(struct rb_ring **rs, int n, unsigned wait_ms, struct r
 	/* Ask them all first, so they freeze at nearly the same moment and the waits overlap. */
 	for (int i = 0; i < n; i++) {
 		memset(&out[i], 0, sizeof(out[i]));
-		out[i].nslots = RB_RING_SLOTS;
+		out[i].nslots = rs[i]->nslots;
 		out[i].tid = rs[i]->tid;
 		memcpy(out[i].name, rs[i]->name, sizeof(out[i].name));
 		errs[i] = rs[i]->state == RB_RUNNING ? 1 /* waiting */ : -EINVAL;
@@ -625,9 +659,9 @@ NO_INSTR uint64_t rb_self_records(void)
 	uintptr_t p = atomic_load_explicit(&rb_tls.pos, memory_order_relaxed) & ~RB_POS_CLOCK;
 	if (!r || !p)
 		return 0;
-	/* Each lap holds a sync record (2 slots) and RB_RING_SLOTS - 2 others. */
+	/* Each lap holds a sync record (2 slots) and nslots - 2 others. */
 	uint64_t laps = atomic_load_explicit(&r->laps, memory_order_relaxed);
-	return laps * (RB_RING_SLOTS - 2) + (p - (uintptr_t)r->slots) / 8 - 2;
+	return laps * (r->nslots - 2) + (p - (uintptr_t)r->slots) / 8 - 2;
 }
 
 /* The rare paths' register-preserving stubs (trace.h, RB_RARE): in this object, not one of

@@ -18,8 +18,12 @@ struct hal_sched_event;
 #include <stdint.h>
 #include <sys/types.h>
 
+/* The ring's size by default (Kconfig); rb_set_ring_bytes changes it at run time. */
 #define RB_RING_BYTES ((uint64_t)1 << CONFIG_RB_RING_SHIFT)
 #define RB_RING_SLOTS (RB_RING_BYTES / 8)
+/* The sizes a ring may have: Kconfig's range, and what a trace file may hold. */
+#define RB_RING_MIN_BYTES ((uint64_t)1 << 12)
+#define RB_RING_MAX_BYTES ((uint64_t)1 << 30)
 #define RB_NAME_MAX 16
 
 struct rb_ring;
@@ -75,6 +79,11 @@ int rb_thread_register(const char *name);
 /* Change the limit on traced threads (CONFIG_RB_MAX_TRACED_THREADS at start), 1..64;
  * rings already registered are kept. 0 or -EINVAL. */
 int rb_set_max_threads(int n);
+/* The size of the rings mapped from now on (RB_RING_BYTES at start): a power of two in
+ * RB_RING_MIN_BYTES..RB_RING_MAX_BYTES, else -EINVAL; rings already mapped keep theirs.
+ * rb_ring_bytes() says the size in force. */
+int rb_set_ring_bytes(uint64_t bytes);
+uint64_t rb_ring_bytes(void);
 /* Stop tracing the calling thread and unmap its ring. 0 or -ENOENT. */
 int rb_thread_unregister(void);
 /* Rename the calling thread's ring (shown in trace files). */
@@ -84,8 +93,11 @@ int rb_thread_set_name(const char *name);
  * pointers stay valid until the ring's thread unregisters or exits: hold rb_lock() from
  * rb_rings() through every rb_start() and rb_stop() on them. */
 int rb_rings(struct rb_ring **rings, int max);
-/* The thread a ring belongs to (under rb_lock()). */
+/* The thread a ring belongs to, the name it was given ("" when none), and whether it is
+ * tracing (started, not stopped by its thread); under rb_lock(). */
 pid_t rb_ring_tid(const struct rb_ring *r);
+const char *rb_ring_name(const struct rb_ring *r);
+bool rb_ring_on(const struct rb_ring *r);
 void rb_lock(void);
 void rb_unlock(void);
 

@@ -118,7 +118,7 @@ gone() { [ ! -e "$1" ]; }
 threads() { ls "/proc/$1/task" | wc -l; }
 
 # ---- the switches (issue 15): no code in the app, settings and environment only.
-conf main 'trace_main = 1'
+conf main 'trace_main = 1' 'log_level = info'
 plain traced main && traced=$app
 if wait_for 10 test -S "$(sock "$traced")" &&
 	out=$("$bin/jitt" trigger -c "$work/main.conf" "$traced" 2>&1) &&
@@ -128,6 +128,16 @@ if wait_for 10 test -S "$(sock "$traced")" &&
 else
 	fail "trace_main: trigger said '$out'; summary:" "$(cat "$work/summary" 2>/dev/null)"
 fi
+# What it is, says the app itself (one line in its log, at info) and `jitt status PID`: the
+# threads traced, the ring's size, the settings file read.
+status=$("$bin/jitt" status -c "$work/main.conf" "$traced" 2>&1)
+check "jitt status PID: the traced main thread by tid and name" matches "$status" \
+	"^thread $traced plain\$"
+check "jitt status PID: the ring size, the settings file read" sh -c \
+	'printf "%s\n" "$1" | grep -qx "ring_kb 4096" && printf "%s\n" "$1" | grep -qx "settings $2" &&
+	printf "%s\n" "$1" | grep -qx "settings_found 1"' - "$status" "$work/main.conf"
+check "the app's log says it is traced, once" is \
+	"$(grep -c "jitt: pid $traced traced: settings $work/main.conf; rings of 4096 KiB, up to 2 threads; the main thread traced" "$work/traced.out")" 1
 kill "$traced" && wait "$traced" 2>/dev/null
 rm -f "$work"/data/spool/*.jtr
 plain untraced app && untraced=$app

@@ -105,6 +105,11 @@ if [ -z "$qemu" ] && [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
 	app=$!
 	i=0
 	while [ ! -S "$dir/run/jitt-$app.sock" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+	# The socket comes before main(): until its UI thread is traced the app has nothing to
+	# persist (ENODATA). Its status lists the traced threads: waited for.
+	i=0
+	until "$bin/jitt" status -c "$dir/jitt.conf" $app 2>/dev/null | grep -q '^thread [0-9]* ui$' ||
+		[ $i -ge 100 ]; do sleep 0.1; i=$((i + 1)); done
 	chmod 755 "$dir/run" 2>/dev/null
 	nobody="setpriv --reuid=65534 --regid=65534 --clear-groups"
 	out=$($nobody "$bin/jitt" trigger -c "$dir/jitt.conf" $app 2>&1)

@@ -50,6 +50,7 @@ TEST(config_good_file)
 			   "keep_traces = 0\n"
 			   "enabled = 0\n"
 			   "trace_main = 1\n"
+			   "ring_kb = 1024\n"
 			   "system_uid = 1000\n"
 			   "log_level = debug"; /* no final newline */
 	char err[256];
@@ -68,6 +69,7 @@ TEST(config_good_file)
 	CHECK_EQ_INT(c.keep_traces, 0);
 	CHECK_EQ_INT(c.enabled, 0);
 	CHECK_EQ_INT(c.trace_main, 1);
+	CHECK_EQ_INT(c.ring_kb, 1024);
 	CHECK_EQ_INT(c.system_uid, 1000);
 	CHECK_EQ_INT(c.log_level, AGENT_LOG_DEBUG);
 	/* A later file applies over the earlier settings; the last line of a key wins. */
@@ -107,6 +109,9 @@ TEST(config_errors_name_the_line)
 		{ "jank_warmup_frames = -1\n", "line 1: jank_warmup_frames wants" },
 		{ "max_trace_mb = 1.5\n", "line 1: max_trace_mb wants" },
 		{ "log_level = loud\n", "line 1: log_level is error, warn, info or debug" },
+		{ "ring_kb = 3000\n", "line 1: ring_kb wants a power of two" },
+		{ "ring_kb = 2\n", "line 1: ring_kb wants a whole number in 4..1048576" },
+		{ "ring_kb = 2097152\n", "line 1: ring_kb wants a whole number in 4..1048576" },
 		{ "data_dir = relative/path\n", "line 1: data_dir must be an absolute path" },
 		{ "hang_ms = 400\r\nrun_dir = run\r\n",
 		  "line 2: run_dir must be an absolute path" },

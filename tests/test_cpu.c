@@ -9,6 +9,9 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -237,4 +240,151 @@ TEST(cpulist_fuzz_round_trip)
 	}
 	printf("    %d of 50000 random lists parsed\n", parsed);
 	CHECK(parsed > 100);
+}
+
+/* ---- the pin keeper: CPUs that come and go ---- */
+
+/* Writes text into root/rel, making the folders on the way. */
+static void put_file(const char *root, const char *rel, const char *text)
+{
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/%s", root, rel);
+	for (char *p = path + 1; (p = strchr(p, '/')); p++) {
+		*p = '\0';
+		mkdir(path, 0755);
+		*p = '/';
+	}
+	FILE *f = fopen(path, "w");
+	if (f) {
+		fputs(text, f);
+		fclose(f);
+	}
+}
+
+/* The kernel of the fake machine: one thread's CPUs. */
+struct fake_kernel {
+	uint64_t cpus[HAL_CPU_WORDS];
+	int sets;
+};
+
+static int fake_set(void *ctx, pid_t tid, const uint64_t *cpus)
+{
+	struct fake_kernel *k = ctx;
+	CHECK_EQ_INT(tid, 0);
+	memcpy(k->cpus, cpus, sizeof(k->cpus));
+	k->sets++;
+	return 0;
+}
+
+static int fake_get(void *ctx, pid_t tid, uint64_t *cpus)
+{
+	struct fake_kernel *k = ctx;
+	CHECK_EQ_INT(tid, 0);
+	memcpy(cpus, k->cpus, sizeof(k->cpus));
+	return 0;
+}
+
+/* The fake kernel's CPUs of the thread, as a list. */
+static const char *fake_list(const struct fake_kernel *k)
+{
+	static char buf[128];
+	unsigned ids[CONFIG_HAL_MAX_CPUS], n = 0;
+	for (unsigned i = 0; i < CONFIG_HAL_MAX_CPUS; i++)
+		if (k->cpus[i / 64] >> (i % 64) & 1)
+			ids[n++] = i;
+	hal_cpulist_format(ids, n, buf, sizeof(buf));
+	return buf;
+}
+
+/*
+ * jittd started while no LITTLE CPU was online said "cannot pin to the LITTLE CPUs:
+ * Permission denied" and stayed on the big CPUs after they came back. The keeper looks
+ * again (on a timer while nothing is usable), pins when they come back, follows them when
+ * some go, and comes back to all of them: the CPUs allowed before its first pin, not the
+ * narrower set it pinned to meanwhile. A 4+4 phone in a fake tree; the fake kernel moves
+ * the thread to every CPU when all of its own go offline, as Linux does.
+ */
+TEST(cpu_keeper_pins_when_little_cpus_come_back_online)
+{
+	char root[512];
+	snprintf(root, sizeof(root), "%s/phone", test_tmpdir());
+	put_file(root, "sys/devices/system/cpu/present", "0-7\n");
+	put_file(root, "sys/devices/system/cpu/online", "4-7\n");
+	for (int i = 0; i < 8; i++) {
+		char rel[96];
+		snprintf(rel, sizeof(rel), "sys/devices/system/cpu/cpu%d/cpu_capacity", i);
+		put_file(root, rel, i < 4 ? "381\n" : "1024\n");
+	}
+	put_file(root, "proc/self/status", "Name:\tjittd\nCpus_allowed_list:\t0-7\n");
+	CHECK_EQ_INT(hal_root_set(root), 0);
+
+	struct fake_kernel fk = { .cpus = { 0xff }, .sets = 0 };
+	struct hal_pin_keeper k;
+	hal_pin_keeper_init(&k, HAL_CPU_LITTLE, false);
+	k.set_cpus = fake_set;
+	k.get_cpus = fake_get;
+	k.ctx = &fk;
+
+	/* Started with the LITTLE CPUs offline: not pinned, and a timer to look again. */
+	CHECK_EQ_INT(hal_pin_keep(&k, 1000), -EACCES);
+	CHECK(k.changed);
+	CHECK_EQ_INT(fk.sets, 0);
+	CHECK_EQ_INT(hal_pin_keeper_deadline(&k), 1000 + HAL_PIN_RECHECK_MS);
+
+	/* They come back: the next look (not before its time) pins to them. */
+	put_file(root, "sys/devices/system/cpu/online", "0-7\n");
+	CHECK_EQ_INT(hal_pin_keep(&k, 1001), -EACCES);
+	CHECK_EQ_INT(fk.sets, 0);
+	CHECK_EQ_INT(hal_pin_keep(&k, hal_pin_keeper_deadline(&k)), 0);
+	CHECK(k.changed);
+	CHECK_STR(k.cpus, "0-3");
+	CHECK_STR(fake_list(&fk), "0-3");
+	CHECK_EQ_INT(hal_pin_keeper_deadline(&k), INT64_MAX); /* pinned: no timer */
+
+	/* Nothing changed: a look reads the online list and the thread's CPUs, pins nothing. */
+	CHECK_EQ_INT(hal_pin_keep(&k, 20000), 0);
+	CHECK(!k.changed);
+	CHECK_EQ_INT(fk.sets, 1);
+
+	/* All four go offline: the kernel moves the thread anywhere; the keeper says so and
+	 * looks again on its timer. */
+	put_file(root, "sys/devices/system/cpu/online", "4-7\n");
+	fk.cpus[0] = 0xff;
+	CHECK_EQ_INT(hal_pin_keep(&k, 30000), -EACCES);
+	CHECK(k.changed);
+	CHECK_STR(k.cpus, "");
+	CHECK_EQ_INT(hal_pin_keeper_deadline(&k), 30000 + HAL_PIN_RECHECK_MS);
+
+	/* Two come back, then all four: pinned to what is online, then to all of them. */
+	put_file(root, "sys/devices/system/cpu/online", "2-7\n");
+	CHECK_EQ_INT(hal_pin_keep(&k, 40000), 0);
+	CHECK_STR(fake_list(&fk), "2-3");
+	put_file(root, "sys/devices/system/cpu/online", "0-7\n");
+	CHECK_EQ_INT(hal_pin_keep(&k, 50000), 0);
+	CHECK(k.changed);
+	CHECK_STR(fake_list(&fk), "0-3");
+
+	/* Moved by someone else while the online list stayed: put back. */
+	fk.cpus[0] = 0xf0;
+	CHECK_EQ_INT(hal_pin_keep(&k, 60000), 0);
+	CHECK_STR(fake_list(&fk), "0-3");
+	hal_root_set(NULL);
+}
+
+/* On the real machine, the keeper pins the caller where hal_pin_to_class would. */
+TEST(cpu_keeper_pins_the_caller_on_this_machine)
+{
+	struct hal_topology t;
+	CHECK_EQ_INT(hal_topology_load(&t), 0);
+	unsigned ids[CONFIG_HAL_MAX_CPUS];
+	int n = hal_topology_class_cpus(&t, HAL_CPU_LITTLE, ids, CONFIG_HAL_MAX_CPUS);
+	CHECK(n > 0);
+	struct hal_pin_keeper k;
+	hal_pin_keeper_init(&k, HAL_CPU_LITTLE, true);
+	CHECK_EQ_INT(hal_pin_keep(&k, 0), 0);
+	cpu_set_t set;
+	CHECK_EQ_INT(sched_getaffinity(0, sizeof(set), &set), 0);
+	CHECK_EQ_INT(CPU_COUNT(&set), n);
+	for (int i = 0; i < n; i++)
+		CHECK(CPU_ISSET(ids[i], &set));
 }

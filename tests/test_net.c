@@ -4,8 +4,10 @@
 #include "hal/net.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static struct hal_net_info probe(const char *fake)
@@ -107,8 +109,8 @@ static struct hal_net_info probe_override(mode_t mode, int as_link)
 	return info;
 }
 
-/* The run folder is 1733: any app may create the file there. Only root's or this user's,
- * writable by no one else and not a link, is believed (an app's "wifi" must not send
+/* The run folder is 1733: any app may create the file there. Only root's or the folder
+ * owner's, writable by no one else and not a link, is believed (an app's "wifi" must not send
  * reports over a data plan). */
 TEST(net_override_file_others_may_write_is_ignored)
 {
@@ -122,6 +124,67 @@ TEST(net_override_file_others_may_write_is_ignored)
 	struct hal_net_info link = probe_override(0644, 1);
 	CHECK_EQ_INT(link.state, HAL_NET_UNKNOWN);
 	CHECK(strstr(link.reason, "ignored") != NULL);
+}
+
+/* The state the HAL reads in the tree at root, asked by a process of uid reader. */
+static int state_read_by(const char *root, uid_t reader)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		struct hal_net_info info;
+		if (reader && (setgid(reader) != 0 || setuid(reader) != 0))
+			_exit(100);
+		hal_root_set(root);
+		hal_net_get(&info);
+		_exit((int)info.state);
+	}
+	int st = 0;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/*
+ * One rule for every reader (docs/security.md, finding 11): the file counts when owned by
+ * root or by its folder's owner, jittd's user, for whom the image's init made the folder.
+ * On a booted board root's `jitt hal` said "network: unknown" for a file of jittd's user,
+ * which jittd itself believed and uploaded on. As root, the folder is given to one uid
+ * (jittd's), the file to it or to another, and the state read by root, by jittd's uid and
+ * by a third.
+ */
+TEST(net_override_file_counts_the_same_for_every_reader)
+{
+	if (geteuid() != 0) {
+		printf("    skipped: giving files to other users needs root\n");
+		return;
+	}
+	const uid_t jittd = 64001, app = 64002, other = 64003;
+	struct hal_net_info ok = probe_override(0644, 0); /* makes the tree, root's file */
+	CHECK_EQ_INT(ok.state, HAL_NET_WIFI);
+	char root[512], path[1024], dir[1024];
+	snprintf(root, sizeof(root), "%s/override", test_tmpdir());
+	snprintf(path, sizeof(path), "%s%s", root, CONFIG_HAL_NET_OVERRIDE_FILE);
+	snprintf(dir, sizeof(dir), "%s", path);
+	*strrchr(dir, '/') = '\0';
+	CHECK_EQ_INT(chmod(test_tmpdir(), 0711), 0); /* the other readers pass through */
+	CHECK_EQ_INT(chmod(root, 0755), 0);
+	CHECK_EQ_INT(chown(dir, jittd, jittd), 0);
+	CHECK_EQ_INT(chmod(dir, 01733), 0); /* as the image's init makes the run folder */
+
+	CHECK_EQ_INT(chown(path, jittd, jittd), 0); /* jittd's user's file */
+	CHECK_EQ_INT(state_read_by(root, 0), HAL_NET_WIFI);
+	CHECK_EQ_INT(state_read_by(root, jittd), HAL_NET_WIFI);
+	CHECK_EQ_INT(state_read_by(root, other), HAL_NET_WIFI);
+
+	CHECK_EQ_INT(chown(path, app, app), 0); /* an app's file: for nobody */
+	CHECK_EQ_INT(state_read_by(root, 0), HAL_NET_UNKNOWN);
+	CHECK_EQ_INT(state_read_by(root, jittd), HAL_NET_UNKNOWN);
+	CHECK_EQ_INT(state_read_by(root, app), HAL_NET_UNKNOWN);
+
+	CHECK_EQ_INT(chown(path, 0, 0), 0); /* root's: for everybody */
+	CHECK_EQ_INT(state_read_by(root, app), HAL_NET_WIFI);
+	CHECK_EQ_INT(chown(path, jittd, jittd), 0); /* jittd's, but others may write it */
+	CHECK_EQ_INT(chmod(path, 0664), 0);
+	CHECK_EQ_INT(state_read_by(root, jittd), HAL_NET_UNKNOWN);
 }
 
 TEST(net_state_names_round_trip)

@@ -11,6 +11,7 @@
 #include "agent/marks.h"
 #include "agent/runtime/runtime.h"
 #include "hal/sched.h"
+#include "hal/timer.h"
 #include "ringbuf/ring.h"
 #include "ringbuf/trace.h"
 #include "ringbuf/tracefile.h"
@@ -313,6 +314,20 @@ TEST(runtime_init_errors)
 	jitt_shutdown(); /* twice is fine */
 }
 
+/* The timer's calibration is the control thread's, off the app's way to main() (the HAL's
+ * probe leaves it running: timer_init_leaves_the_calibration_for_later): with nobody asking
+ * for the rate, the control thread finishes it by itself. */
+TEST(runtime_control_thread_finishes_the_timer_calibration)
+{
+	CHECK_EQ_INT(jitt_init(setup("")), 0);
+	for (int i = 0; i < 1000 && !hal_timer_calibrated(); i++)
+		nap_ms(10);
+	CHECK(hal_timer_calibrated());
+	jitt_shutdown();
+	uint64_t hz = hal_timer_freq();
+	CHECK(hz >= 1000000 && hz <= 10000000000ull);
+}
+
 /* This thread has no ring and records nothing: a trace point leaves pos at 0, and no ring
  * is registered at all. */
 static void check_no_ring(void)
@@ -423,6 +438,79 @@ TEST(runtime_trace_main_traces_the_main_thread_by_its_kernel_name)
 	CHECK(entries >= 3); /* traced_top, traced_mid, traced_leaf */
 	free(ev);
 	rb_trace_close(&t);
+}
+
+/* A traced program says so in its log, once, at start (info): the settings file it read
+ * (or that it found none), the ring size, which threads it traces. */
+static int count_lines(const char *path, const char *what);
+
+TEST(runtime_says_it_is_traced_in_one_log_line)
+{
+	char log[600], want[1000];
+	snprintf(log, sizeof(log), "%s/stderr", test_tmpdir());
+	setup("log_level = info\ntrace_main = 1\nring_kb = 256\n");
+	fflush(stderr);
+	int saved = dup(2), fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CHECK(fd >= 0 && saved >= 0);
+	dup2(fd, 2);
+	close(fd);
+	CHECK_EQ_INT(jitt_init(conf_path), 0);
+	jitt_trace_thread(false);
+	jitt_shutdown();
+	rb_thread_unregister();
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	snprintf(want, sizeof(want),
+		 "jitt: pid %d traced: settings %s; rings of 256 KiB, up to 8 threads; the main "
+		 "thread traced",
+		 (int)getpid(), conf_path);
+	CHECK_EQ_INT(count_lines(log, want), 1);
+	CHECK_EQ_INT(count_lines(log, " traced: "), 1);
+	CHECK_EQ_INT(count_lines(log, " info "), 1);
+	/* Named by nobody, the default file: read when it is there, the defaults when not
+	 * (the line then says "not found: defaults"). */
+	struct agent_config c;
+	char err[300];
+	setenv("JITT_CONFIG", "", 1);
+	int e = agent_config_load(&c, NULL, err, sizeof(err));
+	unsetenv("JITT_CONFIG");
+	CHECK_STR(c.file, CONFIG_AGENT_CONFIG_FILE);
+	if (access(CONFIG_AGENT_CONFIG_FILE, F_OK) != 0) {
+		CHECK_EQ_INT(e, 0);
+		CHECK_EQ_INT(c.file_found, 0);
+	}
+}
+
+/* ring_kb: the ring's size is a setting, read at start (it was RB_RING_SHIFT, fixed at
+ * build time). A thread traced after jitt_init gets a ring of that size, and the trace
+ * file says so (each thread's slot count). */
+TEST(runtime_ring_size_comes_from_the_settings)
+{
+	CHECK_EQ_INT(jitt_init(setup("ring_kb = 64\n")), 0);
+	CHECK_EQ_U64(rb_ring_bytes(), 64 * 1024);
+	CHECK_EQ_INT(jitt_trace_thread(true), 0);
+	for (int i = 0; i < 10000; i++) /* 40000 slots or more: it wraps */
+		traced_top(1);
+	CHECK_EQ_INT(jitt_anomaly("small ring"), 0);
+	CHECK(wait_persisted(1));
+	jitt_trace_thread(false);
+	jitt_shutdown();
+	rb_thread_unregister();
+	char path[1024] = "", err[200];
+	CHECK_EQ_INT(count_traces(path, sizeof(path)), 1);
+	struct rb_trace t;
+	CHECK_EQ_INT(rb_trace_open(path, &t, err, sizeof(err)), 0);
+	CHECK_EQ_INT(t.nthreads, 1);
+	if (t.nthreads == 1) {
+		CHECK_EQ_U64(t.threads[0].view.nslots, 64 * 1024 / 8);
+		CHECK(t.threads[0].laps > 0);
+	}
+	rb_trace_close(&t);
+	/* The default again for a runtime started without the key. */
+	CHECK_EQ_INT(jitt_init(setup("")), 0);
+	CHECK_EQ_U64(rb_ring_bytes(), RB_RING_BYTES);
+	jitt_shutdown();
 }
 
 static _Atomic int named_ready;
@@ -948,6 +1036,13 @@ TEST(runtime_trigger_and_status_over_the_control_socket)
 		     0);
 	CHECK(strstr(reply, "anomaly_external 1\n") != NULL);
 	CHECK(strstr(reply, "persisted 1\n") != NULL);
+	/* How it was set up, and the threads it traces (jitt status PID). */
+	char want[1200];
+	snprintf(want, sizeof(want), "settings %s\nsettings_found 1\nring_kb %llu\nmax_threads 8\n",
+		 conf_path, (unsigned long long)(RB_RING_BYTES / 1024));
+	CHECK(strstr(reply, want) != NULL);
+	snprintf(want, sizeof(want), "\nthread %d ui\n", (int)syscall(SYS_gettid));
+	CHECK(strstr(reply, want) != NULL);
 	CHECK_EQ_INT(agent_ctl_request(agent_rt.socket_path, "frobnicate", NULL, reply,
 				       sizeof(reply), 30000),
 		     -EINVAL);

@@ -117,26 +117,24 @@ static void lower_priority(void)
 			 strerror(e), strerror(errno));
 }
 
-static void pin_little(void)
+/* Every thread of jittd on the LITTLE CPUs, again whenever they come back after hotplug
+ * (hal/cpu.h): a jittd started while none was online used to stay on the big ones. */
+static struct hal_pin_keeper pin;
+
+static void keep_pinned(void)
 {
-	static struct hal_topology topo;
-	int e = hal_topology_load(&topo);
-	if (e) {
-		log_warn("CPU topology unreadable (%s): not pinned", strerror(-e));
+	hal_pin_keep(&pin, now_ms());
+	if (!pin.changed)
 		return;
-	}
-	unsigned ids[CONFIG_HAL_MAX_CPUS];
-	int n = hal_topology_class_cpus(&topo, HAL_CPU_LITTLE, ids, CONFIG_HAL_MAX_CPUS);
-	e = n < 0 ? n : hal_pin_to_class(&topo, 0, HAL_CPU_LITTLE);
-	if (e) {
-		log_warn("cannot pin to the LITTLE CPUs: %s", strerror(-e));
-		return;
-	}
-	char list[256];
-	hal_cpulist_format(ids, (unsigned)n, list, sizeof(list));
-	log_info("pinned to the %s CPUs %s (classes from %s, %u class%s)",
-		 hal_cpu_class_name(HAL_CPU_LITTLE), list, hal_cpu_source_name(topo.source),
-		 topo.nclasses, topo.nclasses == 1 ? "" : "es");
+	if (pin.err)
+		log_warn("cannot pin to the %s CPUs: %s%s", hal_cpu_class_name(HAL_CPU_LITTLE),
+			 strerror(-pin.err),
+			 hal_pin_keeper_deadline(&pin) != INT64_MAX
+				 ? " (none online now: trying again as CPUs come online)"
+				 : "");
+	else
+		log_info("pinned to the %s CPUs %s", hal_cpu_class_name(HAL_CPU_LITTLE),
+			 pin.cpus);
 }
 
 /* The usual double fork: no controlling terminal, not a process group leader. */
@@ -442,7 +440,8 @@ int main(int argc, char **argv)
 		 "max_trace_mb %u",
 		 (int)getpid(), d.c.data_dir, sock, d.c.keep_traces, d.c.max_traces,
 		 d.c.max_trace_mb);
-	pin_little();
+	hal_pin_keeper_init(&pin, HAL_CPU_LITTLE, true);
+	keep_pinned();
 	lower_priority();
 	agent_ctl_server_init(&ctl, listen_fd, jittd_control, &d);
 	d.ctl = &ctl;
@@ -470,6 +469,8 @@ int main(int argc, char **argv)
 	while (!stop_signal) {
 		struct timespec ts, *timeout = NULL;
 		int64_t due = agent_ctl_server_deadline(&ctl);
+		if (hal_pin_keeper_deadline(&pin) < due)
+			due = hal_pin_keeper_deadline(&pin);
 		if (due != INT64_MAX) {
 			int64_t left = due - now_ms();
 			left = left < 0 ? 0 : left;
@@ -500,6 +501,7 @@ int main(int argc, char **argv)
 		}
 		if (r >= 0)
 			serve_step(p + 1, n - 1);
+		keep_pinned(); /* a small file read, at most every HAL_PIN_RECHECK_MS */
 	}
 	/* The trace being summarised is finished first (the worker looks at `stopping`
 	 * between traces). */

@@ -94,6 +94,7 @@ RT int jitt_init(const char *config_file)
 	rt->preempt_q8 = (uint64_t)rt->cfg.cooldown_preempt_pct * 256u / 100u;
 	if (rt->cfg.max_threads)
 		rb_set_max_threads((int)rt->cfg.max_threads);
+	rb_set_ring_bytes((uint64_t)rt->cfg.ring_kb * 1024u); /* the parser checked it */
 	e = hal_timer_init();
 	if (!e)
 		e = agent_control_start();
@@ -104,11 +105,20 @@ RT int jitt_init(const char *config_file)
 	}
 	atomic_store(&rt->state, 2);
 	/* With AUTO_INIT this is the constructor, before main(): the app needs no code. */
+	bool main_traced = false;
 	if (rt->cfg.trace_main && syscall(SYS_gettid) == getpid()) {
 		e = jitt_trace_thread(true);
 		if (e)
 			log_warn("jitt: the main thread is not traced: %s", strerror(-e));
+		main_traced = !e;
 	}
+	/* One line in the app's log says it is traced, and how: what `jitt status PID` says
+	 * too (one write, a few microseconds of the start-up). */
+	log_info("jitt: pid %d traced: settings %s%s; rings of %u KiB, up to %u threads; %s",
+		 (int)getpid(), rt->cfg.file, rt->cfg.file_found ? "" : " (not found: defaults)",
+		 rt->cfg.ring_kb, rt->cfg.max_threads,
+		 main_traced ? "the main thread traced"
+			     : "no thread traced yet (jitt_trace_thread, or trace_main = 1)");
 	return 0;
 }
 

@@ -12,7 +12,10 @@
  * socket, with a timeout only when something is due:
  *   - a frame is open: its begin + hang_ms (the hang detector, Argus 2.2: the hang is
  *     caught while the frame still runs, so the ring holds the hung moment itself);
- *   - a ring's restart is pending (its thread was blocked during the freeze): 20 ms.
+ *   - a ring's restart is pending (its thread was blocked during the freeze): 20 ms;
+ *   - the timer's calibration can be finished (hal/timer.h): once, 20 ms after the probe.
+ *     It used to be a 20 ms sleep in the app's constructor, before main(); here it costs
+ *     the app nothing, and a shutdown meanwhile wakes the thread at once.
  * With no frame open it sleeps with no deadline, and the next jitt_frame_begin() wakes
  * it (one eventfd write). So a 60 Hz UI loop costs one wake-up per hang_ms (2.5 a second
  * at 400 ms, each a few microseconds), and an idle process none at all; frames cost no
@@ -36,6 +39,7 @@
 #include "agent/runtime/runtime.h"
 #include "agent/spool.h"
 #include "hal/cpu.h"
+#include "hal/timer.h"
 #include "ringbuf/ring.h"
 #include "ringbuf/tracefile.h"
 
@@ -127,6 +131,10 @@ RT static int persist(const char *reason, pid_t anomaly_tid, uint64_t t0, char *
 {
 	struct agent_runtime *rt = &agent_rt;
 	struct agent_status *st = &rt->status;
+	/* The trace file carries the timer's rate: within the first CONFIG_HAL_TIMER_
+	 * CALIBRATION_MS of the process the calibration is finished first, before the freeze
+	 * and outside rb_lock (the rings hold the anomaly meanwhile). */
+	(void)hal_timer_calibrate();
 	/* Nowhere to write: no freeze either (the rings run on untouched). */
 	char spool[AGENT_PATH_MAX];
 	if (!spool_ready(&rt->cfg, spool, sizeof(spool))) {
@@ -236,15 +244,48 @@ RT static int handle_request(char *path, size_t path_size)
 
 /* ---- the control socket ---- */
 
+/* The traced threads for "status": "thread TID NAME" lines, by the ring's name or the
+ * kernel's; a ring whose thread turned tracing off (it keeps the ring) says "(off)". */
+RT static size_t status_threads(char *reply, size_t size, size_t at)
+{
+	struct rb_ring *rings[MAX_RINGS];
+	struct {
+		pid_t tid;
+		bool on;
+		char name[RB_NAME_MAX];
+	} t[MAX_RINGS];
+	rb_lock();
+	int n = rb_rings(rings, MAX_RINGS);
+	for (int i = 0; i < n; i++) {
+		t[i].tid = rb_ring_tid(rings[i]);
+		t[i].on = rb_ring_on(rings[i]);
+		snprintf(t[i].name, sizeof(t[i].name), "%s", rb_ring_name(rings[i]));
+	}
+	rb_unlock();
+	for (int i = 0; i < n && at < size; i++) {
+		if (!t[i].name[0])
+			(void)hal_thread_name(t[i].tid, t[i].name, sizeof(t[i].name));
+		int w = snprintf(reply + at, size - at, "thread %d %s%s\n", (int)t[i].tid,
+				 t[i].name, t[i].on ? "" : " (off)");
+		at += w > 0 ? (size_t)w : 0;
+	}
+	return at;
+}
+
 RT static int handle_ctl(void *ctx, const struct agent_ctl_peer *peer, const char *cmd,
 			 const char *arg, char *reply, size_t size)
 {
 	struct agent_runtime *rt = ctx;
 	if (!strcmp(cmd, "status")) {
+		/* Who it is and how it was set up, the threads it traces, then the counters. */
 		size_t at = 0;
-		int w = snprintf(reply, size, "pid %d\nversion %s\n", (int)getpid(),
-				 jitt_version());
+		int w = snprintf(reply, size,
+				 "pid %d\nversion %s\nsettings %s\nsettings_found %d\n"
+				 "ring_kb %llu\nmax_threads %u\n",
+				 (int)getpid(), jitt_version(), rt->cfg.file, rt->cfg.file_found,
+				 (unsigned long long)(rb_ring_bytes() / 1024), rt->cfg.max_threads);
 		at = w > 0 ? (size_t)w : 0;
+		at = status_threads(reply, size, at < size ? at : size);
 #define AGENT_STATUS_LINE(name, help)                                                      \
 	if (at < size) {                                                                   \
 		w = snprintf(reply + at, size - at, "%s %llu\n", #name,                   \
@@ -297,17 +338,58 @@ RT static int handle_ctl(void *ctx, const struct agent_ctl_peer *peer, const cha
 
 /* ---- the thread ---- */
 
-RT static void lower_priority(void)
+/*
+ * The thread's chores wait START_CHORES_MS after its start: pinning (a topology load, a
+ * dozen sysfs reads) and the stale sockets' sweep (a folder listing). Done at once they
+ * delayed a short-lived app's exit, whose destructor joins this thread: a traced hello
+ * world's whole run took 0.38 ms against 0.13 ms plain (medians of 400, interleaved, the
+ * run folder on tmpfs); with them here, 0.30 ms (docs/runtime.md, "Start-up"). The thread
+ * only sleeps in poll() meanwhile, so where it sleeps does not matter.
+ */
+#define START_CHORES_MS 20
+static uint64_t chores_at_ns; /* 0: done */
+/* On the LITTLE CPUs, again when they come back after hotplug (hal/cpu.h). */
+static struct hal_pin_keeper pin;
+
+RT static void keep_pinned(uint64_t now_ns)
 {
-	struct hal_topology *topo = malloc(sizeof(*topo));
-	if (topo && hal_topology_load(topo) == 0) {
-		int e = hal_pin_to_class(topo, 0, HAL_CPU_LITTLE);
-		if (e)
-			log_dbg("jitt: control thread not pinned: %s", strerror(-e));
+	hal_pin_keep(&pin, (int64_t)(now_ns / 1000000u));
+	if (!pin.changed)
+		return;
+	if (pin.err)
+		log_dbg("jitt: control thread not pinned to the LITTLE CPUs (%s): trying again "
+			"when CPUs come online", strerror(-pin.err));
+	else
+		log_dbg("jitt: control thread pinned to the LITTLE CPUs %s", pin.cpus);
+}
+
+RT static void chores(struct agent_runtime *rt, uint64_t now_ns)
+{
+	if (chores_at_ns) {
+		if (now_ns < chores_at_ns)
+			return;
+		chores_at_ns = 0;
+		/* The sockets of this user's traced processes killed with -9 (an app's own
+		 * earlier runs, mostly): here, at low priority, not on the app's way to main(). */
+		int stale = agent_ctl_remove_stale(rt->cfg.run_dir);
+		if (stale > 0)
+			log_dbg("jitt: removed %d stale control socket(s) from %s", stale,
+				rt->cfg.run_dir);
 	}
-	free(topo);
-	/* nice 19 (this thread only: Linux's nice is per thread), not SCHED_IDLE. */
-	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+	keep_pinned(now_ns);
+}
+
+/* The chores' next deadline in ms from now, or -1. */
+RT static int chores_timeout(uint64_t now_ns)
+{
+	uint64_t due = chores_at_ns;
+	if (!due) {
+		int64_t pin_ms = hal_pin_keeper_deadline(&pin);
+		if (pin_ms == INT64_MAX)
+			return -1;
+		due = (uint64_t)pin_ms * 1000000u;
+	}
+	return due <= now_ns ? 0 : (int)((due - now_ns + 999999) / 1000000);
 }
 
 /* The poll timeout: the next deadline (a hang, a restart, a client's), or -1 (and ctl_idle
@@ -318,6 +400,15 @@ RT static int next_timeout(struct agent_runtime *rt)
 		uint64_t begin = atomic_load(&rt->frame_begin_ns);
 		uint64_t seq = atomic_load(&rt->frame_seq);
 		int timeout = nrestart ? RESTART_RETRY_MS : -1;
+		if (!hal_timer_calibrated()) {
+			uint64_t left = hal_timer_calibration_left_ns();
+			int ms = (int)((left + 999999) / 1000000);
+			if (timeout < 0 || ms < timeout)
+				timeout = ms;
+		}
+		int chores_ms = chores_timeout(agent_now_ns());
+		if (chores_ms >= 0 && (timeout < 0 || chores_ms < timeout))
+			timeout = chores_ms;
 		int64_t client = rt->listen_fd >= 0 ? agent_ctl_server_deadline(&ctl) : INT64_MAX;
 		if (client != INT64_MAX) {
 			int64_t left = client - agent_ctl_now_ms();
@@ -364,12 +455,10 @@ RT static void *control_main(void *arg)
 	/* A name that says whose thread it is in ps -T and /proc/PID/task/TID/comm (an OEM
 	 * checks its CPUs and priority there; the boot test does). */
 	prctl(PR_SET_NAME, "jitt-control");
-	lower_priority();
-	/* The sockets of this user's traced processes killed with -9 (an app's own earlier
-	 * runs, mostly): here, at low priority, not on the app's way to main(). */
-	int stale = agent_ctl_remove_stale(rt->cfg.run_dir);
-	if (stale > 0)
-		log_dbg("jitt: removed %d stale control socket(s) from %s", stale, rt->cfg.run_dir);
+	/* nice 19 (this thread only: Linux's nice is per thread), not SCHED_IDLE. */
+	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+	hal_pin_keeper_init(&pin, HAL_CPU_LITTLE, false);
+	chores_at_ns = agent_now_ns() + START_CHORES_MS * 1000000ull;
 	while (atomic_load(&rt->state) != 3) {
 		struct pollfd pfd[1 + AGENT_CTL_POLLFDS] = { { rt->wake_fd, POLLIN, 0 } };
 		int n = 1;
@@ -389,6 +478,8 @@ RT static void *control_main(void *arg)
 		}
 		if (atomic_load(&rt->state) == 3)
 			break;
+		if (!hal_timer_calibrated() && hal_timer_calibration_left_ns() == 0)
+			(void)hal_timer_calibrate(); /* due: no sleep */
 		/* The hang first, and what any detector asked for, then the clients. */
 		uint64_t now = agent_now_ns();
 		check_hang(rt, now);
@@ -403,6 +494,7 @@ RT static void *control_main(void *arg)
 		}
 		if (nrestart)
 			retry_restarts();
+		chores(rt, agent_now_ns());
 	}
 	return NULL;
 }

@@ -105,6 +105,9 @@ up='' # the uploader's active lines; commented out in a build without the upload
 # enabled = $(yn "${CONFIG_AGENT_ENABLED:-n}")
 # trace_main = $(yn "${CONFIG_AGENT_TRACE_MAIN:-n}")
 # max_threads = $CONFIG_RB_MAX_TRACED_THREADS
+# Each traced thread's ring, in KiB (a power of two): on call-heavy code 1 MiB holds
+# about 10 ms (docs/runtime.md, "How much a ring holds").
+# ring_kb = $(((1 << CONFIG_RB_RING_SHIFT) / 1024))
 # sched_pages = $CONFIG_AGENT_SCHED_PAGES
 
 # Who besides root may trigger, grant and revoke (-1: nobody).
