@@ -75,7 +75,11 @@ unpack() {
 
 conf=$work/jitt.conf
 mkdir -p "$work/data/spool" "$work/run"
-printf 'data_dir = %s\nrun_dir = %s\n' "$work/data" "$work/run" >"$conf"
+# Rings of 128 MiB: a window of a hundred milliseconds or more on these call-heavy programs,
+# so that schedstat's view, which moves with the scheduler's ticks (a few ms) while a thread
+# runs, is fine enough to compare with (and the spool's caps above such a trace).
+printf 'data_dir = %s\nrun_dir = %s\nring_kb = 131072\nmax_trace_mb = 1024\n' "$work/data" \
+	"$work/run" >"$conf"
 JITT_CONFIG=$conf
 export JITT_CONFIG
 moment() { # label, then real_moment.py's arguments

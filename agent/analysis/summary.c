@@ -401,6 +401,39 @@ static int top_functions(const struct cct *c, enum cct_lane lane, struct summary
 	return 0;
 }
 
+/* The heaviest calling context of a function in the window (summary.h). */
+static void heaviest_path(const struct cct *c, uint64_t func, struct summary_path *out)
+{
+	uint32_t best = CCT_NONE;
+	for (uint32_t i = 1; i < c->n; i++)
+		if (c->node[i].func == func &&
+		    (best == CCT_NONE || c->node[i].s[CCT_WINDOW].self > c->node[best].s[CCT_WINDOW].self))
+			best = i;
+	*out = (struct summary_path){ .key = func };
+	if (best == CCT_NONE)
+		return;
+	out->self = c->node[best].s[CCT_WINDOW].self;
+	size_t depth = c->node[best].depth, n = depth < SUMMARY_PATH_MAX ? depth : SUMMARY_PATH_MAX;
+	out->n = n;
+	out->elided = depth > n;
+	uint32_t at = best;
+	for (size_t k = n; k-- > 0 && at != 0; at = c->node[at].parent)
+		out->path[k] = c->node[at].func;
+}
+
+/* The paths of the window's first functions, the tree's pseudo-functions left out. */
+static void top_paths(struct summary *s, const struct cct *c)
+{
+	s->npaths = 0;
+	for (size_t i = 0; i < s->ntop_window && s->npaths < SUMMARY_NPATHS; i++) {
+		uint64_t key = s->top_window[i].key;
+		if (key == CCT_ROOT || key == CCT_UNKNOWN || !s->top_window[i].self)
+			continue;
+		heaviest_path(c, key, &s->paths[s->npaths]);
+		s->npaths += s->paths[s->npaths].n > 0;
+	}
+}
+
 /*
  * Where a chain ends, the frame's own time outlasted each of its children. But many short
  * calls of one child can add up to more than that own time, with no single long one
@@ -773,6 +806,8 @@ int summary_build(struct summary *s, const struct rb_trace *t, unsigned k)
 		cct_lane_offcpu(&p.c, CCT_WINDOW, &s->window_blocked, &s->window_preempted);
 		window_sched(s, &ths[s->thread]);
 		err = top_functions(&p.c, CCT_WINDOW, &s->top_window, &s->ntop_window);
+		if (!err)
+			top_paths(s, &p.c);
 	}
 	if (!err)
 		err = top_functions(&p.c, CCT_WHOLE, &s->top_trace, &s->ntop_trace);

@@ -83,6 +83,18 @@ struct summary_chain {
 	size_t at, elided;
 };
 
+/* Where a top function ran most: the calling context (a path from the root) holding the
+ * most of its self time in the window, outermost first; a deep one keeps its innermost
+ * SUMMARY_PATH_MAX frames. The window's first SUMMARY_NPATHS functions have one each. */
+#define SUMMARY_NPATHS 5
+#define SUMMARY_PATH_MAX 24
+struct summary_path {
+	uint64_t key, self; /* the function, and its self time in this context */
+	size_t n;
+	bool elided; /* outer frames left out */
+	uint64_t path[SUMMARY_PATH_MAX];
+};
+
 /* A hot calling context: a root-to-leaf path in the window, with its differential cost. */
 struct summary_context {
 	int64_t cost; /* sum over the path of (window self - baseline self) */
@@ -155,6 +167,8 @@ struct summary {
 	/* The ring wrapped and its oldest record is the window's start: the moment began
 	 * before what the ring holds (its outer frames: agent/analysis/outer.h). */
 	bool ring_cut;
+	struct summary_path paths[SUMMARY_NPATHS];
+	size_t npaths;
 	/* Of the window, the thread's time blocked (cct.h: asleep off its CPU with the switch
 	 * records, else inside waits), and runnable but off its CPU: preempted. From the
 	 * tree, root included (cct_lane_offcpu); with schedstat, preempted is its sample's. */

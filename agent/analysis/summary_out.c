@@ -473,6 +473,19 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 		fr->outlier ? "true" : "false");
 	fputs(",\"top_window\":", b);
 	json_funcs(b, s, &ft, ls->window, ls->nwindow < ntop ? ls->nwindow : ntop);
+	if (lim->level == 0 && s->npaths) {
+		/* [function, self ns, path...]: where each of the first ran most */
+		fputs(",\"paths\":[", b);
+		for (size_t i = 0; i < s->npaths; i++) {
+			const struct summary_path *p = &s->paths[i];
+			fprintf(b, "%s[%d,%llu", i ? "," : "", fidx(&ft, p->key),
+				(unsigned long long)ns(s, p->self));
+			for (size_t k = 0; k < p->n; k++)
+				fprintf(b, ",%d", fidx(&ft, p->path[k]));
+			fputc(']', b);
+		}
+		fputc(']', b);
+	}
 	fputs(",\"top_trace\":", b);
 	size_t ntt = lim->ntt < ntop ? lim->ntt : ntop;
 	json_funcs(b, s, &ft, ls->trace, ls->ntrace < ntt ? ls->ntrace : ntt);
@@ -913,6 +926,22 @@ static void text_contexts(FILE *out, const struct summary *s, struct agent_symbo
 	}
 }
 
+/* Where the first functions ran most (summary.h, summary_path). */
+static void text_paths(FILE *out, const struct summary *s, struct agent_symbols *syms)
+{
+	char name[NAME_TEXT];
+	if (!s->npaths)
+		return;
+	fprintf(out, "\nwhere the first ran most (the calling context with most of its self time):\n");
+	for (size_t i = 0; i < s->npaths; i++) {
+		const struct summary_path *p = &s->paths[i];
+		fprintf(out, "  %s: %s", H(p->self), p->elided ? "... > " : "");
+		for (size_t k = 0; k < p->n; k++)
+			fprintf(out, "%s%s", k ? " > " : "", key_text(syms, p->path[k], name, sizeof(name)));
+		fputc('\n', out);
+	}
+}
+
 /*
  * Where the ring does not reach: the window starts at the ring's oldest record, so the
  * moment began earlier, and the calls still running then are named from the thread's
@@ -1007,6 +1036,7 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 
 	fprintf(out, "\ntop self time in the window:\n");
 	text_funcs(out, s, syms, ls.window, ls.nwindow, wlen);
+	text_paths(out, s, syms);
 
 	text_contexts(out, s, syms);
 
