@@ -117,7 +117,7 @@ gone() { [ ! -e "$1" ]; }
 
 threads() { ls "/proc/$1/task" | wc -l; }
 
-# ---- the switches (issue 15): no code in the app, settings and environment only.
+# ---- the switches: no code in the app, settings and environment only.
 conf main 'trace_main = 1' 'log_level = info'
 plain traced main && traced=$app
 if wait_for 10 test -S "$(sock "$traced")" &&
@@ -160,7 +160,7 @@ set -- "$work"/data/spool/*.jtr
 check "switched off: no trace was written" test "$#" -eq 1 -a ! -e "$1"
 rm -f "$work"/data/spool/*.jtr
 
-# ---- stale control sockets (issue 15): an app killed with -9 leaves its socket behind.
+# ---- stale control sockets: an app killed with -9 leaves its socket behind.
 conf plain
 plain dead1 plain && dead1=$app
 wait_for 10 test -S "$(sock "$dead1")"

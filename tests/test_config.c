@@ -243,7 +243,7 @@ TEST(config_load_names_the_file)
 	CHECK(strstr(err, path) != NULL);
 }
 
-/* Issue 12, item 10: a FIFO as the settings file hung jittd, and every traced app before
+/* Hostile input: a FIFO as the settings file hung jittd, and every traced app before
  * main(); a folder, /dev/zero or a huge file is refused by what it is, naming it. */
 TEST(config_load_refuses_what_is_not_a_file)
 {

@@ -341,7 +341,7 @@ static void check_no_ring(void)
 	rb_unlock();
 }
 
-/* A runtime whose settings were refused never saves a ring (issue 15: an unknown key used
+/* A runtime whose settings were refused never saves a ring (an unknown key used
  * to leave jitt_trace_thread(true) mapping a 4 MiB ring and filling it at the full tracing
  * cost): naming and tracing a thread then map and record nothing. */
 TEST(runtime_that_did_not_start_traces_nothing)
@@ -359,7 +359,7 @@ TEST(runtime_that_did_not_start_traces_nothing)
 	rb_thread_unregister();
 }
 
-/* ---- the switches (issue 15) ---- */
+/* ---- the switches (no rebuild) ---- */
 
 static int count_threads(void)
 {
@@ -676,7 +676,7 @@ static void frame_of(int ms)
 
 TEST(runtime_jank_detector_needs_k_consecutive_slow_frames)
 {
-	/* The budget alone, from the first frame (the rule before issue 16): frames of 3 ms
+	/* The budget alone, from the first frame (the rule before slow boards were handled): frames of 3 ms
 	 * against 1 ms would otherwise be this board's normal, and the first ones its warm-up
 	 * (runtime_jank_on_a_slow_board_is_the_injected_one). */
 	CHECK_EQ_INT(jitt_init(setup("frame_budget_us = 1000\njank_frames = 3\n"
@@ -719,7 +719,7 @@ TEST(runtime_jank_detector_needs_k_consecutive_slow_frames)
 	rb_trace_close(&t);
 }
 
-/* ---- the jank detector on a slow board (issue 16) ---- */
+/* ---- the jank detector on a slow board ---- */
 
 /* A board about 3x slower than the one the budget was chosen for: its normal frames take
  * 20 ms against a 6.667 ms budget, stable; then the app janks, 3 frames of 100 ms. */
@@ -758,7 +758,7 @@ static int frames_before_mark(const char *path, uint32_t detector, double *ms, i
 	return mark < 0 ? -1 : got;
 }
 
-/* Issue 16: every frame of a slow board is over the budget, the warm-up's too. The jank
+/* On a slow board every frame is over the budget, the warm-up's too. The jank
  * must be the injected one, not the warm-up, with the defaults (no tuning for the board). */
 TEST(runtime_jank_on_a_slow_board_is_the_injected_one)
 {
@@ -804,7 +804,7 @@ TEST(runtime_jank_on_a_slow_board_is_the_injected_one)
 	       ms[1], ms[2], ms[3]);
 }
 
-/* The same board under the rule before issue 16 (the budget alone, no warm-up, no
+/* The same board under the rule before slow boards were handled (the budget alone, no warm-up, no
  * pre-emption), still reachable by the settings: the warm-up janks at its third frame, and
  * the cool-down then hides the injected jank. */
 TEST(runtime_jank_on_a_slow_board_with_the_budget_alone_is_the_warmup)
@@ -935,7 +935,7 @@ static int anomaly_marks(const char *path, uint32_t detector)
 	return marks;
 }
 
-/* While a trace is written (0.1 to 1.8 s on a loaded machine, issue 15) the rings stay
+/* While a trace is written (0.1 to 1.8 s on a loaded machine) the rings stay
  * frozen: a mark written then is lost. So an anomaly during the write must be refused and
  * counted, never accepted without its mark. With no cool-down, an app that keeps reporting
  * anomalies gets one trace per accepted anomaly, each holding that anomaly's mark, and
@@ -1061,7 +1061,7 @@ TEST(runtime_trigger_and_status_over_the_control_socket)
 	rb_trace_close(&t);
 }
 
-/* ---- folders the image did not make (issue 16) ---- */
+/* ---- folders the image did not make ---- */
 
 /* How many lines of the file hold `what`. */
 static int count_lines(const char *path, const char *what)
@@ -1138,7 +1138,7 @@ TEST(runtime_missing_spool_persists_nothing_logs_once_and_runs_on)
 	CHECK(access(sock, F_OK) != 0);
 }
 
-/* ---- silent clients on the control socket (issue 12, item 4) ---- */
+/* ---- silent clients on the control socket ---- */
 
 /* A client that connects and never says anything: a child process (uid 65534 when we are
  * root, so that its connections count against another user's cap than ours) keeps `n` of
@@ -1266,7 +1266,7 @@ TEST(runtime_silent_clients_delay_neither_the_hang_detector_nor_status)
 	rb_thread_unregister();
 }
 
-/* ---- scheduling records (issue 15) ---- */
+/* ---- scheduling records ---- */
 
 /* A traced thread that slept and worked through frames, then reported an anomaly: its
  * trace file has its scheduling, from perf where this kernel allows a switch ring (else

@@ -67,7 +67,7 @@ TEST(timer_init_leaves_the_calibration_for_later)
 	CHECK(hz >= 1000000 && hz <= 10000000000ull);
 }
 
-/* Issue 15: a VM's TSC moved 21 ticks (10 ns) at a time while the rate said 0.48 ns per
+/* A timer coarser than its rate: a VM's TSC moved 21 ticks (10 ns) at a time while the rate said 0.48 ns per
  * tick. The resolution is a step the timer really took: at least a tick, and far finer than
  * a millisecond on any source the HAL accepts. */
 TEST(timer_resolution_is_a_step_the_timer_takes)

@@ -40,7 +40,7 @@
 #define BACKOFF_FIRST_MS 1000
 #define BACKOFF_MAX_MS	 60000
 /* The control socket's server (agent/ctl.h): never waits, so a flood of silent clients
- * delays neither `jitt status` nor a summary (issue 12, item 4). */
+ * delays neither `jitt status` nor a summary (a silent client). */
 static struct agent_ctl_server ctl;
 
 static volatile sig_atomic_t stop_signal;

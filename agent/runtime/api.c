@@ -204,7 +204,7 @@ RT void jitt_frame_begin(void)
 /*
  * The jank detector (Hubble 4.2.1): jank_frames consecutive slow frames. A slow frame is one
  * over the budget and, on a board whose normal frame is itself near or over the budget,
- * over jank_normal_pct of that normal (issue 16: on a board several times slower than the
+ * over jank_normal_pct of that normal (on a slow board: one several times slower than the
  * build machine every warm-up frame was over 16.7 ms, the detector fired on start-up noise,
  * and the cool-down then hid the real jank). So the threshold is
  *

@@ -23,7 +23,7 @@
  *
  * The control socket is served in this same thread, by agent/ctl.c's server, which never
  * waits: every client has its own deadline, and the poll timeout is the earliest of the
- * hang deadline and the clients' (issue 12, item 4: 16 silent connections from another
+ * hang deadline and the clients' (a hostile client: 16 silent connections from another
  * user used to hold this loop for 200 ms each, and the hang was reported late or not at
  * all). One thread rather than a second one for the socket: the server cannot block, so a
  * second thread would buy nothing and cost a stack and a lock around what status and
