@@ -8,30 +8,50 @@
  * (docs/runtime.md, "Status").
  */
 #include "agent/cli/cli.h"
+#include "agent/config.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #define USAGE "usage: jitt status [PID] [-c CONFIG]\n"
 
+static void help(FILE *out)
+{
+	fputs("jittd's counters, or with PID that traced process's own status: its settings\n"
+	      "file, ring size, traced threads and counters. The settings: CONFIG, else\n"
+	      "$JITT_CONFIG, else " CONFIG_AGENT_CONFIG_FILE "\n",
+	      out);
+}
+
+static const struct option longopts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	CLI_HELP_OPTION,
+	{ NULL, 0, NULL, 0 },
+};
+static const struct cli_command command = { "jitt status", USAGE, help, "c:", longopts };
+
 int cmd_status(int argc, char **argv)
 {
-	const char *config = NULL;
-	pid_t pid = 0;
-	bool have_pid = false;
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "-c") && i + 1 < argc) {
-			config = argv[++i];
-		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf(USAGE);
-			return 0;
-		} else if (!have_pid && cli_parse_pid(argv[i], &pid) == 0) {
-			have_pid = true;
-		} else {
-			fprintf(stderr, "jitt status: %s: not a process id\n" USAGE, argv[i]);
-			return 2;
+	const char *config = NULL, *pid_arg = NULL;
+	struct cli_args p;
+	cli_args_init(&p, &command, argc, argv);
+	for (int c; (c = cli_next(&p)) != CLI_END;) {
+		switch (c) {
+		case CLI_EXIT:
+			return p.status;
+		case 'c':
+			config = p.arg;
+			break;
+		case CLI_OPERAND:
+			if (pid_arg)
+				return cli_usage_error(&p, "one PID at most; also given", p.arg);
+			pid_arg = p.arg;
+			break;
 		}
 	}
+	pid_t pid = 0;
+	if (pid_arg && cli_parse_pid(pid_arg, &pid) != 0)
+		return cli_usage_error(&p, "not a process id:", pid_arg);
 	char reply[AGENT_CTL_REPLY];
 	int r = cli_ctl_ask("jitt status", config, pid, "status", NULL, reply, sizeof(reply));
 	if (r == 0)
