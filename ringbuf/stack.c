@@ -9,7 +9,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define NO_INSTR __attribute__((no_instrument_function))
+#define NO_INSTR       __attribute__((no_instrument_function))
 #define SCAN_MAX_BYTES ((uintptr_t)1 << 20)
 
 /*

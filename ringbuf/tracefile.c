@@ -457,34 +457,36 @@ static int parse_sched(const uint8_t *d, size_t *offp, size_t limit, const struc
 	return 0;
 }
 
-int rb_trace_parse(const void *data, size_t size, struct rb_trace *t, char *err, size_t errsize)
+/* The header: what the file says it is, checked against what it is (its size, its CRC). */
+static int parse_header(const uint8_t *d, size_t size, struct file_header *h, char *err,
+			size_t errsize)
 {
-	const uint8_t *d = data;
-	memset(t, 0, sizeof(*t));
-	struct file_header h;
-	if ((uintptr_t)data % 8)
+	if ((uintptr_t)d % 8)
 		return fail(err, errsize, 0, "buffer is not 8-byte aligned");
-	if (size < sizeof(h) + 8)
+	if (size < sizeof(*h) + 8)
 		return fail(err, errsize, size, "file too short for a header (%zu bytes)", size);
-	memcpy(&h, d, sizeof(h));
-	if (memcmp(h.magic, RB_FILE_MAGIC, 8) != 0)
+	memcpy(h, d, sizeof(*h));
+	if (memcmp(h->magic, RB_FILE_MAGIC, 8) != 0)
 		return fail(err, errsize, 0, "not a jitt trace file (bad magic)");
-	if (h.byte_order != 1 && h.byte_order != 2)
+	if (h->byte_order != 1 && h->byte_order != 2)
 		return fail(err, errsize, 11, "byte order %u is neither 1 (little) nor 2 (big)",
-			    h.byte_order);
-	if (h.byte_order != host_order)
+			    h->byte_order);
+	if (h->byte_order != host_order)
 		return fail(err, errsize, 11, "written %s endian; this machine is %s endian",
-			    h.byte_order == 1 ? "little" : "big", host_order == 1 ? "little" : "big");
-	if (h.version < 1 || h.version > RB_FILE_VERSION)
+			    h->byte_order == 1 ? "little" : "big",
+			    host_order == 1 ? "little" : "big");
+	if (h->version < 1 || h->version > RB_FILE_VERSION)
 		return fail(err, errsize, 8, "version %u; this jitt reads versions 1 to %u",
-			    h.version, RB_FILE_VERSION);
-	if (h.word_size != 4 && h.word_size != 8)
-		return fail(err, errsize, 10, "word size %u is neither 4 nor 8", h.word_size);
-	if (h.header_size != sizeof(h))
-		return fail(err, errsize, 12, "header size %u, expected %zu", h.header_size, sizeof(h));
-	if (h.file_size != size)
-		return fail(err, errsize, size, "file is %zu bytes, its header says %llu (truncated?)",
-			    size, (unsigned long long)h.file_size);
+			    h->version, RB_FILE_VERSION);
+	if (h->word_size != 4 && h->word_size != 8)
+		return fail(err, errsize, 10, "word size %u is neither 4 nor 8", h->word_size);
+	if (h->header_size != sizeof(*h))
+		return fail(err, errsize, 12, "header size %u, expected %zu", h->header_size,
+			    sizeof(*h));
+	if (h->file_size != size)
+		return fail(err, errsize, size,
+			    "file is %zu bytes, its header says %llu (truncated?)", size,
+			    (unsigned long long)h->file_size);
 	if (memcmp(d + size - 4, FOOTER_MAGIC, 4) != 0)
 		return fail(err, errsize, size - 4, "no end marker (truncated?)");
 	uint32_t crc;
@@ -493,22 +495,120 @@ int rb_trace_parse(const void *data, size_t size, struct rb_trace *t, char *err,
 	if (crc != got)
 		return fail(err, errsize, size - 8, "CRC mismatch: stored %08x, computed %08x", crc,
 			    got);
-	if (h.timer_hz == 0)
+	if (h->timer_hz == 0)
 		return fail(err, errsize, 16, "timer frequency is 0");
-	if (h.nmodules > RB_FILE_MAX_MODULES || h.nthreads > RB_FILE_MAX_THREADS)
-		return fail(err, errsize, 52, "%u modules, %u threads: too many", h.nmodules,
-			    h.nthreads);
+	if (h->nmodules > RB_FILE_MAX_MODULES || h->nthreads > RB_FILE_MAX_THREADS)
+		return fail(err, errsize, 52, "%u modules, %u threads: too many", h->nmodules,
+			    h->nthreads);
+	return 0;
+}
 
+/* The modules, each a record and its path; paths get NUL terminators in t->strings at *s. */
+static int parse_modules(const uint8_t *d, size_t *offp, size_t limit, const struct file_header *h,
+			 struct rb_trace *t, char **s, char *err, size_t errsize)
+{
+	size_t off = *offp;
+	for (uint32_t i = 0; i < h->nmodules; i++) {
+		struct file_module fm;
+		if (off > limit || limit - off < sizeof(fm))
+			return fail(err, errsize, off, "module %u runs past the end", i);
+		memcpy(&fm, d + off, sizeof(fm));
+		off += sizeof(fm);
+		if (fm.path_len > 256 || fm.path_len > limit - off ||
+		    fm.build_id_len > RB_BUILD_ID_MAX || fm.start > fm.end)
+			return fail(err, errsize, off - sizeof(fm), "module %u is malformed", i);
+		struct rb_module *m = &t->modules[i];
+		m->bias = fm.bias;
+		m->start = fm.start;
+		m->end = fm.end;
+		m->build_id_len = fm.build_id_len;
+		memcpy(m->build_id, fm.build_id, fm.build_id_len);
+		memcpy(*s, d + off, fm.path_len);
+		(*s)[fm.path_len] = '\0';
+		m->path = *s;
+		*s += fm.path_len + 1;
+		off += pad8(fm.path_len);
+	}
+	*offp = off;
+	return 0;
+}
+
+/* The threads, each a record, its ring's slots and (version 3) its return addresses. */
+static int parse_threads(const uint8_t *d, size_t *offp, size_t limit, const struct file_header *h,
+			 struct rb_trace *t, char *err, size_t errsize)
+{
+	size_t off = *offp;
+	for (uint32_t i = 0; i < h->nthreads; i++) {
+		struct file_thread ft;
+		if (off > limit || limit - off < sizeof(ft))
+			return fail(err, errsize, off, "thread %u runs past the end", i);
+		memcpy(&ft, d + off, sizeof(ft));
+		size_t at = off;
+		off += sizeof(ft);
+		bool shape_ok = ft.nslots >= 2 && ft.nslots <= MAX_SLOTS &&
+				(ft.nslots & (ft.nslots - 1)) == 0 && ft.end < ft.nslots &&
+				ft.valid <= ft.nslots &&
+				ft.stored == (ft.valid <= ft.end ? ft.end : ft.nslots);
+		if (!shape_ok)
+			return fail(
+				err, errsize, at,
+				"thread %u: inconsistent ring (slots %llu, end %llu, valid %llu, "
+				"stored %llu)",
+				i, (unsigned long long)ft.nslots, (unsigned long long)ft.end,
+				(unsigned long long)ft.valid, (unsigned long long)ft.stored);
+		if (ft.stored > (limit - off) / 8)
+			return fail(err, errsize, off, "thread %u: %llu slots run past the end", i,
+				    (unsigned long long)ft.stored);
+		struct rb_file_thread *th = &t->threads[i];
+		th->tid = ft.tid;
+		memcpy(th->name, ft.name, RB_NAME_MAX);
+		th->name[RB_NAME_MAX] = '\0';
+		th->laps = ft.laps;
+		th->copied = !!(ft.flags & FLAG_COPIED);
+		th->anomaly = !!(ft.flags & FLAG_ANOMALY);
+		th->view = (struct rb_ring_view){
+			.slots = (const uint64_t *)(d + off),
+			.nslots = ft.nslots,
+			.stored = ft.stored,
+			.end = ft.end,
+			.valid = ft.valid,
+			.word_size = h->word_size,
+			.frozen_ticks =
+				th->copied && h->frozen_ticks <= h->ref_ticks ? h->frozen_ticks : 0
+		};
+		off += ft.stored * 8;
+		uint32_t nstack = h->version >= 3 ? ft.nstack : 0;
+		if (nstack > RB_FILE_MAX_STACK || nstack > (limit - off) / 8)
+			return fail(err, errsize, at, "thread %u: %u return addresses%s", i, nstack,
+				    nstack > RB_FILE_MAX_STACK ? ": too many"
+							       : " run past the end");
+		th->stack = (const uint64_t *)(d + off);
+		th->nstack = nstack;
+		off += nstack * 8;
+	}
+	*offp = off;
+	return 0;
+}
+
+int rb_trace_parse(const void *data, size_t size, struct rb_trace *t, char *err, size_t errsize)
+{
+	const uint8_t *d = data;
+	memset(t, 0, sizeof(*t));
+	struct file_header h = { 0 };
+	int e = parse_header(d, size, &h, err, errsize);
+	if (e)
+		return e;
 	size_t limit = size - 8, off = sizeof(h);
 	if (h.reason_len > limit - off)
-		return fail(err, errsize, off, "reason of %u bytes runs past the end", h.reason_len);
+		return fail(err, errsize, off, "reason of %u bytes runs past the end",
+			    h.reason_len);
 	/* Strings get NUL terminators in a side buffer: the reason, then every path. */
 	t->strings = malloc(h.reason_len + 1 + (size_t)h.nmodules * 257);
 	t->modules = calloc(h.nmodules ? h.nmodules : 1, sizeof(*t->modules));
 	t->threads = calloc(h.nthreads ? h.nthreads : 1, sizeof(*t->threads));
 	if (!t->strings || !t->modules || !t->threads) {
-		rb_trace_close(t);
-		return -ENOMEM;
+		e = -ENOMEM;
+		goto bad;
 	}
 	char *s = t->strings;
 	memcpy(s, d + off, h.reason_len);
@@ -517,96 +617,15 @@ int rb_trace_parse(const void *data, size_t size, struct rb_trace *t, char *err,
 	s += h.reason_len + 1;
 	off += pad8(h.reason_len);
 
-	for (uint32_t i = 0; i < h.nmodules; i++) {
-		struct file_module fm;
-		if (off > limit || limit - off < sizeof(fm)) {
-			rb_trace_close(t);
-			return fail(err, errsize, off, "module %u runs past the end", i);
-		}
-		memcpy(&fm, d + off, sizeof(fm));
-		off += sizeof(fm);
-		if (fm.path_len > 256 || fm.path_len > limit - off || fm.build_id_len > RB_BUILD_ID_MAX ||
-		    fm.start > fm.end) {
-			rb_trace_close(t);
-			return fail(err, errsize, off - sizeof(fm), "module %u is malformed", i);
-		}
-		struct rb_module *m = &t->modules[i];
-		m->bias = fm.bias;
-		m->start = fm.start;
-		m->end = fm.end;
-		m->build_id_len = fm.build_id_len;
-		memcpy(m->build_id, fm.build_id, fm.build_id_len);
-		memcpy(s, d + off, fm.path_len);
-		s[fm.path_len] = '\0';
-		m->path = s;
-		s += fm.path_len + 1;
-		off += pad8(fm.path_len);
-	}
-
-	for (uint32_t i = 0; i < h.nthreads; i++) {
-		struct file_thread ft;
-		if (off > limit || limit - off < sizeof(ft)) {
-			rb_trace_close(t);
-			return fail(err, errsize, off, "thread %u runs past the end", i);
-		}
-		memcpy(&ft, d + off, sizeof(ft));
-		size_t at = off;
-		off += sizeof(ft);
-		bool shape_ok = ft.nslots >= 2 && ft.nslots <= MAX_SLOTS &&
-				(ft.nslots & (ft.nslots - 1)) == 0 && ft.end < ft.nslots &&
-				ft.valid <= ft.nslots &&
-				ft.stored == (ft.valid <= ft.end ? ft.end : ft.nslots);
-		if (!shape_ok) {
-			rb_trace_close(t);
-			return fail(err, errsize, at,
-				    "thread %u: inconsistent ring (slots %llu, end %llu, valid %llu, "
-				    "stored %llu)",
-				    i, (unsigned long long)ft.nslots, (unsigned long long)ft.end,
-				    (unsigned long long)ft.valid, (unsigned long long)ft.stored);
-		}
-		if (ft.stored > (limit - off) / 8) {
-			rb_trace_close(t);
-			return fail(err, errsize, off, "thread %u: %llu slots run past the end", i,
-				    (unsigned long long)ft.stored);
-		}
-		struct rb_file_thread *th = &t->threads[i];
-		th->tid = ft.tid;
-		memcpy(th->name, ft.name, RB_NAME_MAX);
-		th->name[RB_NAME_MAX] = '\0';
-		th->laps = ft.laps;
-		th->copied = !!(ft.flags & FLAG_COPIED);
-		th->anomaly = !!(ft.flags & FLAG_ANOMALY);
-		th->view = (struct rb_ring_view){ .slots = (const uint64_t *)(d + off),
-						  .nslots = ft.nslots,
-						  .stored = ft.stored,
-						  .end = ft.end,
-						  .valid = ft.valid,
-						  .word_size = h.word_size,
-						  .frozen_ticks = th->copied &&
-									  h.frozen_ticks <= h.ref_ticks
-								  ? h.frozen_ticks
-								  : 0 };
-		off += ft.stored * 8;
-		uint32_t nstack = h.version >= 3 ? ft.nstack : 0;
-		if (nstack > RB_FILE_MAX_STACK || nstack > (limit - off) / 8) {
-			rb_trace_close(t);
-			return fail(err, errsize, at, "thread %u: %u return addresses%s", i, nstack,
-				    nstack > RB_FILE_MAX_STACK ? ": too many" : " run past the end");
-		}
-		th->stack = (const uint64_t *)(d + off);
-		th->nstack = nstack;
-		off += nstack * 8;
-	}
-	if (h.version >= 2 && h.sched_source != RB_SCHED_NONE) {
-		int e = parse_sched(d, &off, limit, &h, t, err, errsize);
-		if (e) {
-			rb_trace_close(t);
-			return e;
-		}
-	}
+	if ((e = parse_modules(d, &off, limit, &h, t, &s, err, errsize)) != 0 ||
+	    (e = parse_threads(d, &off, limit, &h, t, err, errsize)) != 0)
+		goto bad;
+	if (h.version >= 2 && h.sched_source != RB_SCHED_NONE &&
+	    (e = parse_sched(d, &off, limit, &h, t, err, errsize)) != 0)
+		goto bad;
 	if (off != limit) {
-		rb_trace_close(t);
-		return fail(err, errsize, off, "%zu unexplained bytes before the CRC", limit - off);
+		e = fail(err, errsize, off, "%zu unexplained bytes before the CRC", limit - off);
+		goto bad;
 	}
 	t->word_size = h.word_size;
 	t->timer_hz = h.timer_hz;
@@ -620,6 +639,9 @@ int rb_trace_parse(const void *data, size_t size, struct rb_trace *t, char *err,
 	t->nmodules = h.nmodules;
 	t->nthreads = h.nthreads;
 	return 0;
+bad:
+	rb_trace_close(t);
+	return e;
 }
 
 int rb_trace_open_kind(const char *path, struct rb_trace *t, unsigned *kind, char *err,

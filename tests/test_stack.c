@@ -17,8 +17,8 @@ struct code {
 	uintptr_t lo, hi;
 };
 
-__attribute__((no_instrument_function)) static int main_code(struct dl_phdr_info *info,
-							      size_t size, void *arg)
+__attribute__((no_instrument_function)) static int main_code(struct dl_phdr_info *info, size_t size,
+							     void *arg)
 {
 	(void)size;
 	struct code *c = arg;
@@ -43,8 +43,8 @@ __attribute__((noinline, no_instrument_function)) static void level3(void)
 	}
 	struct code code = { 0, 0 };
 	dl_iterate_phdr(main_code, &code);
-	nfound = rb_stack_scan((uintptr_t)__builtin_frame_address(0), top, code.lo, code.hi,
-			       found, RB_STACK_MAX);
+	nfound = rb_stack_scan((uintptr_t)__builtin_frame_address(0), top, code.lo, code.hi, found,
+			       RB_STACK_MAX);
 	__asm__ __volatile__("" ::: "memory");
 }
 

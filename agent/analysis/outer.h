@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#define AGENT_OUTER_MAX 64   /* frames kept, the outermost ones */
+#define AGENT_OUTER_MAX	 64  /* frames kept, the outermost ones */
 #define AGENT_OUTER_NAME 128 /* bytes of a frame's name */
 
 struct agent_outer {

@@ -407,7 +407,8 @@ static void heaviest_path(const struct cct *c, uint64_t func, struct summary_pat
 	uint32_t best = CCT_NONE;
 	for (uint32_t i = 1; i < c->n; i++)
 		if (c->node[i].func == func &&
-		    (best == CCT_NONE || c->node[i].s[CCT_WINDOW].self > c->node[best].s[CCT_WINDOW].self))
+		    (best == CCT_NONE ||
+		     c->node[i].s[CCT_WINDOW].self > c->node[best].s[CCT_WINDOW].self))
 			best = i;
 	*out = (struct summary_path){ .key = func };
 	if (best == CCT_NONE)

@@ -932,12 +932,14 @@ static void text_paths(FILE *out, const struct summary *s, struct agent_symbols 
 	char name[NAME_TEXT];
 	if (!s->npaths)
 		return;
-	fprintf(out, "\nwhere the first ran most (the calling context with most of its self time):\n");
+	fprintf(out,
+		"\nwhere the first ran most (the calling context with most of its self time):\n");
 	for (size_t i = 0; i < s->npaths; i++) {
 		const struct summary_path *p = &s->paths[i];
 		fprintf(out, "  %s: %s", H(p->self), p->elided ? "... > " : "");
 		for (size_t k = 0; k < p->n; k++)
-			fprintf(out, "%s%s", k ? " > " : "", key_text(syms, p->path[k], name, sizeof(name)));
+			fprintf(out, "%s%s", k ? " > " : "",
+				key_text(syms, p->path[k], name, sizeof(name)));
 		fputc('\n', out);
 	}
 }
@@ -952,13 +954,15 @@ static void text_outer(FILE *out, const struct summary *s, struct agent_symbols 
 	static struct agent_outer outer; /* 8 KiB: not on the stack of a small thread */
 	agent_outer_frames(syms, &s->trace->threads[s->thread], &outer);
 	if (s->ring_cut)
-		fprintf(out, "\nthe ring holds only the last %s of this thread (it wrapped %u times): "
+		fprintf(out,
+			"\nthe ring holds only the last %s of this thread (it wrapped %u times): "
 			"the moment began earlier, and time in callers whose entries it lost shows "
 			"as outside any traced function\n",
 			H(s->w1 - s->w0), s->trace->threads[s->thread].laps);
 	if (!outer.n)
 		return;
-	fprintf(out, "%souter frames at the freeze, recovered from the thread's stack (not "
+	fprintf(out,
+		"%souter frames at the freeze, recovered from the thread's stack (not "
 		"recorded: a word left by a returned call can add one):\n    ",
 		s->ring_cut ? "" : "\n");
 	for (size_t i = 0; i < outer.n; i++) {

@@ -39,8 +39,7 @@ static void print_thread(struct agent_symbols *s, const struct rb_file_thread *t
 	char tname[4 * RB_NAME_MAX + 8];
 	printf("\nthread %u \"%s\": ring of %llu slots, %u laps, %llu valid, %s\n", th->tid,
 	       agent_escape(tname, sizeof(tname), th->name), (unsigned long long)th->view.nslots,
-	       th->laps,
-	       (unsigned long long)th->view.valid,
+	       th->laps, (unsigned long long)th->view.valid,
 	       th->copied ? "validated copy (the thread was blocked)" : "clean stop");
 	struct rb_event *ev;
 	size_t n;
@@ -62,7 +61,8 @@ static void print_thread(struct agent_symbols *s, const struct rb_file_thread *t
 		char text[4 * AGENT_OUTER_NAME];
 		printf("  outer frames at the freeze (recovered from its stack):");
 		for (size_t k = 0; k < outer.n; k++)
-			printf("%s%s", k ? " > " : " ", agent_escape(text, sizeof(text), outer.name[k]));
+			printf("%s%s", k ? " > " : " ",
+			       agent_escape(text, sizeof(text), outer.name[k]));
 		printf("\n");
 	}
 	if (n == 0) {
@@ -98,7 +98,8 @@ static void print_thread(struct agent_symbols *s, const struct rb_file_thread *t
 				break;
 			}
 			depth--;
-			printf("%*s< %.6f ms\n", indent, "", starts ? ms(t, starts[depth], e->ts) : 0.0);
+			printf("%*s< %.6f ms\n", indent, "",
+			       starts ? ms(t, starts[depth], e->ts) : 0.0);
 			break;
 		case RB_EV_OFF_CPU: /* printed at its end, like an exit */
 			printf("%*s~ off its CPU %.6f ms, %s (left CPU %u)\n", indent, "",
@@ -115,7 +116,8 @@ static void print_thread(struct agent_symbols *s, const struct rb_file_thread *t
 		}
 	}
 	if (truncated)
-		printf("  %zu exits of calls that began before the ring's oldest record\n", truncated);
+		printf("  %zu exits of calls that began before the ring's oldest record\n",
+		       truncated);
 	if (depth)
 		printf("  %zu calls still running when the ring was frozen\n", depth);
 	free(starts);
