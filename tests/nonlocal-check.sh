@@ -21,6 +21,29 @@ cat >"$work/jumps.c" <<'C'
 #include <setjmp.h>
 #include <stdio.h>
 #include <unistd.h>
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+/* The control thread persists after the anomaly: wait for the trace in $TRACE_SPOOL (a
+ * bound of 60 s only catches a hang). */
+static void wait_for_trace(void)
+{
+	const char *dir = getenv("TRACE_SPOOL");
+	for (int i = 0; dir && i < 6000; i++) {
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		int found = 0;
+		while (d && (e = readdir(d))) {
+			size_t n = strlen(e->d_name);
+			found |= n > 4 && e->d_name[0] != '.' && !strcmp(e->d_name + n - 4, ".jtr");
+		}
+		if (d)
+			closedir(d);
+		if (found)
+			return;
+		usleep(10000);
+	}
+}
 static jmp_buf env;
 static sigjmp_buf senv;
 __attribute__((noinline)) static void thrower(int depth)
@@ -65,7 +88,7 @@ int main(void)
 	int traced = jitt_trace_thread(true);
 	int n = work_loop();
 	int a = jitt_anomaly("jumps");
-	usleep(300000); /* the control thread persists */
+	wait_for_trace();
 	printf("traced %d jumps %d anomaly %d\n", traced, n, a);
 	return 0;
 }
@@ -74,6 +97,29 @@ cat >"$work/throws.cc" <<'C'
 #include "agent/jitt.h"
 #include <stdio.h>
 #include <unistd.h>
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+/* The control thread persists after the anomaly: wait for the trace in $TRACE_SPOOL (a
+ * bound of 60 s only catches a hang). */
+static void wait_for_trace(void)
+{
+	const char *dir = getenv("TRACE_SPOOL");
+	for (int i = 0; dir && i < 6000; i++) {
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		int found = 0;
+		while (d && (e = readdir(d))) {
+			size_t n = strlen(e->d_name);
+			found |= n > 4 && e->d_name[0] != '.' && !strcmp(e->d_name + n - 4, ".jtr");
+		}
+		if (d)
+			closedir(d);
+		if (found)
+			return;
+		usleep(10000);
+	}
+}
 __attribute__((noinline)) static void thrower(int depth)
 {
 	if (depth == 0)
@@ -97,7 +143,7 @@ int main()
 	for (int i = 0; i < 2000; i++)
 		n += protected_call();
 	int a = jitt_anomaly("jumps");
-	usleep(300000);
+	wait_for_trace();
 	printf("traced %d jumps %d anomaly %d\n", traced, n, a);
 	return 0;
 }
@@ -116,7 +162,7 @@ try() {
 		return
 	fi
 	rm -f "$work/data/spool/"*
-	out=$(JITT_CONFIG=$conf "$work/$name" 2>>"$work/$name.log")
+	out=$(TRACE_SPOOL=$work/data/spool JITT_CONFIG=$conf "$work/$name" 2>>"$work/$name.log")
 	check "$name: runs and persists ('$out')" is "$out" "traced 0 jumps $want anomaly 0"
 	trace=$(ls "$work/data/spool/"*.jtr 2>/dev/null | head -n 1)
 	[ -n "$trace" ] || { fail "$name: no trace" "$(cat "$work/$name.log")"; return; }

@@ -34,6 +34,29 @@ cat >"$work/src/service.c" <<'C'
 #include <jitt/jitt.h>
 #include <stdio.h>
 #include <unistd.h>
+#include <dirent.h>
+#include <stdlib.h>
+#include <string.h>
+/* The control thread persists after the anomaly: wait for the trace in $TRACE_SPOOL (a
+ * bound of 60 s only catches a hang). */
+static void wait_for_trace(void)
+{
+	const char *dir = getenv("TRACE_SPOOL");
+	for (int i = 0; dir && i < 6000; i++) {
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		int found = 0;
+		while (d && (e = readdir(d))) {
+			size_t n = strlen(e->d_name);
+			found |= n > 4 && e->d_name[0] != '.' && !strcmp(e->d_name + n - 4, ".jtr");
+		}
+		if (d)
+			closedir(d);
+		if (found)
+			return;
+		usleep(10000);
+	}
+}
 int lib_work(int n); /* libwork.so */
 __attribute__((noinline)) static int service_own_work(int x)
 {
@@ -51,7 +74,7 @@ int main(void)
 	int traced = jitt_trace_thread(true);
 	int x = service_request(1);
 	int a = jitt_anomaly("sdk check");
-	usleep(300000); /* the control thread persists */
+	wait_for_trace();
 	printf("traced %d anomaly %d work %d\n", traced, a, x > 0);
 	return 0;
 }
@@ -123,7 +146,7 @@ run_service() {
 	else
 		fail "$name: the service is not PIE" "$(file -L "$dir/service")"
 	fi
-	out=$(cd "$dir" && JITT_CONFIG=$conf ./service 2>"$work/$name.err")
+	out=$(cd "$dir" && TRACE_SPOOL=$work/data/spool JITT_CONFIG=$conf ./service 2>"$work/$name.err")
 	if [ "$out" = "traced 0 anomaly 0 work 1" ]; then
 		ok "$name: the service traces its main thread and asks for a trace"
 	else
@@ -170,7 +193,7 @@ if $mcc -O2 $(pc --cflags jitt-musl) "$work/src/service.c" "$work/src/work.c" \
 	file "$work/service-musl" | grep -q 'statically linked'; then
 	ok "musl: a static program built with pkg-config jitt-musl ($mcc)"
 	rm -f "$work/data/spool/"*
-	out=$(JITT_CONFIG=$conf "$work/service-musl" 2>/dev/null)
+	out=$(TRACE_SPOOL=$work/data/spool JITT_CONFIG=$conf "$work/service-musl" 2>/dev/null)
 	check "musl: it traces and persists ('$out')" is "$out" "traced 0 anomaly 0 work 1"
 else
 	fail "musl: build failed" "$(cat "$work/musl.log")"

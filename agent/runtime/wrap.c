@@ -63,7 +63,10 @@ WRAP static inline void wait_end(bool began, uint32_t key)
 	if (!began)
 		return;
 	atomic_store_explicit(&rb_tls.wait_sp, 0, memory_order_relaxed);
-	atomic_fetch_add_explicit(&rb_tls.waits_ended, 1, memory_order_release);
+	/* This thread is the only writer: a load and a store, no locked add. */
+	atomic_store_explicit(&rb_tls.waits_ended,
+			      atomic_load_explicit(&rb_tls.waits_ended, memory_order_relaxed) + 1,
+			      memory_order_release);
 	rb_special(RB_WAIT_END, key);
 	in_wait = 0;
 }
