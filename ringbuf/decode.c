@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "decode.h"
+#include "coroutines.h"
 #include "record.h"
 
 #include <errno.h>
@@ -11,8 +12,9 @@ const char *rb_ev_kind_name(enum rb_ev_kind kind)
 {
 	static const char *const names[] = { "entry",	   "exit",     "sync",	 "mark",
 					     "wait-begin", "wait-end", "wake",	 "reserved",
-					     "schedstat",  "off-cpu",  "setjmp", "longjmp" };
-	return kind <= RB_EV_LONGJMP ? names[kind] : "?";
+					     "schedstat",  "off-cpu",  "setjmp", "longjmp",
+					     "ctx-made",   "ctx-swap", "ctx-set" };
+	return kind <= RB_EV_CTX_SET ? names[kind] : "?";
 }
 
 static enum rb_ev_kind special_kind(uint32_t low)
@@ -35,6 +37,12 @@ static enum rb_ev_kind special_kind(uint32_t low)
 		return RB_EV_SETJMP;
 	case RB_LONGJMP:
 		return RB_EV_LONGJMP;
+	case RB_CTX_MADE:
+		return RB_EV_CTX_MADE;
+	case RB_CTX_SWAP:
+		return RB_EV_CTX_SWAP;
+	case RB_CTX_SET:
+		return RB_EV_CTX_SET;
 	default:
 		return RB_EV_RESERVED;
 	}
@@ -208,7 +216,8 @@ int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t
 		}
 		uint64_t ts = (payload & 0xffffffff00000000ull) | ts32;
 		d->stats.anchors++;
-		d->longjmps += low == RB_LONGJMP;
+		d->nonlocal += low == RB_LONGJMP;
+		d->coroutines |= low == RB_CTX_SET;
 		if (!seen_anchor) /* the newest record, walked forward from the newest anchor */
 			d->end_ts = ts + (seg + to_newer - tn0);
 		/* The walk from this anchor does not land on the newer one: the forward pass must
@@ -238,7 +247,10 @@ int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t
 	d->fix_at = UINT64_MAX;
 	d->first_pass = true;
 	d->plan_left = d->nplan;
-	if (d->longjmps && unwound_open_at_start(d) != 0)
+	if (d->coroutines && !(d->co = rb_co_new()))
+		goto nomem;
+	d->nonlocal += d->coroutines;
+	if (d->nonlocal && unwound_open_at_start(d) != 0)
 		goto nomem;
 	return 0;
 nomem:
@@ -252,6 +264,8 @@ void rb_decoder_rewind(struct rb_decoder *d)
 	d->depth = d->min_depth = 0;
 	d->njb = d->jb_next = 0;
 	d->unwind_left = 0;
+	if (d->co)
+		rb_co_reset(d->co);
 	d->pos = d->first;
 	d->plan_left = d->nplan;
 	d->started = false;
@@ -268,6 +282,8 @@ void rb_decoder_free(struct rb_decoder *d)
 	free(d->plan);
 	free(d->held);
 	free(d->stage);
+	rb_co_free(d->co);
+	d->co = NULL;
 	d->payload = NULL;
 	d->plan = NULL;
 	d->held = NULL;
@@ -450,6 +466,12 @@ static size_t read_merged(struct rb_decoder *d, struct rb_event *buf, size_t max
 
 /* ---- non-local exits (decode.h) ---- */
 
+/* Where the running coroutine started (coroutines.h), 0 without any. */
+static int64_t co_base(const struct rb_decoder *d)
+{
+	return d->co ? rb_co_base(d->co) : 0;
+}
+
 static void jmpbuf_set(struct rb_decoder *d, uint32_t key, int64_t depth)
 {
 	for (unsigned i = 0; i < d->njb; i++)
@@ -468,24 +490,30 @@ static int64_t jmpbuf_target(const struct rb_decoder *d, uint32_t key)
 	if (key)
 		for (unsigned i = 0; i < d->njb; i++)
 			if (d->jb[i].key == key)
-				return d->jb[i].depth;
+				return d->jb[i].depth + co_base(d);
 	return d->min_depth; /* its setjmp is older than the ring, or pthread_exit */
 }
 
 /* Follow the call depth through one event; a longjmp owes the exits of the frames it
- * left (counted in its id). */
-static void follow_depth(struct rb_decoder *d, struct rb_event *e)
+ * left (counted in its id), a coroutine switch those of the context it leaves and the
+ * entries of the one it resumes. False: the event is left out (coroutines.h). */
+static bool follow_depth(struct rb_decoder *d, struct rb_event *e)
 {
+	struct rb_decode_stats *st = d->first_pass ? &d->stats : NULL;
 	switch (e->kind) {
 	case RB_EV_ENTRY:
 		d->depth++;
+		if (d->co && rb_co_entry(d->co, e))
+			d->failed = true;
 		break;
 	case RB_EV_EXIT:
+		if (d->co && !rb_co_exit(d->co, d->depth, st))
+			return false;
 		if (--d->depth < d->min_depth)
 			d->min_depth = d->depth;
 		break;
 	case RB_EV_SETJMP:
-		jmpbuf_set(d, e->arg, d->depth);
+		jmpbuf_set(d, e->arg, d->depth - co_base(d));
 		break;
 	case RB_EV_LONGJMP: {
 		int64_t target = jmpbuf_target(d, e->arg);
@@ -494,20 +522,33 @@ static void follow_depth(struct rb_decoder *d, struct rb_event *e)
 		d->unwind_ts = e->ts;
 		break;
 	}
+	case RB_EV_CTX_MADE:
+	case RB_EV_CTX_SWAP:
+	case RB_EV_CTX_SET:
+		if (d->co && rb_co_record(d->co, e, &d->depth, st))
+			d->failed = true;
+		break;
 	default:
 		break;
 	}
+	return true;
 }
 
 static size_t read_unwound(struct rb_decoder *d, struct rb_event *buf, size_t max)
 {
 	size_t n = 0;
 	while (n < max) {
+		if (d->co && rb_co_owed(d->co, &buf[n])) {
+			n++;
+			continue;
+		}
 		if (d->unwind_left) {
 			buf[n++] = (struct rb_event){ .ts = d->unwind_ts,
 						      .kind = RB_EV_EXIT,
 						      .raw = RB_LONGJMP };
 			d->unwind_left--;
+			if (d->co)
+				rb_co_pop(d->co);
 			if (--d->depth < d->min_depth)
 				d->min_depth = d->depth;
 			continue;
@@ -518,15 +559,16 @@ static size_t read_unwound(struct rb_decoder *d, struct rb_event *buf, size_t ma
 			if (!d->stage_n)
 				break;
 		}
-		struct rb_event *e = &buf[n++];
+		struct rb_event *e = &buf[n];
 		*e = d->stage[d->stage_i++];
-		follow_depth(d, e);
+		n += follow_depth(d, e);
 	}
 	return n;
 }
 
-/* With longjmps, the calls the ring starts inside are what the forward walk, frames
- * closed by longjmps included, finds below its start: one pass more, for such rings only. */
+/* With longjmps or coroutines, the calls the ring starts inside are what the forward walk,
+ * frames closed by longjmps and switches included, finds below its start: one pass more,
+ * for such rings only. */
 static int unwound_open_at_start(struct rb_decoder *d)
 {
 	d->stage = malloc(HELD_EVENTS * sizeof(*d->stage));
@@ -540,6 +582,8 @@ static int unwound_open_at_start(struct rb_decoder *d)
 		for (size_t i = 0; i < n; i++)
 			d->stats.unwound += buf[i].kind == RB_EV_EXIT && buf[i].raw == RB_LONGJMP;
 	free(buf);
+	if (d->failed)
+		return -ENOMEM;
 	d->open_at_start = (uint64_t)-d->min_depth;
 	rb_decoder_rewind(d);
 	return 0;
@@ -547,7 +591,7 @@ static int unwound_open_at_start(struct rb_decoder *d)
 
 size_t rb_decoder_read(struct rb_decoder *d, struct rb_event *buf, size_t max)
 {
-	return d->longjmps ? read_unwound(d, buf, max) : read_merged(d, buf, max);
+	return d->nonlocal ? read_unwound(d, buf, max) : read_merged(d, buf, max);
 }
 
 int rb_decode(const struct rb_ring_view *v, uint64_t ref_ticks, struct rb_event **events,
@@ -559,7 +603,8 @@ int rb_decode(const struct rb_ring_view *v, uint64_t ref_ticks, struct rb_event 
 	int err = rb_decoder_init(&d, v, ref_ticks, NULL, NULL);
 	if (err)
 		return err;
-	size_t cap = d.stats.records + v->noff + d.stats.unwound;
+	size_t cap = d.stats.records + v->noff + d.stats.unwound + d.stats.suspended +
+		     d.stats.resumed;
 	struct rb_event *ev = malloc((cap ? cap : 1) * sizeof(*ev));
 	if (!ev) {
 		rb_decoder_free(&d);

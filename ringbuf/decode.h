@@ -36,6 +36,9 @@ enum rb_ev_kind {
 	RB_EV_SETJMP,	/* arg: the jump buffer's key */
 	RB_EV_LONGJMP,	/* arg: the jump buffer's key; id: how many frames it left, each
 			 * given as an exit right after it (raw RB_LONGJMP on those exits) */
+	RB_EV_CTX_MADE, /* arg: a ucontext's key (record.h); the three: see "Coroutines" */
+	RB_EV_CTX_SWAP,
+	RB_EV_CTX_SET,
 };
 
 struct rb_event {
@@ -83,6 +86,10 @@ struct rb_decode_stats {
 	uint64_t gaps;	    /* steps found longer than 2^32 ticks, and repaired */
 	uint64_t conflicts; /* anchors that disagreed by a non-multiple of 2^32 (torn data) */
 	uint64_t unwound;   /* exits given for the frames longjmps left (after init) */
+	uint64_t suspended; /* exits given for the frames of a coroutine switched away from */
+	uint64_t resumed;   /* entries given for a resumed coroutine's frames */
+	uint64_t unmatched; /* exits left out: a resumed coroutine's calls entered before
+			     * the ring (after init, as unwound) */
 };
 
 /* Jump buffers whose setjmp depth the decoder remembers, the most recent ones. */
@@ -101,6 +108,12 @@ struct rb_decode_stats {
  * that setjmp is older than the ring, down to the shallowest depth seen (the target called
  * setjmp before the ring's oldest record, so every frame entered since is deeper). Every
  * consumer then sees a tree whose frames close.
+ *
+ * Coroutines: where the ring holds context switches (swapcontext), each context's frames
+ * are kept apart; a switch gives exits for the frames of the context it leaves and
+ * entries for those of the one it resumes, which is shown inside its resumer's call
+ * (ringbuf/coroutines.h says how, and what is left out when the ring lost a context's
+ * start).
  */
 typedef void (*rb_special_fn)(void *ctx, const struct rb_event *e);
 
@@ -123,10 +136,13 @@ struct rb_decoder {
 	size_t held_n, held_i, off_i;
 	uint64_t last_ts, off_end;
 	bool any, tail_done;
-	/* Non-local exits (record.h, RB_LONGJMP), when the ring has any: events staged
-	 * while the call depth is followed, the depth of the latest setjmp of each jump
-	 * buffer, and the exits a longjmp still owes. */
-	uint64_t longjmps;
+	/* Non-local exits (record.h, RB_LONGJMP, RB_CTX_*), when the ring has any: events
+	 * staged while the call depth is followed, the depth of the latest setjmp of each
+	 * jump buffer (from where the running coroutine started), the exits a longjmp still
+	 * owes, and the coroutines' frames (coroutines.h). */
+	uint64_t nonlocal;
+	bool coroutines, failed;
+	struct rb_coroutines *co;
 	struct rb_event *stage;
 	size_t stage_n, stage_i;
 	int64_t depth, min_depth;

@@ -49,7 +49,16 @@ enum rb_kind {
 	 * (pthread_exit). */
 	RB_SETJMP = 0x9,
 	RB_LONGJMP = 0xA,
-	RB_KIND_LAST = 0xF,  /* 0xB..0xF reserved: decoded as "unknown special" */
+	/* Coroutines (ucontext): a thread that switches stacks leaves one context's frames
+	 * open and resumes another's, whose exits and entries then interleave in one ring.
+	 * arg: the ucontext's address, low half. makecontext writes CTX_MADE (a fresh context,
+	 * whose function will return to its uc_link); swapcontext writes CTX_SWAP (the
+	 * context it saves, the one being left) and then CTX_SET (the one it switches to);
+	 * setcontext writes CTX_SET alone. The decoder keeps each context's frames apart. */
+	RB_CTX_MADE = 0xB,
+	RB_CTX_SWAP = 0xC,
+	RB_CTX_SET = 0xD,
+	RB_KIND_LAST = 0xF,  /* 0xE..0xF reserved: decoded as "unknown special" */
 	RB_FIRST_ID = 0x10,  /* the smallest function id */
 };
 

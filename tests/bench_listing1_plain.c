@@ -6,6 +6,7 @@
 #include "tests/bench_listing1.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 
 LISTING1(listing1_plain, (void)0, (void)0)
 
@@ -37,22 +38,26 @@ LISTING1(listing1_limit, LIMIT_POINT(listing1_limit), LIMIT_POINT(0))
  * wrap, stop check.
  */
 
-/* A: funtrace's mask, which both wraps and "disables" (mask 0 pins every store to slot 0):
- * no off branch at all, but tracing off still pays the timer and the store. */
+/* A: funtrace's design (its trace_data::trace, read in 2026): the ring is aligned to twice
+ * its size, so the position can be kept unmasked and masked at the next point: the mask
+ * (~size while on) clears the bit a step past the end sets, which is the wrap; a mask of 0
+ * makes the position NULL, which is "off" (a pause that another thread may set at any
+ * time: the stop). One AND, one branch, then the timer and the store. (funtrace's records
+ * are 16 bytes, the address and the whole counter; here they are jitt's 8.) */
 struct alt_mask {
+	uint64_t *pos;
+	uintptr_t mask;
 	uint64_t *base;
-	uint64_t idx, mask;
-	uint64_t stop;
 };
 __thread struct alt_mask alt_mask;
 #define MASK_POINT(low)                                                                   \
 	do {                                                                              \
 		struct alt_mask *m_ = &alt_mask;                                          \
-		uint64_t i_ = m_->idx;                                                    \
-		m_->base[i_] = hal_counter_read() << 32 | (uintptr_t)(low);               \
-		m_->idx = (i_ + 1) & m_->mask;                                            \
-		if (__builtin_expect(m_->stop, 0))                                        \
-			m_->mask = 0;                                                     \
+		uint64_t *e_ = (uint64_t *)((uintptr_t)m_->pos & m_->mask);               \
+		if (e_) {                                                                 \
+			*e_ = hal_counter_read() << 32 | (uintptr_t)(low);                \
+			m_->pos = e_ + 1;                                                 \
+		}                                                                         \
 	} while (0)
 LISTING1(listing1_alt_mask, MASK_POINT(listing1_alt_mask), MASK_POINT(0))
 
@@ -81,7 +86,12 @@ LISTING1(listing1_alt_two, TWO_POINT(listing1_alt_two), TWO_POINT(0))
 void bench_alternatives_setup(uint64_t *ring, uint64_t nslots, int on);
 void bench_alternatives_setup(uint64_t *ring, uint64_t nslots, int on)
 {
-	alt_mask = (struct alt_mask){ ring, 0, on ? nslots - 1 : 0, 0 };
+	/* funtrace's ring: aligned to twice its size (posix_memalign, as funtrace does). */
+	static uint64_t *mask_ring;
+	size_t bytes = nslots * sizeof(uint64_t);
+	if (!mask_ring && posix_memalign((void **)&mask_ring, 2 * bytes, bytes))
+		abort();
+	alt_mask = (struct alt_mask){ mask_ring, on ? ~(uintptr_t)bytes : 0, mask_ring };
 	alt_two = (struct alt_two){ on ? ring : 0, ring, ring + nslots, 0 };
 }
 
@@ -89,6 +99,6 @@ void bench_alternatives_positions(struct bench_positions *out)
 {
 	out->limit = limit_idx;
 	out->limit_newest = limit_ring[(limit_idx - 1) & ((1 << 16) - 1)];
-	out->mask = alt_mask.idx;
+	out->mask = (uint64_t)(alt_mask.pos - alt_mask.base); /* may be one past: the wrap */
 	out->two = alt_two.pos ? (uint64_t)(alt_two.pos - alt_two.base) : 0;
 }

@@ -42,7 +42,7 @@ static int cmp(const void *a, const void *b)
 enum { PLAIN, OFF, ON, BARE, LIMIT, MASK_ON, MASK_OFF, TWO_ON, TWO_OFF, NVARIANTS };
 static const char *const names[] = {
 	"uninstrumented", "tracing off",  "tracing on",   "empty hook (bare call)",
-	"physical limit", "alt mask on",  "alt mask off", "alt two checks on",
+	"physical limit", "funtrace mask on", "funtrace mask off", "alt two checks on",
 	"alt two checks off",
 };
 static uint64_t alt_ring[RB_RING_SLOTS];

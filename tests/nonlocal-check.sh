@@ -6,7 +6,9 @@
 # where without the wrappers every jumped-over call stays open (140,000 of them).
 # Built three ways: static musl; PIE glibc; PIE glibc with -D_FORTIFY_SOURCE=2 (longjmp is
 # then __longjmp_chk). And a C++ program on glibc (exceptions: GCC's cleanups run the exit
-# hooks).
+# hooks). And coroutines on glibc's ucontext (makecontext, swapcontext): two generators
+# yield from 20 and 5 calls deep to a scheduler 800 times; their calls must show inside the
+# scheduler's resume, never the scheduler's inside theirs (as they did without the wrappers).
 # usage: nonlocal-check.sh SRCTREE BIN_DIR   (host)
 set -u
 src=$(cd "$1" && pwd)
@@ -148,6 +150,93 @@ int main()
 	return 0;
 }
 C
+cat >"$work/coroutines.c" <<'C'
+#include "agent/jitt.h"
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucontext.h>
+#include <unistd.h>
+static void wait_for_trace(void)
+{
+	const char *dir = getenv("TRACE_SPOOL");
+	for (int i = 0; dir && i < 6000; i++) {
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		int found = 0;
+		while (d && (e = readdir(d))) {
+			size_t n = strlen(e->d_name);
+			found |= n > 4 && e->d_name[0] != '.' && !strcmp(e->d_name + n - 4, ".jtr");
+		}
+		if (d)
+			closedir(d);
+		if (found)
+			return;
+		usleep(10000);
+	}
+}
+/* Two generators on their own stacks: each recurses (20 and 5 deep), yields at the bottom
+ * to the scheduler, and ends after 4 yields (its function returns to uc_link). */
+static ucontext_t sched_ctx, co_ctx[2];
+static char stacks[2][64 * 1024];
+static int alive[2];
+static volatile int sink;
+__attribute__((noinline)) static void yield_to_sched(int co)
+{
+	swapcontext(&co_ctx[co], &sched_ctx);
+}
+__attribute__((noinline)) static void descend(int co, int depth)
+{
+	if (depth == 0) {
+		yield_to_sched(co);
+		return;
+	}
+	descend(co, depth - 1);
+	sink++;
+}
+__attribute__((noinline)) static void generator(int co)
+{
+	for (int i = 0; i < 4; i++)
+		descend(co, co ? 5 : 20);
+	alive[co] = 0;
+}
+__attribute__((noinline)) static void start(int co)
+{
+	getcontext(&co_ctx[co]);
+	co_ctx[co].uc_stack.ss_sp = stacks[co];
+	co_ctx[co].uc_stack.ss_size = sizeof(stacks[co]);
+	co_ctx[co].uc_link = &sched_ctx;
+	makecontext(&co_ctx[co], (void (*)(void))generator, 1, co);
+	alive[co] = 1;
+}
+__attribute__((noinline)) static void resume(int co)
+{
+	swapcontext(&sched_ctx, &co_ctx[co]);
+}
+__attribute__((noinline)) static int scheduler(void)
+{
+	int n = 0;
+	for (int round = 0; round < 400; round++) {
+		for (int co = 0; co < 2; co++) {
+			if (!alive[co])
+				start(co);
+			resume(co);
+			n++;
+		}
+	}
+	return n;
+}
+int main(void)
+{
+	int traced = jitt_trace_thread(true);
+	int n = scheduler();
+	int a = jitt_anomaly("coroutines");
+	wait_for_trace();
+	printf("traced %d jumps %d anomaly %d\n", traced, n, a);
+	return 0;
+}
+C
 conf=$work/jitt.conf
 mkdir -p "$work/data/spool" "$work/run"
 printf 'data_dir = %s\nrun_dir = %s\n' "$work/data" "$work/run" >"$conf"
@@ -176,7 +265,7 @@ try() {
 		fail "$name: $open calls left open" "$(tail -n 3 "$work/$name.dec")"
 	fi
 	"$bin/jitt" summarize "$trace" >"$work/$name.sum" 2>&1
-	check "$name: the summary names the thrower" grep -q 'thrower' "$work/$name.sum"
+	check "$name: the summary names ${fn:-thrower}" grep -q "${fn:-thrower}" "$work/$name.sum"
 	if grep -q 'calls elided' "$work/$name.sum"; then
 		fail "$name: a chain elides calls" "$(grep 'elided' "$work/$name.sum" | head -n 2)"
 	else
@@ -201,6 +290,23 @@ fi
 # shellcheck disable=SC2086,SC2046
 try throws 2000 g++ -O2 -fPIE -pie $flags -I"$src" "$work/throws.cc" -o "$work/throws" \
 	"$lib/libjitt-glibc.a" $(cat "$lib/libjitt-glibc.ldflags")
+
+# Coroutines (glibc's ucontext): each generator's frames are kept apart from the
+# scheduler's, and shown inside the resume that ran them.
+fn=descend
+# shellcheck disable=SC2086,SC2046
+try coroutines 800 gcc -O2 -fPIE -pie $flags -I"$src" "$work/coroutines.c" -o "$work/coroutines" \
+	"$lib/libjitt-glibc.a" $(cat "$lib/libjitt-glibc.ldflags")
+starts=$(sed -n 's/^ *\([0-9]*\) calls the ring starts inside$/\1/p' "$work/coroutines.dec")
+check "coroutines: no exit closes a call the ring never entered (${starts:-0})" is "${starts:-0}" 0
+check "coroutines: the generator's calls under resume" \
+	grep -q 'resume > generator > descend' "$work/coroutines.sum"
+# without the switch records, the scheduler's calls nest inside the generator's
+if grep -q 'descend > resume' "$work/coroutines.sum"; then
+	fail "coroutines: a resume shown inside a generator" "$(grep -m1 'descend > resume' "$work/coroutines.sum")"
+else
+	ok "coroutines: no resume shown inside a generator"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -8,7 +8,10 @@
 #include "ringbuf/decode.h"
 #include "ringbuf/record.h"
 
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct ring {
 	uint64_t slot[64];
@@ -169,5 +172,127 @@ TEST(nonlocal_longjmp_with_nothing_to_leave_adds_nothing)
 	uint64_t open;
 	CHECK_EQ_INT(decode(&r, &ev, &n, &st, &open), 1);
 	CHECK_EQ_U64(st.unwound, 0);
+	free(ev);
+}
+
+/* The decoded entries and exits as text: "E100" for an entry of 0x100, "X" for an exit,
+ * "x" for an exit a coroutine switch gave, "e300" for an entry it gave (a resumed frame). */
+static void events_text(const struct rb_event *ev, size_t n, char *out, size_t size)
+{
+	size_t o = 0;
+	out[0] = 0;
+	for (size_t i = 0; i < n && o + 16 < size; i++) {
+		bool sw = ev[i].raw == RB_CTX_SET;
+		if (ev[i].kind == RB_EV_ENTRY)
+			o += (size_t)snprintf(out + o, size - o, "%s%llx", sw ? " e" : " E",
+					      (unsigned long long)ev[i].id);
+		else if (ev[i].kind == RB_EV_EXIT)
+			o += (size_t)snprintf(out + o, size - o, "%s", sw ? " x" : " X");
+	}
+}
+
+TEST(nonlocal_coroutine_frames_kept_apart)
+{
+	/* sched > resume > swapcontext(main, co): the fresh co runs body > deep > deep and
+	 * yields (swapcontext(co, main)); resume returns, is called again and resumes co,
+	 * whose deep, deep, body return, and body's return goes to uc_link: main again. */
+	struct ring r = { .ts = 1000 };
+	special(&r, RB_SYNC, 0);
+	enter(&r, 0x100);
+	special(&r, RB_CTX_MADE, 0x60);
+	enter(&r, 0x200);
+	special(&r, RB_CTX_SWAP, 0x50);
+	special(&r, RB_CTX_SET, 0x60);
+	enter(&r, 0x300);
+	enter(&r, 0x400);
+	enter(&r, 0x400);
+	special(&r, RB_CTX_SWAP, 0x60); /* yield */
+	special(&r, RB_CTX_SET, 0x50);
+	leave(&r); /* resume returns to sched */
+	enter(&r, 0x200);
+	special(&r, RB_CTX_SWAP, 0x50);
+	special(&r, RB_CTX_SET, 0x60);
+	leave(&r);
+	leave(&r);
+	leave(&r); /* body returns: uc_link is main */
+	leave(&r); /* resume */
+	leave(&r); /* sched */
+	struct rb_event *ev;
+	size_t n;
+	struct rb_decode_stats st;
+	uint64_t open;
+	CHECK_EQ_INT(decode(&r, &ev, &n, &st, &open), 0);
+	CHECK_EQ_U64(open, 0);
+	char text[256];
+	events_text(ev, n, text, sizeof(text));
+	CHECK_STR(text, " E100 E200 E300 E400 E400 x x x X E200 e300 e400 e400 X X X X X");
+	CHECK_EQ_U64(st.suspended, 3);
+	CHECK_EQ_U64(st.resumed, 3);
+	CHECK_EQ_U64(st.unmatched, 0);
+	free(ev);
+}
+
+TEST(nonlocal_coroutine_older_than_the_ring_closes_none_of_its_resumer)
+{
+	/* The ring starts inside main's resume; co's last switch is older than the ring: its
+	 * two returns close calls the ring never saw entered, not resume and sched. Then
+	 * symmetric coroutines: co switches straight to co2 (fresh), which yields to main. */
+	struct ring r = { .ts = 1000 };
+	special(&r, RB_SYNC, 0);
+	enter(&r, 0x100);
+	enter(&r, 0x200);
+	special(&r, RB_CTX_SWAP, 0x50);
+	special(&r, RB_CTX_SET, 0x60);
+	leave(&r);
+	leave(&r);
+	enter(&r, 0x300);
+	special(&r, RB_CTX_MADE, 0x70);
+	special(&r, RB_CTX_SWAP, 0x60);
+	special(&r, RB_CTX_SET, 0x70);
+	enter(&r, 0x500);
+	special(&r, RB_CTX_SWAP, 0x70);
+	special(&r, RB_CTX_SET, 0x50);
+	leave(&r); /* resume */
+	struct rb_event *ev;
+	size_t n;
+	struct rb_decode_stats st;
+	uint64_t open;
+	CHECK_EQ_INT(decode(&r, &ev, &n, &st, &open), 1); /* sched runs on */
+	CHECK_EQ_U64(open, 0);
+	char text[256];
+	events_text(ev, n, text, sizeof(text));
+	CHECK_STR(text, " E100 E200 E300 E500 x x X");
+	CHECK_EQ_U64(st.unmatched, 2);
+	CHECK_EQ_U64(st.suspended, 2);
+	free(ev);
+}
+
+TEST(nonlocal_setcontext_abandons_the_running_context)
+{
+	/* co (fresh) runs body > deep, then setcontext(main's saved point): its frames end
+	 * there and are not resumed again. A second resume of co starts with nothing. */
+	struct ring r = { .ts = 1000 };
+	special(&r, RB_SYNC, 0);
+	enter(&r, 0x100);
+	special(&r, RB_CTX_MADE, 0x60);
+	special(&r, RB_CTX_SWAP, 0x50);
+	special(&r, RB_CTX_SET, 0x60);
+	enter(&r, 0x300);
+	enter(&r, 0x400);
+	special(&r, RB_CTX_SET, 0x50);
+	special(&r, RB_CTX_SWAP, 0x50);
+	special(&r, RB_CTX_SET, 0x60);
+	special(&r, RB_CTX_SWAP, 0x60);
+	special(&r, RB_CTX_SET, 0x50);
+	leave(&r);
+	struct rb_event *ev;
+	size_t n;
+	struct rb_decode_stats st;
+	uint64_t open;
+	CHECK_EQ_INT(decode(&r, &ev, &n, &st, &open), 0);
+	char text[256];
+	events_text(ev, n, text, sizeof(text));
+	CHECK_STR(text, " E100 E300 E400 x x X");
+	CHECK_EQ_U64(st.resumed, 0);
 	free(ev);
 }

@@ -355,6 +355,9 @@ static int walk_event(struct walk *w, const struct rb_event *e, uint64_t ns)
 	case RB_EV_RESERVED:
 	case RB_EV_SETJMP:  /* the frames a longjmp left come as exits after it */
 	case RB_EV_LONGJMP:
+	case RB_EV_CTX_MADE: /* likewise a switch's exits and entries */
+	case RB_EV_CTX_SWAP:
+	case RB_EV_CTX_SET:
 		return w->ops->instant(w->ctx, ns, AGENT_NAME_RECORD(e->raw, e->arg));
 	case RB_EV_OFF_CPU:
 		/* Inside a wait the wait already covers it; else a slice of its own in the

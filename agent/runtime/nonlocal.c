@@ -24,6 +24,13 @@
  * instrumented function's exit hook in its cleanup when an exception unwinds through it
  * (tests/nonlocal-check.sh checks it).
  *
+ * Coroutines (glibc's ucontext; musl has none): makecontext, swapcontext and setcontext
+ * each write a record with the context's key (record.h, RB_CTX_*), and the decoder keeps
+ * each context's frames apart (ringbuf/coroutines.h). swapcontext returns when its context
+ * is resumed, into this wrapper's frame, which waits on the context's own stack meanwhile:
+ * a C wrapper does. makecontext is variadic: its wrapper is a trampoline like setjmp's,
+ * saving every argument register.
+ *
  * Names: musl's setjmp, _setjmp, sigsetjmp, longjmp, _longjmp, siglongjmp are functions;
  * glibc's sigsetjmp is a macro for __sigsetjmp, and with _FORTIFY_SOURCE its longjmp,
  * _longjmp and siglongjmp become __longjmp_chk. The SDK's flags for each libc name its own
@@ -35,8 +42,8 @@
 
 #include <stdint.h>
 
-/* The key of a jump buffer: the low half of its address (a buffer on the stack of a
- * function that is still running when it is jumped to). */
+/* The key of a jump buffer or a ucontext: the low half of its address (a buffer on the
+ * stack of a function that is still running when it is jumped to). */
 RT static inline uint32_t jmpbuf_key(const void *env)
 {
 	uint32_t key = (uint32_t)(uintptr_t)env;
@@ -111,6 +118,67 @@ SETJMP_TRAMPOLINE(__sigsetjmp);
 LONGJMP_WRAPPER(__longjmp_chk)
 #else
 SETJMP_TRAMPOLINE(sigsetjmp);
+#endif
+
+#if defined(__GLIBC__)
+#include <ucontext.h>
+
+/* Called by the makecontext trampoline below. */
+RT __attribute__((used)) void jitt_note_makecontext(const void *ucp);
+RT __attribute__((used)) void jitt_note_makecontext(const void *ucp)
+{
+	rb_special(RB_CTX_MADE, jmpbuf_key(ucp));
+}
+
+/* __wrap_makecontext(ucp, func, argc, ...): every argument register saved around the note
+ * (the variadic ones too, and %al, the x86-64 count of vector registers used), then a jump
+ * to the real one with the caller's stack (arguments past the registers are there). */
+#if defined(__x86_64__)
+__asm__(".text\n\t.globl __wrap_makecontext\n\t.type __wrap_makecontext,@function\n"
+	"__wrap_makecontext:\n\t"
+	"push %rdi\n\tpush %rsi\n\tpush %rdx\n\tpush %rcx\n\t"
+	"push %r8\n\tpush %r9\n\tpush %rax\n\t" /* 7 pushes: the call is 16-aligned */
+	"call jitt_note_makecontext@PLT\n\t"
+	"pop %rax\n\tpop %r9\n\tpop %r8\n\tpop %rcx\n\t"
+	"pop %rdx\n\tpop %rsi\n\tpop %rdi\n\t"
+	"jmp __real_makecontext@PLT\n\t"
+	".size __wrap_makecontext, .-__wrap_makecontext");
+#elif defined(__aarch64__)
+__asm__(".text\n\t.globl __wrap_makecontext\n\t.type __wrap_makecontext,%function\n"
+	"__wrap_makecontext:\n\t"
+	"stp x0, x1, [sp, #-80]!\n\tstp x2, x3, [sp, #16]\n\t"
+	"stp x4, x5, [sp, #32]\n\tstp x6, x7, [sp, #48]\n\tstr x30, [sp, #64]\n\t"
+	"bl jitt_note_makecontext\n\t"
+	"ldr x30, [sp, #64]\n\tldp x6, x7, [sp, #48]\n\tldp x4, x5, [sp, #32]\n\t"
+	"ldp x2, x3, [sp, #16]\n\tldp x0, x1, [sp], #80\n\t"
+	"b __real_makecontext\n\t"
+	".size __wrap_makecontext, .-__wrap_makecontext");
+#elif defined(__arm__)
+__asm__(".text\n\t.arm\n\t.globl __wrap_makecontext\n\t.type __wrap_makecontext,%function\n"
+	"__wrap_makecontext:\n\t"
+	"push {r0, r1, r2, r3, ip, lr}\n\t" /* 24 bytes: the stack stays 8-aligned */
+	"bl jitt_note_makecontext\n\t"
+	"pop {r0, r1, r2, r3, ip, lr}\n\t"
+	"b __real_makecontext\n\t"
+	".size __wrap_makecontext, .-__wrap_makecontext");
+#endif
+
+int __real_swapcontext(ucontext_t *oucp, const ucontext_t *ucp);
+RT int __wrap_swapcontext(ucontext_t *oucp, const ucontext_t *ucp);
+RT int __wrap_swapcontext(ucontext_t *oucp, const ucontext_t *ucp)
+{
+	rb_special(RB_CTX_SWAP, jmpbuf_key(oucp));
+	rb_special(RB_CTX_SET, jmpbuf_key(ucp));
+	return __real_swapcontext(oucp, ucp);
+}
+
+int __real_setcontext(const ucontext_t *ucp);
+RT int __wrap_setcontext(const ucontext_t *ucp);
+RT int __wrap_setcontext(const ucontext_t *ucp)
+{
+	rb_special(RB_CTX_SET, jmpbuf_key(ucp));
+	return __real_setcontext(ucp);
+}
 #endif
 
 _Noreturn void __real_pthread_exit(void *ret);
