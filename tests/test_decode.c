@@ -52,11 +52,11 @@ static void generate(struct model_event *ev, int n, uint64_t start)
 		ts += step;
 		e->ts = ts;
 		if (special) {
-			/* sync, mark, waits, wake and the reserved; not setjmp and longjmp,
-			 * which add exits (test_nonlocal) */
+			/* sync, mark, waits, wake and the reserved; not setjmp, longjmp
+			 * and the context switches, which add exits (test_nonlocal) */
 			do
 				e->low = 2 + next() % 14;
-			while (e->low == RB_SETJMP || e->low == RB_LONGJMP);
+			while (e->low >= RB_SETJMP && e->low <= RB_CTX_SET);
 			e->arg = next();
 		} else if (depth > 0 && next() % 2) {
 			e->low = RB_EXIT;
