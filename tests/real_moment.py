@@ -207,6 +207,11 @@ def main():
           f"chains: {chains[:3]}, paths: {heaviest}")
     if reach:
         print(f"  {label}: a path to it: {' > '.join(reach[0][:reach[0].index(name) + 1])}")
+    # The report carries them too, as functions of its table (docs/summary-format.md).
+    reported = [plain_name(fname(f)) for f in summary.get("outer", [])]
+    if outer:
+        check(f"{label}: the report's outer frames are the trace's", reported == outer,
+              f"report: {reported}, trace: {outer}")
     for want in a.outer:
         check(f"{label}: the recovered outer frames name {want}", want in outer,
               f"outer: {outer}")

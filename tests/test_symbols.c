@@ -823,3 +823,38 @@ TEST(elf_reader_debuglink_is_one_plain_file_name)
 	free(d);
 	rb_elf_free(&self);
 }
+
+TEST(symbols_a_compilers_copy_is_named_as_its_source)
+{
+	/* This program has GCC's clones ("name.constprop.0", "name.part.0"): each is named up
+	 * to its first '.', in every view, so that copies merge by name; an address inside
+	 * one keeps the copy's name, its offset being from the copy. */
+	char exe[512];
+	struct rb_elf self;
+	snprintf(exe, sizeof(exe), "%s/exe", test_tmpdir());
+	CHECK_EQ_INT(copy_self(exe, 0644, &self), 0);
+	const struct rb_symbol *clone = NULL;
+	for (size_t i = 0; i < self.nsyms && !clone; i++)
+		if (strstr(self.syms[i].name, ".constprop.") || strstr(self.syms[i].name, ".part."))
+			clone = &self.syms[i];
+	CHECK(clone != NULL);
+	if (!clone) {
+		rb_elf_free(&self);
+		return;
+	}
+	struct rb_module mod;
+	module(&mod, exe, &self);
+	struct rb_trace t = { .nmodules = 1, .modules = &mod };
+	struct agent_symbols s;
+	CHECK_EQ_INT(agent_symbols_open(&s, &t), 0);
+	char name[256], want[256];
+	agent_symbol_name(&s, 0, clone->addr, name, sizeof(name));
+	snprintf(want, sizeof(want), "%.*s", (int)(strchr(clone->name, '.') - clone->name),
+		 clone->name);
+	CHECK_STR(name, want);
+	agent_symbol_name(&s, 0, clone->addr + 1, name, sizeof(name));
+	snprintf(want, sizeof(want), "%s+0x1", clone->name);
+	CHECK_STR(name, want);
+	agent_symbols_close(&s);
+	rb_elf_free(&self);
+}

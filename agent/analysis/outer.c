@@ -30,7 +30,11 @@ void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th
 		/* The return address follows the call: its caller is the function holding
 		 * the call instruction, one byte back. */
 		char *name = out->name[out->n];
-		agent_symbol_name(s, 0, ra - 1 - t->modules[0].bias, name, AGENT_OUTER_NAME);
+		uint64_t call = ra - 1 - t->modules[0].bias;
+		agent_symbol_name(s, 0, call, name, AGENT_OUTER_NAME);
+		const struct rb_symbol *sym =
+			agent_symbols_ready(s, 0) ? rb_elf_lookup(&s->elf[0], call) : NULL;
+		out->key[out->n] = (uint64_t)1 << 48 | AGENT_KEY_VADDR(sym ? sym->addr : call);
 		char *plus = strchr(name, '+');
 		if (plus && plus != name && name[0] != '<' && name[0] != '?')
 			*plus = '\0'; /* "function+0x1f": the function */

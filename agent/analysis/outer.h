@@ -13,6 +13,7 @@
 #include "agent/analysis/symbols.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define AGENT_OUTER_MAX	 64  /* frames kept, the outermost ones */
 #define AGENT_OUTER_NAME 128 /* bytes of a frame's name */
@@ -20,6 +21,10 @@
 struct agent_outer {
 	size_t n;
 	char name[AGENT_OUTER_MAX][AGENT_OUTER_NAME];
+	/* Each frame's function as the analysis keys it (agent_func_key): its start where the
+	 * symbols name it, else the call's own address ({build-id, offset} either way, for a
+	 * server to name). */
+	uint64_t key[AGENT_OUTER_MAX];
 };
 
 /* The thread's outer frames; n is 0 when the trace has none for it (a copy, an older

@@ -57,22 +57,16 @@ static const char *cut_text(bool truncated, bool running)
 /* ---- one name, one line ---- */
 
 /*
- * A function's name in the summary: its symbol without the suffix the compiler appended
- * to a copy ("name.constprop.0", "name.isra.0", "name.part.0", "name.lto_priv.0" are
- * "name"; a C identifier or a C++ mangled name has no '.', so all from the first one is a
- * suffix), the rest as agent_key_name gives it. True when it is a symbol's name (one that
- * copies can share); false for {build-id, offset} and the tree's pseudo-functions.
+ * A function's name in the summary, as agent_key_name gives it (a compiler's copies,
+ * "name.constprop.0" or "name.lto_priv.0", are named "name" there). True when it is a
+ * symbol's name (one that copies can share); false for {build-id, offset} and the tree's
+ * pseudo-functions.
  */
 static bool func_name(struct agent_symbols *syms, uint64_t key, char *buf, size_t size)
 {
 	agent_key_name(syms, key, buf, size);
 	int m = key == CCT_UNKNOWN || key == CCT_ROOT ? -1 : AGENT_KEY_MODULE(key);
-	if (m < 0 || !agent_symbols_ready(syms, m))
-		return false;
-	char *dot = buf[0] ? strchr(buf + 1, '.') : NULL;
-	if (dot && !strchr(dot, '+')) /* not "name.part.0+0x12": that offset is the copy's */
-		*dot = '\0';
-	return true;
+	return m >= 0 && agent_symbols_ready(syms, m);
 }
 
 struct named {
@@ -485,6 +479,15 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 			fputc(']', b);
 		}
 		fputc(']', b);
+	}
+	if (lim->level < 2) {
+		/* the outer frames recovered from the stack (outer.h), outermost first */
+		static struct agent_outer outer; /* 8 KiB: not on the stack of a small thread */
+		agent_outer_frames(syms, &s->trace->threads[s->thread], &outer);
+		for (size_t i = 0; i < outer.n; i++)
+			fprintf(b, "%s%d", i ? "," : ",\"outer\":[", fidx(&ft, outer.key[i]));
+		if (outer.n)
+			fputc(']', b);
 	}
 	fputs(",\"top_trace\":", b);
 	size_t ntt = lim->ntt < ntop ? lim->ntt : ntop;

@@ -115,12 +115,19 @@ void agent_symbol_name(struct agent_symbols *s, int m, uint64_t vaddr, char *out
 	if (agent_symbols_ready(s, m)) {
 		const struct rb_symbol *sym = rb_elf_lookup(&s->elf[m], vaddr);
 		if (sym) {
-			/* LTO renames static functions "name.lto_priv.N": the source's name reads
-			 * better, and the build-id and offset still say which one. */
+			/* The compiler's copies of a function are named "name.SUFFIX": GCC's
+			 * clones (".constprop.0", ".isra.0", ".part.0", ".cold"), LTO's statics
+			 * (".lto_priv.0"). A C identifier or a C++ mangled name has no '.', so a
+			 * function is named up to its first one: its source's name, the one every
+			 * view (summary, exports, decode, diff) gives, so that copies merge by
+			 * name; the build-id and offset still say which copy. An address inside
+			 * a copy keeps the copy's name, since its offset is from the copy. */
 			const char *lto = strstr(sym->name, ".lto_priv.");
+			const char *dot = sym->name[0] ? strchr(sym->name + 1, '.') : NULL;
 			int len = lto ? (int)(lto - sym->name) : (int)strlen(sym->name);
 			if (vaddr == sym->addr)
-				snprintf(out, size, "%.*s", len, sym->name);
+				snprintf(out, size, "%.*s", dot ? (int)(dot - sym->name) : len,
+					 sym->name);
 			else
 				snprintf(out, size, "%.*s+0x%llx", len, sym->name,
 					 (unsigned long long)(vaddr - sym->addr));
