@@ -57,6 +57,7 @@ expect "an unknown option" 2 "unknown option" --fast "$work/garbage.jtr"
 # and load: no budget (every function of 1000 calls or more is a candidate), none kept.
 cat >"$work/app.c" <<'C'
 #include "agent/jitt.h"
+#include "tests/wait_trace.h"
 #include <stdio.h>
 #include <unistd.h>
 static volatile unsigned long sink;
@@ -84,7 +85,7 @@ int main(void)
 			oem_work();
 	}
 	printf("anomaly %d\n", jitt_anomaly("exclude check"));
-	usleep(300000); /* the control thread persists */
+	wait_for_trace(); /* the control thread persists */
 	return 0;
 }
 C
@@ -97,7 +98,7 @@ build_run() { # cflags-file name
 	# shellcheck disable=SC2046 # the flags files are lists of words
 	$cc -static -O2 $(cat "$1") -I"$srctree" "$work/app.c" "$lib/libjitt.a" \
 		$(cat "$lib/libjitt.ldflags") -o "$work/$2" 2>"$work/$2.err" || return 1
-	[ "$(JITT_CONFIG=$work/$2.conf "$work/$2")" = "anomaly 0" ] || return 1
+	[ "$(TRACE_SPOOL=$work/$2.data/spool JITT_CONFIG=$work/$2.conf "$work/$2")" = "anomaly 0" ] || return 1
 	set -- "$work/$2.data"/spool/*.jtr
 	[ -f "$1" ] && echo "$1"
 }

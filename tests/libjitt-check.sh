@@ -24,6 +24,7 @@ trap cleanup EXIT
 
 cat >"$work/app.c" <<'C'
 #include "agent/jitt.h"
+#include "tests/wait_trace.h"
 #include <pthread.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -44,7 +45,7 @@ int main(void)
 	pthread_mutex_unlock(&lock);
 	usleep(1000);
 	printf("anomaly %d x %d\n", jitt_anomaly("oem check"), x > 0);
-	usleep(300000); /* the control thread persists */
+	wait_for_trace(); /* the control thread persists */
 	return 0;
 }
 C
@@ -88,7 +89,7 @@ else
 	exit 1
 fi
 
-out=$(JITT_CONFIG=$work/app.conf "$work/app" 2>&1)
+out=$(TRACE_SPOOL=$work/data/spool JITT_CONFIG=$work/app.conf "$work/app" 2>&1)
 set -- "$work"/data/spool/*.jtr
 if [ "$out" = "anomaly 0 x 1" ] && [ -f "$1" ] &&
 	"$bin/jitt" summarize "$1" >"$work/summary" 2>&1 &&

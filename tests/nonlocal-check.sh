@@ -26,26 +26,7 @@ cat >"$work/jumps.c" <<'C'
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
-/* The control thread persists after the anomaly: wait for the trace in $TRACE_SPOOL (a
- * bound of 60 s only catches a hang). */
-static void wait_for_trace(void)
-{
-	const char *dir = getenv("TRACE_SPOOL");
-	for (int i = 0; dir && i < 6000; i++) {
-		DIR *d = opendir(dir);
-		struct dirent *e;
-		int found = 0;
-		while (d && (e = readdir(d))) {
-			size_t n = strlen(e->d_name);
-			found |= n > 4 && e->d_name[0] != '.' && !strcmp(e->d_name + n - 4, ".jtr");
-		}
-		if (d)
-			closedir(d);
-		if (found)
-			return;
-		usleep(10000);
-	}
-}
+#include "tests/wait_trace.h"
 static jmp_buf env;
 static sigjmp_buf senv;
 __attribute__((noinline)) static void thrower(int depth)
@@ -102,26 +83,7 @@ cat >"$work/throws.cc" <<'C'
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
-/* The control thread persists after the anomaly: wait for the trace in $TRACE_SPOOL (a
- * bound of 60 s only catches a hang). */
-static void wait_for_trace(void)
-{
-	const char *dir = getenv("TRACE_SPOOL");
-	for (int i = 0; dir && i < 6000; i++) {
-		DIR *d = opendir(dir);
-		struct dirent *e;
-		int found = 0;
-		while (d && (e = readdir(d))) {
-			size_t n = strlen(e->d_name);
-			found |= n > 4 && e->d_name[0] != '.' && !strcmp(e->d_name + n - 4, ".jtr");
-		}
-		if (d)
-			closedir(d);
-		if (found)
-			return;
-		usleep(10000);
-	}
-}
+#include "tests/wait_trace.h"
 __attribute__((noinline)) static void thrower(int depth)
 {
 	if (depth == 0)
@@ -158,24 +120,7 @@ cat >"$work/coroutines.c" <<'C'
 #include <string.h>
 #include <ucontext.h>
 #include <unistd.h>
-static void wait_for_trace(void)
-{
-	const char *dir = getenv("TRACE_SPOOL");
-	for (int i = 0; dir && i < 6000; i++) {
-		DIR *d = opendir(dir);
-		struct dirent *e;
-		int found = 0;
-		while (d && (e = readdir(d))) {
-			size_t n = strlen(e->d_name);
-			found |= n > 4 && e->d_name[0] != '.' && !strcmp(e->d_name + n - 4, ".jtr");
-		}
-		if (d)
-			closedir(d);
-		if (found)
-			return;
-		usleep(10000);
-	}
-}
+#include "tests/wait_trace.h"
 /* Two generators on their own stacks: each recurses (20 and 5 deep), yields at the bottom
  * to the scheduler, and ends after 4 yields (its function returns to uc_link). */
 static ucontext_t sched_ctx, co_ctx[2];

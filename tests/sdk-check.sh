@@ -30,6 +30,7 @@ pc() { pkg-config --define-prefix "$@"; }
 
 # ---- the sources: a service, its library, its tool ----
 mkdir -p "$work/src"
+cp "$src/tests/wait_trace.h" "$work/src/" # wait_for_trace()
 cat >"$work/src/service.c" <<'C'
 #include <jitt/jitt.h>
 #include <stdio.h>
@@ -37,26 +38,7 @@ cat >"$work/src/service.c" <<'C'
 #include <dirent.h>
 #include <stdlib.h>
 #include <string.h>
-/* The control thread persists after the anomaly: wait for the trace in $TRACE_SPOOL (a
- * bound of 60 s only catches a hang). */
-static void wait_for_trace(void)
-{
-	const char *dir = getenv("TRACE_SPOOL");
-	for (int i = 0; dir && i < 6000; i++) {
-		DIR *d = opendir(dir);
-		struct dirent *e;
-		int found = 0;
-		while (d && (e = readdir(d))) {
-			size_t n = strlen(e->d_name);
-			found |= n > 4 && e->d_name[0] != '.' && !strcmp(e->d_name + n - 4, ".jtr");
-		}
-		if (d)
-			closedir(d);
-		if (found)
-			return;
-		usleep(10000);
-	}
-}
+#include "wait_trace.h"
 int lib_work(int n); /* libwork.so */
 __attribute__((noinline)) static int service_own_work(int x)
 {
@@ -99,7 +81,7 @@ C
 
 # ---- a make project ----
 mkdir -p "$work/make"
-cp "$work/src/"*.c "$work/make/"
+cp "$work/src/"*.[ch] "$work/make/"
 cat >"$work/make/Makefile" <<'MK'
 # Only the service is traced: jitt's flags go on its own objects, not on CFLAGS.
 CC := $(shell pkg-config --define-prefix --variable=compiler jitt)
@@ -121,7 +103,7 @@ MK
 
 # ---- the same as a CMake project ----
 mkdir -p "$work/cmake"
-cp "$work/src/"*.c "$work/cmake/"
+cp "$work/src/"*.[ch] "$work/cmake/"
 cat >"$work/cmake/CMakeLists.txt" <<'CM'
 cmake_minimum_required(VERSION 3.13)
 project(sdkcheck C)

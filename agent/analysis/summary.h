@@ -86,7 +86,7 @@ struct summary_chain {
 /* Where a top function ran most: the calling context (a path from the root) holding the
  * most of its self time in the window, outermost first; a deep one keeps its innermost
  * SUMMARY_PATH_MAX frames. The window's first SUMMARY_NPATHS functions have one each. */
-#define SUMMARY_NPATHS 5
+#define SUMMARY_NPATHS 10 /* the default k: a path to each function of the top */
 #define SUMMARY_PATH_MAX 24
 struct summary_path {
 	uint64_t key, self; /* the function, and its self time in this context */
