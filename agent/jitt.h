@@ -36,8 +36,10 @@ const char *jitt_version(void);
  */
 int jitt_init(const char *config_file);
 /* Stop the control thread and close the control socket: nothing is detected or persisted
- * any more. Threads keep tracing into their rings until they turn it off or exit; traces
- * already persisted stay. jitt_init() may start the runtime again. */
+ * any more, once a trace already asked for (jitt_anomaly) is written. Threads keep tracing
+ * into their rings until they turn it off or exit; traces already persisted stay.
+ * jitt_init() may start the runtime again. At the process's exit the runtime stops by
+ * itself, without waiting for its control thread unless a trace is being written. */
 void jitt_shutdown(void);
 
 /*

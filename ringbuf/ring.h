@@ -76,6 +76,9 @@ static inline struct rb_ring_view rb_frozen_view(const struct rb_frozen *f)
  * -EBUSY when CONFIG_RB_MAX_TRACED_THREADS rings exist, -ENOMEM, or -ERANGE when the
  * program's virtual addresses reach past 4 GiB (its function ids would not be exact). */
 int rb_thread_register(const char *name);
+/* Prefault one chunk of a ring registered since (rb_thread_register maps it unpopulated):
+ * the control thread's, off the app's path. True while work was done (call again). */
+bool rb_rings_populate(void);
 /* Change the limit on traced threads (CONFIG_RB_MAX_TRACED_THREADS at start), 1..64;
  * rings already registered are kept. 0 or -EINVAL. */
 int rb_set_max_threads(int n);

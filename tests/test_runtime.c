@@ -1341,3 +1341,37 @@ TEST(runtime_schedstat_fallback_samples_at_frame_boundaries)
 {
 	sched_records("sched_pages = 0\n", false);
 }
+
+TEST(runtime_at_exit_an_asked_trace_is_written_first)
+{
+	/* The anomaly just before the process exits: the exit waits for its trace, then
+	 * shuts down (the control thread would stop without taking the request: this failed
+	 * 1 run in 3 before). */
+	CHECK_EQ_INT(jitt_init(setup("")), 0);
+	jitt_trace_thread(true);
+	traced_empty();
+	CHECK_EQ_INT(jitt_anomaly("last words"), 0);
+	agent_exit();
+	CHECK_EQ_INT(count_traces(NULL, 0), 1);
+	CHECK_EQ_INT(atomic_load(&agent_rt.state), 0); /* the whole shutdown */
+	jitt_trace_thread(false);
+	rb_thread_unregister();
+}
+
+TEST(runtime_at_exit_the_control_thread_is_not_waited_for)
+{
+	/* Nothing asked: the exit only turns the runtime off and removes the socket's name;
+	 * the control thread is left to exit_group (here, joined by the test afterwards). */
+	CHECK_EQ_INT(jitt_init(setup("")), 0);
+	char sock[AGENT_PATH_MAX];
+	snprintf(sock, sizeof(sock), "%s", agent_rt.socket_path);
+	bool listening = agent_rt.listen_fd >= 0;
+	agent_exit();
+	CHECK_EQ_INT(atomic_load(&agent_rt.state), 3);
+	CHECK_EQ_INT(jitt_anomaly("after the exit"), -ENODEV);
+	if (listening)
+		CHECK(access(sock, F_OK) != 0);
+	agent_control_stop(); /* what exit_group would end */
+	atomic_store(&agent_rt.state, 0);
+	CHECK_EQ_INT(count_traces(NULL, 0), 0);
+}

@@ -18,6 +18,6 @@ RT __attribute__((constructor)) void jitt_auto_init(void)
 
 RT __attribute__((destructor)) static void jitt_auto_shutdown(void)
 {
-	jitt_shutdown();
+	agent_exit();
 }
 #endif

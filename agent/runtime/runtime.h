@@ -125,6 +125,9 @@ uint64_t agent_now_ns(void);
  * started it goes through, once per cool-down, without starting a new one.
  */
 int agent_request_persist(uint32_t detector, const char *reason, bool mark_self, uint64_t frame_ns);
+/* At the process's exit: jitt_shutdown when a trace is being asked for or written, else
+ * only the state and the socket's name (the control thread is not waited for). */
+void agent_exit(void);
 
 /* Wake the control thread (one eventfd write, through the system call directly: an
  * application's write() wrapper must not see it). */
