@@ -145,6 +145,34 @@ if [ -n "${JITTD_CHECK_DISKFULL:-}" ]; then
 	check "disk full: the summaries are strict JSON" strict_json "$d"/data/outbox/*.json
 	stop
 	umount "$d/data"
+
+	# keep_traces = 1 on a disk with room for one summary, not for a raw copy as well:
+	# summaries come first; each copy that does not fit is skipped and counted, and the
+	# traces behind are summarised, not held up by the first one's copy.
+	d=${JITTD_CHECK_DISKFULL}-keep
+	setup "$d" "keep_traces = 1"
+	mkdir -p "$d/data"
+	mount -t tmpfs -o size=256k,mode=0700 tmpfs "$d/data" || { echo "skip disk full: no tmpfs"; exit 0; }
+	start "$d" || { fail "disk full, keep: jittd starts"; exit 1; }
+	# Three pages for the traces, one for a summary.
+	dd if=/dev/zero of="$d/data/reserve" bs=4096 count=4 2>/dev/null
+	dd if=/dev/zero of="$d/data/filler" bs=4096 2>/dev/null
+	rm -f "$d/data/reserve"
+	for n in 1 2 3; do cp "$golden" "$d/data/spool/.tmp-$n"; done
+	for n in 1 2 3; do mv "$d/data/spool/.tmp-$n" "$d/data/spool/trace-keep-$n.jtr"; done
+	check "disk full, keep: the three traces are summarised, none held up by a copy" \
+		wait_for 20 outbox_has "$d" 3
+	wait_for 10 idle "$d"
+	check "disk full, keep: the copies that did not fit are skipped and counted" \
+		is "$(counter "$d" copies_skipped) $(counter "$d" kept) $(counter "$d" pending)" "3 0 0"
+	check "disk full, keep: the log says why" grep -q "copy not kept: .*No space left" "$d/log"
+	check "disk full, keep: no temporary is left" no_temporaries "$d"
+	rm -f "$d/data/filler"
+	drop "$d" trace-keep-4
+	check "disk full, keep: once space is back, copies are kept again" \
+		wait_for 20 test -f "$d/data/traces/trace-keep-4.jtr"
+	stop
+	umount "$d/data"
 	echo "$passed passed, $failed failed"
 	exit 0
 fi

@@ -345,3 +345,20 @@ TEST(spool_planted_entries_are_listed_as_what_they_are_and_never_followed)
 	CHECK(!exists(&c, "spool", "a.jtr") && exists(&c, "spool", "b.jtr"));
 	CHECK(access(victim, F_OK) == 0);
 }
+
+/* The kept copy in traces/ is jittd's new file with a fresh time; the trace still waiting in
+ * the spool may be older. Its summary does not exist yet: it is the last to go, after
+ * every kept copy, whatever the times say. */
+TEST(spool_trim_drops_kept_copies_before_an_unsummarised_trace)
+{
+	struct agent_config c;
+	setup(&c, "order");
+	c.max_traces = 2;
+	c.max_trace_mb = 100;
+	put(&c, "spool", "trace-1-1-0.jtr", 10, 1000);	 /* waiting: no summary yet */
+	put(&c, "traces", "trace-2-1-0.jtr", 10, 2000); /* summarised, copy kept */
+	put(&c, "traces", "trace-3-1-0.jtr", 10, 3000); /* summarised, copy kept */
+	CHECK(agent_spool_trim(&c, 0, NULL) >= 1);
+	CHECK(exists(&c, "spool", "trace-1-1-0.jtr"));
+	CHECK(!exists(&c, "traces", "trace-2-1-0.jtr"));
+}
