@@ -575,7 +575,11 @@ SPOOL int agent_spool_write(const struct agent_config *c, const char *spool, con
 			    const struct rb_frozen *threads, int nthreads,
 			    const struct rb_trace_sched *sched, char *path, size_t path_size)
 {
-	struct claim cl = { .c = c, .spool = open(spool, DIR_FLAGS), .slot = -1 };
+	/* O_PATH: a writer of another uid may search the spool, not read it; a name
+	 * lookup relative to it is all a claim needs. */
+	struct claim cl = { .c = c,
+			    .spool = open(spool, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC),
+			    .slot = -1 };
 	if (cl.spool < 0)
 		return -errno;
 	struct rb_trace_reserve r = { claim_slot, &cl };
@@ -588,6 +592,24 @@ SPOOL int agent_spool_write(const struct agent_config *c, const char *spool, con
 	}
 	close(cl.spool);
 	return e;
+}
+
+SPOOL int agent_spool_claim_at(const struct agent_spool_dirs *d, const struct agent_config *c,
+			       uint64_t size, int *slot)
+{
+	struct claim cl = { .c = c, .spool = d->spool, .slot = -1 };
+	char tag[32];
+	int e = d->spool < 0 ? -ENOENT : claim_slot(&cl, size, tag, sizeof(tag));
+	*slot = cl.slot;
+	return e;
+}
+
+SPOOL void agent_spool_unclaim_at(const struct agent_spool_dirs *d, int slot)
+{
+	char name[32];
+	slot_name(name, sizeof(name), slot);
+	if (slot >= 0 && d->spool >= 0)
+		unlinkat(d->spool, name, 0);
 }
 
 SPOOL int agent_spool_release_at(const struct agent_spool_dirs *d, const char *name)

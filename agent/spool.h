@@ -76,6 +76,13 @@ int agent_spool_write(const struct agent_config *c, const char *spool, const cha
 		      const struct rb_trace_sched *sched, char *path, size_t path_size);
 /* The slot K in a trace's name ("...-s<K>.jtr") or a writer's temporary ("...-s<K>"), or -1. */
 int agent_spool_slot_of(const char *name);
+/* A slot claimed by jittd for a kept copy while it is made (the trace and its copy are two
+ * files for a moment: each holds a slot, so a writer claiming meanwhile cannot pass the
+ * caps), as a writer claims one; released with agent_spool_unclaim_at once the trace has
+ * left the spool. 0 with *slot, -EDQUOT when the caps are full, or -errno. */
+int agent_spool_claim_at(const struct agent_spool_dirs *d, const struct agent_config *c,
+			 uint64_t size, int *slot);
+void agent_spool_unclaim_at(const struct agent_spool_dirs *d, int slot);
 /* The slot of the trace `name` released (its slot file removed): once jittd is done with a
  * trace that leaves no kept copy. 0 when released or there was none, or -errno. */
 int agent_spool_release_at(const struct agent_spool_dirs *d, const char *name);

@@ -313,10 +313,33 @@ for n in 1 2 3 4 5; do
 	wait_for 10 test -f "$d/data/outbox/trace-300-$n-$n.json"
 done
 wait_for 10 idle "$d"
-check "caps: 5 summaries, 3 raw traces kept (the newest)" is \
+# Kept copies leave room for the next trace: 2 of max_traces 3.
+check "caps: 5 summaries, 2 raw traces kept (the newest), room for the next" is \
 	"$(count "$d"/data/outbox/*.json) $(ls "$d/data/traces" | tr '\n' ' ')" \
-	"5 trace-300-3-3.jtr trace-300-4-4.jtr trace-300-5-5.jtr "
-check "status: trimmed 2" is "$(counter "$d" trimmed)" 2
+	"5 trace-300-4-4.jtr trace-300-5-5.jtr "
+check "status: trimmed 3, all of them kept copies rotated out, none dropped unsummarised" \
+	is "$(counter "$d" trimmed) $(counter "$d" rotated) $(counter "$d" dropped)" "3 3 0"
+stop
+
+# The spool's traces are never trimmed for a kept copy, whatever their age: with
+# max_traces 3, three old traces waiting while jittd was stopped, and a kept copy of a newer
+# one, the copy goes, the three are summarised.
+d=$tmp/order
+setup "$d" "keep_traces = 1"
+sed -i 's/^max_traces = .*/max_traces = 3/' "$d/conf"
+start "$d"
+drop "$d" trace-500-9-9
+wait_for 10 test -f "$d/data/traces/trace-500-9-9.jtr"
+stop
+for n in 1 2 3; do
+	drop "$d" "trace-500-$n-$n"
+	touch -d '1 hour ago' "$d/data/spool/trace-500-$n-$n.jtr"
+done
+start "$d"
+check "order: the three waiting traces are summarised" wait_for 10 outbox_has "$d" 4
+wait_for 10 idle "$d"
+check "order: none dropped; the old copy, and copies beyond the caps, rotated out" \
+	is "$(counter "$d" traces_seen) $(counter "$d" summarised) $(counter "$d" dropped)" "3 3 0"
 stop
 
 # ---- a full disk ----

@@ -19,7 +19,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 src=${1:?usage: spool-stress.sh BIN_DIR [APPS]}
-napps=${2:-24}
+napps=${2:-40}
 . "$here/check-lib.sh"
 
 if [ "$(id -u)" != 0 ]; then
@@ -77,8 +77,8 @@ keep_traces = 1
 max_traces = $max_traces
 max_trace_mb = $max_trace_mb
 cooldown_ms = 0
-# Rings of 64 KiB, three threads an app: a trace is up to ~200 KiB, so both caps bind.
-ring_kb = 64
+# Rings of 128 KiB, three threads an app: a trace is up to ~400 KiB, so both caps bind.
+ring_kb = 128
 max_threads = 4
 # Only the triggers persist: no detector adds traces of its own on a loaded machine.
 frame_budget_us = 10000000
@@ -91,11 +91,17 @@ chmod 0644 "$conf"
 # ---- the sampler: the raw traces' files and bytes, and the slots, every 10 ms ----
 sample() {
 	while :; do
-		find "$data/spool" "$data/traces" -maxdepth 1 -type f \
-			\( -name '*.jtr' -o -name '.tmp-trace-*' -o -name '.jittd-*.jtr.tmp' \) \
-			-printf '%s\n' 2>/dev/null |
-			awk -v s="$(find "$data/spool" -maxdepth 1 -name '.slot-*' 2>/dev/null | wc -l)" \
-				'{ n++; b += $1 } END { print n + 0, b + 0, s }'
+		# Size and blocks of each file; the raw traces' counted, the slots' blocks too. A
+		# folder read while a file in it is renamed may list it under both names: in one
+		# folder a slot's trace (-s<K>) is one file, its temporary or itself.
+		find "$data/spool" "$data/traces" -maxdepth 1 -type f -printf '%h/%f %s %b\n' 2>/dev/null |
+			awk '{ f = $1; sub(/.*\//, "", f); dir = $1; sub(/\/[^\/]*$/, "", dir) }
+			     f ~ /^\.slot-/ { s++; d += $3 * 512; next }
+			     f !~ /\.jtr$|^\.tmp-trace-|^\.jittd-.*\.jtr\.tmp$/ { next }
+			     { k = f; if (match(f, /-s[0-9]+(\.jtr|\.jtr\.tmp)?$/)) {
+				       k = dir substr(f, RSTART); sub(/\.jtr.*/, "", k) }
+			       if (!(k in seen)) { seen[k] = 1; n++; b += $2; d += $3 * 512 } }
+			     END { print n + 0, b + 0, s + 0, d + 0 }'
 		sleep 0.01
 	done
 }
@@ -146,18 +152,15 @@ trigger() {
 	done
 	printf '%s %s %s\n' "$1" "$2" "$(printf '%s\n' "$r" | head -n 1)"
 }
-# burst NAME: every app asked for four traces, all apps at once; the replies in
+# burst NAME: every app asked for six traces, all apps at once; the replies in
 # $tmp/replies-PID.
 burst() {
+	tp=
 	for p in $apids; do
-		(for k in 1 2 3 4; do trigger "$1" "$p"; done) >>"$tmp/replies-$p" &
+		(for k in 1 2 3 4 5 6; do trigger "$1" "$p"; done) >>"$tmp/replies-$p" &
+		tp="$tp $!"
 	done
-	wait_all_triggers
-}
-wait_all_triggers() { # the burst's subshells, not the apps, jittd or the sampler
-	for j in $(jobs -p); do
-		case " $apids $jpid $spid " in *" $j "*) ;; *) wait "$j" ;; esac
-	done
+	for p in $tp; do wait "$p"; done
 }
 
 burst running
@@ -194,10 +197,13 @@ spid=
 
 # ---- the caps at every sample ----
 cat "$tmp"/replies-* >"$tmp/replies"
-peak=$(awk '$1 > f { f = $1 } $2 > b { b = $2 } $3 > s { s = $3 } END { print f + 0, b + 0, s + 0 }' "$tmp/samples")
+set -- $(awk '$1 > f { f = $1 } $2 > b { b = $2 } $3 > s { s = $3 } $4 > d { d = $4 }
+	END { print f + 0, b + 0, s + 0, d + 0 }' "$tmp/samples")
 nsamples=$(wc -l <"$tmp/samples")
-over=$(awk -v f=$max_traces -v b=$((max_trace_mb << 20)) '$1 > f || $2 > b || $3 > f' "$tmp/samples" | wc -l)
-echo "     $nsamples samples; peak: $(echo $peak | cut -d' ' -f1) files, $(echo $peak | cut -d' ' -f2) bytes, $(echo $peak | cut -d' ' -f3) slots (caps: $max_traces files, $((max_trace_mb << 20)) bytes)"
+# On the disk: the traces' blocks, and at most a page of each slot (its pid; the rest sparse).
+over=$(awk -v f=$max_traces -v b=$((max_trace_mb << 20)) -v d=$(((max_trace_mb << 20) + max_traces * 4096)) \
+	'$1 > f || $2 > b || $3 > f || $4 > d' "$tmp/samples" | wc -l)
+echo "     $nsamples samples; peak: $1 files, $2 bytes, $3 slots, $4 bytes on the disk (caps: $max_traces files, $((max_trace_mb << 20)) bytes)"
 check "the caps hold at every sample ($over of $nsamples over)" is "$over" 0
 
 # ---- every persisted trace summarised once, or counted as dropped ----

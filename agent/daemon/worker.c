@@ -192,9 +192,13 @@ static int finish(struct jittd_worker *w, const char *name, const void *data, si
 		  const struct stat *st)
 {
 	bool kept = false;
+	int slot = -1;
 	if (w->c->keep_traces) {
-		/* Room for the copy among the older copies, never by an unsummarised trace. */
+		/* Room for the copy among the older copies, never by an unsummarised trace;
+		 * then a slot of its own while it and the trace are both there. */
 		int e = trim(w, size) ? 0 : -EDQUOT;
+		if (!e)
+			e = agent_spool_claim_at(w->dirs, w->c, size, &slot);
 		/* The copy first: with the spool's name gone first, a crash could lose both. */
 		if (!e)
 			e = write_atomic(w->dirs->traces, name, data, size);
@@ -207,6 +211,7 @@ static int finish(struct jittd_worker *w, const char *name, const void *data, si
 		kept = !e;
 	}
 	int e = unlink_read(w, name, st);
+	agent_spool_unclaim_at(w->dirs, slot);
 	if (e) {
 		log_err("%s: cannot remove it from the spool: %s", name, strerror(-e));
 		return e;
