@@ -171,6 +171,17 @@ if [ -n "${JITTD_CHECK_DISKFULL:-}" ]; then
 	drop "$d" trace-keep-4
 	check "disk full, keep: once space is back, copies are kept again" \
 		wait_for 20 test -f "$d/data/traces/trace-keep-4.jtr"
+	wait_for 10 idle "$d"
+	# Full again, but for the next trace itself: its summary takes the place of the
+	# oldest kept copy (summaries before raw copies).
+	dd if=/dev/zero of="$d/data/reserve" bs=4096 count=1 2>/dev/null
+	dd if=/dev/zero of="$d/data/filler" bs=4096 2>/dev/null
+	rm -f "$d/data/reserve"
+	drop "$d" trace-keep-5
+	check "disk full, keep: a summary is written in the place of the oldest kept copy" \
+		wait_for 20 test -f "$d/data/outbox/trace-keep-5.json"
+	check "disk full, keep: that copy is gone, counted as rotated out" \
+		sh -c "! test -f '$d/data/traces/trace-keep-4.jtr' && [ $(counter "$d" rotated) -ge 1 ]"
 	stop
 	umount "$d/data"
 	echo "$passed passed, $failed failed"

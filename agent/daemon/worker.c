@@ -275,6 +275,31 @@ static int remove_planted(struct jittd_worker *w, const char *name, const struct
 	return 0;
 }
 
+/* The oldest kept copy removed, its slot released: true, or false when there is none. */
+static bool rotate_oldest_copy(struct jittd_worker *w)
+{
+	struct agent_spool_file *files;
+	size_t n;
+	if (agent_spool_list_at(w->dirs, "traces", &files, &n) != 0)
+		return false;
+	bool done = false;
+	for (size_t i = 0; i < n && !done; i++) {
+		if (!agent_spool_is_plain(&files[i]) ||
+		    unlinkat(w->dirs->traces, files[i].name, 0) != 0)
+			continue;
+		(void)agent_spool_release_at(w->dirs, files[i].name);
+		pthread_mutex_lock(&w->lock);
+		w->st.trimmed++;
+		w->st.rotated++;
+		pthread_mutex_unlock(&w->lock);
+		log_info("%s: kept copy removed to make room for a summary (the disk is full)",
+			 files[i].name);
+		done = true;
+	}
+	free(files);
+	return done;
+}
+
 /* Step 3. 0, 1 when the file went to quarantine, or -errno to try again later. */
 static int summarise(struct jittd_worker *w, const char *name, const char *json_name,
 		     const void *data, size_t size, const struct stat *st)
@@ -324,6 +349,10 @@ static int summarise(struct jittd_worker *w, const char *name, const char *json_
 		return -ENOMEM;
 	}
 	e = write_atomic(w->dirs->outbox, json_name, buf, len);
+	/* A full disk: summaries come before raw copies (the summary is what may leave the
+	 * device; a kept copy's summary exists already), so the oldest copies give way. */
+	while ((e == -ENOSPC || e == -EDQUOT) && rotate_oldest_copy(w))
+		e = write_atomic(w->dirs->outbox, json_name, buf, len);
 	if (e) {
 		free(buf);
 		log_warn("%s: cannot write outbox/%s: %s; left in the spool for a later try", name,
