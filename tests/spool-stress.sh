@@ -200,8 +200,9 @@ cat "$tmp"/replies-* >"$tmp/replies"
 set -- $(awk '$1 > f { f = $1 } $2 > b { b = $2 } $3 > s { s = $3 } $4 > d { d = $4 }
 	END { print f + 0, b + 0, s + 0, d + 0 }' "$tmp/samples")
 nsamples=$(wc -l <"$tmp/samples")
-# On the disk: the traces' blocks, and at most a page of each slot (its pid; the rest sparse).
-over=$(awk -v f=$max_traces -v b=$((max_trace_mb << 20)) -v d=$(((max_trace_mb << 20) + max_traces * 4096)) \
+# On the disk: the traces rounded up to a page each, and a page of each slot (its pid; the
+# rest is sparse).
+over=$(awk -v f=$max_traces -v b=$((max_trace_mb << 20)) -v d=$(((max_trace_mb << 20) + max_traces * 8192)) \
 	'$1 > f || $2 > b || $3 > f || $4 > d' "$tmp/samples" | wc -l)
 echo "     $nsamples samples; peak: $1 files, $2 bytes, $3 slots, $4 bytes on the disk (caps: $max_traces files, $((max_trace_mb << 20)) bytes)"
 check "the caps hold at every sample ($over of $nsamples over)" is "$over" 0
