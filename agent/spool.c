@@ -641,14 +641,23 @@ SPOOL static pid_t slot_pid(int spool, const char *name)
 	return end != buf && *end == '\n' && pid > 0 && pid <= INT32_MAX ? (pid_t)pid : 0;
 }
 
-/* What one slot holds while the trim works. */
+/* What one slot holds while the trim works. In the spool a slot's trace is one file: its
+ * writer's temporary, renamed into the trace (a folder read during the rename may show
+ * both names: one trace still). In traces/, its kept copy. */
 struct slot_use {
 	bool claimed;
-	unsigned files;	   /* traces and temporaries named for it */
-	uint64_t bytes;	   /* theirs */
+	bool spooled;	     /* a trace or temporary in the spool named for it */
+	unsigned kept;	     /* copies in traces/ named for it */
+	uint64_t spool_bytes; /* the largest of the spool's names */
+	uint64_t kept_bytes;
 	uint64_t reserved; /* the slot's length */
 	struct stat st;	   /* the slot file's */
 };
+
+SPOOL static unsigned slot_files(const struct slot_use *u)
+{
+	return (unsigned)u->spooled + u->kept;
+}
 
 struct usage {
 	size_t files;
@@ -667,25 +676,39 @@ SPOOL static struct usage ledger_total(const struct ledger *l)
 	struct usage t = l->loose;
 	for (size_t k = 0; k < l->nslots; k++) {
 		const struct slot_use *u = &l->u[k];
+		unsigned files = slot_files(u);
+		uint64_t bytes = u->spool_bytes + u->kept_bytes;
 		if (u->claimed) { /* the claim, or its files if more (a trace and its copy) */
-			t.files += u->files > 1 ? u->files : 1;
-			t.bytes += u->bytes > u->reserved ? u->bytes : u->reserved;
+			t.files += files > 1 ? files : 1;
+			t.bytes += bytes > u->reserved ? bytes : u->reserved;
 		} else {
-			t.files += u->files;
-			t.bytes += u->bytes;
+			t.files += files;
+			t.bytes += bytes;
 		}
 	}
 	return t;
 }
 
-/* A file or temporary named `name`, of `bytes`, entered (sign 1) or taken out (-1). */
-SPOOL static void ledger_add(struct ledger *l, const char *name, uint64_t bytes, int sign)
+/* A file or temporary of spool/ or traces/ (kept), named `name`, of `bytes`, entered (sign
+ * 1) or taken out (-1). */
+SPOOL static void ledger_add(struct ledger *l, bool kept, const char *name, uint64_t bytes,
+			     int sign)
 {
 	int k = agent_spool_slot_of(name);
 	struct usage *loose = &l->loose;
 	if (k >= 0 && (size_t)k < l->nslots) {
-		l->u[k].files += (unsigned)sign;
-		l->u[k].bytes += sign > 0 ? bytes : -bytes;
+		struct slot_use *u = &l->u[k];
+		if (kept) {
+			u->kept += (unsigned)sign;
+			u->kept_bytes += sign > 0 ? bytes : -bytes;
+		} else if (sign > 0) {
+			u->spooled = true;
+			if (bytes > u->spool_bytes)
+				u->spool_bytes = bytes;
+		} else {
+			u->spooled = false;
+			u->spool_bytes = 0;
+		}
 	} else {
 		loose->files += (size_t)sign;
 		loose->bytes += sign > 0 ? bytes : -bytes;
@@ -729,7 +752,7 @@ SPOOL static int scan_spool(int dirfd, struct ledger *l, struct agent_spool_trim
 			continue;
 		}
 		if (pid) {
-			ledger_add(l, de->d_name, (uint64_t)st.st_size, 1);
+			ledger_add(l, false, de->d_name, (uint64_t)st.st_size, 1);
 			continue;
 		}
 		if ((size_t)k >= l->nslots) {
@@ -760,7 +783,7 @@ SPOOL static void release_dead_claims(int spool, struct ledger *l, struct agent_
 	clock_gettime(CLOCK_REALTIME, &now);
 	for (size_t k = 0; k < l->nslots; k++) {
 		struct slot_use *u = &l->u[k];
-		if (!u->claimed || u->files)
+		if (!u->claimed || slot_files(u))
 			continue;
 		char name[32];
 		slot_name(name, sizeof(name), (int)k);
@@ -781,9 +804,9 @@ SPOOL static int remove_trace(const struct agent_spool_dirs *d, struct ledger *l
 {
 	if (unlinkat(dir_fd(d, f->sub), f->name, 0) != 0 && errno != ENOENT)
 		return -errno;
-	ledger_add(l, f->name, f->bytes, -1);
+	ledger_add(l, !strcmp(f->sub, "traces"), f->name, f->bytes, -1);
 	int k = agent_spool_slot_of(f->name);
-	if (k >= 0 && (size_t)k < l->nslots && l->u[k].claimed && !l->u[k].files) {
+	if (k >= 0 && (size_t)k < l->nslots && l->u[k].claimed && !slot_files(&l->u[k])) {
 		char name[32];
 		slot_name(name, sizeof(name), k);
 		unlinkat(d->spool, name, 0);
@@ -819,7 +842,7 @@ SPOOL static int trim_traces(const struct agent_spool_dirs *d, const struct agen
 			files[m++] = files[i];
 	n = m;
 	for (size_t i = 0; i < n; i++)
-		ledger_add(&l, files[i].name, files[i].bytes, 1);
+		ledger_add(&l, !strcmp(files[i].sub, "traces"), files[i].name, files[i].bytes, 1);
 	release_dead_claims(d->spool, &l, t);
 
 	const size_t max_files = c->max_traces;

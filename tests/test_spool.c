@@ -466,3 +466,24 @@ TEST(spool_trim_frees_the_slot_of_a_dead_claimant)
 	CHECK(!slot_exists(&c, 0) && slot_exists(&c, 1) && slot_exists(&c, 2) &&
 	      !slot_exists(&c, 3));
 }
+
+/* A folder read while a writer renames its temporary into its trace may list both names:
+ * in the spool a slot's trace is one file, and nothing is dropped for the double listing. */
+TEST(spool_trim_counts_a_slots_temporary_and_trace_once)
+{
+	struct agent_config c;
+	setup(&c, "renaming");
+	c.max_traces = 2;
+	time_t now = time(NULL);
+	char tmp[64], name[64];
+	for (int k = 0; k < 2; k++) {
+		put_slot(&c, k, getpid(), 1000, now);
+		snprintf(name, sizeof(name), "trace-%d-%d-0-s%d.jtr", (int)getpid(), k, k);
+		put(&c, "spool", name, 1000, now - 10 + k);
+	}
+	snprintf(tmp, sizeof(tmp), ".tmp-trace-%d-1-0-s1", (int)getpid());
+	put(&c, "spool", tmp, 1000, now);
+	CHECK_EQ_INT(agent_spool_trim(&c, 0, NULL), 0);
+	snprintf(name, sizeof(name), "trace-%d-0-0-s0.jtr", (int)getpid());
+	CHECK(exists(&c, "spool", name) && slot_exists(&c, 0) && slot_exists(&c, 1));
+}
