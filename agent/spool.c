@@ -539,8 +539,8 @@ SPOOL static int claim_slot(void *arg, uint64_t size, char *tag, size_t tagsize)
 		char name[32];
 		int k = (int)((first + i) % n);
 		slot_name(name, sizeof(name), k);
-		int fd = openat(cl->spool, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-				0640);
+		int fd = openat(cl->spool, name,
+				O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
 		if (fd < 0) {
 			if (errno == EEXIST)
 				continue;
@@ -646,8 +646,8 @@ SPOOL static pid_t slot_pid(int spool, const char *name)
  * both names: one trace still). In traces/, its kept copy. */
 struct slot_use {
 	bool claimed;
-	bool spooled;	     /* a trace or temporary in the spool named for it */
-	unsigned kept;	     /* copies in traces/ named for it */
+	bool spooled;	      /* a trace or temporary in the spool named for it */
+	unsigned kept;	      /* copies in traces/ named for it */
 	uint64_t spool_bytes; /* the largest of the spool's names */
 	uint64_t kept_bytes;
 	uint64_t reserved; /* the slot's length */

@@ -361,7 +361,7 @@ TEST(spool_trim_drops_kept_copies_before_an_unsummarised_trace)
 	setup(&c, "order");
 	c.max_traces = 2;
 	c.max_trace_mb = 100;
-	put(&c, "spool", "trace-1-1-0.jtr", 10, 1000);	 /* waiting: no summary yet */
+	put(&c, "spool", "trace-1-1-0.jtr", 10, 1000);	/* waiting: no summary yet */
 	put(&c, "traces", "trace-2-1-0.jtr", 10, 2000); /* summarised, copy kept */
 	put(&c, "traces", "trace-3-1-0.jtr", 10, 3000); /* summarised, copy kept */
 	CHECK(agent_spool_trim(&c, 0, NULL) >= 1);
@@ -411,7 +411,8 @@ TEST(spool_write_claims_a_slot_and_drops_the_trace_when_none_is_free)
 	CHECK_EQ_INT(write_trace(&c, a, sizeof(a)), 0);
 	CHECK_EQ_INT(write_trace(&c, b, sizeof(b)), 0);
 	CHECK_EQ_INT(write_trace(&c, x, sizeof(x)), -EDQUOT);
-	int ka = agent_spool_slot_of(strrchr(a, '/') + 1), kb = agent_spool_slot_of(strrchr(b, '/') + 1);
+	int ka = agent_spool_slot_of(strrchr(a, '/') + 1),
+	    kb = agent_spool_slot_of(strrchr(b, '/') + 1);
 	CHECK(ka >= 0 && kb >= 0 && ka != kb && ka < 2 && kb < 2);
 	CHECK(slot_exists(&c, ka) && slot_exists(&c, kb));
 	/* Nothing to trim: the slots are held by their traces. */

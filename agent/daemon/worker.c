@@ -8,9 +8,11 @@
  *   2. outbox/X.json exists?  then only step 4 is left
  *   3. summarise from memory; outbox/.jittd-X.json.tmp: write, fsync, rename to X.json,
  *      fsync the outbox
- *   4. keep_traces: traces/.jittd-X.jtr.tmp from memory: write, fsync, rename to X.jtr,
- *      fsync traces/; then unlink spool/X.jtr if that name is still the inode read, fsync
- *      the spool; trim
+ *   4. keep_traces: room among the older kept copies and a slot for the copy while it is
+ *      made (agent/spool.h), traces/.jittd-X.jtr.tmp from memory: write, fsync, rename to
+ *      X.jtr, fsync traces/ (a copy that does not fit is skipped and counted: the summary
+ *      is what matters); then unlink spool/X.jtr if that name is still the inode read,
+ *      fsync the spool, release the slot unless a copy holds it; trim
  *   Q. quarantine/X.why, then quarantine/X.jtr from memory (each written as in 3); then
  *      unlink spool/X.jtr as in 4
  *
@@ -483,7 +485,8 @@ static int remove_all(struct jittd_worker *w, int dirfd)
 	int n = 0;
 	struct dirent *de;
 	while ((de = readdir(dir)))
-		if ((de->d_name[0] != '.' || (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))) &&
+		if ((de->d_name[0] != '.' ||
+		     (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))) &&
 		    unlinkat(dirfd, de->d_name, 0) == 0) {
 			if (w)
 				(void)agent_spool_release_at(w->dirs, de->d_name);
