@@ -224,6 +224,14 @@ int rb_trace_write_sched(const char *dir, const char *reason, const struct rb_fr
 			 int nthreads, const struct rb_trace_sched *sched, char *path_out,
 			 size_t path_size)
 {
+	return rb_trace_write_reserved(dir, reason, threads, nthreads, sched, NULL, path_out,
+				       path_size);
+}
+
+int rb_trace_write_reserved(const char *dir, const char *reason, const struct rb_frozen *threads,
+			    int nthreads, const struct rb_trace_sched *sched,
+			    const struct rb_trace_reserve *r, char *path_out, size_t path_size)
+{
 	static _Atomic unsigned seq;
 	if (nthreads < 0 || nthreads > RB_FILE_MAX_THREADS)
 		return -EINVAL;
@@ -270,12 +278,20 @@ int rb_trace_write_sched(const char *dir, const char *reason, const struct rb_fr
 	size += 8;
 	h.file_size = size;
 
+	char tag[32] = "";
+	if (r) {
+		int e = r->reserve(r->arg, size, tag, sizeof(tag));
+		if (e) {
+			free(mods);
+			return e;
+		}
+	}
 	char tmp[4096], final[4096];
 	unsigned n = seq++;
-	snprintf(final, sizeof(final), "%s/trace-%u-%llu-%u.jtr", dir, h.pid,
-		 (unsigned long long)h.ref_realtime_ns, n);
-	snprintf(tmp, sizeof(tmp), "%s/.tmp-trace-%u-%llu-%u", dir, h.pid,
-		 (unsigned long long)h.ref_realtime_ns, n);
+	snprintf(final, sizeof(final), "%s/trace-%u-%llu-%u%s.jtr", dir, h.pid,
+		 (unsigned long long)h.ref_realtime_ns, n, tag);
+	snprintf(tmp, sizeof(tmp), "%s/.tmp-trace-%u-%llu-%u%s", dir, h.pid,
+		 (unsigned long long)h.ref_realtime_ns, n, tag);
 	struct writer w = { .fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) };
 	if (w.fd < 0) {
 		free(mods);

@@ -110,6 +110,20 @@ int rb_trace_write(const char *dir, const char *reason, const struct rb_frozen *
 int rb_trace_write_sched(const char *dir, const char *reason, const struct rb_frozen *threads,
 			 int nthreads, const struct rb_trace_sched *sched, char *path_out,
 			 size_t path_size);
+/*
+ * The same, with a say before anything is made: once the file's exact size is known,
+ * reserve(arg, size, tag, tagsize) is called; 0 writes the file with tag (a short string,
+ * "" for none) at the end of its names, before ".jtr" (trace-<pid>-<time>-<n><tag>.jtr, the
+ * temporary likewise); a negative errno is returned as it is, and nothing is written. The
+ * spool's slots use it (agent/spool.h): the size is claimed before the bytes exist.
+ */
+struct rb_trace_reserve {
+	int (*reserve)(void *arg, uint64_t size, char *tag, size_t tagsize);
+	void *arg;
+};
+int rb_trace_write_reserved(const char *dir, const char *reason, const struct rb_frozen *threads,
+			    int nthreads, const struct rb_trace_sched *sched,
+			    const struct rb_trace_reserve *r, char *path_out, size_t path_size);
 
 /*
  * Parse and check a whole file in memory (it must stay valid while t is used). Returns 0,

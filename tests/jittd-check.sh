@@ -145,6 +145,45 @@ if [ -n "${JITTD_CHECK_DISKFULL:-}" ]; then
 	check "disk full: the summaries are strict JSON" strict_json "$d"/data/outbox/*.json
 	stop
 	umount "$d/data"
+
+	# keep_traces = 1 on a disk with room for one summary, not for a raw copy as well:
+	# summaries come first; each copy that does not fit is skipped and counted, and the
+	# traces behind are summarised, not held up by the first one's copy.
+	d=${JITTD_CHECK_DISKFULL}-keep
+	setup "$d" "keep_traces = 1"
+	mkdir -p "$d/data"
+	mount -t tmpfs -o size=256k,mode=0700 tmpfs "$d/data" || { echo "skip disk full: no tmpfs"; exit 0; }
+	start "$d" || { fail "disk full, keep: jittd starts"; exit 1; }
+	# Three pages for the traces, one for a summary.
+	dd if=/dev/zero of="$d/data/reserve" bs=4096 count=4 2>/dev/null
+	dd if=/dev/zero of="$d/data/filler" bs=4096 2>/dev/null
+	rm -f "$d/data/reserve"
+	for n in 1 2 3; do cp "$golden" "$d/data/spool/.tmp-$n"; done
+	for n in 1 2 3; do mv "$d/data/spool/.tmp-$n" "$d/data/spool/trace-keep-$n.jtr"; done
+	check "disk full, keep: the three traces are summarised, none held up by a copy" \
+		wait_for 20 outbox_has "$d" 3
+	wait_for 10 idle "$d"
+	check "disk full, keep: the copies that did not fit are skipped and counted" \
+		is "$(counter "$d" copies_skipped) $(counter "$d" kept) $(counter "$d" pending)" "3 0 0"
+	check "disk full, keep: the log says why" grep -q "copy not kept: .*No space left" "$d/log"
+	check "disk full, keep: no temporary is left" no_temporaries "$d"
+	rm -f "$d/data/filler"
+	drop "$d" trace-keep-4
+	check "disk full, keep: once space is back, copies are kept again" \
+		wait_for 20 test -f "$d/data/traces/trace-keep-4.jtr"
+	wait_for 10 idle "$d"
+	# Full again, but for the next trace itself: its summary takes the place of the
+	# oldest kept copy (summaries before raw copies).
+	dd if=/dev/zero of="$d/data/reserve" bs=4096 count=1 2>/dev/null
+	dd if=/dev/zero of="$d/data/filler" bs=4096 2>/dev/null
+	rm -f "$d/data/reserve"
+	drop "$d" trace-keep-5
+	check "disk full, keep: a summary is written in the place of the oldest kept copy" \
+		wait_for 20 test -f "$d/data/outbox/trace-keep-5.json"
+	check "disk full, keep: that copy is gone, counted as rotated out" \
+		sh -c "! test -f '$d/data/traces/trace-keep-4.jtr' && [ $(counter "$d" rotated) -ge 1 ]"
+	stop
+	umount "$d/data"
 	echo "$passed passed, $failed failed"
 	exit 0
 fi
@@ -285,10 +324,33 @@ for n in 1 2 3 4 5; do
 	wait_for 10 test -f "$d/data/outbox/trace-300-$n-$n.json"
 done
 wait_for 10 idle "$d"
-check "caps: 5 summaries, 3 raw traces kept (the newest)" is \
+# Kept copies leave room for the next trace: 2 of max_traces 3.
+check "caps: 5 summaries, 2 raw traces kept (the newest), room for the next" is \
 	"$(count "$d"/data/outbox/*.json) $(ls "$d/data/traces" | tr '\n' ' ')" \
-	"5 trace-300-3-3.jtr trace-300-4-4.jtr trace-300-5-5.jtr "
-check "status: trimmed 2" is "$(counter "$d" trimmed)" 2
+	"5 trace-300-4-4.jtr trace-300-5-5.jtr "
+check "status: trimmed 3, all of them kept copies rotated out, none dropped unsummarised" \
+	is "$(counter "$d" trimmed) $(counter "$d" rotated) $(counter "$d" dropped)" "3 3 0"
+stop
+
+# The spool's traces are never trimmed for a kept copy, whatever their age: with
+# max_traces 3, three old traces waiting while jittd was stopped, and a kept copy of a newer
+# one, the copy goes, the three are summarised.
+d=$tmp/order
+setup "$d" "keep_traces = 1"
+sed -i 's/^max_traces = .*/max_traces = 3/' "$d/conf"
+start "$d"
+drop "$d" trace-500-9-9
+wait_for 10 test -f "$d/data/traces/trace-500-9-9.jtr"
+stop
+for n in 1 2 3; do
+	drop "$d" "trace-500-$n-$n"
+	touch -d '1 hour ago' "$d/data/spool/trace-500-$n-$n.jtr"
+done
+start "$d"
+check "order: the three waiting traces are summarised" wait_for 10 outbox_has "$d" 4
+wait_for 10 idle "$d"
+check "order: none dropped; the old copy, and copies beyond the caps, rotated out" \
+	is "$(counter "$d" traces_seen) $(counter "$d" summarised) $(counter "$d" dropped)" "3 3 0"
 stop
 
 # ---- a full disk ----

@@ -159,6 +159,10 @@ if [ "$board" = host ]; then
 	# their own; who may deposit, list, read, replace, delete and trigger what (root only:
 	# otherwise one skip line).
 	counted uids-check.sh sh "$here/uids-check.sh" "$bin"
+	# The spool under load and faults: 40 traced apps under four uids, jittd running,
+	# starved, stopped and killed, a small tmpfs filled and freed; the caps at every sample,
+	# each trace summarised once or counted as dropped (root only: otherwise one skip line).
+	counted spool-stress.sh sh "$here/spool-stress.sh" "$bin"
 	# `jitt exclude`: bad input, and the round trip (trace, exclude, rebuild) in real builds.
 	counted exclude-check.sh sh "$here/exclude-check.sh" "$bin" musl-gcc
 	# A stripped program named through its debug file: debuglink, and Debian's debuginfod.

@@ -188,14 +188,19 @@ TEST(spool_trim_by_count)
 	put(&c, "outbox", "o.jtr", 10, 1);
 
 	uint64_t bytes = 0;
-	CHECK_EQ_INT(agent_spool_trim(&c, 0, &bytes), 2); /* within the cap: 3 left */
+	/* The kept copies first, however new: 3 left, the spool's. */
+	CHECK_EQ_INT(agent_spool_trim(&c, 0, &bytes), 2);
 	CHECK_EQ_U64(bytes, 20);
-	CHECK(!exists(&c, "traces", "t-a.jtr") && !exists(&c, "spool", "s-b.jtr"));
-	CHECK(exists(&c, "traces", "t-c.jtr") && exists(&c, "spool", "s-d.jtr"));
+	CHECK(!exists(&c, "traces", "t-a.jtr") && !exists(&c, "traces", "t-c.jtr"));
+	CHECK(exists(&c, "spool", "s-b.jtr") && exists(&c, "spool", "s-d.jtr"));
 	CHECK_EQ_INT(agent_spool_trim(&c, 0, NULL), 0);
-	/* A file coming: room for it. */
-	CHECK_EQ_INT(agent_spool_trim(&c, 1, &bytes), 1);
-	CHECK(!exists(&c, "traces", "t-c.jtr") && exists(&c, "spool", "s-d.jtr"));
+	/* A copy coming: no kept copy is left to give way, and no unsummarised trace does. */
+	CHECK_EQ_INT(agent_spool_trim(&c, 1, &bytes), 0);
+	CHECK(exists(&c, "spool", "s-b.jtr"));
+	/* Smaller caps since: the spool's oldest goes. */
+	c.max_traces = 2;
+	CHECK_EQ_INT(agent_spool_trim(&c, 0, &bytes), 1);
+	CHECK(!exists(&c, "spool", "s-b.jtr") && exists(&c, "spool", "s-d.jtr"));
 	CHECK(exists(&c, "spool", ".tmp-x") && exists(&c, "spool", "notes.txt"));
 	CHECK(exists(&c, "quarantine", "q.jtr") && exists(&c, "outbox", "o.jtr"));
 
@@ -250,12 +255,13 @@ TEST(spool_trim_by_bytes_and_name_order)
 	CHECK_EQ_INT(agent_spool_trim(&c, 0, &bytes), 1); /* 1200 KiB > 1 MiB */
 	CHECK_EQ_U64(bytes, 400 << 10);
 	CHECK(!exists(&c, "traces", "trace-1-a.jtr") && exists(&c, "spool", "trace-1-b.jtr"));
-	/* 800 KiB + 300 KiB coming > 1 MiB. */
-	CHECK_EQ_INT(agent_spool_trim(&c, 300 << 10, &bytes), 1);
+	/* 800 KiB + a copy of 300 KiB coming > 1 MiB: the spool's stay. */
+	CHECK_EQ_INT(agent_spool_trim(&c, 300 << 10, &bytes), 0);
+	CHECK(exists(&c, "spool", "trace-1-b.jtr") && exists(&c, "spool", "trace-1-c.jtr"));
+	/* 1200 KiB in the spool alone: its oldest by name goes. */
+	put(&c, "spool", "trace-1-d.jtr", 400 << 10, 5000);
+	CHECK_EQ_INT(agent_spool_trim(&c, 0, NULL), 1);
 	CHECK(!exists(&c, "spool", "trace-1-b.jtr") && exists(&c, "spool", "trace-1-c.jtr"));
-	/* A file larger than the cap on its own: everything goes, and that is all. */
-	CHECK_EQ_INT(agent_spool_trim(&c, 2 << 20, NULL), 1);
-	CHECK_EQ_INT(agent_spool_trim(&c, 2 << 20, NULL), 0);
 }
 
 TEST(spool_missing_folders)
@@ -344,4 +350,141 @@ TEST(spool_planted_entries_are_listed_as_what_they_are_and_never_followed)
 	CHECK_EQ_INT(agent_spool_trim(&c, 0, NULL), 1);
 	CHECK(!exists(&c, "spool", "a.jtr") && exists(&c, "spool", "b.jtr"));
 	CHECK(access(victim, F_OK) == 0);
+}
+
+/* The kept copy in traces/ is jittd's new file with a fresh time; the trace still waiting in
+ * the spool may be older. Its summary does not exist yet: it is the last to go, after
+ * every kept copy, whatever the times say. */
+TEST(spool_trim_drops_kept_copies_before_an_unsummarised_trace)
+{
+	struct agent_config c;
+	setup(&c, "order");
+	c.max_traces = 2;
+	c.max_trace_mb = 100;
+	put(&c, "spool", "trace-1-1-0.jtr", 10, 1000);	/* waiting: no summary yet */
+	put(&c, "traces", "trace-2-1-0.jtr", 10, 2000); /* summarised, copy kept */
+	put(&c, "traces", "trace-3-1-0.jtr", 10, 3000); /* summarised, copy kept */
+	CHECK(agent_spool_trim(&c, 0, NULL) >= 1);
+	CHECK(exists(&c, "spool", "trace-1-1-0.jtr"));
+	CHECK(!exists(&c, "traces", "trace-2-1-0.jtr"));
+}
+
+/* A slot file as a writer leaves it: its pid, and the length it claims; modified at mtime. */
+static void put_slot(const struct agent_config *c, int k, pid_t pid, off_t bytes, time_t mtime)
+{
+	char name[32], text[24];
+	snprintf(name, sizeof(name), "%s%d", AGENT_SPOOL_SLOT_PREFIX, k);
+	put(c, "spool", name, bytes, mtime);
+	char path[512];
+	snprintf(path, sizeof(path), "%s/spool/%s", c->data_dir, name);
+	int fd = open(path, O_WRONLY);
+	int n = snprintf(text, sizeof(text), "%d\n", (int)pid);
+	CHECK(fd >= 0 && pwrite(fd, text, (size_t)n, 0) == n);
+	struct timespec t[2] = { { mtime, 0 }, { mtime, 0 } };
+	CHECK(futimens(fd, t) == 0);
+	close(fd);
+}
+
+static int slot_exists(const struct agent_config *c, int k)
+{
+	char name[32];
+	snprintf(name, sizeof(name), "%s%d", AGENT_SPOOL_SLOT_PREFIX, k);
+	return exists(c, "spool", name);
+}
+
+static int write_trace(const struct agent_config *c, char *path, size_t size)
+{
+	char spool[512];
+	snprintf(spool, sizeof(spool), "%s/spool", c->data_dir);
+	return agent_spool_write(c, spool, "test", NULL, 0, NULL, path, size);
+}
+
+/* The caps without listing: each trace claims one of max_traces slots before it is written;
+ * with none free it is not written (-EDQUOT), and jittd's trim frees a slot only with its
+ * trace and its kept copy gone. */
+TEST(spool_write_claims_a_slot_and_drops_the_trace_when_none_is_free)
+{
+	struct agent_config c;
+	setup(&c, "slots");
+	c.max_traces = 2;
+	char a[512], b[512], x[512];
+	CHECK_EQ_INT(write_trace(&c, a, sizeof(a)), 0);
+	CHECK_EQ_INT(write_trace(&c, b, sizeof(b)), 0);
+	CHECK_EQ_INT(write_trace(&c, x, sizeof(x)), -EDQUOT);
+	int ka = agent_spool_slot_of(strrchr(a, '/') + 1),
+	    kb = agent_spool_slot_of(strrchr(b, '/') + 1);
+	CHECK(ka >= 0 && kb >= 0 && ka != kb && ka < 2 && kb < 2);
+	CHECK(slot_exists(&c, ka) && slot_exists(&c, kb));
+	/* Nothing to trim: the slots are held by their traces. */
+	CHECK_EQ_INT(agent_spool_trim(&c, 0, NULL), 0);
+	CHECK(slot_exists(&c, ka) && slot_exists(&c, kb));
+	/* A's trace summarised and kept: its copy holds the slot. */
+	char from[600], to[600];
+	snprintf(to, sizeof(to), "%s/traces/%s", c.data_dir, strrchr(a, '/') + 1);
+	snprintf(from, sizeof(from), "%s", a);
+	CHECK(rename(from, to) == 0);
+	CHECK_EQ_INT(write_trace(&c, x, sizeof(x)), -EDQUOT);
+	/* The copy rotated out (room kept for the next trace): the slot is free again. */
+	CHECK_EQ_INT(agent_spool_trim(&c, 0, NULL), 1);
+	CHECK(!slot_exists(&c, ka) && slot_exists(&c, kb));
+	CHECK_EQ_INT(write_trace(&c, x, sizeof(x)), 0);
+	CHECK_EQ_INT(agent_spool_slot_of(strrchr(x, '/') + 1), ka);
+	CHECK_EQ_INT(agent_spool_slot_of("trace-1-2-3.jtr"), -1);
+	CHECK_EQ_INT(agent_spool_slot_of("trace-1-2-3-s17.jtr"), 17);
+}
+
+/* The bytes too: the slots' lengths add up to at most max_trace_mb. */
+TEST(spool_write_drops_a_trace_over_the_bytes_claimed)
+{
+	struct agent_config c;
+	setup(&c, "slotbytes");
+	c.max_traces = 4;
+	c.max_trace_mb = 1;
+	time_t now = time(NULL);
+	/* Another writer's claim, alive (our pid), for all but 100 bytes of the cap. */
+	put_slot(&c, 3, getpid(), (1 << 20) - 100, now);
+	char p[512];
+	CHECK_EQ_INT(write_trace(&c, p, sizeof(p)), -EDQUOT);
+	CHECK(!slot_exists(&c, 0) && !slot_exists(&c, 1) && !slot_exists(&c, 2));
+	put_slot(&c, 3, getpid(), 1000, now);
+	CHECK_EQ_INT(write_trace(&c, p, sizeof(p)), 0);
+}
+
+/* A claimant that died before its trace was renamed in: its slot is free again after the
+ * grace (its pid gone), or after the longest a writer takes (whatever its pid); a live
+ * writer's young slot is left alone. */
+TEST(spool_trim_frees_the_slot_of_a_dead_claimant)
+{
+	struct agent_config c;
+	setup(&c, "deadslot");
+	c.max_traces = 4;
+	time_t now = time(NULL);
+	put_slot(&c, 0, test_dead_pid(), 100, now - 2 * AGENT_SPOOL_TMP_GRACE_S);
+	put_slot(&c, 1, test_dead_pid(), 100, now);
+	put_slot(&c, 2, getpid(), 100, now - 2 * AGENT_SPOOL_TMP_GRACE_S);
+	put_slot(&c, 3, getpid(), 100, now - 2 * AGENT_SPOOL_TMP_MAX_AGE_S);
+	CHECK_EQ_INT(agent_spool_trim(&c, 0, NULL), 2);
+	CHECK(!slot_exists(&c, 0) && slot_exists(&c, 1) && slot_exists(&c, 2) &&
+	      !slot_exists(&c, 3));
+}
+
+/* A folder read while a writer renames its temporary into its trace may list both names:
+ * in the spool a slot's trace is one file, and nothing is dropped for the double listing. */
+TEST(spool_trim_counts_a_slots_temporary_and_trace_once)
+{
+	struct agent_config c;
+	setup(&c, "renaming");
+	c.max_traces = 2;
+	time_t now = time(NULL);
+	char tmp[64], name[64];
+	for (int k = 0; k < 2; k++) {
+		put_slot(&c, k, getpid(), 1000, now);
+		snprintf(name, sizeof(name), "trace-%d-%d-0-s%d.jtr", (int)getpid(), k, k);
+		put(&c, "spool", name, 1000, now - 10 + k);
+	}
+	snprintf(tmp, sizeof(tmp), ".tmp-trace-%d-1-0-s1", (int)getpid());
+	put(&c, "spool", tmp, 1000, now);
+	CHECK_EQ_INT(agent_spool_trim(&c, 0, NULL), 0);
+	snprintf(name, sizeof(name), "trace-%d-0-0-s0.jtr", (int)getpid());
+	CHECK(exists(&c, "spool", name) && slot_exists(&c, 0) && slot_exists(&c, 1));
 }

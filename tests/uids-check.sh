@@ -172,20 +172,29 @@ check "four traces in the spool, each its app's, 0640 with jittd's group" \
 	is "$(find "$spool" -name 'trace-*.jtr' -perm 0640 -group $J \
 		\( -user $A -o -user $B \) | wc -l)" 4
 
+# ---- the caps with no jittd to trim: A may not list the spool, so it cannot trim it ----
+# Eight more of A's: 12 against max_traces 8 (the default). Each slot is claimed by name
+# (agent/spool.h), so the ninth and later are not written, and A counts them.
+for i in 1 2 3 4 5 6 7 8; do as $A "$bin/jitt" trigger -c "$conf" "$pa" "burst $i" >/dev/null 2>&1; done
+check "no jittd: 12 persists leave max_traces 8 traces in the spool, not more" \
+	is "$(find "$spool" -name 'trace-*.jtr' | wc -l)" 8
+check "no jittd: A counts the 4 it could not write (dropped_full)" \
+	sh -c "'$bin/jitt' status -c '$conf' $pa | grep -q '^dropped_full 4\$'"
+
 # ---- jittd under its own uid reads and summarises them all ----
 (as_exec $J "$bin/jittd" -f -c "$conf") >"$tmp/jittd.log" 2>&1 &
 jpid=$!
 summarised() { [ "$("$bin/jitt" status -c "$conf" 2>/dev/null |
-	awk '$1 == "summarised" { print $2 }')" = 4 ]; }
+	awk '$1 == "summarised" { print $2 }')" = 8 ]; }
 spool_empty() { [ "$(find "$spool" -name '*.jtr' | wc -l)" -eq 0 ]; }
-check "jittd (uid $J, no capability) summarises the four traces of both apps" \
+check "jittd (uid $J, no capability) summarises the eight traces of both apps" \
 	wait_for 30 summarised
 check "jittd removed them from the spool" wait_for 10 spool_empty
 for f in "$tmp"/data/quarantine/*.why; do [ -f "$f" ] && echo "     quarantined: $(cat "$f")"; done
 check "nothing was quarantined" \
 	is "$(find "$tmp/data/quarantine" -type f 2>/dev/null | wc -l)" 0
-check "four summaries in the outbox, jittd's own files" \
-	is "$(find "$tmp/data/outbox" -name '*.json' -user $J | wc -l)" 4
+check "eight summaries in the outbox, jittd's own files" \
+	is "$(find "$tmp/data/outbox" -name '*.json' -user $J | wc -l)" 8
 for who in "A" "root" "system" "B"; do
 	check "a summary of the trace triggered by $who" \
 		grep -q "\"reason\":\"external: by $who\"" "$tmp"/data/outbox/*.json

@@ -48,6 +48,9 @@ static int status(struct jittd *d, char *reply, size_t size)
 	put(&o, "kept %llu\n", (unsigned long long)s->kept);
 	put(&o, "deleted %llu\n", (unsigned long long)s->deleted);
 	put(&o, "trimmed %llu\n", (unsigned long long)s->trimmed);
+	put(&o, "rotated %llu\n", (unsigned long long)s->rotated);
+	put(&o, "dropped %llu\n", (unsigned long long)s->dropped);
+	put(&o, "copies_skipped %llu\n", (unsigned long long)s->copies_skipped);
 	put(&o, "summary_bytes %llu\n", (unsigned long long)s->summary_bytes);
 	struct agent_spool_file *files;
 	size_t n;

@@ -8,9 +8,11 @@
  *   2. outbox/X.json exists?  then only step 4 is left
  *   3. summarise from memory; outbox/.jittd-X.json.tmp: write, fsync, rename to X.json,
  *      fsync the outbox
- *   4. keep_traces: traces/.jittd-X.jtr.tmp from memory: write, fsync, rename to X.jtr,
- *      fsync traces/; then unlink spool/X.jtr if that name is still the inode read, fsync
- *      the spool; trim
+ *   4. keep_traces: room among the older kept copies and a slot for the copy while it is
+ *      made (agent/spool.h), traces/.jittd-X.jtr.tmp from memory: write, fsync, rename to
+ *      X.jtr, fsync traces/ (a copy that does not fit is skipped and counted: the summary
+ *      is what matters); then unlink spool/X.jtr if that name is still the inode read,
+ *      fsync the spool, release the slot unless a copy holds it; trim
  *   Q. quarantine/X.why, then quarantine/X.jtr from memory (each written as in 3); then
  *      unlink spool/X.jtr as in 4
  *
@@ -121,19 +123,48 @@ int jittd_worker_recover(struct jittd_worker *w)
 	       remove_temporaries(w->dirs->quarantine, "quarantine");
 }
 
-void jittd_worker_trim(struct jittd_worker *w)
+/* A spool trace the caps removed before it was summarised: named in the log, and seen (it
+ * may never have been read). */
+static void dropped(void *arg, const char *name)
 {
-	uint64_t bytes = 0;
-	int n = agent_spool_trim_at(w->dirs, w->c, 0, &bytes);
+	struct jittd_worker *w = arg;
+	if (strcmp(w->retrying, name))
+		COUNT(w, seen, 1);
+	else
+		w->retrying[0] = 0;
+	log_warn("%s: dropped by the caps (max_traces %u, max_trace_mb %u) before it was "
+		 "summarised",
+		 name, w->c->max_traces, w->c->max_trace_mb);
+}
+
+/* The caps with room for `incoming` (a copy about to be kept), counted and logged. Returns
+ * false when it does not fit. */
+static bool trim(struct jittd_worker *w, uint64_t incoming)
+{
+	struct agent_spool_trimmed t = { .dropped = dropped, .arg = w };
+	int n = agent_spool_trim_at(w->dirs, w->c, incoming, &t);
 	if (n > 0) {
-		COUNT(w, trimmed, (uint64_t)n);
-		log_info("trimmed %d file%s (%llu bytes): the oldest raw traces over max_traces "
-			 "%u, max_trace_mb %u, and temporaries of writers that are gone",
-			 n, n == 1 ? "" : "s", (unsigned long long)bytes, w->c->max_traces,
+		pthread_mutex_lock(&w->lock);
+		w->st.trimmed += (uint64_t)n;
+		w->st.rotated += t.rotated;
+		w->st.dropped += t.unsummarised;
+		pthread_mutex_unlock(&w->lock);
+		log_info("trimmed %d file%s (%llu bytes): %u kept cop%s rotated out, %u "
+			 "unsummarised, %u temporar%s or slot%s of gone writers or quarantined "
+			 "(max_traces %u, max_trace_mb %u)",
+			 n, n == 1 ? "" : "s", (unsigned long long)t.bytes, t.rotated,
+			 t.rotated == 1 ? "y" : "ies", t.unsummarised, t.other,
+			 t.other == 1 ? "y" : "ies", t.other == 1 ? "" : "s", w->c->max_traces,
 			 w->c->max_trace_mb);
 	} else if (n < 0) {
 		log_warn("cannot trim the raw traces: %s", strerror(-n));
 	}
+	return n >= 0 && !t.no_room;
+}
+
+void jittd_worker_trim(struct jittd_worker *w)
+{
+	(void)trim(w, 0);
 }
 
 /* The spool's `name` leaves, if it is still the file that was read (dev, ino of *st): a
@@ -156,29 +187,44 @@ static int unlink_read(struct jittd_worker *w, const char *name, const struct st
 	return 0;
 }
 
-/* Step 4: the trace leaves the spool, a copy kept or not, then the caps. */
+/* Step 4: the trace leaves the spool, a copy kept or not, then the caps. The summary is
+ * written: a copy that does not fit (the caps, even with older copies rotated out; a full
+ * disk) is skipped and counted, never a reason to hold up the traces behind this one. */
 static int finish(struct jittd_worker *w, const char *name, const void *data, size_t size,
 		  const struct stat *st)
 {
-	int e;
+	bool kept = false;
+	int slot = -1;
 	if (w->c->keep_traces) {
+		/* Room for the copy among the older copies, never by an unsummarised trace;
+		 * then a slot of its own while it and the trace are both there. */
+		int e = trim(w, size) ? 0 : -EDQUOT;
+		if (!e)
+			e = agent_spool_claim_at(w->dirs, w->c, size, &slot);
 		/* The copy first: with the spool's name gone first, a crash could lose both. */
-		e = write_atomic(w->dirs->traces, name, data, size);
+		if (!e)
+			e = write_atomic(w->dirs->traces, name, data, size);
 		if (e) {
-			log_err("%s: cannot write traces/%s: %s", name, name, strerror(-e));
-			return e;
+			COUNT(w, copies_skipped, 1);
+			log_warn("%s: copy not kept: %s; its summary stays", name,
+				 e == -EDQUOT ? "no room within max_traces and max_trace_mb"
+					      : strerror(-e));
 		}
+		kept = !e;
 	}
-	e = unlink_read(w, name, st);
+	int e = unlink_read(w, name, st);
+	agent_spool_unclaim_at(w->dirs, slot);
 	if (e) {
 		log_err("%s: cannot remove it from the spool: %s", name, strerror(-e));
 		return e;
 	}
-	if (w->c->keep_traces) {
+	if (kept) { /* the copy holds the trace's slot (agent/spool.h) */
 		COUNT(w, kept, 1);
 		log_dbg("%s: kept in traces/", name);
 	} else {
-		COUNT(w, deleted, 1);
+		(void)agent_spool_release_at(w->dirs, name);
+		if (!w->c->keep_traces)
+			COUNT(w, deleted, 1);
 		log_dbg("%s: deleted", name);
 	}
 	jittd_worker_trim(w);
@@ -206,6 +252,8 @@ static int quarantine(struct jittd_worker *w, const char *name, const char *why,
 		log_err("%s: cannot remove it from the spool: %s", name, strerror(-e));
 		return e;
 	}
+	/* quarantine/ has caps of its own: the slot is free again. */
+	(void)agent_spool_release_at(w->dirs, name);
 	COUNT(w, quarantined, 1);
 	log_warn("%s: quarantined: %s", name, why);
 	return 0;
@@ -227,6 +275,31 @@ static int remove_planted(struct jittd_worker *w, const char *name, const struct
 	fsync(w->dirs->spool);
 	log_warn("%s: %s in the spool, not a trace: removed", name, what);
 	return 0;
+}
+
+/* The oldest kept copy removed, its slot released: true, or false when there is none. */
+static bool rotate_oldest_copy(struct jittd_worker *w)
+{
+	struct agent_spool_file *files;
+	size_t n;
+	if (agent_spool_list_at(w->dirs, "traces", &files, &n) != 0)
+		return false;
+	bool done = false;
+	for (size_t i = 0; i < n && !done; i++) {
+		if (!agent_spool_is_plain(&files[i]) ||
+		    unlinkat(w->dirs->traces, files[i].name, 0) != 0)
+			continue;
+		(void)agent_spool_release_at(w->dirs, files[i].name);
+		pthread_mutex_lock(&w->lock);
+		w->st.trimmed++;
+		w->st.rotated++;
+		pthread_mutex_unlock(&w->lock);
+		log_info("%s: kept copy removed to make room for a summary (the disk is full)",
+			 files[i].name);
+		done = true;
+	}
+	free(files);
+	return done;
 }
 
 /* Step 3. 0, 1 when the file went to quarantine, or -errno to try again later. */
@@ -278,6 +351,10 @@ static int summarise(struct jittd_worker *w, const char *name, const char *json_
 		return -ENOMEM;
 	}
 	e = write_atomic(w->dirs->outbox, json_name, buf, len);
+	/* A full disk: summaries come before raw copies (the summary is what may leave the
+	 * device; a kept copy's summary exists already), so the oldest copies give way. */
+	while ((e == -ENOSPC || e == -EDQUOT) && rotate_oldest_copy(w))
+		e = write_atomic(w->dirs->outbox, json_name, buf, len);
 	if (e) {
 		free(buf);
 		log_warn("%s: cannot write outbox/%s: %s; left in the spool for a later try", name,
@@ -394,8 +471,9 @@ int jittd_worker_process(struct jittd_worker *w, const char *name)
 	return e;
 }
 
-/* Every entry of one folder but the sub-folders (none of ours has any). */
-static int remove_all(int dirfd)
+/* Every entry of one folder but the sub-folders (none of ours has any); a kept copy's slot
+ * (w not NULL: traces/) released with it. */
+static int remove_all(struct jittd_worker *w, int dirfd)
 {
 	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *dir = fd >= 0 ? fdopendir(fd) : NULL;
@@ -407,8 +485,13 @@ static int remove_all(int dirfd)
 	int n = 0;
 	struct dirent *de;
 	while ((de = readdir(dir)))
-		if (de->d_name[0] != '.' || (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")))
-			n += unlinkat(dirfd, de->d_name, 0) == 0;
+		if ((de->d_name[0] != '.' ||
+		     (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))) &&
+		    unlinkat(dirfd, de->d_name, 0) == 0) {
+			if (w)
+				(void)agent_spool_release_at(w->dirs, de->d_name);
+			n++;
+		}
 	closedir(dir);
 	fsync(dirfd);
 	return n;
@@ -420,13 +503,16 @@ int jittd_worker_forget(struct jittd_worker *w)
 	/* The spool too: its traces were written while consent was granted, and a summary
 	 * made from them later would be one more thing from before the revoke. Writers'
 	 * temporaries there are theirs: only finished traces go. */
-	int n = remove_all(w->dirs->outbox) + remove_all(w->dirs->traces) +
-		remove_all(w->dirs->quarantine);
+	int n = remove_all(NULL, w->dirs->outbox) + remove_all(w, w->dirs->traces) +
+		remove_all(NULL, w->dirs->quarantine);
 	struct agent_spool_file *files;
 	size_t k;
 	if (agent_spool_list_at(w->dirs, "spool", &files, &k) == 0) {
 		for (size_t i = 0; i < k; i++)
-			n += unlinkat(w->dirs->spool, files[i].name, 0) == 0;
+			if (unlinkat(w->dirs->spool, files[i].name, 0) == 0) {
+				(void)agent_spool_release_at(w->dirs, files[i].name);
+				n++;
+			}
 		free(files);
 		fsync(w->dirs->spool);
 	}

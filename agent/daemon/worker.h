@@ -29,15 +29,20 @@ struct up_uploader;
 
 /* Since the daemon started. */
 struct jittd_stats {
-	uint64_t seen;		/* distinct traces found in the spool */
+	uint64_t seen;		/* distinct traces found in the spool, those the caps removed
+				 * before they were read included */
 	uint64_t summarised;	/* summaries written to the outbox */
 	uint64_t quarantined;	/* traces moved to quarantine/ */
 	uint64_t retries;	/* attempts that failed for want of space (or another write
 				 * error) and left the trace for later */
 	uint64_t kept;		/* traces moved to traces/ */
 	uint64_t deleted;	/* traces deleted after summarising (keep_traces = 0) */
-	uint64_t trimmed;	/* raw traces (and gone writers' temporaries) removed by the
-				 * caps */
+	uint64_t trimmed;	/* files removed by the caps: the three below, gone writers'
+				 * temporaries, dead claimants' slots, quarantined files */
+	uint64_t rotated;	/* kept copies (their summary exists) removed by the caps */
+	uint64_t dropped;	/* spool traces removed by the caps, never summarised */
+	uint64_t copies_skipped; /* kept copies not made: no room within the caps, or the
+				  * disk full (the summary was written) */
 	uint64_t summary_bytes; /* bytes of summaries written */
 	char last_summary[128]; /* the last summary's file name, "" for none yet */
 };

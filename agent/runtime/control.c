@@ -155,12 +155,10 @@ RT static int persist(const char *reason, pid_t anomaly_tid, uint64_t t0, char *
 		restart(rings, n);
 	rb_stop_many(rings, n, STOP_WAIT_MS, frozen, errs);
 	atomic_store(&st->last_freeze_us, (agent_now_ns() - t0) / 1000);
-	uint64_t bytes = 4096;
 	for (int i = 0; i < n; i++) {
 		if (errs[i])
 			continue; /* not running (its thread turned tracing off), or too fast to copy */
 		atomic_fetch_add(frozen[i].copied ? &st->threads_copied : &st->threads_frozen, 1);
-		bytes += rb_frozen_stored(&frozen[i]) * 8;
 		frozen[i].anomaly = anomaly_tid && frozen[i].tid == anomaly_tid;
 		ok[nok++] = frozen[i];
 	}
@@ -179,12 +177,9 @@ RT static int persist(const char *reason, pid_t anomaly_tid, uint64_t t0, char *
 	agent_sched_freeze(ok, nok, live, n, &sched, &sched_mem);
 	if (!nok)
 		e = -ENODATA;
-	if (!e) {
-		int trimmed = agent_spool_trim(&rt->cfg, bytes, NULL);
-		if (trimmed > 0)
-			atomic_fetch_add(&st->trimmed, (uint64_t)trimmed);
-		e = rb_trace_write_sched(spool, reason, ok, nok, &sched, path, path_size);
-	}
+	/* Into a slot of the spool's (agent/spool.h): the caps hold without listing it. */
+	if (!e)
+		e = agent_spool_write(&rt->cfg, spool, reason, ok, nok, &sched, path, path_size);
 	free(sched_mem);
 	for (int i = 0; i < n; i++) {
 		if (errs[i])
@@ -196,6 +191,13 @@ RT static int persist(const char *reason, pid_t anomaly_tid, uint64_t t0, char *
 	rb_unlock();
 
 	uint64_t us = (agent_now_ns() - t0) / 1000;
+	if (e == -EDQUOT) { /* dropped: the spool is full; jittd frees slots as it summarises */
+		atomic_fetch_add(&st->dropped_full, 1);
+		log_warn("jitt: not persisted (%s): the spool is full (max_traces %u, "
+			 "max_trace_mb %u)",
+			 reason, rt->cfg.max_traces, rt->cfg.max_trace_mb);
+		return e;
+	}
 	if (e) {
 		atomic_fetch_add(&st->persist_failed, 1);
 		log_err("jitt: cannot persist (%s): %s", reason,
@@ -328,7 +330,9 @@ RT static int handle_ctl(void *ctx, const struct agent_ctl_peer *peer, const cha
 		}
 		if (e) {
 			snprintf(reply, size, "persist failed: %s",
-				 e == -ENOENT ? "the spool folder is missing" : strerror(-e));
+				 e == -ENOENT	? "the spool folder is missing"
+				 : e == -EDQUOT ? "the spool is full (its caps), not written"
+						: strerror(-e));
 			return e;
 		}
 		snprintf(reply, size, "trace %s\n", path);

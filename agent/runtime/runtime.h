@@ -38,7 +38,7 @@
 	X(threads_frozen, "rings frozen by a clean stop")                                  \
 	X(threads_copied, "rings copied because their thread was blocked")                 \
 	X(restart_retries, "rings restarted late (their thread answered late)")            \
-	X(trimmed, "old raw traces removed by the caps")                                   \
+	X(dropped_full, "traces not written: the spool's caps were full (agent/spool.h)")  \
 	X(bytes_written, "bytes of trace files written")                                   \
 	X(last_freeze_us, "anomaly-to-freeze time of the last persist (us)")               \
 	X(last_persist_us, "anomaly-to-file time of the last persist (us, with fsync)")    \
