@@ -720,6 +720,66 @@ TEST(runtime_threads_still_blocked_since_the_last_persist_are_copied_again)
 	CHECK_EQ_INT(files, 3);
 }
 
+static struct sleeper quitter = { .name = "quitter" };
+static _Atomic int quitter_off;
+
+/* Blocks, then, woken, turns its tracing off and waits to be told to go. */
+static void *quitter_thread(void *arg)
+{
+	struct sleeper *s = arg;
+	jitt_trace_thread(true);
+	traced_empty();
+	atomic_store(&s->ready, 1);
+	char c;
+	(void)!read(s->fd[0], &c, 1);
+	jitt_trace_thread(false);
+	atomic_store(&quitter_off, 1);
+	(void)!read(s->fd[0], &c, 1);
+	rb_thread_unregister();
+	return NULL;
+}
+
+/* A thread copied while blocked is restarted when it answers, unless it turned its tracing
+ * off meanwhile: the retries (every 20 ms) used to turn it on again behind its back. */
+TEST(runtime_a_thread_that_turned_tracing_off_is_not_restarted)
+{
+	CHECK_EQ_INT(jitt_init(setup("")), 0);
+	CHECK_EQ_INT(pipe(quitter.fd), 0);
+	atomic_store(&quitter.ready, 0);
+	atomic_store(&quitter_off, 0);
+	pthread_t t;
+	pthread_create(&t, NULL, quitter_thread, &quitter);
+	while (!atomic_load(&quitter.ready))
+		sched_yield();
+	CHECK_EQ_INT(jitt_anomaly("blocked"), 0);
+	CHECK(wait_persisted(1));
+	CHECK_EQ_U64(atomic_load(&agent_rt.status.threads_copied), 1);
+	(void)!write(quitter.fd[1], "x", 1);
+	while (!atomic_load(&quitter_off))
+		sched_yield();
+	/* A few wake-ups of the control thread, each with its retries. */
+	for (int k = 0; k < 4; k++) {
+		uint64_t w0 = atomic_load(&agent_rt.status.control_wakeups);
+		agent_wake_control();
+		for (int i = 0; i < 1000 && atomic_load(&agent_rt.status.control_wakeups) == w0; i++)
+			nap_ms(10);
+	}
+	struct rb_ring *rings[8];
+	bool on = true;
+	rb_lock();
+	int n = rb_rings(rings, 8);
+	for (int i = 0; i < n; i++)
+		if (rb_ring_tid(rings[i]) != (pid_t)syscall(SYS_gettid))
+			on = rb_ring_on(rings[i]);
+	rb_unlock();
+	CHECK(!on);
+	(void)!write(quitter.fd[1], "x", 1);
+	pthread_join(t, NULL);
+	close(quitter.fd[0]);
+	close(quitter.fd[1]);
+	jitt_shutdown();
+}
+
 TEST(runtime_hang_detector_fires_while_the_frame_still_runs)
 {
 	CHECK_EQ_INT(jitt_init(setup("hang_ms = 100\n")), 0);

@@ -81,9 +81,10 @@ RT static void restart(struct rb_ring **rings, int n)
 {
 	int kept = 0;
 	for (int k = 0; k < nrestart; k++) {
+		/* Gone (its thread exited), or turned off by its thread since: not ours to start. */
 		int e = -ENOENT;
 		for (int i = 0; i < n; i++)
-			if (rb_ring_tid(rings[i]) == restart_tids[k])
+			if (rb_ring_tid(rings[i]) == restart_tids[k] && rb_ring_on(rings[i]))
 				e = rb_start(rings[i]);
 		if (e == -EBUSY)
 			restart_tids[kept++] = restart_tids[k];
