@@ -88,8 +88,11 @@ drop() { # N traces, as the runtime writes them: a temporary, then a rename
 	done
 }
 
+# A lock file planted in the run folder (any app may create files there: 1733) is replaced.
+mkfifo "$d/run/jittd.lock"
 launch "$cmd_systemd"
-check "jittd starts and serves" wait_for 30 serving "$jpid"
+check "jittd starts and serves (a FIFO planted as its lock file replaced)" \
+	wait_for 30 serving "$jpid"
 # Load while it is killed and restarted: CPU hogs (SCHED_IDLE threads wait for them), and
 # traces arriving. The hogs stop once the new jittd serves, or the summaries would wait.
 load() {

@@ -194,6 +194,15 @@ static int make_run_dir(const char *dir)
 	return -errno;
 }
 
+/* Our pid into the lock file: only for the next jittd's message. */
+static void write_pid(int fd)
+{
+	char pid[16];
+	int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	(void)!ftruncate(fd, 0);
+	(void)!pwrite(fd, pid, (size_t)n, 0);
+}
+
 /*
  * One jittd per run folder, by an flock on <run_dir>/jittd.lock, held until the process is
  * gone: the kernel releases it only when the last descriptor of the open file closes, that
@@ -210,15 +219,6 @@ static int make_run_dir(const char *dir)
  * plain file of ours was planted: it is removed (we own the folder) and made again.
  * Returns the locked descriptor (the pid inside), or -1 with the reason said on stderr.
  */
-/* Our pid into the lock file: only for the next jittd's message. */
-static void write_pid(int fd)
-{
-	char pid[16];
-	int n = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
-	(void)!ftruncate(fd, 0);
-	(void)!pwrite(fd, pid, (size_t)n, 0);
-}
-
 static int take_lock(const char *run_dir, int wait_ms)
 {
 	char path[AGENT_PATH_MAX + 16];
@@ -628,8 +628,8 @@ int main(int argc, char **argv)
 	unlink(sock);
 	agent_ctl_server_close(&ctl);
 	close(listen_fd);
-	close(lock_fd); /* last: the next jittd may take over */
 	close(ifd);
 	agent_spool_close(&d.dirs);
+	close(lock_fd); /* last: the next jittd may take over */
 	return stop_signal ? 0 : 1;
 }
