@@ -151,7 +151,9 @@ CTL static int connect_to(const struct sockaddr_un *a, int64_t deadline)
 	}
 }
 
-CTL int agent_ctl_listen(const char *path)
+/* probe: whether a socket file already there is probed (kept if it answers) or, for a
+ * caller that knows no live server can be there, replaced at once. */
+CTL static int listen_at(const char *path, bool probe)
 {
 	struct sockaddr_un a;
 	int e = fill_addr(&a, path);
@@ -175,15 +177,15 @@ CTL int agent_ctl_listen(const char *path)
 			e = -EEXIST;
 			goto fail;
 		}
-		int probe = connect_to(&a, now_ms() + PROBE_TIMEOUT_MS);
-		if (probe >= 0 || probe == -ETIMEDOUT) {
-			if (probe >= 0)
-				close(probe);
+		int answer = probe ? connect_to(&a, now_ms() + PROBE_TIMEOUT_MS) : -ECONNREFUSED;
+		if (answer >= 0 || answer == -ETIMEDOUT) {
+			if (answer >= 0)
+				close(answer);
 			e = -EADDRINUSE;
 			goto fail;
 		}
-		if (probe != -ECONNREFUSED) {
-			e = probe;
+		if (answer != -ECONNREFUSED) {
+			e = answer;
 			goto fail;
 		}
 		if (unlink(path) != 0 && errno != ENOENT) {
@@ -206,6 +208,16 @@ CTL int agent_ctl_listen(const char *path)
 fail:
 	close(fd);
 	return e;
+}
+
+CTL int agent_ctl_listen(const char *path)
+{
+	return listen_at(path, true);
+}
+
+CTL int agent_ctl_listen_owned(const char *path)
+{
+	return listen_at(path, false);
 }
 
 /* "jitt-<pid>.sock", pid a positive int, nothing else: *pid. */

@@ -39,6 +39,13 @@ struct agent_ctl_peer {
  * mode 0666 (anyone may ask for status). Returns the fd or a negative errno.
  */
 int agent_ctl_listen(const char *path);
+/*
+ * The same for a caller that holds the lock making it the path's only server (jittd's
+ * jittd.lock): a socket file there is a dead or dying server's (one killed with -9 still
+ * holds its socket, and accepts connections into its backlog, until its last thread has
+ * exited), and is replaced without a probe. A path that is not a socket is still refused.
+ */
+int agent_ctl_listen_owned(const char *path);
 
 /*
  * Remove the sockets of traced processes that are gone (killed with -9, they leave

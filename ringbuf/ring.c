@@ -618,8 +618,11 @@ NO_INSTR static int finish_stop(struct rb_ring *r, bool answered_now, struct rb_
 		r->state = RB_OFF;
 		return 0;
 	}
-	if (err == 0)
-		r->state = RB_STOP_PENDING;
+	/* The stop stays asked whether or not the copy worked: the thread answers at its next
+	 * trace point, and only rb_start may then turn it on again. (A failed copy that left
+	 * the ring RB_RUNNING used to lose it for good: the thread answered, rb_start saw a
+	 * running ring and did nothing, and every later stop found it off.) */
+	r->state = RB_STOP_PENDING;
 	return err;
 }
 
@@ -633,8 +636,12 @@ NO_INSTR int rb_stop_many(struct rb_ring **rs, int n, unsigned wait_ms, struct r
 		out[i].nslots = rs[i]->nslots;
 		out[i].tid = rs[i]->tid;
 		memcpy(out[i].name, rs[i]->name, sizeof(out[i].name));
-		errs[i] = rs[i]->state == RB_RUNNING ? 1 /* waiting */ : -EINVAL;
-		if (errs[i] == 1)
+		/* A ring whose stop is still pending from an earlier copy is stopped again
+		 * too: its thread has written nothing since, or has answered; it is not asked
+		 * again (limit may hold its answer). Leaving it out made a persist with all
+		 * threads still blocked since the last one find no thread at all. */
+		errs[i] = rs[i]->state == RB_OFF ? -EINVAL : 1 /* waiting */;
+		if (rs[i]->state == RB_RUNNING)
 			atomic_store_explicit(&rs[i]->tls->limit, 0, memory_order_relaxed);
 	}
 	/* Poll for the answers, as Hubble's control thread does (Fig. 4, lines 4-5): at first

@@ -282,12 +282,17 @@ s.sendall(b"scan\n"); print(s.recv(4096).decode(), end="")' "$sock" 2>&1)
 fi
 
 # ---- a second jittd, then stopping ----
-$qemu "$jittd" -f -c "$d/conf" >"$tmp/second" 2>&1
+# It waits (--wait MS) for the first to exit, as after a kill -9 (restart-check.sh); this
+# one does not.
+$qemu "$jittd" -f -c "$d/conf" --wait 300 >"$tmp/second" 2>&1
 s=$?
-check "a second jittd on the same socket exits 1" matches "$s $(cat "$tmp/second")" "^1 .*another jittd"
+check "a second jittd on the same run folder waits, then exits 1" \
+	matches "$s $(cat "$tmp/second" | tr '\n' ' ')" "^1 jittd: waiting up to 300 ms for jittd $jpid .*another jittd (pid $jpid) is running"
+check "a second jittd leaves the first's socket alone" matches "$($qemu "$jitt" status -c "$d/conf")" "^pid $jpid\$"
 stop
 s=$?
-check "SIGTERM: jittd exits 0 and removes its socket" is "$s $(ls "$d/run")" "0 "
+# The lock file stays (removing it would let a third jittd lock a file a second one opened).
+check "SIGTERM: jittd exits 0 and removes its socket" is "$s $(ls "$d/run" | tr '\n' ' ')" "0 jittd.lock "
 
 # ---- work left by an earlier run: spool, a committed summary, a half-written temporary ----
 drop "$d" trace-left-1

@@ -180,6 +180,11 @@ fi
 if [ "$board" = host ] || [ -n "$qemu" ]; then
 	counted jittd-check.sh sh "$here/jittd-check.sh" "$bin" "$qemu"
 fi
+# A jittd killed with -9 under load and restarted at once, as the init files start it: the
+# new one waits for the old one to be gone, serves, and summarises what it left.
+if [ "$board" = host ]; then
+	counted restart-check.sh sh "$here/restart-check.sh" "$here/.." "$bin"
+fi
 # The cross-built transport against the build machine's nginx, under qemu-user (the host
 # board runs it above).
 if [ "$board" != host ] && [ -n "$qemu" ]; then

@@ -178,6 +178,18 @@ static void blocked_copy(void)
 		CHECK_EQ_INT(rb_trace_write(keep, "blocked thread", &f, 1, NULL, 0), 0);
 	rb_frozen_release(&f);
 
+	/* Stopped again while it still blocks (the next anomaly): copied again, the same calls
+	 * (it used to be -EINVAL, and a process whose threads all blocked had no trace). */
+	rb_lock();
+	CHECK_EQ_INT(rb_stop(r, 20, &f), 0);
+	CHECK(f.copied);
+	rb_unlock();
+	v = rb_frozen_view(&f);
+	CHECK_EQ_INT(rb_decode(&v, hal_timer_now(), &ev, &n, NULL), 0);
+	CHECK_EQ_INT(check_events(ev, n, 1), 15);
+	free(ev);
+	rb_frozen_release(&f);
+
 	/* Woken, the thread answers at its next trace point; then tracing restarts. */
 	CHECK_EQ_INT(write(pipefd[1], "x", 1), 1);
 	int err;
@@ -317,9 +329,11 @@ TEST(ring_sixteen_threads_stopped_and_restarted_a_thousand_times)
 
 	/* A thread the scheduler leaves unanswered for the 200 ms (ThreadSanitizer on a slow
 	 * or paused machine) but running meanwhile changes its ring too fast to copy: -EAGAIN,
-	 * rb_stop's documented answer then, not a fault; the stop stays pending and the next
-	 * cycle sees it answered. */
-	int copies = 0, files = 0, wrapped = 0, too_fast = 0;
+	 * rb_stop's documented answer then, not a fault; the stop stays pending and a later
+	 * cycle sees it answered. (It used to leave the ring running but off for good: -EAGAIN
+	 * in every cycle after.) No ring is ever off here: -EINVAL is a fault, and so is a ring
+	 * too fast to copy in 10 cycles in a row. */
+	int copies = 0, files = 0, wrapped = 0, too_fast = 0, in_a_row[THREADS] = { 0 };
 	for (int cycle = 0; cycle < CYCLES; cycle++) {
 		struct rb_frozen all[THREADS], f[THREADS];
 		int errs[THREADS], n = 0;
@@ -327,12 +341,14 @@ TEST(ring_sixteen_threads_stopped_and_restarted_a_thousand_times)
 		rb_stop_many(rings, THREADS, 200, all, errs);
 		rb_unlock();
 		for (int i = 0; i < THREADS; i++) {
+			in_a_row[i] = errs[i] == -EAGAIN ? in_a_row[i] + 1 : 0;
 			if (errs[i] == 0)
 				f[n++] = all[i];
 			else if (errs[i] == -EAGAIN) /* ran on unanswered: too fast to copy */
 				too_fast++;
-			else if (errs[i] != -EINVAL) /* -EINVAL: still pending from a copy */
-				test_fail(__FILE__, __LINE__, "cycle %d: stop: %d", cycle, errs[i]);
+			if ((errs[i] && errs[i] != -EAGAIN) || in_a_row[i] >= 10)
+				test_fail(__FILE__, __LINE__, "cycle %d: stop: %d (%d in a row)", cycle,
+					  errs[i], in_a_row[i]);
 		}
 		for (int i = 0; i < n; i++) {
 			copies += f[i].copied;

@@ -633,6 +633,154 @@ TEST(runtime_a_blocked_thread_keeps_its_outer_frames)
 	close(blocked_done[1]);
 }
 
+/* A traced thread that blocks in a wrapped read until its pipe is written to. */
+struct sleeper {
+	const char *name;
+	int fd[2];
+	_Atomic int ready;
+};
+
+static void *sleeper_thread(void *arg)
+{
+	struct sleeper *s = arg;
+	jitt_thread_name(s->name);
+	jitt_trace_thread(true);
+	traced_empty();
+	atomic_store(&s->ready, 1);
+	char c;
+	(void)!read(s->fd[0], &c, 1);
+	jitt_trace_thread(false);
+	rb_thread_unregister();
+	return NULL;
+}
+
+/* The threads of a trace file, how many of them were copied. */
+static uint32_t trace_threads(const char *path, uint32_t *copied)
+{
+	struct rb_trace t;
+	char err[200];
+	*copied = 0;
+	if (rb_trace_open(path, &t, err, sizeof(err)) != 0)
+		return 0;
+	uint32_t n = t.nthreads;
+	for (uint32_t i = 0; i < n; i++)
+		*copied += t.threads[i].copied;
+	rb_trace_close(&t);
+	return n;
+}
+
+/* Both traced threads of an app blocked through two anomalies in a row (an idle app, or one
+ * starved by a busy machine): the first persist copies their rings, whose stops then stay
+ * pending until the threads run again. The second must copy them again, not find "no
+ * thread traced": that used to fail every anomaly until one of them woke (jank-sim at 2
+ * frames a second, 40 `jitt trigger`s: 39 failed with "No data available"). */
+TEST(runtime_threads_still_blocked_since_the_last_persist_are_copied_again)
+{
+	CHECK_EQ_INT(jitt_init(setup("cooldown_ms = 0\nmax_traces = 100\n")), 0);
+	static struct sleeper s[2] = { { .name = "one" }, { .name = "two" } };
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++) {
+		CHECK_EQ_INT(pipe(s[i].fd), 0);
+		atomic_store(&s[i].ready, 0);
+		pthread_create(&t[i], NULL, sleeper_thread, &s[i]);
+		while (!atomic_load(&s[i].ready))
+			sched_yield();
+	}
+	struct agent_status *st = &agent_rt.status;
+	for (uint64_t k = 1; k <= 3; k++) {
+		CHECK_EQ_INT(jitt_anomaly("blocked"), 0);
+		CHECK(wait_persisted(k));
+	}
+	CHECK_EQ_U64(atomic_load(&st->persisted), 3);
+	CHECK_EQ_U64(atomic_load(&st->persist_failed), 0);
+	for (int i = 0; i < 2; i++) {
+		(void)!write(s[i].fd[1], "x", 1);
+		pthread_join(t[i], NULL);
+		close(s[i].fd[0]);
+		close(s[i].fd[1]);
+	}
+	jitt_shutdown();
+	/* Each trace holds both threads, copied. */
+	DIR *d = opendir(spool);
+	struct dirent *e;
+	int files = 0;
+	while (d && (e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (len < 4 || strcmp(e->d_name + len - 4, ".jtr"))
+			continue;
+		char p[1024];
+		snprintf(p, sizeof(p), "%s/%s", spool, e->d_name);
+		uint32_t copied, n = trace_threads(p, &copied);
+		if (n != 2 || copied != 2)
+			test_fail(__FILE__, __LINE__, "%s: %u threads, %u copied", e->d_name, n,
+				  copied);
+		files++;
+	}
+	if (d)
+		closedir(d);
+	CHECK_EQ_INT(files, 3);
+}
+
+static struct sleeper quitter = { .name = "quitter" };
+static _Atomic int quitter_off;
+
+/* Blocks, then, woken, turns its tracing off and waits to be told to go. */
+static void *quitter_thread(void *arg)
+{
+	struct sleeper *s = arg;
+	jitt_trace_thread(true);
+	traced_empty();
+	atomic_store(&s->ready, 1);
+	char c;
+	(void)!read(s->fd[0], &c, 1);
+	jitt_trace_thread(false);
+	atomic_store(&quitter_off, 1);
+	(void)!read(s->fd[0], &c, 1);
+	rb_thread_unregister();
+	return NULL;
+}
+
+/* A thread copied while blocked is restarted when it answers, unless it turned its tracing
+ * off meanwhile: the retries (every 20 ms) used to turn it on again behind its back. */
+TEST(runtime_a_thread_that_turned_tracing_off_is_not_restarted)
+{
+	CHECK_EQ_INT(jitt_init(setup("")), 0);
+	CHECK_EQ_INT(pipe(quitter.fd), 0);
+	atomic_store(&quitter.ready, 0);
+	atomic_store(&quitter_off, 0);
+	pthread_t t;
+	pthread_create(&t, NULL, quitter_thread, &quitter);
+	while (!atomic_load(&quitter.ready))
+		sched_yield();
+	CHECK_EQ_INT(jitt_anomaly("blocked"), 0);
+	CHECK(wait_persisted(1));
+	CHECK_EQ_U64(atomic_load(&agent_rt.status.threads_copied), 1);
+	(void)!write(quitter.fd[1], "x", 1);
+	while (!atomic_load(&quitter_off))
+		sched_yield();
+	/* A few wake-ups of the control thread, each with its retries. */
+	for (int k = 0; k < 4; k++) {
+		uint64_t w0 = atomic_load(&agent_rt.status.control_wakeups);
+		agent_wake_control();
+		for (int i = 0; i < 1000 && atomic_load(&agent_rt.status.control_wakeups) == w0; i++)
+			nap_ms(10);
+	}
+	struct rb_ring *rings[8];
+	bool on = true;
+	rb_lock();
+	int n = rb_rings(rings, 8);
+	for (int i = 0; i < n; i++)
+		if (rb_ring_tid(rings[i]) != (pid_t)syscall(SYS_gettid))
+			on = rb_ring_on(rings[i]);
+	rb_unlock();
+	CHECK(!on);
+	(void)!write(quitter.fd[1], "x", 1);
+	pthread_join(t, NULL);
+	close(quitter.fd[0]);
+	close(quitter.fd[1]);
+	jitt_shutdown();
+}
+
 TEST(runtime_hang_detector_fires_while_the_frame_still_runs)
 {
 	CHECK_EQ_INT(jitt_init(setup("hang_ms = 100\n")), 0);

@@ -34,9 +34,13 @@
 	X(suppressed_pending, "anomalies while another was being persisted")               \
 	X(preempted_cooldown, "clearly worse anomalies let through a cool-down")           \
 	X(persisted, "trace files written")                                                \
-	X(persist_failed, "persists that failed (see the log)")                            \
+	X(persist_failed, "persists that failed (see the log): the three below")           \
+	X(persist_no_spool, "persists not even tried: the spool folder is missing")        \
+	X(persist_no_thread, "persists with no thread traced (every ring off)")            \
+	X(persist_write_failed, "trace files that could not be written (full disk...)")    \
 	X(threads_frozen, "rings frozen by a clean stop")                                  \
 	X(threads_copied, "rings copied because their thread was blocked")                 \
+	X(threads_missed, "rings left out of a trace (changed too fast to copy)")          \
 	X(restart_retries, "rings restarted late (their thread answered late)")            \
 	X(dropped_full, "traces not written: the spool's caps were full (agent/spool.h)")  \
 	X(bytes_written, "bytes of trace files written")                                   \
