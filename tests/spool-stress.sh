@@ -184,6 +184,7 @@ check "jittd restarts after a stop" jittd_start
 (burst killed) &
 bp=$!
 wait_for 10 grep -q '^killed' "$tmp"/replies-*
+killed_jpid=$jpid
 kill -9 "$jpid"
 jittd_gone
 wait "$bp"
@@ -248,8 +249,25 @@ check "every trace not written at the caps is counted in the apps' dropped_full"
 check "the apps' persisted counts the traces they reported" is "$(sum_status persisted)" "$npersisted"
 check "no temporary is left (writers', jittd's)" \
 	is "$(find "$data" -name '.tmp-*' -o -name '.jittd-*' | wc -l)" 0
-check "every slot is released once its trace is gone (kept copies hold theirs)" \
-	is "$(find "$data/spool" -name '.slot-*' | wc -l)" "$(find "$data/traces" -name '*.jtr' | wc -l)"
+# A slot the killed jittd held for a copy it was making stays until the grace for a gone
+# claimant has passed (agent/spool.h): not counted here.
+held=0 orphaned=0
+for f in "$data/spool"/.slot-*; do
+	[ -f "$f" ] || continue
+	if [ "$(head -n 1 "$f")" = "$killed_jpid" ]; then
+		orphaned=$((orphaned + 1))
+	else
+		held=$((held + 1))
+	fi
+done
+kept=$(find "$data/traces" -name '*.jtr' | wc -l)
+if [ "$held" -eq "$kept" ]; then
+	ok "every slot is released once its trace is gone (kept copies hold theirs; $orphaned of the killed jittd's)"
+else
+	fail "$held slots held for $kept kept copies" "$(for f in "$data/spool"/.slot-*; do
+		p=$(head -n 1 "$f"); printf '%s: pid %s%s\n' "${f##*/}" "$p" \
+			"$(kill -0 "$p" 2>/dev/null && echo ' (alive)')"; done; ls -l "$data/spool" "$data/traces")"
+fi
 
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
