@@ -92,6 +92,17 @@ moment() { # label, then real_moment.py's arguments
 
 # ---- duktape ----
 tar=$(fetch duktape) || tar=
+# inlined NAME BINARY: the SDK's hooks are inlined into every instrumented function of a
+# program its own build system built (LTO): no call to a hook is left (a call costs the
+# traced function its registers; issue "call-heavy cost"), and how many trace points (the
+# counter reads, x86-64: two per instrumented function) the binary holds.
+inlined() {
+	calls=$(objdump -d "$2" | grep -c 'call.*<__cyg_profile_func_' || true)
+	points=$(objdump -d "$2" | grep -c 'rdtsc' || true)
+	check "$1: every trace point inlined ($calls calls to a hook; $points trace points)" \
+		is "$calls" 0
+}
+
 if [ -z "$tar" ]; then
 	fail "duktape: no source (apt-get source duktape; a deb-src entry: make deps)"
 else
@@ -105,6 +116,7 @@ else
 	fi
 	if [ -x "$b/duk" ] && file -L "$b/duk" | grep -q 'pie executable'; then
 		ok "duktape: built by its own Makefile, PIE, linked through pkg-config jitt"
+		inlined duktape "$b/duk"
 		cat >"$work/deep.js" <<'JS'
 // An interpreter's slow moment: errors thrown from deep in a recursion, caught, retried.
 function deep(n) {
@@ -169,6 +181,7 @@ else
 	fi
 	if [ -x "$b/memcached" ] && file -L "$b/memcached" | grep -q 'pie executable'; then
 		ok "memcached: built by configure and make, PIE, linked through pkg-config jitt"
+		inlined memcached "$b/memcached"
 		if nm "$b/sizes" "$b/timedrun" 2>/dev/null | grep -q __cyg_profile; then
 			fail "memcached: its tools are instrumented too"
 		else
