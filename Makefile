@@ -335,6 +335,7 @@ CALLGRIND_MAX_PER_POINT ?= 13
 # exclude` (docs/exclude.md). Host only, and it fetches Debian's sqlite3 source package.
 bench-real: $(obj)/bin/jitt all
 	$(Q)sh tests/speedtest1.sh $(obj)/bin
+	$(Q)echo; sh tests/bench-real-programs.sh . $(obj)/bin
 
 # jitt against uftrace (-pg and -finstrument-functions) and LLVM XRay's FDR mode on
 # Listing 1 and the sim app's UI frame, interleaved, and their post-processing tools (tests/bench-peers.sh,
@@ -408,7 +409,8 @@ help:
 	@echo "  boot-test      this board's tests and its installed image inside its kernel under qemu-system"
 	@echo "  boot-test-raspi3b  the installed image's checks on qemu's raspi3b (BOARD=rpi4, rpi3-armv7)"
 	@echo "  bench          benchmarks"
-	@echo "  bench-real     SQLite's speedtest1: summaries, reports, overhead with jitt exclude"
+	@echo "  bench-real     SQLite's speedtest1 (summaries, reports, overhead with jitt exclude),"
+	@echo "                 duktape's call-heavy cost: plain, off, traced"
 	@echo "  bench-peers    jitt against uftrace and LLVM XRay on Listing 1 and the sim app's"
 	@echo "                 UI frame (host only)"
 	@echo "  fuzz           every fuzz target briefly (FUZZ_SHORT=15 s each): traces, summaries,"
