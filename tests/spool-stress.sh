@@ -103,14 +103,22 @@ sample() {
 		# Size and blocks of each file; the raw traces' counted, the slots' blocks too. A
 		# folder read while a file in it is renamed may list it under both names: in one
 		# folder a slot's trace (-s<K>) is one file, its temporary or itself.
-		find "$data/spool" "$data/traces" -maxdepth 1 -type f -printf '%h/%f %s %b\n' 2>/dev/null |
+		list=$(find "$data/spool" "$data/traces" -maxdepth 1 -type f -printf '%h/%f %s %b\n' \
+			2>/dev/null)
+		printf '%s\n' "$list" |
 			awk '{ f = $1; sub(/.*\//, "", f); dir = $1; sub(/\/[^\/]*$/, "", dir) }
 			     f ~ /^\.slot-/ { s++; d += $3 * 512; next }
 			     f !~ /\.jtr$|^\.tmp-trace-|^\.jittd-.*\.jtr\.tmp$/ { next }
 			     { k = f; if (match(f, /-s[0-9]+(\.jtr|\.jtr\.tmp)?$/)) {
 				       k = dir substr(f, RSTART); sub(/\.jtr.*/, "", k) }
 			       if (!(k in seen)) { seen[k] = 1; n++; b += $2; d += $3 * 512 } }
-			     END { print n + 0, b + 0, s + 0, d + 0 }'
+			     END { print n + 0, b + 0, s + 0, d + 0 }' | tee "$tmp/last-sample"
+		# The listing of a sample over the caps, kept for the report.
+		if ! [ -s "$tmp/over-listing" ] && awk -v f=$max_traces -v b=$((max_trace_mb << 20)) \
+			-v d=$(((max_trace_mb << 20) + max_traces * 8192)) \
+			'$1 > f || $2 > b || $3 > f || $4 > d { x = 1 } END { exit !x }' "$tmp/last-sample"; then
+			printf '%s\n' "$list" >"$tmp/over-listing"
+		fi
 		sleep 0.01
 	done
 }
@@ -217,7 +225,14 @@ nsamples=$(wc -l <"$tmp/samples")
 over=$(awk -v f=$max_traces -v b=$((max_trace_mb << 20)) -v d=$(((max_trace_mb << 20) + max_traces * 8192)) \
 	'$1 > f || $2 > b || $3 > f || $4 > d' "$tmp/samples" | wc -l)
 echo "     $nsamples samples; peak: $1 files, $2 bytes, $3 slots, $4 bytes on the disk (caps: $max_traces files, $((max_trace_mb << 20)) bytes)"
-check "the caps hold at every sample ($over of $nsamples over)" is "$over" 0
+if [ "$over" -eq 0 ]; then
+	ok "the caps hold at every sample (0 of $nsamples over)"
+else
+	fail "the caps hold at every sample ($over of $nsamples over)" "$(awk -v f=$max_traces \
+		-v b=$((max_trace_mb << 20)) -v d=$(((max_trace_mb << 20) + max_traces * 8192)) \
+		'$1 > f || $2 > b || $3 > f || $4 > d { print "files bytes slots disk:", $0 }' \
+		"$tmp/samples" | head -n 3; cat "$tmp/over-listing" 2>/dev/null)"
+fi
 
 # ---- every persisted trace summarised once, or counted as dropped ----
 grep '^[a-z]* [0-9]* trace /' "$tmp/replies" | sed 's,.* trace .*/\([^/]*\)\.jtr$,\1,' | sort >"$tmp/persisted"
