@@ -165,6 +165,8 @@ if [ "$board" = host ]; then
 	counted spool-stress.sh sh "$here/spool-stress.sh" "$bin"
 	# `jitt exclude`: bad input, and the round trip (trace, exclude, rebuild) in real builds.
 	counted exclude-check.sh sh "$here/exclude-check.sh" "$bin" musl-gcc
+	# `jitt inlined`: bad input, and the round trip (plain and instrumented, list, rebuild).
+	counted inlined-check.sh sh "$here/inlined-check.sh" "$bin" musl-gcc
 	# A stripped program named through its debug file: debuglink, and Debian's debuginfod.
 	counted symbols-check.sh sh "$here/symbols-check.sh" "$bin"
 	# The uploader's TLS transport against nginx: stored, refused certificates, timeouts.

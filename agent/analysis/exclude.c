@@ -28,7 +28,7 @@ void exclude_free(struct exclude_set *s)
 /* A C identifier, as GCC's list can hold it and a shell, make or `gcc @FILE` pass it
  * untouched: no ',' (the list's separator), no '$' (make would expand it), no space or
  * quote. A C++ symbol is mangled (_Z...) while GCC matches the demangled form. */
-static bool listable(const char *name)
+bool exclude_listable(const char *name)
 {
 	size_t n = strlen(name);
 	if (n == 0 || n >= EXCLUDE_NAME_MAX || (name[0] >= '0' && name[0] <= '9') ||
@@ -96,7 +96,7 @@ static long find_or_add(struct exclude_set *s, const char *name, size_t len, boo
 	struct exclude_func *f = &s->f[s->n];
 	*f = (struct exclude_func){ .name = copy, .by = EXCLUDE_NONE, .clash = EXCLUDE_NONE };
 	if (symbol)
-		f->flags = EXCLUDE_SYMBOL | (listable(copy) ? EXCLUDE_LISTABLE : 0);
+		f->flags = EXCLUDE_SYMBOL | (exclude_listable(copy) ? EXCLUDE_LISTABLE : 0);
 	s->hash[k] = (uint32_t)s->n;
 	return (long)s->n++;
 }
@@ -551,18 +551,30 @@ void exclude_result_free(struct exclude_result *r)
 	r->nlist = 0;
 }
 
-int exclude_write_flags(FILE *out, const struct exclude_set *s, const struct exclude_result *r)
+int exclude_write_names(FILE *out, const char *const *names, size_t n)
 {
-	for (size_t i = 0; i < r->nlist; i++) {
+	for (size_t i = 0; i < n; i++) {
 		if (i % EXCLUDE_PER_LINE == 0)
 			fputs(i ? "\n-finstrument-functions-exclude-function-list="
 				: "-finstrument-functions-exclude-function-list=",
 			      out);
 		else
 			fputc(',', out);
-		fputs(s->f[r->list[i]].name, out);
+		fputs(names[i], out);
 	}
-	if (r->nlist)
+	if (n)
 		fputc('\n', out);
 	return ferror(out) ? -EIO : 0;
+}
+
+int exclude_write_flags(FILE *out, const struct exclude_set *s, const struct exclude_result *r)
+{
+	const char **names = malloc((r->nlist ? r->nlist : 1) * sizeof(*names));
+	if (!names)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->nlist; i++)
+		names[i] = s->f[r->list[i]].name;
+	int e = exclude_write_names(out, names, r->nlist);
+	free(names);
+	return e;
 }

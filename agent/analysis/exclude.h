@@ -159,9 +159,14 @@ void exclude_result_free(struct exclude_result *r);
 /*
  * The list as GCC options, one -finstrument-functions-exclude-function-list= per line of
  * at most EXCLUDE_PER_LINE names (GCC adds up repeated options): a file for `gcc @FILE`,
- * each line also usable as one argument. Nothing at all when the list is empty. 0 or -EIO.
+ * each line also usable as one argument. Nothing at all when the list is empty. 0, -EIO
+ * or -ENOMEM.
  */
 #define EXCLUDE_PER_LINE 32
 int exclude_write_flags(FILE *out, const struct exclude_set *s, const struct exclude_result *r);
+/* The same for any names (`jitt inlined`). 0 or -EIO. */
+int exclude_write_names(FILE *out, const char *const *names, size_t n);
+/* A name GCC's list can hold (a C identifier: exclude.c says why). */
+bool exclude_listable(const char *name);
 
 #endif

@@ -17,6 +17,7 @@ int cmd_summarize(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_exclude(int argc, char **argv);
+int cmd_inlined(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_trigger(int argc, char **argv);

@@ -16,6 +16,7 @@ static const struct {
 	{ "diff", cmd_diff, "compare two traces or summaries: what got slower, what is new" },
 	{ "export", cmd_export, "a trace for ui.perfetto.dev, speedscope or flame graphs" },
 	{ "exclude", cmd_exclude, "functions to build without trace points, for GCC's exclude list" },
+	{ "inlined", cmd_inlined, "what a plain build inlined everywhere, for GCC's exclude list" },
 	{ "report", cmd_report, "the exact bytes an upload of a summary would send" },
 	{ "status", cmd_status, "jittd's counters, or a traced process's state (PID)" },
 	{ "trigger", cmd_trigger, "ask a traced process to save its trace now" },
