@@ -329,7 +329,7 @@ endif
 # SDK's glibc archive against TRACE_INSNS_PIE_MAX (TRACE_INSNS_MAX where not set); callgrind counts them on Listing 1 on the
 # host, at most CALLGRIND_MAX_PER_POINT per trace point. Either over its pin fails make bench.
 INSN_BOARDS ?= $(sort $(BOARD) qemu-virt-aarch64 rpi3-armv7 rpi4)
-CALLGRIND_MAX_PER_POINT ?= 13
+CALLGRIND_MAX_PER_POINT ?= 14
 # A measurement on a real program (SQLite's speedtest1), not a test: summaries and reports
 # (docs/report-format.md), and the overhead plain, off, on and on with the list of `jitt
 # exclude` (docs/exclude.md). Host only, and it fetches Debian's sqlite3 source package.

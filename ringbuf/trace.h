@@ -96,7 +96,7 @@ RB_INLINE void rb_put1(uintptr_t low)
 {
 	uintptr_t tp = rb_tp();
 	uintptr_t p = rb_load_pos(tp);
-	if (!p)
+	if (RB_OFF(!p))
 		return;
 #if defined(RB_CLOCK_ONLY)
 	RB_RARE(rb_put1_rare, low);
