@@ -711,15 +711,25 @@ NO_INSTR int rb_trace_self(bool on)
 	return err;
 }
 
-NO_INSTR uint64_t rb_self_records(void)
+/* Slots written since r last started, from its owner's pos as t holds it (0: off). */
+NO_INSTR static uint64_t records(const struct rb_ring *r, const struct rb_tls *t)
 {
-	struct rb_ring *r = rb_tls.ring;
-	uintptr_t p = atomic_load_explicit(&rb_tls.pos, memory_order_relaxed) & ~RB_POS_CLOCK;
+	uintptr_t p = atomic_load_explicit(&t->pos, memory_order_relaxed) & ~RB_POS_CLOCK;
 	if (!r || !p)
 		return 0;
 	/* Each lap holds a sync record (2 slots) and nslots - 2 others. */
 	uint64_t laps = atomic_load_explicit(&r->laps, memory_order_relaxed);
 	return laps * (r->nslots - 2) + (p - (uintptr_t)r->slots) / 8 - 2;
+}
+
+NO_INSTR uint64_t rb_self_records(void)
+{
+	return records(rb_tls.ring, &rb_tls);
+}
+
+NO_INSTR uint64_t rb_ring_records(const struct rb_ring *r)
+{
+	return records(r, r->tls);
 }
 
 /* The rare paths' register-preserving stubs (trace.h, RB_RARE): in this object, not one of

@@ -138,5 +138,8 @@ int rb_trace_self(bool on);
  * out (the number of records when all took one slot), or 0 when it is not running. For
  * benchmarks: a variant that was meant to trace really did. */
 uint64_t rb_self_records(void);
+/* The same for ring r's thread, read from another (relaxed: a count that may lag by the
+ * records being written meanwhile). Under the lock (rb_lock) while r is registered. */
+uint64_t rb_ring_records(const struct rb_ring *r);
 
 #endif

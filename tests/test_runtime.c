@@ -1195,6 +1195,29 @@ TEST(runtime_trigger_and_status_over_the_control_socket)
 	CHECK(strstr(reply, want) != NULL);
 	snprintf(want, sizeof(want), "\nthread %d ui\n", (int)syscall(SYS_gettid));
 	CHECK(strstr(reply, want) != NULL);
+	/* And what it records, read live without a freeze ("records TID N"). This thread was
+	 * in the request during the freeze, so its ring was copied and restarts once it has
+	 * answered (at its next trace point) and the control thread retries (20 ms): wait for
+	 * that, then each call of traced_empty adds two records. */
+	snprintf(want, sizeof(want), "\nrecords %d ", (int)syscall(SYS_gettid));
+	unsigned long long before = 0, after = 0;
+	for (int i = 0; i < 10000 && !before; i++) {
+		traced_empty();
+		if (agent_ctl_request(agent_rt.socket_path, "status", NULL, reply, sizeof(reply),
+				      30000) == 0 &&
+		    strstr(reply, want))
+			before = strtoull(strstr(reply, want) + strlen(want), NULL, 10);
+		if (!before)
+			usleep(1000); /* a bound of about 10 s only catches a hang */
+	}
+	for (int i = 0; i < 1000; i++)
+		traced_empty();
+	if (agent_ctl_request(agent_rt.socket_path, "status", NULL, reply, sizeof(reply), 30000) ==
+		    0 &&
+	    strstr(reply, want))
+		after = strtoull(strstr(reply, want) + strlen(want), NULL, 10);
+	CHECK(before > 0);
+	CHECK(after >= before + 2000);
 	CHECK_EQ_INT(agent_ctl_request(agent_rt.socket_path, "frobnicate", NULL, reply,
 				       sizeof(reply), 30000),
 		     -EINVAL);

@@ -4,7 +4,8 @@
  * ...; docs/agent.md), or with PID that traced process's own status, one "key value" per
  * line, as the control socket answers it (agent/ctl.h): its settings file and whether it
  * was found (settings, settings_found), its ring size and thread cap (ring_kb,
- * max_threads), one "thread TID NAME" line per traced thread, then its counters
+ * max_threads), one "thread TID NAME" line per traced thread, one "records TID N" line per
+ * thread (slots written since its ring last started), then its counters
  * (docs/runtime.md, "Status").
  */
 #include "agent/cli/cli.h"

@@ -274,13 +274,17 @@ RT static int handle_request(char *path, size_t path_size)
 RT static void check_hang(struct agent_runtime *rt, uint64_t now);
 
 /* The traced threads for "status": "thread TID NAME" lines, by the ring's name or the
- * kernel's; a ring whose thread turned tracing off (it keeps the ring) says "(off)". */
+ * kernel's; a ring whose thread turned tracing off (it keeps the ring) says "(off)". Then
+ * "records TID N" for each: the slots its ring has written since tracing last (re)started
+ * (0 while off or frozen), so an OEM's check or a benchmark can see that a thread really
+ * records, and how fast, without freezing it. */
 RT static size_t status_threads(char *reply, size_t size, size_t at)
 {
 	struct rb_ring *rings[MAX_RINGS];
 	struct {
 		pid_t tid;
 		bool on;
+		uint64_t records;
 		char name[RB_NAME_MAX];
 	} t[MAX_RINGS];
 	rb_lock();
@@ -288,6 +292,7 @@ RT static size_t status_threads(char *reply, size_t size, size_t at)
 	for (int i = 0; i < n; i++) {
 		t[i].tid = rb_ring_tid(rings[i]);
 		t[i].on = rb_ring_on(rings[i]);
+		t[i].records = rb_ring_records(rings[i]);
 		snprintf(t[i].name, sizeof(t[i].name), "%s", rb_ring_name(rings[i]));
 	}
 	rb_unlock();
@@ -296,6 +301,11 @@ RT static size_t status_threads(char *reply, size_t size, size_t at)
 			(void)hal_thread_name(t[i].tid, t[i].name, sizeof(t[i].name));
 		int w = snprintf(reply + at, size - at, "thread %d %s%s\n", (int)t[i].tid,
 				 t[i].name, t[i].on ? "" : " (off)");
+		at += w > 0 ? (size_t)w : 0;
+	}
+	for (int i = 0; i < n && at < size; i++) {
+		int w = snprintf(reply + at, size - at, "records %d %llu\n", (int)t[i].tid,
+				 (unsigned long long)t[i].records);
 		at += w > 0 ? (size_t)w : 0;
 	}
 	return at;
