@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "agent/analysis/exclude.h"
 #include "agent/analysis/cct.h"
+#include "agent/analysis/outer.h"
 #include "hal/timer.h"
 
 #include <errno.h>
@@ -213,6 +214,8 @@ static int add_inclusive(struct exclude_set *s, const struct cct *c, uint32_t ba
 		calls[p] += calls[i];
 		if (nd[p].fn != EXCLUDE_NONE)
 			s->f[nd[p].fn].callees += nd[i].calls;
+		else
+			s->outside_callees += nd[i].calls;
 	}
 	/* Depth first through first_child / next_sibling, without a stack. */
 	uint32_t x = c->n ? c->node[0].first_child : CCT_NONE;
@@ -290,19 +293,26 @@ static int add_tree(struct exclude_set *s, const struct rb_trace *t, struct agen
 			s->capnodes = cap;
 		}
 	}
-	uint64_t blocked = 0;
+	uint64_t off = 0; /* blocked or preempted: not running */
 	uint32_t base = (uint32_t)s->nnodes;
 	for (uint32_t i = 0; i < c->n && !err; i++) {
 		const struct cct_node *n = &c->node[i];
 		const struct cct_stat *st = &n->s[CCT_WHOLE];
-		blocked += st->blocked;
+		off += st->blocked + st->preempted;
 		struct exclude_node *x = &s->node[base + i];
 		*x = (struct exclude_node){ .parent = i ? base + n->parent : EXCLUDE_NONE,
 					    .fn = EXCLUDE_NONE,
 					    .calls = st->calls,
 					    .self_ns = (double)hal_ticks_to_ns(st->self,
 									       t->timer_hz) };
-		if (i == 0 || !st->calls)
+		/* The root, and the calls the ring began inside (their function unknown):
+		 * time outside every call seen whole. */
+		if (i == 0 || n->func == CCT_UNKNOWN) {
+			s->outside_ns += x->self_ns;
+			s->calls += i ? st->calls : 0;
+			continue;
+		}
+		if (!st->calls)
 			continue;
 		struct keymap want = { n->func, 0 };
 		const struct keymap *k = bsearch(&want, map, nf, sizeof(*map), by_key);
@@ -331,10 +341,38 @@ static int add_tree(struct exclude_set *s, const struct rb_trace *t, struct agen
 	if (err)
 		return err;
 	s->nnodes += c->n;
-	/* The root's inclusive time is the thread's span; its waits are not running time. */
+	/* The root's inclusive time is the thread's span; its waits, and the time other tasks
+	 * had its CPU (known from the scheduling records), are not running time: neither is
+	 * any function's self time. */
 	uint64_t span = c->n ? c->node[0].s[CCT_WHOLE].incl : 0;
-	s->traced_ns += (double)hal_ticks_to_ns(span > blocked ? span - blocked : 0, t->timer_hz);
+	s->traced_ns += (double)hal_ticks_to_ns(span > off ? span - off : 0, t->timer_hz);
 	return 0;
+}
+
+/* The functions of the thread's outer frames at its freeze (agent/analysis/outer.h): the
+ * calls the ring began inside and were still running are among them. The innermost two
+ * are kept for the report. 0 or -ENOMEM. */
+static int add_outer(struct exclude_set *s, const struct rb_trace *t, struct agent_symbols *syms,
+		     const struct rb_file_thread *th)
+{
+	struct agent_outer *o = malloc(sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	agent_outer_frames(syms, th, o);
+	int err = 0;
+	for (size_t k = 0; k < o->n && !err; k++) {
+		long e = entry_of(s, t, syms, o->key[k]);
+		if (e < 0)
+			err = (int)e;
+		else
+			s->f[e].flags |= EXCLUDE_OUTER;
+	}
+	if (o->n)
+		snprintf(s->outer_shown, sizeof(s->outer_shown), "%s%s%s",
+			 o->n > 1 ? o->name[o->n - 2] : "", o->n > 1 ? " > " : "",
+			 o->name[o->n - 1]);
+	free(o);
+	return err;
 }
 
 static uint64_t key_of(void *ctx, const struct rb_event *e)
@@ -364,7 +402,11 @@ int exclude_add_trace(struct exclude_set *s, const struct rb_trace *t, struct ag
 		memset(&dec, 0, sizeof(dec));
 		err = rb_decoder_init(&dec, &t->threads[i].view, t->ref_ticks, NULL, NULL);
 		struct cct c;
-		struct cct_opts o = { .key = key_of, .ctx = (void *)t };
+		/* As the summary counts: with the thread's switch records, blocked is its
+		 * time asleep, and preempted time is no function's (cct.h). */
+		struct cct_opts o = { .key = key_of,
+				      .ctx = (void *)t,
+				      .switches = t->threads[i].sched_on };
 		if (!err)
 			err = cct_init(&c, &o, dec.open_at_start);
 		else
@@ -390,6 +432,7 @@ int exclude_add_trace(struct exclude_set *s, const struct rb_trace *t, struct ag
 				prev = ev[j];
 				/* Silences (exclude.h) are cut out of the thread's time: later
 				 * records move back by what was cut before them. */
+				uint64_t before = last - cut; /* the last record, moved */
 				if (last && ts > last + quiet) {
 					cut += ts - last;
 					silent += ts - last;
@@ -397,6 +440,12 @@ int exclude_add_trace(struct exclude_set *s, const struct rb_trace *t, struct ag
 				}
 				last = ts > last ? ts : last;
 				ev[j].ts = ts - cut;
+				/* A switch record's start moves too; within a silence it is
+				 * the silence's start, where the cut leaves nothing. */
+				if (ev[j].kind == RB_EV_OFF_CPU) {
+					uint64_t id = ev[j].id > cut ? ev[j].id - cut : 0;
+					ev[j].id = id > before ? id : before;
+				}
 			}
 			if (!err)
 				err = cct_add_n(&c, ev, n);
@@ -415,6 +464,8 @@ int exclude_add_trace(struct exclude_set *s, const struct rb_trace *t, struct ag
 			err = add_tree(s, t, syms, &c, &lv);
 			s->threads++;
 		}
+		if (!err)
+			err = add_outer(s, t, syms, &t->threads[i]);
 		free(lv.l);
 		cct_free(&c);
 		rb_decoder_free(&dec);
@@ -569,6 +620,9 @@ int exclude_select(struct exclude_set *s, const struct exclude_opts *o, struct e
 	r->before = tp / r->work_ns;
 	r->off_ns = o->off_ns > 0 ? o->off_ns : EXCLUDE_OFF_SHARE * r->cost_ns;
 	plain_times(s, r->cost_ns);
+	r->outside_ns = s->outside_ns - r->cost_ns * (double)s->outside_callees;
+	if (r->outside_ns < 0)
+		r->outside_ns = 0;
 
 	struct rank *rk = malloc((s->n ? s->n : 1) * sizeof(*rk));
 	uint32_t *m = malloc((s->n ? s->n : 1) * sizeof(*m));
@@ -591,6 +645,10 @@ int exclude_select(struct exclude_set *s, const struct exclude_opts *o, struct e
 		s->f[rk[i].i].flags |= EXCLUDE_KEPT;
 	for (size_t i = 0; i < s->n; i++) {
 		struct exclude_func *f = &s->f[i];
+		/* A caller the rings lost the entry of, never seen called: its time is
+		 * outside_ns, it cannot be a candidate, and no entry may take it along. */
+		if ((f->flags & (EXCLUDE_OUTER | EXCLUDE_TRACED)) == EXCLUDE_OUTER)
+			f->flags |= EXCLUDE_KEPT;
 		if (!(f->flags & EXCLUDE_TRACED))
 			continue;
 		if (o->protect_pct > 0 && f->plain_ns >= o->protect_pct / 100 * r->work_ns) {

@@ -105,6 +105,7 @@
 #define EXCLUDE_EXCLUDED 8u  /* the selection excludes it (listed, or matched by an entry) */
 #define EXCLUDE_LISTED	 16u /* an entry of the list */
 #define EXCLUDE_PROTECTED 32u /* plain self time at least protect_pct of W: also KEPT */
+#define EXCLUDE_OUTER	  128u /* among a thread's outer frames at its freeze */
 
 struct exclude_func {
 	char *name;	    /* the source name; for unnamed functions, how they are shown */
@@ -144,6 +145,10 @@ struct exclude_set {
 	double silent_ns;  /* the silences left out... */
 	uint64_t silences; /* ...and how many */
 	uint64_t calls;	   /* every call, named or not */
+	double outside_ns; /* self time outside every call seen whole: the threads' roots, and
+			    * the calls their rings began inside... */
+	uint64_t outside_callees; /* ...and the calls made from there */
+	char outer_shown[2 * 128 + 4]; /* the innermost two outer frames of the last thread */
 	unsigned traces, threads;
 	/* private */
 	uint32_t *hash; /* name -> index in f, open addressing */
@@ -184,6 +189,7 @@ struct exclude_result {
 	double off_ns;	       /* D used */
 	double off_before, off_after; /* overhead when off, 2D x calls / W */
 	double kept_ns;	       /* the kept functions' trace points, 2C x their calls */
+	double outside_ns;     /* the set's outside_ns without the trace points */
 	uint64_t calls_saved;
 	double moved_ns; /* plain self time of the excluded functions, now their callers' */
 	uint32_t *list;	 /* entries of the list, in the order picked */
