@@ -417,6 +417,25 @@ TEST(exclude_ranks_by_self_time_without_the_trace_points)
 		CHECK(near(r.off_before * 1e4, r.before / 4 * 1e4));
 		exclude_result_free(&r);
 	}
+	/* The top 3 are the loop, the helper and excl_top; the helper's trace points (8
+	 * units a call) cost more than its own time (1): it is not kept for being there. */
+	o.keep = 3;
+	if (CHECK(exclude_select(&s, &o, &r) == 0)) {
+		CHECK(heavy->flags & EXCLUDE_KEPT);
+		CHECK(find(&s, "excl_top")->flags & EXCLUDE_KEPT);
+		CHECK(!(tiny->flags & EXCLUDE_KEPT));
+		CHECK(tiny->flags & EXCLUDE_COSTLY);
+		CHECK_EQ_U64(r.costly, 1);
+		exclude_result_free(&r);
+	}
+	/* A measured ratio fits C: T = 266 units a time, W = T / R. */
+	o = (struct exclude_opts){ .ratio = 266.0 / 90, .budget_pct = 10, .min_calls = 100 };
+	if (CHECK(exclude_select(&s, &o, &r) == 0)) {
+		CHECK_EQ_U64(r.cost_from[0], EXCLUDE_NONE);
+		CHECK(near(r.cost_ns * 100, 4 * un * 100));
+		CHECK(near(r.work_ns, 90.0 * ITER * un));
+		exclude_result_free(&r);
+	}
 out:
 	exclude_free(&s);
 }

@@ -599,11 +599,13 @@ int exclude_select(struct exclude_set *s, const struct exclude_opts *o, struct e
 	memset(r, 0, sizeof(*r));
 	r->cost_from[0] = r->cost_from[1] = EXCLUDE_NONE;
 	for (size_t i = 0; i < s->n; i++) {
-		s->f[i].flags &=
-			~(EXCLUDE_KEPT | EXCLUDE_PROTECTED | EXCLUDE_EXCLUDED | EXCLUDE_LISTED);
+		s->f[i].flags &= ~(EXCLUDE_KEPT | EXCLUDE_PROTECTED | EXCLUDE_COSTLY |
+				   EXCLUDE_EXCLUDED | EXCLUDE_LISTED);
 		s->f[i].by = s->f[i].clash = EXCLUDE_NONE;
 	}
 	r->cost_ns = o->cost_ns;
+	if (r->cost_ns <= 0 && o->ratio > 1 && s->calls)
+		r->cost_ns = (s->traced_ns - s->traced_ns / o->ratio) / (2 * (double)s->calls);
 	if (r->cost_ns <= 0) {
 		r->cost_from[0] = shortest(s, LEAF, &r->half_ns[0]);
 		r->cost_from[1] = shortest(s, STEP, &r->half_ns[1]);
@@ -641,8 +643,15 @@ int exclude_select(struct exclude_set *s, const struct exclude_opts *o, struct e
 			rk[nr++] = (struct rank){ s->f[i].plain_ns, s->f[i].calls, (uint32_t)i,
 						  s->f[i].name };
 	qsort(rk, nr, sizeof(*rk), by_self);
-	for (size_t i = 0; i < nr && i < o->keep; i++)
-		s->f[rk[i].i].flags |= EXCLUDE_KEPT;
+	/* Of those, the ones whose trace points cost more than their own time are not kept
+	 * (exclude.h): they are candidates like any other, unless protected. */
+	for (size_t i = 0; i < nr && i < o->keep; i++) {
+		struct exclude_func *f = &s->f[rk[i].i];
+		if (f->plain_ns >= 2 * r->cost_ns * (double)f->calls)
+			f->flags |= EXCLUDE_KEPT;
+		else
+			f->flags |= EXCLUDE_COSTLY;
+	}
 	for (size_t i = 0; i < s->n; i++) {
 		struct exclude_func *f = &s->f[i];
 		/* A caller the rings lost the entry of, never seen called: its time is
@@ -655,6 +664,8 @@ int exclude_select(struct exclude_set *s, const struct exclude_opts *o, struct e
 			f->flags |= EXCLUDE_KEPT | EXCLUDE_PROTECTED;
 			r->protected++;
 		}
+		if ((f->flags & (EXCLUDE_COSTLY | EXCLUDE_KEPT)) == EXCLUDE_COSTLY)
+			r->costly++;
 		if (f->flags & EXCLUDE_KEPT)
 			r->kept_ns += 2 * r->cost_ns * (double)f->calls;
 		if (!(f->flags & EXCLUDE_LISTABLE)) {

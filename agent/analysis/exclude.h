@@ -56,14 +56,25 @@
  * traced self time put it outside the top 10); by plain self time the order is perf's.
  *
  * What is never picked: the `keep` functions of most plain self time (the summary's top
- * list: excluding them would change what the summary says first), the functions whose
- * plain self time is at least `protect_pct` of W whatever `keep` is (what perf would put
- * on top, which no summary could name again once excluded), functions whose calls last
+ * list: excluding them would change what the summary says first) whose own time is at
+ * least their trace points' 2C x calls (one whose trace points cost more than what it
+ * tells, an interpreter's helper called several times a step, is weighed like any other
+ * candidate: on duktape's fib, keeping perf's top 5 helpers left traced at 2.05x), the
+ * functions whose plain self time is at least `protect_pct` of W whatever `keep` is (what
+ * perf would put on top, which no summary could name again once excluded; the functions
+ * of the outer frames at a freeze, whose entries the ring lost, likewise: their time is
+ * outside_ns, no function's, and they are not seen called), functions whose calls last
  * `min_incl_ns` or more on average (plain inclusive time of their outermost calls: at the
  * summary's scale of slow moments, ms, a call that long is a step of a chain, and its two
  * trace points cost 2C / min_incl_ns of it at most, 2% for C = 10 ns and 1 us), functions
  * seen fewer than `min_calls` times (too few to judge, too few to save), and names GCC's
  * list cannot hold.
+ *
+ * Where the trace points are most of T (an interpreter: 93% on duktape's fib), W is a small
+ * difference of large numbers: a 1% error in C moves W by (2C x N / W)%, 13% there, and
+ * every plain time with it. C, estimated, is bounded by the timer's step (above); given a
+ * measured traced / plain ratio R of the same workload, `ratio` fits C to it instead:
+ * C = (T - T / R) / 2N.
  *
  * The prediction, with the list: traced, 1 + 2C x (calls left) / W; off (instrumented, the
  * thread not traced), 1 + 2D x (calls left) / W with D a trace point's cost when off (its
@@ -106,6 +117,8 @@
 #define EXCLUDE_LISTED	 16u /* an entry of the list */
 #define EXCLUDE_PROTECTED 32u /* plain self time at least protect_pct of W: also KEPT */
 #define EXCLUDE_OUTER	  128u /* among a thread's outer frames at its freeze */
+#define EXCLUDE_COSTLY	  256u /* of the `keep` top, but its trace points cost more than its
+				* own time: not kept for that */
 
 struct exclude_func {
 	char *name;	    /* the source name; for unnamed functions, how they are shown */
@@ -165,7 +178,8 @@ int exclude_add_trace(struct exclude_set *s, const struct rb_trace *t, struct ag
 void exclude_free(struct exclude_set *s);
 
 struct exclude_opts {
-	double cost_ns;	    /* C, ns per trace point; 0: estimate it from the traces */
+	double cost_ns;	    /* C, ns per trace point; 0: estimate it from the traces... */
+	double ratio;	    /* ...or, when over 1, the C that makes T / W this measured ratio */
 	double budget_pct;  /* the overhead wanted, in % of the uninstrumented time */
 	unsigned keep;	    /* the functions of most plain self time never excluded */
 	double protect_pct; /* nor those of at least this % of W; 0: none */
@@ -182,7 +196,7 @@ double exclude_incl_per_call(const struct exclude_func *f);
 struct exclude_result {
 	double cost_ns;	       /* C used */
 	uint32_t cost_from[2]; /* the functions C was estimated from (LEAF, STEP); EXCLUDE_NONE:
-				* given */
+				* given, or fitted to the ratio */
 	double half_ns[2];     /* their mean half cycles */
 	double work_ns;	       /* W: the traces' time without trace points */
 	double before, after;  /* overhead, trace points / W */
@@ -197,6 +211,7 @@ struct exclude_result {
 	size_t excluded;   /* functions excluded: listed and matched */
 	size_t skip_kept;  /* candidates skipped: their name is part of a kept function's */
 	size_t protected;  /* functions protected by protect_pct (kept or not by `keep`) */
+	size_t costly;	   /* of the `keep` top, not kept: trace points over their own time */
 	size_t skip_long;  /* not candidates: their calls last min_incl_ns or more */
 	size_t unseen;	   /* functions excluded by substring that the traces never saw */
 	size_t unlistable; /* traced functions GCC's list cannot name */

@@ -24,8 +24,9 @@
 #define SHOWN 20 /* excluded functions listed without -v */
 
 #define SYNOPSIS                                                                            \
-	"usage: jitt exclude TRACE... [--budget PCT] [--cost NS] [--keep N] [--protect PCT]\n" \
-	"                    [--min-us US] [--min-calls N] [--off-cost NS] [-o FILE] [-v]\n"
+	"usage: jitt exclude TRACE... [--budget PCT] [--cost NS | --ratio R] [--keep N]\n" \
+	"                    [--protect PCT] [--min-us US] [--min-calls N] [--off-cost NS]\n"  \
+	"                    [-o FILE] [-v]\n"
 #define PROTECT 5 /* % of the running time: what a profile puts on top (docs/exclude.md) */
 #define MIN_US	1 /* calls this long or longer stay traced (exclude.h, docs/exclude.md) */
 
@@ -35,8 +36,10 @@ static const char details[] =
 	"                 takes without them (default 10: 1.10x)\n"
 	"  --cost NS      one trace point's cost on the device, in ns (default: estimated\n"
 	"                 from the traces)\n"
-	"  --keep N       never exclude the N functions of most self time, trace points\n"
-	"                 taken out (default %d)\n"
+	"  --ratio R      or: the traced build's CPU time over the plain build's, measured\n"
+	"                 on this workload; the cost is then what fits it\n"
+	"  --keep N       never exclude the N functions of most self time (trace points\n"
+	"                 taken out), but those whose trace points cost more (default %d)\n"
 	"  --protect PCT  never exclude a function of PCT %% of the running time or more,\n"
 	"                 whatever --keep is (default %d; 0: none)\n"
 	"  --min-us US    exclude only functions whose calls last under US microseconds\n"
@@ -62,6 +65,7 @@ static const struct option longopts[] = {
 	{ "protect", required_argument, NULL, 'p' },
 	{ "min-us", required_argument, NULL, 'u' },
 	{ "off-cost", required_argument, NULL, 'f' },
+	{ "ratio", required_argument, NULL, 'r' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "verbose", no_argument, NULL, 'v' },
 	CLI_HELP_OPTION,
@@ -129,15 +133,20 @@ static int print_top(const struct exclude_set *s, unsigned k)
 		free(after);
 		return -ENOMEM;
 	}
-	size_t n = 0;
-	for (size_t i = 0; i < s->n; i++)
-		if (s->f[i].flags & EXCLUDE_TRACED)
-			now[n] = after[n] = (uint32_t)i, n++;
+	size_t n = 0, na = 0; /* traced; traced and not excluded */
+	for (size_t i = 0; i < s->n; i++) {
+		if (!(s->f[i].flags & EXCLUDE_TRACED))
+			continue;
+		now[n++] = (uint32_t)i;
+		if (!(s->f[i].flags & EXCLUDE_EXCLUDED))
+			after[na++] = (uint32_t)i;
+	}
 	sorting = s;
 	qsort(now, n, sizeof(*now), by_plain);
-	qsort(after, n, sizeof(*after), by_self_after);
+	qsort(after, na, sizeof(*after), by_self_after);
 	if (k > n)
 		k = (unsigned)n;
+	unsigned ka = k < na ? k : (unsigned)na;
 	char a[32], b[32], c[16], nm[256];
 	printf("\ntop %u self time without the trace points (as a profile of the plain build "
 	       "ranks it) -> traced self time a summary would show with the list (its rank "
@@ -146,7 +155,7 @@ static int print_top(const struct exclude_set *s, unsigned k)
 	for (unsigned i = 0; i < k; i++) {
 		const struct exclude_func *f = &s->f[now[i]];
 		unsigned rank = 0;
-		while (rank < k && after[rank] != now[i])
+		while (rank < ka && after[rank] != now[i])
 			rank++;
 		if (f->flags & EXCLUDE_EXCLUDED)
 			snprintf(b, sizeof(b), "excluded");
@@ -154,9 +163,9 @@ static int print_top(const struct exclude_set *s, unsigned k)
 			human(f->after_ns, b, sizeof(b));
 		snprintf(c, sizeof(c), "#%u", rank + 1);
 		printf("  %2u. %12s -> %12s %-4s %s\n", i + 1, human(f->plain_ns, a, sizeof(a)), b,
-		       rank < k ? c : "", name(s, now[i], nm, sizeof(nm)));
+		       rank < ka ? c : "", name(s, now[i], nm, sizeof(nm)));
 	}
-	for (unsigned i = 0; i < k; i++) {
+	for (unsigned i = 0; i < ka; i++) {
 		unsigned j = 0;
 		while (j < k && now[j] != after[i])
 			j++;
@@ -281,13 +290,21 @@ static void print_report(const struct exclude_set *s, const struct exclude_resul
 		       "exit and %s's %.1f ns from the exit before it (--cost sets it)\n",
 		       r->cost_ns, name(s, r->cost_from[0], nm, sizeof(nm)), r->half_ns[0],
 		       name(s, r->cost_from[1], other, sizeof(other)), r->half_ns[1]);
-	} else {
+	} else if (o->cost_ns > 0) {
 		printf("trace point: C = %.1f ns (--cost)\n", r->cost_ns);
+	} else {
+		printf("trace point: C = %.2f ns, fitted to the measured ratio (--ratio %g)\n",
+		       r->cost_ns, o->ratio);
 	}
 	printf("off:         D = %.2f ns a trace point when the thread is not traced (%s)\n",
 	       r->off_ns, o->off_ns > 0 ? "--off-cost" : "5% of C; --off-cost sets it");
 	printf("model:       2C x calls = %s of trace points; without them %s\n",
 	       human(s->traced_ns - r->work_ns, a, sizeof(a)), human(r->work_ns, b, sizeof(b)));
+	/* W = T - 2C x N: an error in C moves W by (2C x N / W) times as much. */
+	if (r->before >= 0.05)
+		printf("sensitivity: 1%% off in C moves W, and every time without trace points, "
+		       "by %.1f%%%s\n",
+		       r->before, r->before >= 1 ? ": measure it (--cost, --ratio; docs/exclude.md)" : "");
 	printf("overhead:    now %.1f%% (%.2fx); with the list %.1f%% (%.2fx), budget %g%%%s\n",
 	       100 * r->before, 1 + r->before, 100 * r->after, 1 + r->after, o->budget_pct,
 	       r->reached ? "" : ": not reached with these traces");
@@ -301,11 +318,13 @@ static void print_report(const struct exclude_set *s, const struct exclude_resul
 	       (unsigned long long)r->calls_saved,
 	       s->calls ? 100.0 * (double)r->calls_saved / (double)s->calls : 0.0,
 	       human(r->moved_ns, a, sizeof(a)));
-	printf("not picked:  the %u of most self time (--keep), %zu of %g%% of the time or more "
-	       "(--protect), %zu whose calls last %s or more (--min-us), and %zu whose name is "
-	       "part of a kept one's\n",
-	       o->keep, r->protected, o->protect_pct, r->skip_long,
-	       human(o->min_incl_ns, a, sizeof(a)), r->skip_kept);
+	printf("not picked:  the %u of most self time (--keep)", o->keep);
+	if (r->costly)
+		printf(" but %zu whose trace points cost more than their own time", r->costly);
+	printf(", %zu of %g%% of the time or more (--protect), %zu whose calls last %s or more "
+	       "(--min-us), and %zu whose name is part of a kept one's\n",
+	       r->protected, o->protect_pct, r->skip_long, human(o->min_incl_ns, a, sizeof(a)),
+	       r->skip_kept);
 	if (r->unseen)
 		printf("unseen:      %zu functions the traces never saw are excluded too: their "
 		       "names contain an entry (GCC matches substrings)\n",
@@ -448,6 +467,12 @@ int cmd_exclude(int argc, char **argv)
 					"--off-cost takes ns per trace point, 0.001 to 1000000, not",
 					p.arg);
 			break;
+		case 'r':
+			if (real(p.arg, 1, 1e6, &o.ratio) || o.ratio <= 1)
+				status = cli_usage_error(
+					&p, "--ratio takes a ratio over 1, up to 1000000, not",
+					p.arg);
+			break;
 		case 'v':
 			verbose = true;
 			break;
@@ -458,6 +483,9 @@ int cmd_exclude(int argc, char **argv)
 	}
 	if (status < 0 && !ntraces)
 		status = cli_usage_error(&p, "no trace file given", NULL);
+	if (status < 0 && o.cost_ns > 0 && o.ratio > 0)
+		status = cli_usage_error(&p, "--cost and --ratio both set the cost: give one",
+					 NULL);
 	if (status >= 0) {
 		free(traces);
 		return status;
