@@ -304,7 +304,14 @@ static void print_report(const struct exclude_set *s, const struct exclude_resul
 	if (r->before >= 0.05)
 		printf("sensitivity: 1%% off in C moves W, and every time without trace points, "
 		       "by %.1f%%%s\n",
-		       r->before, r->before >= 1 ? ": measure it (--cost, --ratio; docs/exclude.md)" : "");
+		       r->before,
+		       r->before < 1 ? ""
+		       : r->cost_from[0] != EXCLUDE_NONE
+			       ? ": the estimate is an upper bound (the timer's step can hide a "
+				 "smaller C), so the times without trace points are lower bounds, "
+				 "most for functions that make many calls; give --cost or --ratio "
+				 "measured (docs/exclude.md)"
+			       : "");
 	printf("overhead:    now %.1f%% (%.2fx); with the list %.1f%% (%.2fx), budget %g%%%s\n",
 	       100 * r->before, 1 + r->before, 100 * r->after, 1 + r->after, o->budget_pct,
 	       r->reached ? "" : ": not reached with these traces");
