@@ -350,8 +350,8 @@ static int add_tree(struct exclude_set *s, const struct rb_trace *t, struct agen
 }
 
 /* The functions of the thread's outer frames at its freeze (agent/analysis/outer.h): the
- * calls the ring began inside and were still running are among them. The innermost two
- * are kept for the report. 0 or -ENOMEM. */
+ * calls the ring began inside and were still running are among them. The innermost one
+ * not seen called in the thread is kept for the report. 0 or -ENOMEM. */
 static int add_outer(struct exclude_set *s, const struct rb_trace *t, struct agent_symbols *syms,
 		     const struct rb_file_thread *th)
 {
@@ -360,17 +360,18 @@ static int add_outer(struct exclude_set *s, const struct rb_trace *t, struct age
 		return -ENOMEM;
 	agent_outer_frames(syms, th, o);
 	int err = 0;
+	long shown = -1;
 	for (size_t k = 0; k < o->n && !err; k++) {
 		long e = entry_of(s, t, syms, o->key[k]);
 		if (e < 0)
 			err = (int)e;
 		else
 			s->f[e].flags |= EXCLUDE_OUTER;
+		if (e >= 0 && (s->f[e].flags & (EXCLUDE_SYMBOL | EXCLUDE_TRACED)) == EXCLUDE_SYMBOL)
+			shown = (long)k;
 	}
-	if (o->n)
-		snprintf(s->outer_shown, sizeof(s->outer_shown), "%s%s%s",
-			 o->n > 1 ? o->name[o->n - 2] : "", o->n > 1 ? " > " : "",
-			 o->name[o->n - 1]);
+	if (shown >= 0)
+		snprintf(s->outer_shown, sizeof(s->outer_shown), "%s", o->name[shown]);
 	free(o);
 	return err;
 }

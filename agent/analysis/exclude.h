@@ -161,7 +161,7 @@ struct exclude_set {
 	double outside_ns; /* self time outside every call seen whole: the threads' roots, and
 			    * the calls their rings began inside... */
 	uint64_t outside_callees; /* ...and the calls made from there */
-	char outer_shown[2 * 128 + 4]; /* the innermost two outer frames of the last thread */
+	char outer_shown[128]; /* an outer frame not seen called (the last thread's innermost) */
 	unsigned traces, threads;
 	/* private */
 	uint32_t *hash; /* name -> index in f, open addressing */

@@ -268,8 +268,8 @@ static void print_kept(const struct exclude_set *s, const struct exclude_result 
 		printf("%12s %10s %10s %5.1f%% %16s  (outside every call seen whole: before the "
 		       "first, and in calls whose entries the rings lost%s%s%s)\n",
 		       "", "", "", 100 * r->outside_ns / r->work_ns, "",
-		       s->outer_shown[0] ? "; at the freeze, under " : "", s->outer_shown,
-		       s->outer_shown[0] ? ", never excluded" : "");
+		       s->outer_shown[0] ? "; at the freeze, " : "", s->outer_shown,
+		       s->outer_shown[0] ? " and its callers, never excluded" : "");
 }
 
 static void print_report(const struct exclude_set *s, const struct exclude_result *r,
