@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `jitt exclude TRACE... [--budget PCT] [--cost NS] [--keep N] [--protect PCT] [--min-us US]
- * [--min-calls N] [--off-cost NS] [-o FILE] [-v]`: the functions whose trace points cost
+ * `jitt exclude TRACE... [--budget PCT] [--cost NS | --ratio R] [--keep N] [--protect PCT]
+ * [--min-us US] [--min-calls N] [--off-cost NS] [-o FILE] [-v]`: the functions whose trace points cost
  * the most for the time they account for, as GCC's
  * -finstrument-functions-exclude-function-list= options, and the saving the cost model
  * predicts (agent/analysis/exclude.h, docs/exclude.md). The line "predicted: ..." is for
@@ -241,13 +241,13 @@ static void print_kept(const struct exclude_set *s, const struct exclude_result 
 	for (size_t i = 0; i < s->n; i++)
 		n += (s->f[i].flags & (EXCLUDE_KEPT | EXCLUDE_TRACED)) ==
 		     (EXCLUDE_KEPT | EXCLUDE_TRACED);
-	if (!n)
+	if (!n && s->outside_ns <= 0)
 		return;
 	printf("\nkept, most self time first (share: of the time without the trace points; "
 	       "their trace points cost %.1f%% in all):\n%s %6s %16s  %s\n",
 	       100 * r->kept_ns / r->work_ns, column_names, "share", "trace points",
 	       "function");
-	uint32_t *k = malloc(n * sizeof(*k));
+	uint32_t *k = malloc((n ? n : 1) * sizeof(*k));
 	if (!k)
 		return;
 	n = 0;
