@@ -5,7 +5,8 @@
  *
  * Cost model. Every call of an instrumented function runs two trace points, each costing
  * C ns on the device, so the traces' T ns of running time (each thread's span less its
- * blocked time and its silences, below) hold about 2C x N of trace points for their N
+ * blocked time, its time preempted where the trace has its switch records, and its
+ * silences, below) hold about 2C x N of trace points for their N
  * calls, and the program without them would have taken W = T - 2C x N. The overhead is
  * 2C x N / W; excluding a function f saves 2C x calls(f) of it. What the saving costs is
  * f's own (self) time without its trace points (plain, below), which the summary then
@@ -46,14 +47,17 @@
  * the caller's. Whatever A and B are, then, a function's traced self time holds C x (its
  * calls + the calls it makes to traced functions), and its plain self time is
  *     plain(f) = self(f) - C x (calls(f) + callees(f))           (at least 0)
- * In the cycle halves below, LEAF = B + work + A and STEP = B + return + caller + call +
+ * In the cycle halves above, LEAF = B + work + A and STEP = B + return + caller + call +
  * A: the same two halves, seen from the records. Inclusive time likewise holds C for each
  * of its own calls and 2C for each call below them: plain_incl(f) = incl(f) - C x
  * calls(f) - 2C x (calls below f); for a recursive function, over its outermost frames
  * only (a frame inside another of the same function is already in that one's time).
  * Ranked by traced self time, an interpreter's helpers of a few ns and many calls look
- * heavier than its bytecode loop (on duktape's fib, perf puts the loop first at 24.8%,
- * traced self time put it outside the top 10); by plain self time the order is perf's.
+ * heavier than what perf puts first (on duktape's fib the traced top 10 held helpers of
+ * 0.5 ns a call of their own and 17 ns of trace points); by plain self time the order is
+ * perf's, as far as C is right and the plain build inlines the same (docs/exclude.md).
+ * The calls a ring began inside, and the thread's root, are no function: their time is
+ * outside_ns (an interpreter's bytecode loop, entered before the ring's start).
  *
  * What is never picked: the `keep` functions of most plain self time (the summary's top
  * list: excluding them would change what the summary says first) whose own time is at
@@ -81,6 +85,7 @@
  * check, the frame and the inlining the hooks cost): `off_ns`, or by default
  * EXCLUDE_OFF_SHARE of C (docs/exclude.md: 3% to 6% in make bench-real's off and traced
  * measurements of speedtest1 and duktape).
+ *
  * GCC matches each entry as a substring of the function's source name, so an entry also
  * excludes every function whose name contains it ("foo" excludes "foobar"): an entry is
  * not picked when it matches a kept function; the others it matches are excluded with it,
