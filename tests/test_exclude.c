@@ -535,3 +535,42 @@ TEST(exclude_inclusive_time_counts_a_recursive_function_once)
 	}
 	exclude_free(&s);
 }
+
+TEST(exclude_counts_the_calls_a_ring_began_inside_as_outside)
+{
+	/* excl_top calls excl_tiny 2000 times in a ring of 1024 slots: excl_top's entry is
+	 * overwritten, so its frame is no function's; its time is outside, 20 units a call
+	 * of excl_tiny traced, 16 without the caller's half of that call's trace points
+	 * (C = 4 units). */
+	uint64_t u = unit();
+	double un = (double)hal_ticks_to_ns(u, hal_timer_freq());
+	struct synth_thread th;
+	uint64_t t = 1000;
+	synth_init(&th, "main", 1, 1024, t);
+	synth_entry(&th, t, synth_id(excl_top));
+	for (int i = 0; i < ITER; i++) {
+		call(&th, &t, 4 * u, synth_id(excl_tiny), 5 * u);
+		t += 16 * u;
+	}
+	synth_exit(&th, t);
+	char path[512];
+	int e = synth_write(&th, 1, "exclude", path, sizeof(path));
+	synth_free(&th);
+	if (!CHECK(e == 0))
+		return;
+	struct exclude_set s;
+	exclude_init(&s);
+	struct exclude_opts o = { .cost_ns = 4 * un, .budget_pct = 10, .keep = 1,
+				  .min_calls = 100 };
+	struct exclude_result r;
+	if (CHECK(load(&s, path) == 0) && CHECK(exclude_select(&s, &o, &r) == 0)) {
+		uint64_t k = find(&s, "excl_tiny")->calls;
+		CHECK(k > 100 && k < ITER);
+		CHECK(!(find(&s, "excl_top")->flags & EXCLUDE_TRACED));
+		CHECK_EQ_U64(r.unlistable, 0);
+		CHECK(fabs(r.outside_ns - 16.0 * (double)k * un) <= 40 * un);
+		CHECK(fabs(s.outside_ns - 20.0 * (double)k * un) <= 40 * un);
+		exclude_result_free(&r);
+	}
+	exclude_free(&s);
+}
