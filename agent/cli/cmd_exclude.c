@@ -207,7 +207,7 @@ static const char *cost(const struct exclude_result *r, uint64_t calls, char *bu
 	return buf;
 }
 
-static const char *column_names = "       calls  self/call  incl/call";
+static const char column_names[] = "       calls  self/call  incl/call";
 
 static void print_excluded(const struct exclude_set *s, const struct exclude_result *r,
 			   bool verbose)
