@@ -47,6 +47,15 @@ expect "a bad budget" 2 "--budget" --budget ten "$work/garbage.jtr"
 expect "a negative cost" 2 "--cost" --cost -3 "$work/garbage.jtr"
 expect "a fractional --keep" 2 "--keep" --keep 2.5 "$work/garbage.jtr"
 expect "--min-calls 0" 2 "--min-calls" --min-calls 0 "$work/garbage.jtr"
+expect "--protect over 100" 2 "--protect" --protect 101 "$work/garbage.jtr"
+expect "a negative --protect" 2 "--protect" --protect -5 "$work/garbage.jtr"
+expect "--protect without a number" 2 "--protect" --protect 5% "$work/garbage.jtr"
+expect "a negative --min-us" 2 "--min-us" --min-us -1 "$work/garbage.jtr"
+expect "--min-us nan" 2 "--min-us" --min-us nan "$work/garbage.jtr"
+expect "--off-cost 0" 2 "--off-cost" --off-cost 0 "$work/garbage.jtr"
+expect "--ratio 1" 2 "--ratio" --ratio 1 "$work/garbage.jtr"
+expect "--ratio inf" 2 "--ratio" --ratio inf "$work/garbage.jtr"
+expect "--cost and --ratio" 2 "give one" --cost 5 --ratio 3 "$work/garbage.jtr"
 expect "-o without a file" 2 "needs a value" "$work/garbage.jtr" -o
 expect "an unknown option" 2 "unknown option" --fast "$work/garbage.jtr"
 
@@ -54,7 +63,9 @@ expect "an unknown option" 2 "unknown option" --fast "$work/garbage.jtr"
 # oem_tiny is called a lot and does almost nothing: the list's first entry. oem_tiny_twin
 # costs more a call, but contains oem_tiny's name, so GCC's list excludes it too. oem_work
 # is where the time goes, in few calls. The options make the list the same on any machine
-# and load: no budget (every function of 1000 calls or more is a candidate), none kept.
+# and load: no budget (every function of 1000 calls or more is a candidate), none kept, none
+# protected (oem_tiny_twin's share of the time, about 7%, would be by default), calls of any
+# length.
 cat >"$work/app.c" <<'C'
 #include "agent/jitt.h"
 #include "tests/wait_trace.h"
@@ -112,7 +123,8 @@ else
 	echo "$passed passed, $failed failed"
 	exit 1
 fi
-"$bin/jitt" exclude "$t1" --budget 0 --keep 0 --min-calls 1000 -o "$work/exclude.opt" \
+"$bin/jitt" exclude "$t1" --budget 0 --keep 0 --protect 0 --min-us 0 --min-calls 1000 \
+	-o "$work/exclude.opt" \
 	>"$work/report" 2>&1
 status=$?
 if [ $status -eq 0 ] &&
@@ -123,6 +135,18 @@ if [ $status -eq 0 ] &&
 else
 	fail "round trip: jitt exclude said (status $status):"
 	cat "$work/report" "$work/exclude.opt"
+fi
+# With --keep 0 and no budget, only --protect (by default 5% of the time) keeps oem_work,
+# where the time goes, out of the list: before it, every function was listed.
+"$bin/jitt" exclude "$t1" --budget 0 --keep 0 --min-calls 1 -o "$work/protect.opt" \
+	>"$work/protect.txt" 2>&1
+status=$?
+if [ $status -eq 0 ] && grep -q 'oem_work (protected)' "$work/protect.txt" &&
+	! grep -q oem_work "$work/protect.opt"; then
+	ok "--keep 0: oem_work is protected, not listed"
+else
+	fail "--keep 0: jitt exclude said (status $status):"
+	cat "$work/protect.txt" "$work/protect.opt"
 fi
 # libjitt's build takes the list: make JITT_EXCLUDE=FILE puts it into libjitt.cflags.
 sdk=$work/sdk

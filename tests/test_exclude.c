@@ -340,3 +340,237 @@ TEST(exclude_estimate_ignores_a_preempted_call)
 	}
 	exclude_free(&s);
 }
+
+/*
+ * An interpreter's shape, C = 4 units (given): excl_mid_heavy is the bytecode loop, 60
+ * units of its own work a call; excl_small calls the helper excl_tiny 20 times, each call
+ * 1 unit of work inside its 4-unit trace point. excl_top works `top` units itself.
+ * Traced self time per iteration: excl_tiny 100 (20 x 5), excl_small 84 (its 21 steps),
+ * excl_mid_heavy 64; without the trace points: excl_mid_heavy 60, excl_tiny 20,
+ * excl_small 0. The helper looks heaviest only because of its trace points.
+ */
+static int write_interpreter(uint64_t u, uint64_t top, char *path, size_t size)
+{
+	struct synth_thread th;
+	uint64_t t = 1000;
+	synth_init(&th, "main", 1, 0, t);
+	synth_entry(&th, t, synth_id(excl_top));
+	for (int i = 0; i < ITER; i++) {
+		call(&th, &t, 4 * u, synth_id(excl_mid_heavy), 64 * u);
+		t += 4 * u;
+		synth_entry(&th, t, synth_id(excl_small));
+		for (int k = 0; k < 20; k++)
+			call(&th, &t, 4 * u, synth_id(excl_tiny), 5 * u);
+		t += 4 * u;
+		synth_exit(&th, t);
+		t += top * u;
+	}
+	synth_exit(&th, t);
+	int e = synth_write(&th, 1, "exclude", path, size);
+	synth_free(&th);
+	return e;
+}
+
+TEST(exclude_ranks_by_self_time_without_the_trace_points)
+{
+	uint64_t u = unit();
+	double un = (double)hal_ticks_to_ns(u, hal_timer_freq());
+	char path[512];
+	if (!CHECK(write_interpreter(u, 10, path, sizeof(path)) == 0))
+		return;
+	struct exclude_set s;
+	exclude_init(&s);
+	struct exclude_opts o = { .cost_ns = 4 * un, .budget_pct = 10, .keep = 1,
+				  .min_calls = 100 };
+	struct exclude_result r;
+	if (!CHECK(load(&s, path) == 0) || !CHECK(exclude_select(&s, &o, &r) == 0))
+		goto out;
+	const struct exclude_func *tiny = find(&s, "excl_tiny"), *heavy = find(&s, "excl_mid_heavy"),
+				  *small = find(&s, "excl_small");
+	/* Traced, the helper is first... */
+	CHECK(tiny->self_ns > small->self_ns && small->self_ns > heavy->self_ns);
+	CHECK(near(tiny->self_ns, 100.0 * ITER * un));
+	/* ...without the trace points (its own calls' C, and C for each call it makes), the
+	 * loop is, and it is the one kept. */
+	CHECK_EQ_U64(small->callees, 20 * ITER);
+	CHECK(near(heavy->plain_ns, 60.0 * ITER * un));
+	CHECK(near(tiny->plain_ns, 20.0 * ITER * un));
+	CHECK(small->plain_ns <= 0.01 * ITER * un);
+	CHECK(heavy->flags & EXCLUDE_KEPT);
+	CHECK(!(tiny->flags & EXCLUDE_KEPT));
+	/* Per call: excl_small's inclusive time is its helpers' work, 20 units. */
+	CHECK(near(exclude_self_per_call(tiny), un));
+	CHECK(near(exclude_incl_per_call(small), 20 * un));
+	CHECK(near(exclude_incl_per_call(heavy), 60 * un));
+	/* W is the plain times' sum: 60 + 20 + 10 (excl_top's own) a time. */
+	CHECK(near(r.work_ns, 90.0 * ITER * un));
+	/* The helper is excluded (least self per call), and the saving, its trace points,
+	 * is predicted traced and off: D = 5% of C by default. */
+	CHECK(tiny->flags & EXCLUDE_EXCLUDED);
+	CHECK(!(heavy->flags & EXCLUDE_EXCLUDED));
+	CHECK(near(r.off_ns, 0.2 * un));
+	CHECK(near(r.off_before * 1e4, r.before * 0.05 * 1e4));
+	CHECK(near(r.off_after * 1e4, r.after * 0.05 * 1e4));
+	exclude_result_free(&r);
+	o.off_ns = un;
+	if (CHECK(exclude_select(&s, &o, &r) == 0)) {
+		CHECK(near(r.off_before * 1e4, r.before / 4 * 1e4));
+		exclude_result_free(&r);
+	}
+	/* The top 3 are the loop, the helper and excl_top; the helper's trace points (8
+	 * units a call) cost more than its own time (1): it is not kept for being there. */
+	o.keep = 3;
+	if (CHECK(exclude_select(&s, &o, &r) == 0)) {
+		CHECK(heavy->flags & EXCLUDE_KEPT);
+		CHECK(find(&s, "excl_top")->flags & EXCLUDE_KEPT);
+		CHECK(!(tiny->flags & EXCLUDE_KEPT));
+		CHECK(tiny->flags & EXCLUDE_COSTLY);
+		CHECK_EQ_U64(r.costly, 1);
+		exclude_result_free(&r);
+	}
+	/* A measured ratio fits C: T = 266 units a time, W = T / R. */
+	o = (struct exclude_opts){ .ratio = 266.0 / 90, .budget_pct = 10, .min_calls = 100 };
+	if (CHECK(exclude_select(&s, &o, &r) == 0)) {
+		CHECK_EQ_U64(r.cost_from[0], EXCLUDE_NONE);
+		CHECK(near(r.cost_ns * 100, 4 * un * 100));
+		CHECK(near(r.work_ns, 90.0 * ITER * un));
+		exclude_result_free(&r);
+	}
+out:
+	exclude_free(&s);
+}
+
+TEST(exclude_never_drops_what_a_profile_puts_on_top)
+{
+	/* excl_top works 200 units a time: W = 280 a time, excl_top 71% of it, the loop 21%,
+	 * the helper 7%. */
+	uint64_t u = unit();
+	double un = (double)hal_ticks_to_ns(u, hal_timer_freq());
+	char path[512];
+	if (!CHECK(write_interpreter(u, 200, path, sizeof(path)) == 0))
+		return;
+	struct exclude_set s;
+	exclude_init(&s);
+	struct exclude_opts o = { .cost_ns = 4 * un, .budget_pct = 0, .keep = 0,
+				  .min_calls = 1 };
+	struct exclude_result r;
+	if (!CHECK(load(&s, path) == 0))
+		goto out;
+	/* Nothing kept nor protected: the loop goes too (what --keep 0 used to do). */
+	if (CHECK(exclude_select(&s, &o, &r) == 0)) {
+		CHECK(find(&s, "excl_mid_heavy")->flags & EXCLUDE_EXCLUDED);
+		exclude_result_free(&r);
+	}
+	/* Protected from 10%: the loop and excl_top stay whatever --keep is; the helper (7%)
+	 * and excl_small go. */
+	o.protect_pct = 10;
+	if (CHECK(exclude_select(&s, &o, &r) == 0)) {
+		CHECK_EQ_U64(r.protected, 2);
+		CHECK(find(&s, "excl_mid_heavy")->flags & EXCLUDE_PROTECTED);
+		CHECK(find(&s, "excl_top")->flags & EXCLUDE_PROTECTED);
+		CHECK(!(find(&s, "excl_mid_heavy")->flags & EXCLUDE_EXCLUDED));
+		CHECK(find(&s, "excl_tiny")->flags & EXCLUDE_EXCLUDED);
+		CHECK(find(&s, "excl_small")->flags & EXCLUDE_EXCLUDED);
+		/* What keeping them costs: their trace points, 2C a call. */
+		CHECK(near(r.kept_ns, 2 * 4 * un * (ITER + 1.0)));
+		exclude_result_free(&r);
+	}
+	/* Calls of 30 units or more are not candidates: the loop's 60 (were it not
+	 * protected) and excl_top's; excl_small's 20 and the helper's 1 are. */
+	o.protect_pct = 0;
+	o.min_incl_ns = 30 * un;
+	if (CHECK(exclude_select(&s, &o, &r) == 0)) {
+		CHECK_EQ_U64(r.skip_long, 2);
+		CHECK(!(find(&s, "excl_mid_heavy")->flags & EXCLUDE_EXCLUDED));
+		CHECK(find(&s, "excl_tiny")->flags & EXCLUDE_EXCLUDED);
+		CHECK(find(&s, "excl_small")->flags & EXCLUDE_EXCLUDED);
+		exclude_result_free(&r);
+	}
+out:
+	exclude_free(&s);
+}
+
+TEST(exclude_inclusive_time_counts_a_recursive_function_once)
+{
+	/* excl_mid calls itself, which calls excl_tiny; C = 4 units. The outer excl_mid
+	 * works 7 units, the inner 3, excl_tiny 1 inside its trace point: one outermost
+	 * call of 11 units without the trace points, and two calls of 10 units of self. */
+	uint64_t u = unit();
+	double un = (double)hal_ticks_to_ns(u, hal_timer_freq());
+	struct synth_thread th;
+	uint64_t t = 1000;
+	synth_init(&th, "main", 1, 0, t);
+	synth_entry(&th, t, synth_id(excl_top));
+	for (int i = 0; i < ITER; i++) {
+		t += 4 * u;
+		synth_entry(&th, t, synth_id(excl_mid));
+		t += 4 * u;
+		synth_entry(&th, t, synth_id(excl_mid));
+		call(&th, &t, 4 * u, synth_id(excl_tiny), 5 * u);
+		t += 7 * u;
+		synth_exit(&th, t);
+		t += 11 * u;
+		synth_exit(&th, t);
+		t += 10 * u;
+	}
+	synth_exit(&th, t);
+	char path[512];
+	int e = synth_write(&th, 1, "exclude", path, sizeof(path));
+	synth_free(&th);
+	if (!CHECK(e == 0))
+		return;
+	struct exclude_set s;
+	exclude_init(&s);
+	struct exclude_opts o = { .cost_ns = 4 * un, .budget_pct = 10, .keep = 1,
+				  .min_calls = 100 };
+	struct exclude_result r;
+	if (CHECK(load(&s, path) == 0) && CHECK(exclude_select(&s, &o, &r) == 0)) {
+		const struct exclude_func *mid = find(&s, "excl_mid");
+		CHECK_EQ_U64(mid->calls, 2 * ITER);
+		CHECK_EQ_U64(mid->outer, ITER);
+		CHECK_EQ_U64(mid->below, 2 * ITER);
+		CHECK(near(mid->plain_ns, 10.0 * ITER * un));
+		CHECK(near(exclude_incl_per_call(mid), 11 * un));
+		exclude_result_free(&r);
+	}
+	exclude_free(&s);
+}
+
+TEST(exclude_counts_the_calls_a_ring_began_inside_as_outside)
+{
+	/* excl_top calls excl_tiny 2000 times in a ring of 1024 slots: excl_top's entry is
+	 * overwritten, so its frame is no function's; its time is outside, 20 units a call
+	 * of excl_tiny traced, 16 without the caller's half of that call's trace points
+	 * (C = 4 units). */
+	uint64_t u = unit();
+	double un = (double)hal_ticks_to_ns(u, hal_timer_freq());
+	struct synth_thread th;
+	uint64_t t = 1000;
+	synth_init(&th, "main", 1, 1024, t);
+	synth_entry(&th, t, synth_id(excl_top));
+	for (int i = 0; i < ITER; i++) {
+		call(&th, &t, 4 * u, synth_id(excl_tiny), 5 * u);
+		t += 16 * u;
+	}
+	synth_exit(&th, t);
+	char path[512];
+	int e = synth_write(&th, 1, "exclude", path, sizeof(path));
+	synth_free(&th);
+	if (!CHECK(e == 0))
+		return;
+	struct exclude_set s;
+	exclude_init(&s);
+	struct exclude_opts o = { .cost_ns = 4 * un, .budget_pct = 10, .keep = 1,
+				  .min_calls = 100 };
+	struct exclude_result r;
+	if (CHECK(load(&s, path) == 0) && CHECK(exclude_select(&s, &o, &r) == 0)) {
+		uint64_t k = find(&s, "excl_tiny")->calls;
+		CHECK(k > 100 && k < ITER);
+		CHECK(!(find(&s, "excl_top")->flags & EXCLUDE_TRACED));
+		CHECK_EQ_U64(r.unlistable, 0);
+		CHECK(fabs(r.outside_ns - 16.0 * (double)k * un) <= 40 * un);
+		CHECK(fabs(s.outside_ns - 20.0 * (double)k * un) <= 40 * un);
+		exclude_result_free(&r);
+	}
+	exclude_free(&s);
+}

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include "agent/analysis/exclude.h"
 #include "agent/analysis/cct.h"
+#include "agent/analysis/outer.h"
 #include "hal/timer.h"
 
 #include <errno.h>
@@ -186,6 +187,74 @@ static int leaf_add(struct leaves *v, uint64_t key, int half, uint64_t ticks)
 	return 0;
 }
 
+/* Per function of one thread's tree (its nodes at s->node[base...], their fn set): the
+ * calls it made (callees), and the running time and calls of its outermost frames and
+ * below them (exclude.h), a recursive function's inner frames being inside its outer ones.
+ * Parents come before their children, so sums over subtrees are one pass backwards; the
+ * outermost frames are found depth first, counting each function's open frames. */
+static int add_inclusive(struct exclude_set *s, const struct cct *c, uint32_t base)
+{
+	const struct exclude_node *nd = &s->node[base];
+	double *time = malloc((c->n ? c->n : 1) * sizeof(*time));
+	uint64_t *calls = malloc((c->n ? c->n : 1) * sizeof(*calls));
+	uint32_t *open = calloc(s->n ? s->n : 1, sizeof(*open));
+	if (!time || !calls || !open) {
+		free(time);
+		free(calls);
+		free(open);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < c->n; i++) {
+		time[i] = nd[i].self_ns;
+		calls[i] = nd[i].calls;
+	}
+	for (uint32_t i = c->n; i-- > 1;) {
+		uint32_t p = c->node[i].parent;
+		time[p] += time[i];
+		calls[p] += calls[i];
+		if (nd[p].fn != EXCLUDE_NONE)
+			s->f[nd[p].fn].callees += nd[i].calls;
+		else
+			s->outside_callees += nd[i].calls;
+	}
+	/* Depth first through first_child / next_sibling, without a stack. */
+	uint32_t x = c->n ? c->node[0].first_child : CCT_NONE;
+	while (x != CCT_NONE) {
+		uint32_t fn = nd[x].fn;
+		if (fn != EXCLUDE_NONE) {
+			if (!open[fn] && nd[x].calls) {
+				struct exclude_func *f = &s->f[fn];
+				f->incl_ns += time[x];
+				f->outer += nd[x].calls;
+				f->below += calls[x] - nd[x].calls;
+			}
+			open[fn]++;
+		}
+		if (c->node[x].first_child != CCT_NONE) {
+			x = c->node[x].first_child;
+			continue;
+		}
+		/* Leave x, and its ancestors while they have no next sibling. */
+		for (;;) {
+			if (nd[x].fn != EXCLUDE_NONE)
+				open[nd[x].fn]--;
+			if (c->node[x].next_sibling != CCT_NONE) {
+				x = c->node[x].next_sibling;
+				break;
+			}
+			x = c->node[x].parent;
+			if (x == 0) {
+				x = CCT_NONE;
+				break;
+			}
+		}
+	}
+	free(time);
+	free(calls);
+	free(open);
+	return 0;
+}
+
 /* One thread's tree into the set: per function its calls, self time and short leaf
  * calls, and the nodes. */
 static int add_tree(struct exclude_set *s, const struct rb_trace *t, struct agent_symbols *syms,
@@ -224,19 +293,26 @@ static int add_tree(struct exclude_set *s, const struct rb_trace *t, struct agen
 			s->capnodes = cap;
 		}
 	}
-	uint64_t blocked = 0;
+	uint64_t off = 0; /* blocked or preempted: not running */
 	uint32_t base = (uint32_t)s->nnodes;
 	for (uint32_t i = 0; i < c->n && !err; i++) {
 		const struct cct_node *n = &c->node[i];
 		const struct cct_stat *st = &n->s[CCT_WHOLE];
-		blocked += st->blocked;
+		off += st->blocked + st->preempted;
 		struct exclude_node *x = &s->node[base + i];
 		*x = (struct exclude_node){ .parent = i ? base + n->parent : EXCLUDE_NONE,
 					    .fn = EXCLUDE_NONE,
 					    .calls = st->calls,
 					    .self_ns = (double)hal_ticks_to_ns(st->self,
 									       t->timer_hz) };
-		if (i == 0 || !st->calls)
+		/* The root, and the calls the ring began inside (their function unknown):
+		 * time outside every call seen whole. */
+		if (i == 0 || n->func == CCT_UNKNOWN) {
+			s->outside_ns += x->self_ns;
+			s->calls += i ? st->calls : 0;
+			continue;
+		}
+		if (!st->calls)
 			continue;
 		struct keymap want = { n->func, 0 };
 		const struct keymap *k = bsearch(&want, map, nf, sizeof(*map), by_key);
@@ -260,13 +336,44 @@ static int add_tree(struct exclude_set *s, const struct rb_trace *t, struct agen
 		}
 	}
 	free(map);
+	if (!err)
+		err = add_inclusive(s, c, base);
 	if (err)
 		return err;
 	s->nnodes += c->n;
-	/* The root's inclusive time is the thread's span; its waits are not running time. */
+	/* The root's inclusive time is the thread's span; its waits, and the time other tasks
+	 * had its CPU (known from the scheduling records), are not running time: neither is
+	 * any function's self time. */
 	uint64_t span = c->n ? c->node[0].s[CCT_WHOLE].incl : 0;
-	s->traced_ns += (double)hal_ticks_to_ns(span > blocked ? span - blocked : 0, t->timer_hz);
+	s->traced_ns += (double)hal_ticks_to_ns(span > off ? span - off : 0, t->timer_hz);
 	return 0;
+}
+
+/* The functions of the thread's outer frames at its freeze (agent/analysis/outer.h): the
+ * calls the ring began inside and were still running are among them. The innermost one
+ * not seen called in the thread is kept for the report. 0 or -ENOMEM. */
+static int add_outer(struct exclude_set *s, const struct rb_trace *t, struct agent_symbols *syms,
+		     const struct rb_file_thread *th)
+{
+	struct agent_outer *o = malloc(sizeof(*o));
+	if (!o)
+		return -ENOMEM;
+	agent_outer_frames(syms, th, o);
+	int err = 0;
+	long shown = -1;
+	for (size_t k = 0; k < o->n && !err; k++) {
+		long e = entry_of(s, t, syms, o->key[k]);
+		if (e < 0)
+			err = (int)e;
+		else
+			s->f[e].flags |= EXCLUDE_OUTER;
+		if (e >= 0 && (s->f[e].flags & (EXCLUDE_SYMBOL | EXCLUDE_TRACED)) == EXCLUDE_SYMBOL)
+			shown = (long)k;
+	}
+	if (shown >= 0)
+		snprintf(s->outer_shown, sizeof(s->outer_shown), "%s", o->name[shown]);
+	free(o);
+	return err;
 }
 
 static uint64_t key_of(void *ctx, const struct rb_event *e)
@@ -296,7 +403,11 @@ int exclude_add_trace(struct exclude_set *s, const struct rb_trace *t, struct ag
 		memset(&dec, 0, sizeof(dec));
 		err = rb_decoder_init(&dec, &t->threads[i].view, t->ref_ticks, NULL, NULL);
 		struct cct c;
-		struct cct_opts o = { .key = key_of, .ctx = (void *)t };
+		/* As the summary counts: with the thread's switch records, blocked is its
+		 * time asleep, and preempted time is no function's (cct.h). */
+		struct cct_opts o = { .key = key_of,
+				      .ctx = (void *)t,
+				      .switches = t->threads[i].sched_on };
 		if (!err)
 			err = cct_init(&c, &o, dec.open_at_start);
 		else
@@ -322,6 +433,7 @@ int exclude_add_trace(struct exclude_set *s, const struct rb_trace *t, struct ag
 				prev = ev[j];
 				/* Silences (exclude.h) are cut out of the thread's time: later
 				 * records move back by what was cut before them. */
+				uint64_t before = last - cut; /* the last record, moved */
 				if (last && ts > last + quiet) {
 					cut += ts - last;
 					silent += ts - last;
@@ -329,6 +441,12 @@ int exclude_add_trace(struct exclude_set *s, const struct rb_trace *t, struct ag
 				}
 				last = ts > last ? ts : last;
 				ev[j].ts = ts - cut;
+				/* A switch record's start moves too; within a silence it is
+				 * the silence's start, where the cut leaves nothing. */
+				if (ev[j].kind == RB_EV_OFF_CPU) {
+					uint64_t id = ev[j].id > cut ? ev[j].id - cut : 0;
+					ev[j].id = id > before ? id : before;
+				}
 			}
 			if (!err)
 				err = cct_add_n(&c, ev, n);
@@ -347,6 +465,8 @@ int exclude_add_trace(struct exclude_set *s, const struct rb_trace *t, struct ag
 			err = add_tree(s, t, syms, &c, &lv);
 			s->threads++;
 		}
+		if (!err)
+			err = add_outer(s, t, syms, &t->threads[i]);
 		free(lv.l);
 		cct_free(&c);
 		rb_decoder_free(&dec);
@@ -453,15 +573,40 @@ static int predict_after(struct exclude_set *s, double cost)
 	return 0;
 }
 
+double exclude_self_per_call(const struct exclude_func *f)
+{
+	return f->calls ? f->plain_ns / (double)f->calls : 0;
+}
+
+double exclude_incl_per_call(const struct exclude_func *f)
+{
+	return f->outer ? f->plain_incl_ns / (double)f->outer : 0;
+}
+
+/* Self and inclusive time without the trace points (exclude.h), at cost C. */
+static void plain_times(struct exclude_set *s, double cost)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		struct exclude_func *f = &s->f[i];
+		double v = f->self_ns - cost * (double)(f->calls + f->callees);
+		double w = f->incl_ns - cost * (double)f->outer - 2 * cost * (double)f->below;
+		f->plain_ns = v > 0 ? v : 0;
+		f->plain_incl_ns = w > 0 ? w : 0;
+	}
+}
+
 int exclude_select(struct exclude_set *s, const struct exclude_opts *o, struct exclude_result *r)
 {
 	memset(r, 0, sizeof(*r));
 	r->cost_from[0] = r->cost_from[1] = EXCLUDE_NONE;
 	for (size_t i = 0; i < s->n; i++) {
-		s->f[i].flags &= ~(EXCLUDE_KEPT | EXCLUDE_EXCLUDED | EXCLUDE_LISTED);
+		s->f[i].flags &= ~(EXCLUDE_KEPT | EXCLUDE_PROTECTED | EXCLUDE_COSTLY |
+				   EXCLUDE_EXCLUDED | EXCLUDE_LISTED);
 		s->f[i].by = s->f[i].clash = EXCLUDE_NONE;
 	}
 	r->cost_ns = o->cost_ns;
+	if (r->cost_ns <= 0 && o->ratio > 1 && s->calls)
+		r->cost_ns = (s->traced_ns - s->traced_ns / o->ratio) / (2 * (double)s->calls);
 	if (r->cost_ns <= 0) {
 		r->cost_from[0] = shortest(s, LEAF, &r->half_ns[0]);
 		r->cost_from[1] = shortest(s, STEP, &r->half_ns[1]);
@@ -476,6 +621,11 @@ int exclude_select(struct exclude_set *s, const struct exclude_opts *o, struct e
 	if (r->work_ns <= 0)
 		return -ERANGE;
 	r->before = tp / r->work_ns;
+	r->off_ns = o->off_ns > 0 ? o->off_ns : EXCLUDE_OFF_SHARE * r->cost_ns;
+	plain_times(s, r->cost_ns);
+	r->outside_ns = s->outside_ns - r->cost_ns * (double)s->outside_callees;
+	if (r->outside_ns < 0)
+		r->outside_ns = 0;
 
 	struct rank *rk = malloc((s->n ? s->n : 1) * sizeof(*rk));
 	uint32_t *m = malloc((s->n ? s->n : 1) * sizeof(*m));
@@ -486,31 +636,60 @@ int exclude_select(struct exclude_set *s, const struct exclude_opts *o, struct e
 		exclude_result_free(r);
 		return -ENOMEM;
 	}
-	/* The top of the summary stays: the `keep` functions of most self time. */
+	/* The top of the summary stays: the `keep` functions of most plain self time, and
+	 * every function of at least protect_pct of W, what perf would put on top. */
 	size_t nr = 0;
 	for (size_t i = 0; i < s->n; i++)
 		if (s->f[i].flags & EXCLUDE_TRACED)
-			rk[nr++] = (struct rank){ s->f[i].self_ns, s->f[i].calls, (uint32_t)i,
+			rk[nr++] = (struct rank){ s->f[i].plain_ns, s->f[i].calls, (uint32_t)i,
 						  s->f[i].name };
 	qsort(rk, nr, sizeof(*rk), by_self);
-	for (size_t i = 0; i < nr && i < o->keep; i++)
-		s->f[rk[i].i].flags |= EXCLUDE_KEPT;
+	/* Of those, the ones whose trace points cost more than their own time are not kept
+	 * (exclude.h): they are candidates like any other, unless protected. */
+	for (size_t i = 0; i < nr && i < o->keep; i++) {
+		struct exclude_func *f = &s->f[rk[i].i];
+		if (f->plain_ns >= 2 * r->cost_ns * (double)f->calls)
+			f->flags |= EXCLUDE_KEPT;
+		else
+			f->flags |= EXCLUDE_COSTLY;
+	}
 	for (size_t i = 0; i < s->n; i++) {
-		const struct exclude_func *f = &s->f[i];
-		if ((f->flags & EXCLUDE_TRACED) && !(f->flags & EXCLUDE_LISTABLE)) {
+		struct exclude_func *f = &s->f[i];
+		/* A caller the rings lost the entry of, never seen called: its time is
+		 * outside_ns, it cannot be a candidate, and no entry may take it along. */
+		if ((f->flags & (EXCLUDE_OUTER | EXCLUDE_TRACED)) == EXCLUDE_OUTER)
+			f->flags |= EXCLUDE_KEPT;
+		if (!(f->flags & EXCLUDE_TRACED))
+			continue;
+		if (o->protect_pct > 0 && f->plain_ns >= o->protect_pct / 100 * r->work_ns) {
+			f->flags |= EXCLUDE_KEPT | EXCLUDE_PROTECTED;
+			r->protected++;
+		}
+		if ((f->flags & (EXCLUDE_COSTLY | EXCLUDE_KEPT)) == EXCLUDE_COSTLY)
+			r->costly++;
+		if (f->flags & EXCLUDE_KEPT)
+			r->kept_ns += 2 * r->cost_ns * (double)f->calls;
+		if (!(f->flags & EXCLUDE_LISTABLE)) {
 			r->unlistable++;
 			r->unlistable_calls += f->calls;
 		}
 	}
 
+	/* The candidates: short calls, cheapest plain self time per call first. */
 	nr = 0;
 	for (size_t i = 0; i < s->n; i++) {
 		const struct exclude_func *f = &s->f[i];
-		if ((f->flags & (EXCLUDE_LISTABLE | EXCLUDE_TRACED | EXCLUDE_KEPT)) ==
-			    (EXCLUDE_LISTABLE | EXCLUDE_TRACED) &&
-		    f->calls >= o->min_calls && f->calls > 0)
-			rk[nr++] = (struct rank){ f->self_ns / (double)f->calls, f->calls,
-						  (uint32_t)i, f->name };
+		if ((f->flags & (EXCLUDE_LISTABLE | EXCLUDE_TRACED | EXCLUDE_KEPT)) !=
+			    (EXCLUDE_LISTABLE | EXCLUDE_TRACED) ||
+		    f->calls < o->min_calls || !f->calls)
+			continue;
+		if (o->min_incl_ns > 0 &&
+		    (!f->outer || exclude_incl_per_call(f) >= o->min_incl_ns)) {
+			r->skip_long++;
+			continue;
+		}
+		rk[nr++] = (struct rank){ exclude_self_per_call(f), f->calls, (uint32_t)i,
+					  f->name };
 	}
 	qsort(rk, nr, sizeof(*rk), by_cheapest);
 	double target = o->budget_pct / 100 * r->work_ns, left = tp;
@@ -528,7 +707,7 @@ int exclude_select(struct exclude_set *s, const struct exclude_opts *o, struct e
 			g->by = e;
 			left -= 2 * r->cost_ns * (double)g->calls;
 			r->calls_saved += g->calls;
-			r->moved_ns += g->self_ns;
+			r->moved_ns += g->plain_ns;
 			r->excluded++;
 		}
 		s->f[e].flags |= EXCLUDE_LISTED;
@@ -537,6 +716,9 @@ int exclude_select(struct exclude_set *s, const struct exclude_opts *o, struct e
 	free(rk);
 	free(m);
 	r->after = (left > 0 ? left : 0) / r->work_ns;
+	/* Off, every trace point left costs D where tracing costs C. */
+	r->off_before = r->before * r->off_ns / r->cost_ns;
+	r->off_after = r->after * r->off_ns / r->cost_ns;
 	r->reached = r->after <= o->budget_pct / 100;
 	int err = predict_after(s, r->cost_ns);
 	if (err)

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `jitt exclude TRACE... [--budget PCT] [--cost NS] [--keep N] [--min-calls N] [-o FILE]
- * [-v]`: the functions whose trace points cost the most for the time they account for,
- * as GCC's -finstrument-functions-exclude-function-list= options, and the saving the cost
- * model predicts (agent/analysis/exclude.h, docs/exclude.md). FILE is written under a
+ * `jitt exclude TRACE... [--budget PCT] [--cost NS | --ratio R] [--keep N] [--protect PCT]
+ * [--min-us US] [--min-calls N] [--off-cost NS] [-o FILE] [-v]`: the functions whose trace points cost
+ * the most for the time they account for, as GCC's
+ * -finstrument-functions-exclude-function-list= options, and the saving the cost model
+ * predicts (agent/analysis/exclude.h, docs/exclude.md). The line "predicted: ..." is for
+ * scripts: its form is documented there and stays. FILE is written under a
  * temporary name and renamed when whole, so a build never picks up half a list; never
  * over one of the traces, nor through a symbolic link (agent/cli/cli_out.c).
  */
@@ -21,9 +23,12 @@
 
 #define SHOWN 20 /* excluded functions listed without -v */
 
-#define SYNOPSIS                                                                               \
-	"usage: jitt exclude TRACE... [--budget PCT] [--cost NS] [--keep N] [--min-calls N]\n" \
+#define SYNOPSIS                                                                            \
+	"usage: jitt exclude TRACE... [--budget PCT] [--cost NS | --ratio R] [--keep N]\n" \
+	"                    [--protect PCT] [--min-us US] [--min-calls N] [--off-cost NS]\n"  \
 	"                    [-o FILE] [-v]\n"
+#define PROTECT 5 /* % of the running time: what a profile puts on top (docs/exclude.md) */
+#define MIN_US	1 /* calls this long or longer stay traced (exclude.h, docs/exclude.md) */
 
 static const char details[] =
 	"  TRACE          trace files of one program (more traces: more of its code seen)\n"
@@ -31,8 +36,17 @@ static const char details[] =
 	"                 takes without them (default 10: 1.10x)\n"
 	"  --cost NS      one trace point's cost on the device, in ns (default: estimated\n"
 	"                 from the traces)\n"
-	"  --keep N       never exclude the N functions of most self time (default %d)\n"
+	"  --ratio R      or: the traced build's CPU time over the plain build's, measured\n"
+	"                 on this workload; the cost is then what fits it\n"
+	"  --keep N       never exclude the N functions of most self time (trace points\n"
+	"                 taken out), but those whose trace points cost more (default %d)\n"
+	"  --protect PCT  never exclude a function of PCT %% of the running time or more,\n"
+	"                 whatever --keep is (default %d; 0: none)\n"
+	"  --min-us US    exclude only functions whose calls last under US microseconds\n"
+	"                 on average (default %d; 0: any)\n"
 	"  --min-calls N  exclude only functions called N times or more (default 100)\n"
+	"  --off-cost NS  one trace point's cost when the thread is not traced, for the\n"
+	"                 prediction (default: 5%% of the cost)\n"
 	"  -o FILE        write the list as GCC options, for `gcc @FILE` (also --output)\n"
 	"  -v             show every excluded function (default: the first %d; also\n"
 	"                 --verbose)\n"
@@ -40,7 +54,7 @@ static const char details[] =
 
 static void help(FILE *out)
 {
-	fprintf(out, details, CONFIG_AGENT_SUMMARY_K, SHOWN);
+	fprintf(out, details, CONFIG_AGENT_SUMMARY_K, PROTECT, MIN_US, SHOWN);
 }
 
 static const struct option longopts[] = {
@@ -48,6 +62,10 @@ static const struct option longopts[] = {
 	{ "cost", required_argument, NULL, 'c' },
 	{ "keep", required_argument, NULL, 'k' },
 	{ "min-calls", required_argument, NULL, 'm' },
+	{ "protect", required_argument, NULL, 'p' },
+	{ "min-us", required_argument, NULL, 'u' },
+	{ "off-cost", required_argument, NULL, 'f' },
+	{ "ratio", required_argument, NULL, 'r' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "verbose", no_argument, NULL, 'v' },
 	CLI_HELP_OPTION,
@@ -87,14 +105,14 @@ static int by_after(const void *a, const void *b, const struct exclude_set *s, b
 {
 	const struct exclude_func *x = &s->f[*(const uint32_t *)a],
 				  *y = &s->f[*(const uint32_t *)b];
-	double u = after ? x->after_ns : x->self_ns, v = after ? y->after_ns : y->self_ns;
+	double u = after ? x->after_ns : x->plain_ns, v = after ? y->after_ns : y->plain_ns;
 	if (u != v)
 		return u > v ? -1 : 1;
 	return strcmp(x->name, y->name);
 }
 
 static const struct exclude_set *sorting;
-static int by_self_now(const void *a, const void *b)
+static int by_plain(const void *a, const void *b)
 {
 	return by_after(a, b, sorting, false);
 }
@@ -103,8 +121,9 @@ static int by_self_after(const void *a, const void *b)
 	return by_after(a, b, sorting, true);
 }
 
-/* The top of the summary now and as the model predicts it with the list: what the
- * developer would read first, before and after the rebuild. */
+/* The top by self time without the trace points (what a profile of the plain build
+ * ranks first), and the traced self time a summary of the build with the list would show
+ * for each, with its rank there: whether the summary would still name them first. */
 static int print_top(const struct exclude_set *s, unsigned k)
 {
 	uint32_t *now = malloc((s->n ? s->n : 1) * sizeof(*now));
@@ -114,43 +133,143 @@ static int print_top(const struct exclude_set *s, unsigned k)
 		free(after);
 		return -ENOMEM;
 	}
-	size_t n = 0;
-	for (size_t i = 0; i < s->n; i++)
-		if (s->f[i].flags & EXCLUDE_TRACED)
-			now[n] = after[n] = (uint32_t)i, n++;
+	size_t n = 0, na = 0; /* traced; traced and not excluded */
+	for (size_t i = 0; i < s->n; i++) {
+		if (!(s->f[i].flags & EXCLUDE_TRACED))
+			continue;
+		now[n++] = (uint32_t)i;
+		if (!(s->f[i].flags & EXCLUDE_EXCLUDED))
+			after[na++] = (uint32_t)i;
+	}
 	sorting = s;
-	qsort(now, n, sizeof(*now), by_self_now);
-	qsort(after, n, sizeof(*after), by_self_after);
+	qsort(now, n, sizeof(*now), by_plain);
+	qsort(after, na, sizeof(*after), by_self_after);
 	if (k > n)
 		k = (unsigned)n;
+	unsigned ka = k < na ? k : (unsigned)na;
 	char a[32], b[32], c[16], nm[256];
-	printf("\ntop %u self time now, and as predicted with the list (its rank then):\n", k);
+	printf("\ntop %u self time without the trace points (as a profile of the plain build "
+	       "ranks it) -> traced self time a summary would show with the list (its rank "
+	       "there):\n",
+	       k);
 	for (unsigned i = 0; i < k; i++) {
 		const struct exclude_func *f = &s->f[now[i]];
 		unsigned rank = 0;
-		while (rank < k && after[rank] != now[i])
+		while (rank < ka && after[rank] != now[i])
 			rank++;
 		if (f->flags & EXCLUDE_EXCLUDED)
 			snprintf(b, sizeof(b), "excluded");
 		else
 			human(f->after_ns, b, sizeof(b));
 		snprintf(c, sizeof(c), "#%u", rank + 1);
-		printf("  %2u. %12s -> %12s %-4s %s\n", i + 1, human(f->self_ns, a, sizeof(a)), b,
-		       rank < k ? c : "", name(s, now[i], nm, sizeof(nm)));
+		printf("  %2u. %12s -> %12s %-4s %s\n", i + 1, human(f->plain_ns, a, sizeof(a)), b,
+		       rank < ka ? c : "", name(s, now[i], nm, sizeof(nm)));
 	}
-	for (unsigned i = 0; i < k; i++) {
+	for (unsigned i = 0; i < ka; i++) {
 		unsigned j = 0;
 		while (j < k && now[j] != after[i])
 			j++;
 		if (j == k)
 			printf("  new: %12s -> %12s #%-3u %s\n",
-			       human(s->f[after[i]].self_ns, a, sizeof(a)),
+			       human(s->f[after[i]].plain_ns, a, sizeof(a)),
 			       human(s->f[after[i]].after_ns, b, sizeof(b)), i + 1,
 			       name(s, after[i], nm, sizeof(nm)));
 	}
 	free(now);
 	free(after);
 	return 0;
+}
+
+/* One function's row: calls, self and inclusive time per call without the trace points,
+ * then `what` (a saving, or what keeping it costs), and the function as `fmt` shows its
+ * name (one %s). */
+static void print_row(const struct exclude_set *s, uint32_t i, const char *what,
+		      const char *fmt)
+{
+	const struct exclude_func *f = &s->f[i];
+	char a[32], b[32], nm[256];
+	if (f->flags & EXCLUDE_TRACED)
+		printf("%12llu %10s %10s %16s  ", (unsigned long long)f->calls,
+		       human(exclude_self_per_call(f), a, sizeof(a)),
+		       human(exclude_incl_per_call(f), b, sizeof(b)), what);
+	else
+		printf("%12d %10s %10s %16s  ", 0, "", "", "");
+	printf(fmt, name(s, i, nm, sizeof(nm)));
+	putchar('\n');
+}
+
+/* The trace points of `calls`, 2C a call, in ms and % of W. */
+static const char *cost(const struct exclude_result *r, uint64_t calls, char *buf, size_t size)
+{
+	char a[32];
+	double ns = 2 * r->cost_ns * (double)calls;
+	snprintf(buf, size, "%s %4.1f%%", human(ns, a, sizeof(a)), 100 * ns / r->work_ns);
+	return buf;
+}
+
+static const char column_names[] = "       calls  self/call  incl/call";
+
+static void print_excluded(const struct exclude_set *s, const struct exclude_result *r,
+			   bool verbose)
+{
+	char c[48];
+	printf("\nexcluded, least self time per call first (times without the trace points; "
+	       "saving: 2C a call, in %% of the time without them):\n%s %16s  %s\n",
+	       column_names, "saving", "function");
+	size_t shown = verbose || r->nlist <= SHOWN + 2 ? r->nlist : SHOWN;
+	for (size_t i = 0; i < shown; i++) {
+		uint32_t e = r->list[i];
+		print_row(s, e, cost(r, s->f[e].calls, c, sizeof(c)), "%s");
+		for (size_t j = 0; j < s->n; j++)
+			if (j != e && s->f[j].by == e)
+				print_row(s, (uint32_t)j, cost(r, s->f[j].calls, c, sizeof(c)),
+					  s->f[j].flags & EXCLUDE_TRACED
+						  ? "  and %s, whose name contains it"
+						  : "  and %s, whose name contains it (never seen)");
+	}
+	if (shown < r->nlist)
+		printf("  ... %zu more (-v shows them; -o FILE writes them all)\n",
+		       r->nlist - shown);
+}
+
+/* The functions never excluded, and what their trace points cost: what the budget cannot
+ * take back while the summary keeps them. */
+static void print_kept(const struct exclude_set *s, const struct exclude_result *r)
+{
+	char c[48], v[64];
+	size_t n = 0;
+	for (size_t i = 0; i < s->n; i++)
+		n += (s->f[i].flags & (EXCLUDE_KEPT | EXCLUDE_TRACED)) ==
+		     (EXCLUDE_KEPT | EXCLUDE_TRACED);
+	if (!n && s->outside_ns <= 0)
+		return;
+	printf("\nkept, most self time first (share: of the time without the trace points; "
+	       "their trace points cost %.1f%% in all):\n%s %6s %16s  %s\n",
+	       100 * r->kept_ns / r->work_ns, column_names, "share", "trace points",
+	       "function");
+	uint32_t *k = malloc((n ? n : 1) * sizeof(*k));
+	if (!k)
+		return;
+	n = 0;
+	for (size_t i = 0; i < s->n; i++)
+		if ((s->f[i].flags & (EXCLUDE_KEPT | EXCLUDE_TRACED)) ==
+		    (EXCLUDE_KEPT | EXCLUDE_TRACED))
+			k[n++] = (uint32_t)i;
+	sorting = s;
+	qsort(k, n, sizeof(*k), by_plain);
+	for (size_t i = 0; i < n; i++) {
+		const struct exclude_func *f = &s->f[k[i]];
+		snprintf(v, sizeof(v), "%5.1f%% %16s", 100 * f->plain_ns / r->work_ns,
+			 cost(r, f->calls, c, sizeof(c)));
+		print_row(s, k[i], v, f->flags & EXCLUDE_PROTECTED ? "%s (protected)" : "%s");
+	}
+	free(k);
+	if (s->outside_ns > 0)
+		printf("%12s %10s %10s %5.1f%% %16s  (outside every call seen whole: before the "
+		       "first, and in calls whose entries the rings lost%s%s%s)\n",
+		       "", "", "", 100 * r->outside_ns / r->work_ns, "",
+		       s->outer_shown[0] ? "; at the freeze, " : "", s->outer_shown,
+		       s->outer_shown[0] ? " and its callers, never excluded" : "");
 }
 
 static void print_report(const struct exclude_set *s, const struct exclude_result *r,
@@ -171,23 +290,48 @@ static void print_report(const struct exclude_set *s, const struct exclude_resul
 		       "exit and %s's %.1f ns from the exit before it (--cost sets it)\n",
 		       r->cost_ns, name(s, r->cost_from[0], nm, sizeof(nm)), r->half_ns[0],
 		       name(s, r->cost_from[1], other, sizeof(other)), r->half_ns[1]);
-	} else {
+	} else if (o->cost_ns > 0) {
 		printf("trace point: C = %.1f ns (--cost)\n", r->cost_ns);
+	} else {
+		printf("trace point: C = %.2f ns, fitted to the measured ratio (--ratio %g)\n",
+		       r->cost_ns, o->ratio);
 	}
+	printf("off:         D = %.2f ns a trace point when the thread is not traced (%s)\n",
+	       r->off_ns, o->off_ns > 0 ? "--off-cost" : "5% of C; --off-cost sets it");
 	printf("model:       2C x calls = %s of trace points; without them %s\n",
 	       human(s->traced_ns - r->work_ns, a, sizeof(a)), human(r->work_ns, b, sizeof(b)));
+	/* W = T - 2C x N: an error in C moves W by (2C x N / W) times as much. */
+	if (r->before >= 0.05)
+		printf("sensitivity: 1%% off in C moves W, and every time without trace points, "
+		       "by %.1f%%%s\n",
+		       r->before,
+		       r->before < 1 ? ""
+		       : r->cost_from[0] != EXCLUDE_NONE
+			       ? ": the estimate is an upper bound (the timer's step can hide a "
+				 "smaller C), so the times without trace points are lower bounds, "
+				 "most for functions that make many calls; give --cost or --ratio "
+				 "measured (docs/exclude.md)"
+			       : "");
 	printf("overhead:    now %.1f%% (%.2fx); with the list %.1f%% (%.2fx), budget %g%%%s\n",
 	       100 * r->before, 1 + r->before, 100 * r->after, 1 + r->after, o->budget_pct,
 	       r->reached ? "" : ": not reached with these traces");
+	/* For scripts (docs/exclude.md): this line's form stays. */
+	printf("predicted: %.2fx traced, %.2fx off, with the list (without it: %.2fx traced, "
+	       "%.2fx off)\n",
+	       1 + r->after, 1 + r->off_after, 1 + r->before, 1 + r->off_before);
 	printf("list:        %zu entr%s excluding %zu functions, %llu calls (%.1f%%); their self "
-	       "time, %s, goes to their callers\n",
+	       "time without trace points, %s, goes to their callers\n",
 	       r->nlist, r->nlist == 1 ? "y" : "ies", r->excluded,
 	       (unsigned long long)r->calls_saved,
 	       s->calls ? 100.0 * (double)r->calls_saved / (double)s->calls : 0.0,
 	       human(r->moved_ns, a, sizeof(a)));
-	printf("not picked:  the %u of most self time (--keep), and %zu whose name is part of "
-	       "theirs\n",
-	       o->keep, r->skip_kept);
+	printf("not picked:  the %u of most self time (--keep)", o->keep);
+	if (r->costly)
+		printf(" but %zu whose trace points cost more than their own time", r->costly);
+	printf(", %zu of %g%% of the time or more (--protect), %zu whose calls last %s or more "
+	       "(--min-us), and %zu whose name is part of a kept one's\n",
+	       r->protected, o->protect_pct, r->skip_long, human(o->min_incl_ns, a, sizeof(a)),
+	       r->skip_kept);
 	if (r->unseen)
 		printf("unseen:      %zu functions the traces never saw are excluded too: their "
 		       "names contain an entry (GCC matches substrings)\n",
@@ -197,26 +341,9 @@ static void print_report(const struct exclude_set *s, const struct exclude_resul
 		       "a C name)\n",
 		       r->unlistable, r->unlistable == 1 ? "" : "s",
 		       s->calls ? 100.0 * (double)r->unlistable_calls / (double)s->calls : 0.0);
-	if (!r->nlist)
-		return;
-	printf("\nexcluded, least self time per call first:\n%12s %10s  %s\n", "calls", "self/call",
-	       "function");
-	size_t shown = verbose || r->nlist <= SHOWN + 2 ? r->nlist : SHOWN;
-	for (size_t i = 0; i < shown; i++) {
-		const struct exclude_func *f = &s->f[r->list[i]];
-		printf("%12llu %10s  %s\n", (unsigned long long)f->calls,
-		       human(f->self_ns / (double)f->calls, a, sizeof(a)),
-		       name(s, r->list[i], nm, sizeof(nm)));
-		for (size_t j = 0; j < s->n; j++)
-			if (j != r->list[i] && s->f[j].by == r->list[i])
-				printf("%12llu %10s    and %s, whose name contains it%s\n",
-				       (unsigned long long)s->f[j].calls, "",
-				       name(s, (uint32_t)j, nm, sizeof(nm)),
-				       s->f[j].flags & EXCLUDE_TRACED ? "" : " (never seen)");
-	}
-	if (shown < r->nlist)
-		printf("  ... %zu more (-v shows them; -o FILE writes them all)\n",
-		       r->nlist - shown);
+	if (r->nlist)
+		print_excluded(s, r, verbose);
+	print_kept(s, r);
 	size_t clashes = 0;
 	for (size_t i = 0; i < s->n; i++)
 		clashes += s->f[i].clash != EXCLUDE_NONE;
@@ -229,7 +356,7 @@ static void print_report(const struct exclude_set *s, const struct exclude_resul
 			continue;
 		char other[256];
 		printf("%12llu %10s  %s (in %s)\n", (unsigned long long)s->f[i].calls,
-		       human(s->f[i].self_ns / (double)s->f[i].calls, a, sizeof(a)),
+		       human(exclude_self_per_call(&s->f[i]), a, sizeof(a)),
 		       name(s, (uint32_t)i, nm, sizeof(nm)),
 		       name(s, s->f[i].clash, other, sizeof(other)));
 	}
@@ -275,6 +402,8 @@ int cmd_exclude(int argc, char **argv)
 {
 	struct exclude_opts o = { .budget_pct = 10,
 				  .keep = CONFIG_AGENT_SUMMARY_K,
+				  .protect_pct = PROTECT,
+				  .min_incl_ns = MIN_US * 1000.0,
 				  .min_calls = 100 };
 	const char *outpath = NULL;
 	bool verbose = false;
@@ -325,6 +454,32 @@ int cmd_exclude(int argc, char **argv)
 			else
 				o.min_calls = (uint64_t)v;
 			break;
+		case 'p':
+			if (real(p.arg, 0, 100, &o.protect_pct))
+				status = cli_usage_error(
+					&p, "--protect takes a percentage, 0 to 100, not", p.arg);
+			break;
+		case 'u':
+			if (real(p.arg, 0, 1e9, &v))
+				status = cli_usage_error(
+					&p, "--min-us takes microseconds, 0 to 1000000000, not",
+					p.arg);
+			else
+				o.min_incl_ns = v * 1000;
+			break;
+		case 'f':
+			if (real(p.arg, 0.001, 1e6, &o.off_ns))
+				status = cli_usage_error(
+					&p,
+					"--off-cost takes ns per trace point, 0.001 to 1000000, not",
+					p.arg);
+			break;
+		case 'r':
+			if (real(p.arg, 1, 1e6, &o.ratio) || o.ratio <= 1)
+				status = cli_usage_error(
+					&p, "--ratio takes a ratio over 1, up to 1000000, not",
+					p.arg);
+			break;
 		case 'v':
 			verbose = true;
 			break;
@@ -335,6 +490,9 @@ int cmd_exclude(int argc, char **argv)
 	}
 	if (status < 0 && !ntraces)
 		status = cli_usage_error(&p, "no trace file given", NULL);
+	if (status < 0 && o.cost_ns > 0 && o.ratio > 0)
+		status = cli_usage_error(&p, "--cost and --ratio both set the cost: give one",
+					 NULL);
 	if (status >= 0) {
 		free(traces);
 		return status;
