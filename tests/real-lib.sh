@@ -82,3 +82,25 @@ build_memcached() {
 		(cd "$2" && ./configure -q && nice make -j2 memcached sizes timedrun) >"$3" 2>&1
 	fi || { rm -f "$2/memcached"; return 1; }
 }
+
+# build_speedtest1 SQLITE_DIR DIR LOG [jitt [EXTRA]]: SQLite's speedtest1, DIR/speedtest1, as
+# tests/speedtest1.sh builds it (static with musl, its amalgamation from
+# board/common/sqlite.sh's SQLITE_DIR), kept while DIR/speedtest1 exists. With "jitt": the
+# build's own libjitt.cflags, EXTRA (compile options, a GCC @file), libjitt.a and
+# libjitt.ldflags, and tests/speedtest1_shim.c (it traces the main thread unless
+# SPEEDTEST1_TRACE=0). LTO compiles all of SQLite again at the link: a minute or two.
+build_speedtest1() {
+	[ -x "$2/speedtest1" ] && return 0
+	mkdir -p "$2"
+	_rl_lib=$bin/../lib _rl_out=$2/speedtest1 _rl_log=$3 _rl_how=${4:-} _rl_extra=${5:-}
+	set -- -static -O2 -DSQLITE_OMIT_LOAD_EXTENSION -I"$1/amalg" "$1/src/test/speedtest1.c" \
+		"$1/amalg/sqlite3.c"
+	if [ "$_rl_how" = jitt ]; then
+		# shellcheck disable=SC2046,SC2086 # the flags files and EXTRA are lists of words
+		nice ${CC_MUSL:-musl-gcc} "$@" $(cat "$_rl_lib/libjitt.cflags") $_rl_extra -I"$src" \
+			"$src/tests/speedtest1_shim.c" "$_rl_lib/libjitt.a" \
+			$(cat "$_rl_lib/libjitt.ldflags") -o "$_rl_out"
+	else
+		nice ${CC_MUSL:-musl-gcc} "$@" -o "$_rl_out"
+	fi >"$_rl_log" 2>&1 || { rm -f "$_rl_out"; return 1; }
+}
