@@ -170,6 +170,8 @@ def perf_top(w, binary):
                        .strip().replace("\n", " ")[:200]))
     rep = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "dso,sym",
                           "--stdio", "-q"], capture_output=True, text=True)
+    comm = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "comm",
+                           "--stdio", "-q"], capture_output=True, text=True).stdout.split()
     os.unlink(data)
     shares, own = {}, 0.0
     for line in rep.stdout.splitlines():
@@ -179,7 +181,8 @@ def perf_top(w, binary):
             shares[name] = shares.get(name, 0.0) + pct
             own += pct
     top = sorted(((v, k) for k, v in shares.items()), reverse=True)
-    return top, "%.0f%% of the samples in its own code" % own
+    return top, "%.0f%% of the samples in its own code; busiest thread %s %s" % (
+        own, comm[1] if len(comm) > 1 else "?", comm[0] if comm else "")
 
 
 def off_cpu(s, *which):
@@ -264,9 +267,11 @@ for w, _ in workloads:
                 selfs[name] = selfs.get(name, 0) + e[1]
         span += s["trace"]["ns"]
     stop = sorted(((v, k) for k, v in selfs.items()), reverse=True)
-    print("  %s: perf record -F 2000, %s build (self, %s)  |  summaries' top self time "
-          "(%s, %d traces)" % (w, plain[0], why if ptop is not None else "no perf",
-                               top_traced[0], len(top_traced[1])))
+    threads = sorted({s.get("thread", "?") for s, _ in top_traced[1]})
+    print("  %s: perf record -F 2000, %s build (self, %s)" % (
+        w, plain[0], why if ptop is not None else "no perf"))
+    print("  %-48s |  summaries' top self time (%s, %d traces of thread %s)" % (
+        "", top_traced[0], len(top_traced[1]), ", ".join(threads)))
     for i in range(5):
         left = "%5.1f%%  %-34s" % ptop[i] if ptop and i < len(ptop) else " " * 41
         right = "%5.1f%%  %s" % (100.0 * stop[i][0] / span, stop[i][1]) \
