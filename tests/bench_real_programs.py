@@ -196,6 +196,22 @@ def running(s):
     return s["trace"]["ns"] - off_cpu(s, 3, 5)
 
 
+def instrumented(binary):
+    """The functions of a binary that hold trace points (the SDK's hooks are inlined, and
+    on x86-64 each reads the TSC: rdtsc). The others (a static libc's memcpy, say) can never
+    be in a summary."""
+    names, cur = set(), None
+    dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binary], capture_output=True,
+                         text=True).stdout
+    for line in dis.splitlines():
+        g = re.match(r"[0-9a-f]+ <(.+)>:$", line)
+        if g:
+            cur = base(g.group(1))
+        elif cur and "rdtsc" in line:
+            names.add(cur)
+    return names
+
+
 def fmt_rate(x):
     return "%.1f M" % (x / 1e6) if x >= 1e6 else "%.0f k" % (x / 1e3)
 
@@ -282,7 +298,9 @@ for w, _ in workloads:
     else:
         ten = {k for _, k in stop[:10]}
         three = [k for _, k in ptop[:3]]
-        missing = [k for k in three if k not in ten]
+        points = instrumented([v[2] for v in vs if v[0] == top_traced[0]][0])
+        missing = [k + ("" if k in points or not points else " (no trace points)")
+                   for k in three if k not in ten]
         print("    perf's top 3 in the summaries' top 10: %d of %d%s" % (
             len(three) - len(missing), len(three),
             " (not: %s)" % ", ".join(missing) if missing else ""))
