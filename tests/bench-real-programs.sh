@@ -162,7 +162,7 @@ JS
 	speedtest1)
 		tar=$(sh "$src/board/common/sqlite.sh" "$dl") || exit 1
 		# Built from the build's lib/ (as speedtest1.sh), not the SDK image: its own key.
-		exe=speedtest1 plain_key=-$(cat "$tar/.version" | md5sum | cut -c1-8)
+		exe=speedtest1 plain_key=-$(md5sum <"$tar/.version" | cut -c1-8)
 		key=$(cat "$bin/../lib/libjitt.a" "$bin/../lib/libjitt.cflags" "$bin/../lib/libjitt.ldflags" \
 			"$src/tests/speedtest1_shim.c" "$tar/.version" | md5sum | cut -c1-12)
 		size=50

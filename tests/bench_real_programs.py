@@ -37,10 +37,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_cpu  # noqa: E402 (beside this file)
 
 p = argparse.ArgumentParser()
-for a in ("--run", "--jitt", "--label", "--variants"):
+for a in ("--run", "--jitt", "--label"):
     p.add_argument(a, required=True)
+p.add_argument("--variants", help="the variants' file (above)")
+p.add_argument("--plain", help="without --variants: the rows plain, off and traced of an "
+               "interpreter traced by trace_main (the first form of this script)")
+p.add_argument("--traced")
+p.add_argument("workloads", nargs="*", help="NAME=ARGS, as --workload")
 p.add_argument("--reps", type=int, default=5)
-p.add_argument("--workload", action="append", default=[], required=True,
+p.add_argument("--workload", action="append", default=[],
                help="NAME=ARGS: the program's arguments, split on spaces; {port} is a free "
                "port, {db} a file that is removed before and after each run")
 p.add_argument("--client", action="append", default=[],
@@ -56,10 +61,18 @@ p.add_argument("--collect-runs", type=int, default=2)
 o = p.parse_args()
 
 run = o.run
-workloads = [w.partition("=")[::2] for w in o.workload]
+workloads = [w.partition("=")[::2] for w in o.workload + o.workloads]
 clients = dict(c.partition("=")[::2] for c in o.client)
 variants = {}  # workload: [(row, mode, binary, method)]
-for line in open(o.variants):
+if not o.variants:
+    if not (o.plain and o.traced and workloads):
+        p.error("--variants, or --plain, --traced and workloads")
+    for w, _ in workloads:
+        variants[w] = [("plain", "plain", o.plain, "plain"), ("off", "off", o.traced, "SDK"),
+                       ("traced", "on", o.traced, "SDK")]
+    o.on_conf = o.on_conf or ["trace_main = 1"]
+    o.off_conf = o.off_conf or ["trace_main = 0"]
+for line in open(o.variants) if o.variants else []:
     if line.strip():
         w, row, mode, binary, method = line.rstrip("\n").split("\t")
         if mode not in ("plain", "off", "on"):
@@ -168,10 +181,14 @@ def perf_top(w, binary):
         return None, ("perf record failed (wait status %d; perf_event_paranoid %s): %s" %
                       (r.status, par, open("%s/perf.out" % run, errors="replace").read()
                        .strip().replace("\n", " ")[:200]))
-    rep = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "dso,sym",
-                          "--stdio", "-q"], capture_output=True, text=True)
     comm = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "comm",
                            "--stdio", "-q"], capture_output=True, text=True).stdout.split()
+    busiest = comm[1] if len(comm) > 1 else None
+    # The busiest thread's samples only: a server's other threads are not the work a
+    # summary of its traced worker is about.
+    rep = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "dso,sym",
+                          "--stdio", "-q", "--percentage", "relative"] +
+                         (["--comms", busiest] if busiest else []), capture_output=True, text=True)
     os.unlink(data)
     shares, own = {}, 0.0
     for line in rep.stdout.splitlines():
@@ -181,8 +198,8 @@ def perf_top(w, binary):
             shares[name] = shares.get(name, 0.0) + pct
             own += pct
     top = sorted(((v, k) for k, v in shares.items()), reverse=True)
-    return top, "%.0f%% of the samples in its own code; busiest thread %s %s" % (
-        own, comm[1] if len(comm) > 1 else "?", comm[0] if comm else "")
+    return top, "thread %s, %s of all samples; %.0f%% of its samples in the program's own " \
+        "code" % (busiest or "?", comm[0] if comm else "?", own)
 
 
 def off_cpu(s, *which):
@@ -274,14 +291,14 @@ for w, _ in workloads:
         print("  %s: no plain and traced rows: no comparison with perf" % w)
         continue
     ptop, why = perf_top(w, [v[2] for v in vs if v[0] == plain[0]][0])
-    selfs, span = {}, 0
+    selfs, ran = {}, 0
     for s, _ in top_traced[1]:
         fn = s["functions"]
         for e in s.get("top_trace", []):
             if e[0] >= 0 and fn[e[0]][0] >= 0:
                 name = base(fn[e[0]][2])
                 selfs[name] = selfs.get(name, 0) + e[1]
-        span += s["trace"]["ns"]
+        ran += running(s)
     stop = sorted(((v, k) for k, v in selfs.items()), reverse=True)
     threads = sorted({s.get("thread", "?") for s, _ in top_traced[1]})
     print("  %s: perf record -F 2000, %s build (self, %s)" % (
@@ -290,8 +307,8 @@ for w, _ in workloads:
         "", top_traced[0], len(top_traced[1]), ", ".join(threads)))
     for i in range(5):
         left = "%5.1f%%  %-34s" % ptop[i] if ptop and i < len(ptop) else " " * 41
-        right = "%5.1f%%  %s" % (100.0 * stop[i][0] / span, stop[i][1]) \
-            if i < len(stop) and span else ""
+        right = "%5.1f%%  %s" % (100.0 * stop[i][0] / ran, stop[i][1]) \
+            if i < len(stop) and ran else ""
         print("    %d. %s |  %s" % (i + 1, left, right))
     if ptop is None:
         print("    perf: %s" % why)
@@ -309,8 +326,8 @@ for n in notes:
 print("  points/s: a trace's records per second of the traced thread's running time (its span "
       "less the\n  blocked and preempted time of the summary's top functions); ms/MiB: the ms of "
       "the run\n  (preempted time left out) a MiB of records holds; medians over the traced rounds. "
-      "Shares:\n  perf's of all samples, the summaries' of their traces' spans (self time "
-      "includes the\n  system calls a function makes)")
+      "Shares:\n  perf's of the busiest thread's samples, the summaries' of their traces' running "
+      "time (self\n  time includes the system calls a function makes)")
 for pr in problems:
     print("  PROBLEM: " + pr)
 sys.exit(1 if problems else 0)

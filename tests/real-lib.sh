@@ -1,3 +1,5 @@
+# shellcheck shell=sh disable=SC2154,SC2034 # the caller's variables, and those set for it
+# SPDX-License-Identifier: MIT
 # tests/real-lib.sh - what tests/real-programs.sh and tests/bench-real-programs.sh share,
 # sourced by both: the SDK installed as an image has it and found through pkg-config
 # (docs/oem.md), Debian's source tarballs, and the real programs' builds by their own build
@@ -101,6 +103,7 @@ build_speedtest1() {
 			"$src/tests/speedtest1_shim.c" "$_rl_lib/libjitt.a" \
 			$(cat "$_rl_lib/libjitt.ldflags") -o "$_rl_out"
 	else
+		# shellcheck disable=SC2086 # CC_MUSL may be a command and its options
 		nice ${CC_MUSL:-musl-gcc} "$@" -o "$_rl_out"
 	fi >"$_rl_log" 2>&1 || { rm -f "$_rl_out"; return 1; }
 }
