@@ -8,7 +8,7 @@
 #              one jitt traces): pipelined requests from tests/bench_mc_client.py over
 #              loopback TCP, mixed gets and sets, and multigets; the server's CPU time
 #   speedtest1 SQLite's, on a file and with --memdb (static with musl, as speedtest1.sh)
-# Every program runs the rows of ROWS below on each of its two workloads, in interleaved
+# Every program runs the rows of rows= below on each of its two workloads, in interleaved
 # rounds, by process CPU time (tests/bench_real_programs.py), and for the traced rows the
 # trace points a second and the ms a MiB of ring holds; then perf's top 5 on the plain
 # build next to the traced summaries' top 5. The list of a traced+list row is `jitt exclude

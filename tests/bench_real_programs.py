@@ -14,9 +14,9 @@ For each traced row, from its saved traces (`jitt summarize --json`): trace poin
 second of the traced thread's running time (records over the trace's span less the time the
 thread was preempted or blocked), and the ms of the run one MiB of records holds (the span
 less the preempted time: the machine's load is not the program's). And the summary's truth:
-`perf record` of the plain build, its top 5 self time in the program's own code, next to the
-top 5 self time of the traced row's summaries (all its rounds' traces added up), and whether
-perf's top 3 are in the summaries' top 10.
+`perf record` of the plain build, its top 5 self time in the program's own code (its busiest
+thread's), next to the top 5 self time of the traced row's traces (all its rounds' traces
+added up by `jitt exclude`), and whether perf's top 3 are in the traces' top 10.
 
 With --collect DIR it measures nothing: it runs the row "traced" of each workload with a
 trigger every quarter second and keeps the traces in DIR/WORKLOAD/ (what `jitt exclude`
@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import socket
 import statistics
 import subprocess
@@ -166,7 +167,7 @@ def summaries(traces):
                 break
         d.kill()
         d.wait()
-        got.append((json.loads(s.stdout), wrapped))
+        got.append((t, (json.loads(s.stdout), wrapped)))
     return got
 
 
@@ -174,6 +175,8 @@ def perf_top(w, binary):
     """perf's self time in the plain build's own code, [(share of all samples, name)],
     and a note; or None and why not."""
     data = "%s/perf-%s.data" % (run, w)
+    if not shutil.which("perf"):
+        return None, "perf is not installed (make deps)"
     r, _, _ = one(w, "perf", "plain", binary,
                   prefix=("perf", "record", "-F", "2000", "-q", "-o", data, "--"))
     if r.status or not os.path.exists(data):
@@ -211,6 +214,33 @@ def off_cpu(s, *which):
 
 def running(s):
     return s["trace"]["ns"] - off_cpu(s, 3, 5)
+
+
+UNITS = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def exclude_top(traces):
+    """The top self time over all the traces, [(ns, name)] (the functions of the program;
+    not the trace's own entries such as "(entered before the ring's oldest record)"), and
+    their running time in ns, as `jitt exclude` adds them up (the summaries list only each
+    trace's top 10). ([], 0) if it says nothing."""
+    r = subprocess.run([o.jitt, "exclude"] + traces + ["--keep", "12"], capture_output=True,
+                       text=True)
+    top, total, on = [], 0, False
+    for line in r.stdout.splitlines():
+        g = re.match(r"traces:.*threads\): ([0-9.]+) (\S+) running", line)
+        if g and g.group(2) in UNITS:
+            total = float(g.group(1)) * UNITS[g.group(2)]
+        if line.startswith("top "):
+            on = True
+            continue
+        g = re.match(r"\s*\d+\.\s+([0-9.]+) (\S+) ->\s+(?:excluded|[0-9.]+ \S+)\s+(?:#\d+)?\s*(.+)$",
+                     line) if on else None
+        if on and not g:
+            break
+        if g and not g.group(3).startswith("(") and g.group(2) in UNITS:
+            top.append((float(g.group(1)) * UNITS[g.group(2)], base(g.group(3).strip())))
+    return top, total
 
 
 def instrumented(binary):
@@ -269,7 +299,8 @@ for w, _ in workloads:
     for row, mode, binary, method in vs:
         rate = held = ""
         if mode == "on":
-            got = summaries(kept[row])
+            traced_files = summaries(kept[row])
+            got = [x for _, x in traced_files]
             rates = [s["trace"]["records"] / (running(s) / 1e9) for s, _ in got if running(s) > 0]
             helds = [(s["trace"]["ns"] - off_cpu(s, 5)) / 1e6 / (s["trace"]["records"] * 8 / 2**20)
                      for s, _ in got if s["trace"]["records"]]
@@ -280,7 +311,7 @@ for w, _ in workloads:
                 notes.append("%s %s: * a trace's ring had not wrapped (it holds the whole "
                              "traced run)" % (w, row))
             if row == "traced" or top_traced is None:
-                top_traced = (row, got)
+                top_traced = (row, traced_files)
         ratio = (lambda d: "%7.2fx" % (d[row] / d[plain[0]])) if plain else (lambda d: "")
         print("  %-9s %-12s %-46s %7.3f s %7.3f s %8s %8s %9s %8s" % (
             w, row, method[:46], fast[row], med[row], ratio(fast), ratio(med), rate, held))
@@ -291,19 +322,11 @@ for w, _ in workloads:
         print("  %s: no plain and traced rows: no comparison with perf" % w)
         continue
     ptop, why = perf_top(w, [v[2] for v in vs if v[0] == plain[0]][0])
-    selfs, ran = {}, 0
-    for s, _ in top_traced[1]:
-        fn = s["functions"]
-        for e in s.get("top_trace", []):
-            if e[0] >= 0 and fn[e[0]][0] >= 0:
-                name = base(fn[e[0]][2])
-                selfs[name] = selfs.get(name, 0) + e[1]
-        ran += running(s)
-    stop = sorted(((v, k) for k, v in selfs.items()), reverse=True)
-    threads = sorted({s.get("thread", "?") for s, _ in top_traced[1]})
+    stop, ran = exclude_top([t for t, _ in top_traced[1]])
+    threads = sorted({s.get("thread", "?") for _, (s, _) in top_traced[1]})
     print("  %s: perf record -F 2000, %s build (self, %s)" % (
         w, plain[0], why if ptop is not None else "no perf"))
-    print("  %-48s |  summaries' top self time (%s, %d traces of thread %s)" % (
+    print("  %-48s |  top self time of the traces (%s, %d traces of thread %s)" % (
         "", top_traced[0], len(top_traced[1]), ", ".join(threads)))
     for i in range(5):
         left = "%5.1f%%  %-34s" % ptop[i] if ptop and i < len(ptop) else " " * 41
@@ -318,7 +341,7 @@ for w, _ in workloads:
         points = instrumented([v[2] for v in vs if v[0] == top_traced[0]][0])
         missing = [k + ("" if k in points or not points else " (no trace points)")
                    for k in three if k not in ten]
-        print("    perf's top 3 in the summaries' top 10: %d of %d%s" % (
+        print("    perf's top 3 in the traces' top 10: %d of %d%s" % (
             len(three) - len(missing), len(three),
             " (not: %s)" % ", ".join(missing) if missing else ""))
 for n in notes:
@@ -326,8 +349,8 @@ for n in notes:
 print("  points/s: a trace's records per second of the traced thread's running time (its span "
       "less the\n  blocked and preempted time of the summary's top functions); ms/MiB: the ms of "
       "the run\n  (preempted time left out) a MiB of records holds; medians over the traced rounds. "
-      "Shares:\n  perf's of the busiest thread's samples, the summaries' of their traces' running "
-      "time (self\n  time includes the system calls a function makes)")
+      "Shares:\n  perf's of the busiest thread's samples; the traces' of their running time, as "
+      "`jitt exclude`\n  adds them up (self time includes the system calls a function makes)")
 for pr in problems:
     print("  PROBLEM: " + pr)
 sys.exit(1 if problems else 0)
