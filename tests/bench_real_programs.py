@@ -73,11 +73,17 @@ if not o.variants:
                        ("traced", "on", o.traced, "SDK")]
     o.on_conf = o.on_conf or ["trace_main = 1"]
     o.off_conf = o.off_conf or ["trace_main = 0"]
-for line in open(o.variants) if o.variants else []:
+for i, line in enumerate(open(o.variants, errors="replace") if o.variants else [], 1):
     if line.strip():
-        w, row, mode, binary, method = line.rstrip("\n").split("\t")
+        fields = line.rstrip("\n").split("\t")
+        if len(fields) != 5:
+            sys.exit("%s:%d: %d fields, not WORKLOAD ROW MODE BINARY METHOD (tab-separated)" %
+                     (o.variants, i, len(fields)))
+        w, row, mode, binary, method = fields
         if mode not in ("plain", "off", "on"):
-            sys.exit("%s: %s: mode %r is not plain, off or on" % (o.variants, row, mode))
+            sys.exit("%s:%d: %s: mode %r is not plain, off or on" % (o.variants, i, row, mode))
+        if w not in dict(workloads):
+            sys.exit("%s:%d: no workload %r (--workload)" % (o.variants, i, w))
         variants.setdefault(w, []).append((row, mode, binary, method))
 for mode, extra in (("off", o.off_conf), ("on", o.on_conf)):
     bench_cpu.settings("%s/%s.conf" % (run, mode), "%s/data-%s" % (run, mode),

@@ -11,7 +11,7 @@
 # real_sdk: `make install` into $work/image; sets PKG_CONFIG_PATH (exported), cc (the
 # compiler the SDK was built for) and sdk_hash (12 hex digits of what an app links and
 # compiles with: a build cached under it is rebuilt when the SDK changes). On failure the
-# log's tail is in $work/install.log and the status is 1.
+# status is 1 and the log is $work/install.log.
 real_sdk() {
 	dest=$work/image
 	make -C "$src" --no-print-directory install DESTDIR="$dest" O="$bin/.." \
