@@ -70,7 +70,7 @@ method() {
 	case $1/$2 in
 	plain/*) echo "its own build, no SDK" ;;
 	*/-) echo "SDK defaults" ;;
-	*) echo "SDK defaults + ${2##*/}" ;;
+	*) echo "SDK defaults + @${2##*/}" ;;
 	esac
 }
 
