@@ -330,9 +330,10 @@ endif
 # host, at most CALLGRIND_MAX_PER_POINT per trace point. Either over its pin fails make bench.
 INSN_BOARDS ?= $(sort $(BOARD) qemu-virt-aarch64 rpi3-armv7 rpi4)
 CALLGRIND_MAX_PER_POINT ?= 14
-# A measurement on a real program (SQLite's speedtest1), not a test: summaries and reports
-# (docs/report-format.md), and the overhead plain, off, on and on with the list of `jitt
-# exclude` (docs/exclude.md). Host only, and it fetches Debian's sqlite3 source package.
+# A measurement on real programs, not a test (docs/bench-real.md): SQLite's speedtest1's
+# summaries and reports (docs/report-format.md) and its overhead with `jitt exclude`
+# (docs/exclude.md), then the call-heavy cost of duktape, memcached and speedtest1 (file and
+# --memdb), one table each. Host only; it fetches Debian's source packages. REPS, QUICK=1.
 bench-real: $(obj)/bin/jitt all
 	$(Q)sh tests/speedtest1.sh $(obj)/bin
 	$(Q)echo; sh tests/bench-real-programs.sh . $(obj)/bin
@@ -410,7 +411,9 @@ help:
 	@echo "  boot-test-raspi3b  the installed image's checks on qemu's raspi3b (BOARD=rpi4, rpi3-armv7)"
 	@echo "  bench          benchmarks"
 	@echo "  bench-real     SQLite's speedtest1 (summaries, reports, overhead with jitt exclude),"
-	@echo "                 duktape's call-heavy cost: plain, off, traced"
+	@echo "                 the call-heavy cost of duktape, memcached and speedtest1 (file and"
+	@echo "                 --memdb): plain, off, traced, traced with a list, perf against the"
+	@echo "                 summary (REPS=5, QUICK=1: 2 rounds, smaller workloads)"
 	@echo "  bench-peers    jitt against uftrace and LLVM XRay on Listing 1 and the sim app's"
 	@echo "                 UI frame (host only)"
 	@echo "  fuzz           every fuzz target briefly (FUZZ_SHORT=15 s each): traces, summaries,"

@@ -1,66 +1,180 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# bench-real-programs.sh SRCTREE BIN_DIR - the call-heavy cost on duktape, a JavaScript
-# interpreter from Debian's source package (the baseline of issue "call-heavy cost"):
-# plain, instrumented with tracing off, and traced, on call-heavy scripts, by process CPU
-# time in interleaved rounds (tests/bench_real_programs.py). The instrumented build is
-# real-programs.sh's (its own Makefile, the SDK through pkg-config, cached in
-# build/dl/real/duktape-<SDK hash>); the plain one is the same Makefile without jitt
-# (build/dl/real/duktape-plain). A measurement, not a test: `make bench-real` runs it.
-# Environment: REPS (5).
+# bench-real-programs.sh SRCTREE BIN_DIR - the call-heavy cost on real programs nobody here
+# wrote (issue 25), each built by its own build system (tests/real-lib.sh), one table each:
+#   duktape    a JavaScript interpreter: fib(31), and 100,000 errors thrown 100 calls deep
+#   memcached  an event-loop server (-t 1: one worker, the thread that does the work and the
+#              one jitt traces): pipelined requests from tests/bench_mc_client.py over
+#              loopback TCP, mixed gets and sets, and multigets; the server's CPU time
+#   speedtest1 SQLite's, on a file and with --memdb (static with musl, as speedtest1.sh)
+# Every program runs the rows of rows= below on each of its two workloads, in interleaved
+# rounds, by process CPU time (tests/bench_real_programs.py), and for the traced rows the
+# trace points a second and the ms a MiB of ring holds; then perf's top 5 on the plain
+# build next to the traced summaries' top 5. The list of a traced+list row is `jitt exclude
+# -o`'s, trained on the program's OTHER workload (traces collected with a trigger every
+# quarter second): what a list made from one scenario does to another.
+# Builds are cached in build/dl/real/<program>-<SDK hash>[-<hash of the extra options>],
+# the plain ones in <program>-plain. A measurement, not a test: `make bench-real` runs it.
+# Environment: REPS (5), QUICK=1 (2 rounds, smaller workloads), PROGRAMS (all three).
 set -eu
 src=$(cd "${1:?usage: bench-real-programs.sh SRCTREE BIN_DIR}" && pwd)
 bin=$(cd "${2:?usage: bench-real-programs.sh SRCTREE BIN_DIR}" && pwd)
 dl=${DL_DIR:-$src/build/dl}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+. "$src/tests/real-lib.sh"
+quick=${QUICK:-0}
+if [ "$quick" = 1 ]; then reps=${REPS:-2}; else reps=${REPS:-5}; fi
+programs=${PROGRAMS:-duktape memcached speedtest1}
 
-# The SDK installed as an image has it (as real-programs.sh does).
-dest=$work/image
-make -C "$src" --no-print-directory install DESTDIR="$dest" O="$bin/.." >"$work/install.log" 2>&1 ||
-	{ tail -n 5 "$work/install.log"; exit 1; }
-PKG_CONFIG_PATH=$dest/usr/lib/pkgconfig
-export PKG_CONFIG_PATH
-pc() { pkg-config --define-prefix "$@"; }
-cc=$(pc --variable=compiler jitt)
-sdk_hash=$(cat "$dest/usr/lib/jitt/libjitt-glibc.a" "$dest/usr/lib/jitt/libjitt-glibc.ldflags" \
-	"$dest/usr/lib/jitt/libjitt.cflags" | md5sum | cut -c1-12)
+# The rows of every table, one a line: the row's name, how it runs (plain: the build
+# without the SDK; off: instrumented, no thread traced; on: a thread traced, a `jitt
+# trigger` a quarter second in), and its method: the compile options added to the SDK's
+# defaults (a GCC @file; "-" none; @LIST the `jitt exclude -o` list trained on the other
+# workload). A method is built once per program and cached by the options' contents; a
+# new row is one line here, say "traced+kept on @$src/tests/kept.opt".
+rows="plain plain -
+off off -
+traced on -
+traced+list on @LIST"
 
-mkdir -p "$dl/src" "$dl/real"
-tar=$(ls "$dl/src/duktape"_*.orig.tar.* 2>/dev/null | head -n 1) || true
-if [ -z "$tar" ]; then
-	(cd "$dl/src" && apt-get source --download-only duktape >/dev/null 2>&1) || true
-	tar=$(ls "$dl/src/duktape"_*.orig.tar.* 2>/dev/null | head -n 1) || true
-fi
-[ -n "$tar" ] || { echo "bench-real-programs: no duktape source (make deps: deb-src)"; exit 1; }
-# build DIR [MAKE VARIABLES...]: duktape's cmdline interpreter by its own Makefile
-build() {
-	d=$1
-	shift
-	[ -x "$d/duk" ] && return 0
-	echo "  bench-real-programs: building $(basename "$d")"
-	rm -rf "$d.tmp" && mkdir -p "$d.tmp" && tar -xf "$tar" -C "$d.tmp" --strip-components=1 &&
-		rm -rf "$d" && mv "$d.tmp" "$d" &&
-		(cd "$d" && nice make -f Makefile.cmdline duk CC="$cc" "$@") >"$work/build.log" 2>&1 ||
-		{ tail -n 5 "$work/build.log"; exit 1; }
+say() { echo "  bench-real-programs: $*" >&2; }
+real_sdk || { tail -n 5 "$work/install.log"; exit 1; }
+mkdir -p "$dl/real"
+
+# binary PROGRAM MODE EXTRA: the program's binary for a row (built if missing; prints its
+# path), cached under $key (instrumented) or $plain_key. The instrumented builds without
+# extra options are real-programs.sh's.
+binary() {
+	case $2 in
+	plain) d=$dl/real/$1-plain$plain_key ;;
+	*) d=$dl/real/$1-$key ;;
+	esac
+	case $3 in
+	@*) d=$d-$(md5sum <"${3#@}" | cut -c1-8) ;;
+	esac
+	if [ ! -x "$d/$exe" ]; then
+		case $3 in -) o= ;; *) o=" with @${3##*/}" ;; esac
+		say "building $(basename "$d")$o"
+		if [ "$2" = plain ]; then
+			"build_$1" "$tar" "$d" "$work/build.log"
+		else
+			"build_$1" "$tar" "$d" "$work/build.log" jitt "${3#-}"
+		fi || { tail -n 5 "$work/build.log" >&2; return 1; }
+	fi
+	echo "$d/$exe"
 }
-build "$dl/real/duktape-plain"
-build "$dl/real/duktape-$sdk_hash" CFLAGS="$(pc --cflags jitt)" CCLIBS="-lm $(pc --libs jitt)"
+# method MODE EXTRA: how a row's binary was built, for the table
+method() {
+	case $1/$2 in
+	plain/*) echo "its own build, no SDK" ;;
+	*/-) echo "SDK defaults" ;;
+	*) echo "SDK defaults + @${2##*/}" ;;
+	esac
+}
 
-cat >"$work/fib.js" <<'JS'
+# program NAME LABEL W1 W2 [bench_real_programs.py's options]: the table of program NAME
+# ($tar and $exe set) on its workloads W1 and W2 (their --workload options among the rest).
+program() {
+	prog=$1 label=$2 w1=$3 w2=$4
+	shift 4
+	echo
+	# The lists, if a row asks for one: traces of each workload, and `jitt exclude`.
+	if printf '%s\n' "$rows" | grep -q ' @LIST$'; then
+		t=$(binary "$prog" on -) || return 1
+		printf '%s\ttraced\ton\t%s\t-\n' "$w1" "$t" "$w2" "$t" >"$work/collect.variants"
+		python3 "$src/tests/bench_real_programs.py" --run "$work" --jitt "$bin/jitt" \
+			--label "$label" --variants "$work/collect.variants" \
+			--collect "$work/$prog-traces" --collect-runs "$([ "$quick" = 1 ] && echo 1 || echo 2)" \
+			"$@" >&2 || return 1
+		for w in "$w1" "$w2"; do
+			"$bin/jitt" exclude "$work/$prog-traces/$w"/*.jtr -o "$work/list-from-$w.opt" \
+				>"$work/$prog-$w.exclude" || { cat "$work/$prog-$w.exclude"; return 1; }
+		done
+	fi
+	: >"$work/$prog.variants"
+	for w in "$w1" "$w2"; do
+		other=$w2
+		[ "$w" = "$w1" ] || other=$w1
+		printf '%s\n' "$rows" | while read -r row mode extra; do
+			[ "$extra" = @LIST ] && extra=@$work/list-from-$other.opt
+			b=$(binary "$prog" "$mode" "$extra") || exit 1
+			m=$(method "$mode" "$extra")
+			case $extra in
+			@"$work"/list-from-*)
+				m="SDK defaults + @list of $other ($(grep -o '[^,=]*' "${extra#@}" |
+					grep -cv '^-finstrument') entries)"
+				;;
+			esac
+			printf '%s\t%s\t%s\t%s\t%s\n' "$w" "$row" "$mode" "$b" "$m" >>"$work/$prog.variants"
+		done || return 1
+	done
+	python3 "$src/tests/bench_real_programs.py" --run "$work" --jitt "$bin/jitt" \
+		--label "$label" --variants "$work/$prog.variants" --reps "$reps" --perf "$@" || return 1
+	for w in "$w1" "$w2"; do
+		[ -f "$work/$prog-$w.exclude" ] || continue
+		echo "  jitt exclude on $w's traces (the list for $( [ "$w" = "$w1" ] && echo "$w2" || echo "$w1")):" \
+			"$(sed -n 's/^overhead: *//p' "$work/$prog-$w.exclude")"
+	done
+}
+
+status=0
+for prog in $programs; do
+	case $prog in
+	duktape)
+		tar=$(fetch duktape) || { echo "bench-real-programs: no duktape source (make deps: deb-src)"; exit 1; }
+		exe=duk key=$sdk_hash plain_key=
+		# Each run lasts well over the quarter second before the trigger, plain too.
+		n=31 throws=100000
+		[ "$quick" = 1 ] && n=30 throws=40000
+		cat >"$work/fib.js" <<JS
 // Calls and little else: the interpreter's call path, its helpers' every call.
 function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
-print(fib(29));
+print(fib($n));
 JS
-cat >"$work/deep.js" <<'JS'
+		cat >"$work/deep.js" <<JS
 // Errors thrown from deep in a recursion and caught (real-programs.sh's slow moment).
 function deep(n) { if (n === 0) throw new Error('deep'); return deep(n - 1) + 1; }
 var caught = 0;
-for (var i = 0; i < 30000; i++) { try { deep(100); } catch (e) { caught++; } }
+for (var i = 0; i < $throws; i++) { try { deep(100); } catch (e) { caught++; } }
 print(caught);
 JS
-echo "  $(basename "$tar" | sed "s/_/ /;s/\.orig.*//"), built by its Makefile.cmdline (-Os)"
-python3 "$src/tests/bench_real_programs.py" --run "$work" --jitt "$bin/jitt" \
-	--plain "$dl/real/duktape-plain/duk" --traced "$dl/real/duktape-$sdk_hash/duk" \
-	--label duktape --reps "${REPS:-5}" "fib=$work/fib.js" "throw=$work/deep.js"
+		program duktape "$(basename "$tar" | sed "s/_/ /;s/\.orig.*//"), its Makefile.cmdline (-Os), main thread traced" \
+			fib throw --workload "fib=$work/fib.js" --workload "throw=$work/deep.js" \
+			--on-conf "trace_main = 1" --off-conf "trace_main = 0" || status=1
+		;;
+	memcached)
+		tar=$(fetch memcached) || { echo "bench-real-programs: no memcached source"; exit 1; }
+		exe=memcached key=$sdk_hash plain_key=
+		n=200000 keys=1000000
+		[ "$quick" = 1 ] && n=50000 keys=200000
+		# -A: the client ends the run with `shutdown`. Off is `enabled = 0`: the
+		# worker's jitt_trace_thread(true) is in the source (real-lib.sh), so the runtime
+		# is not started and every trace point runs its off check.
+		args="-u $(id -un) -l 127.0.0.1 -p {port} -t 1 -m 512 -U 0 -A"
+		program memcached "$(basename "$tar" | sed "s/_/ /;s/\.orig.*//"), configure && make, -t 1, worker thread traced" \
+			mixed multiget --workload "mixed=$args" --workload "multiget=$args" \
+			--client "mixed=python3 $src/tests/bench_mc_client.py {port} mixed $n" \
+			--client "multiget=python3 $src/tests/bench_mc_client.py {port} multiget $keys" \
+			--off-conf "enabled = 0" || status=1
+		;;
+	speedtest1)
+		tar=$(sh "$src/board/common/sqlite.sh" "$dl") || exit 1
+		# Built from the build's lib/ (as speedtest1.sh), not the SDK image: its own key.
+		exe=speedtest1 plain_key=-$(md5sum <"$tar/.version" | cut -c1-8)
+		key=$(cat "$bin/../lib/libjitt.a" "$bin/../lib/libjitt.cflags" "$bin/../lib/libjitt.ldflags" \
+			"$src/tests/speedtest1_shim.c" "$tar/.version" | md5sum | cut -c1-12)
+		size=50
+		[ "$quick" = 1 ] && size=20
+		# --verify prints a hash of every result (the timings are taken out of the
+		# comparison), --nosync leaves fsync's disk waits out of the work.
+		program speedtest1 "SQLite $(cat "$tar/.version") speedtest1 --size $size, static musl, main thread traced" \
+			file memdb --workload "file=--size $size --verify --nosync {db}" \
+			--workload "memdb=--size $size --verify --memdb" \
+			--off-env SPEEDTEST1_TRACE=0 --ignore '\s+[0-9.]+s$' || status=1
+		;;
+	*) echo "bench-real-programs: no program $prog"; exit 2 ;;
+	esac
+done
+exit $status

@@ -1,105 +1,362 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The call-heavy cost on a real program (tests/bench-real-programs.sh builds it): each
-workload run plain (uninstrumented), off (instrumented, no thread traced) and on (its main
-thread traced), in rounds, each round the three in a rotated order so that the machine's
-load falls on all alike. Each run is timed by its process's CPU time (user + sys, from
-wait4's rusage: wall time on a loaded machine counts the waits for a core); the fastest run
-is the least disturbed, the median says how steady. Every run must print plain's output,
-and every traced run must save the trace it is asked for a quarter second into it (`jitt
-trigger`: it really traced, and pays one persist).
+"""The call-heavy cost on a real program (tests/bench-real-programs.sh builds it; issue 25):
+for each workload, a set of variants (its rows) run in rounds, each round all of them in a
+rotated order so that the machine's load falls on all alike. A row is a binary (built by
+its method: the program's own build, with or without the SDK, with extra compile options)
+and how it runs: plain (uninstrumented), off (instrumented, no thread traced) or on (its
+thread traced, a `jitt trigger` a quarter second in). Each run is timed by its process's CPU
+time (tests/bench_cpu.py; a server's over a fixed amount of client work); the fastest run is
+the least disturbed, the median says how steady. Every run must print plain's output, and
+every traced run must save its trace.
+
+For each traced row, from its saved traces (`jitt summarize --json`): trace points per
+second of the traced thread's running time (records over the trace's span less the time the
+thread was preempted or blocked), and the ms of the run one MiB of records holds (the span
+less the preempted time: the machine's load is not the program's). And the summary's truth:
+`perf record` of the plain build, its top 5 self time in the program's own code (its busiest
+thread's), next to the top 5 self time of the traced row's traces (all its rounds' traces
+added up by `jitt exclude`), and whether perf's top 3 are in the traces' top 10.
+
+With --collect DIR it measures nothing: it runs the row "traced" of each workload with a
+trigger every quarter second and keeps the traces in DIR/WORKLOAD/ (what `jitt exclude`
+learns from).
+
+Variants come in a file, one a line, tab-separated: WORKLOAD ROW MODE BINARY METHOD.
 """
 import argparse
+import json
 import os
+import re
+import shutil
+import socket
 import statistics
 import subprocess
 import sys
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_cpu  # noqa: E402 (beside this file)
 
 p = argparse.ArgumentParser()
-for a in ("--run", "--jitt", "--plain", "--traced", "--label"):
+for a in ("--run", "--jitt", "--label"):
     p.add_argument(a, required=True)
+p.add_argument("--variants", help="the variants' file (above)")
+p.add_argument("--plain", help="without --variants: the rows plain, off and traced of an "
+               "interpreter traced by trace_main (the first form of this script)")
+p.add_argument("--traced")
+p.add_argument("workloads", nargs="*", help="NAME=ARGS, as --workload")
 p.add_argument("--reps", type=int, default=5)
-p.add_argument("workloads", nargs="+", help="NAME=ARGS (split on spaces)")
+p.add_argument("--workload", action="append", default=[],
+               help="NAME=ARGS: the program's arguments, split on spaces; {port} is a free "
+               "port, {db} a file that is removed before and after each run")
+p.add_argument("--client", action="append", default=[],
+               help="NAME=ARGS: a client run beside each run of workload NAME (a server's)")
+p.add_argument("--on-conf", action="append", default=[], help="a settings line when traced")
+p.add_argument("--off-conf", action="append", default=[], help="a settings line when off")
+p.add_argument("--off-env", action="append", default=[], help="NAME=VALUE when off")
+p.add_argument("--ignore", help="a regular expression taken out of every output line "
+               "before the outputs are compared (timings)")
+p.add_argument("--perf", action="store_true", help="the summary's truth, against perf")
+p.add_argument("--collect", metavar="DIR")
+p.add_argument("--collect-runs", type=int, default=2)
 o = p.parse_args()
 
 run = o.run
-variants = [("plain", "plain (uninstrumented)", o.plain, False),
-            ("off", "off (instrumented, not traced)", o.traced, False),
-            ("on", "on (main thread traced)", o.traced, True)]
-for v, _, _, on in variants:
-    d = "%s/%s" % (run, v)
-    os.makedirs("%s/spool" % d, exist_ok=True)
-    os.makedirs("%s/sock" % run, exist_ok=True)
-    with open("%s/%s.conf" % (run, v), "w") as f:
-        f.write("data_dir = %s\nrun_dir = %s/sock\ncooldown_ms = 0\nlog_level = warn\n"
-                "trace_main = %d\n" % (d, run, on))
+workloads = [w.partition("=")[::2] for w in o.workload + o.workloads]
+clients = dict(c.partition("=")[::2] for c in o.client)
+variants = {}  # workload: [(row, mode, binary, method)]
+if not o.variants:
+    if not (o.plain and o.traced and workloads):
+        p.error("--variants, or --plain, --traced and workloads")
+    for w, _ in workloads:
+        variants[w] = [("plain", "plain", o.plain, "plain"), ("off", "off", o.traced, "SDK"),
+                       ("traced", "on", o.traced, "SDK")]
+    o.on_conf = o.on_conf or ["trace_main = 1"]
+    o.off_conf = o.off_conf or ["trace_main = 0"]
+for i, line in enumerate(open(o.variants, errors="replace") if o.variants else [], 1):
+    if line.strip():
+        fields = line.rstrip("\n").split("\t")
+        if len(fields) != 5:
+            sys.exit("%s:%d: %d fields, not WORKLOAD ROW MODE BINARY METHOD (tab-separated)" %
+                     (o.variants, i, len(fields)))
+        w, row, mode, binary, method = fields
+        if mode not in ("plain", "off", "on"):
+            sys.exit("%s:%d: %s: mode %r is not plain, off or on" % (o.variants, i, row, mode))
+        if w not in dict(workloads):
+            sys.exit("%s:%d: no workload %r (--workload)" % (o.variants, i, w))
+        variants.setdefault(w, []).append((row, mode, binary, method))
+for mode, extra in (("off", o.off_conf), ("on", o.on_conf)):
+    bench_cpu.settings("%s/%s.conf" % (run, mode), "%s/data-%s" % (run, mode),
+                       "%s/sock" % run, extra)
+os.makedirs("%s/db" % run, exist_ok=True)
 
 
-def spool(v):
-    return sorted(os.listdir("%s/%s/spool" % (run, v)))
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
-def one(v, binary, on, args):
+def clean_db(db):
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        if os.path.exists(db + suffix):
+            os.unlink(db + suffix)
+
+
+def one(w, row, mode, binary, every=None, prefix=(), keep=None):
+    """Runs a variant once: (bench_cpu.Run, its output, the traces it saved)."""
+    port, db = str(free_port()), "%s/db/%s.db" % (run, row)
+    clean_db(db)
+    args = [a.replace("{port}", port).replace("{db}", db) for a in dict(workloads)[w].split()]
+    client = [a.replace("{port}", port) for a in clients[w].split()] if w in clients else None
     env = dict(os.environ)
-    env["JITT_CONFIG"] = "%s/%s.conf" % (run, v)
-    out = "%s/%s.out" % (run, v)
-    with open(out, "w") as f:
-        t0 = time.monotonic()
-        proc = subprocess.Popen(["nice", binary] + args, stdout=f, stderr=subprocess.DEVNULL,
-                                env=env, cwd=run)
-        asked, done = False, (0, 0, None)
-        if on:
-            # Reaped here with its rusage (wait4), never by Popen.poll().
-            sock = "%s/sock/jitt-%d.sock" % (run, proc.pid)
-            while not done[0] and (not os.path.exists(sock) or time.monotonic() - t0 < 0.25):
-                time.sleep(0.01)
-                done = os.wait4(proc.pid, os.WNOHANG)
-            if not done[0]:
-                asked = subprocess.run([o.jitt, "trigger", str(proc.pid), "timed", "-c",
-                                        env["JITT_CONFIG"]], stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.DEVNULL).returncode == 0
-        if not done[0]:
-            done = os.wait4(proc.pid, 0)
-        _, status, ru = done
-    # The traces, and their slots (agent/spool.h): no jittd runs here to release them.
-    names = spool(v)
-    for name in names:
-        os.unlink("%s/%s/spool/%s" % (run, v, name))
-    saved = sum(n.endswith(".jtr") for n in names)
-    return ru.ru_utime + ru.ru_stime, status, open(out).read(), asked, saved
+    env.pop("JITT_CONFIG", None)
+    conf = None
+    if mode != "plain":
+        conf = env["JITT_CONFIG"] = "%s/%s.conf" % (run, mode)
+    if mode == "off":
+        env.update(e.partition("=")[::2] for e in o.off_env)
+    out, cout = "%s/%s.out" % (run, row), "%s/%s.client" % (run, row)
+    with open(out, "w") as f, open(cout, "w") as c:
+        r = bench_cpu.run(list(prefix) + ["nice", binary] + args, env, "%s/db" % run, f,
+                          jitt=o.jitt if mode == "on" else None,
+                          conf=conf if mode == "on" else None, every=every,
+                          client=client, client_out=c)
+    clean_db(db)
+    traces = bench_cpu.take_traces("%s/data-%s" % (run, mode), keep) if mode != "plain" else []
+    text = open(out, errors="replace").read() + open(cout, errors="replace").read()
+    if o.ignore:
+        text = "\n".join(re.sub(o.ignore, "", ln) for ln in text.split("\n"))
+    return r, text, traces
+
+
+def base(name):
+    """A function's name in the source: GCC's clones and LTO's statics (foo.isra.0,
+    foo.constprop.0, foo.part.0, foo.cold, foo.lto_priv.0) are all foo."""
+    return name.split(".", 1)[0]
+
+
+if o.collect:
+    for w, _ in workloads:
+        tr = [v for v in variants[w] if v[0] == "traced"]
+        if not tr:
+            sys.exit("%s: no row \"traced\" to collect traces of" % w)
+        n, bad = 0, []
+        for i in range(o.collect_runs):
+            r, _, traces = one(w, "traced", "on", tr[0][2], every=bench_cpu.TRIGGER_AFTER,
+                               keep="%s/%s" % (o.collect, w))
+            n += len(traces)
+            if r.status or r.problem:
+                bad.append("run %d: wait status %d%s" % (i + 1, r.status,
+                                                         ", " + r.problem if r.problem else ""))
+        print("  %s: %d traces of the traced build in %d runs (a trigger every %.2f s)%s" %
+              (w, n, o.collect_runs, bench_cpu.TRIGGER_AFTER, "; " + "; ".join(bad) if bad else ""))
+        if bad or not n:
+            sys.exit(1)
+    sys.exit(0)
+
+
+def summaries(traces):
+    """Each trace's `jitt summarize --json`, and whether its ring had wrapped (`jitt
+    decode`'s header: laps): if not, the trace holds the run since tracing began."""
+    got = []
+    for t in traces:
+        s = subprocess.run([o.jitt, "summarize", t, "--json"], capture_output=True, text=True)
+        if s.returncode:
+            continue
+        wrapped = None
+        d = subprocess.Popen([o.jitt, "decode", t], stdout=subprocess.PIPE, text=True)
+        for line in d.stdout:
+            g = re.search(r": ring of \d+ slots, (\d+) laps", line)
+            if g:
+                wrapped = int(g.group(1)) > 0
+                break
+        d.kill()
+        d.wait()
+        got.append((t, (json.loads(s.stdout), wrapped)))
+    return got
+
+
+def perf_top(w, binary):
+    """perf's self time in the plain build's own code, [(share of all samples, name)],
+    and a note; or None and why not."""
+    data = "%s/perf-%s.data" % (run, w)
+    if not shutil.which("perf"):
+        return None, "perf is not installed (make deps)"
+    r, _, _ = one(w, "perf", "plain", binary,
+                  prefix=("perf", "record", "-F", "2000", "-q", "-o", data, "--"))
+    if r.status or not os.path.exists(data):
+        par = open("/proc/sys/kernel/perf_event_paranoid").read().strip()
+        return None, ("perf record failed (wait status %d; perf_event_paranoid %s): %s" %
+                      (r.status, par, open("%s/perf.out" % run, errors="replace").read()
+                       .strip().replace("\n", " ")[:200]))
+    comm = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "comm",
+                           "--stdio", "-q"], capture_output=True, text=True).stdout.split()
+    busiest = comm[1] if len(comm) > 1 else None
+    # The busiest thread's samples only: a server's other threads are not the work a
+    # summary of its traced worker is about.
+    rep = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "dso,sym",
+                          "--stdio", "-q", "--percentage", "relative"] +
+                         (["--comms", busiest] if busiest else []), capture_output=True, text=True)
+    os.unlink(data)
+    shares, own = {}, 0.0
+    for line in rep.stdout.splitlines():
+        g = re.match(r"\s*([0-9.]+)%\s+(\S+)\s+\[(.)\]\s+(\S+)", line)
+        if g and g.group(2) == os.path.basename(binary):
+            pct, name = float(g.group(1)), base(g.group(4))
+            shares[name] = shares.get(name, 0.0) + pct
+            own += pct
+    top = sorted(((v, k) for k, v in shares.items()), reverse=True)
+    return top, "thread %s, %s of all samples; %.0f%% of its samples in the program's own " \
+        "code" % (busiest or "?", comm[0] if comm else "?", own)
+
+
+def off_cpu(s, *which):
+    """A summary's time off the CPU over its whole trace: the blocked (3) and preempted (5)
+    time of the functions of its top list (top_trace: [f, self, calls, blocked, cut,
+    preempted], docs/summary-format.md); what the rest had is not in the summary."""
+    return sum(e[i] for e in s.get("top_trace", []) for i in which)
+
+
+def running(s):
+    return s["trace"]["ns"] - off_cpu(s, 3, 5)
+
+
+UNITS = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def exclude_top(traces):
+    """The top self time over all the traces, [(ns, name)] (the functions of the program;
+    not the trace's own entries such as "(entered before the ring's oldest record)"), and
+    their running time in ns, as `jitt exclude` adds them up (the summaries list only each
+    trace's top 10). ([], 0) if it says nothing."""
+    r = subprocess.run([o.jitt, "exclude"] + traces + ["--keep", "12"], capture_output=True,
+                       text=True)
+    top, total, on = [], 0, False
+    for line in r.stdout.splitlines():
+        g = re.match(r"traces:.*threads\): ([0-9.]+) (\S+) running", line)
+        if g and g.group(2) in UNITS:
+            total = float(g.group(1)) * UNITS[g.group(2)]
+        if line.startswith("top "):
+            on = True
+            continue
+        g = re.match(r"\s*\d+\.\s+([0-9.]+) (\S+) ->\s+(?:excluded|[0-9.]+ \S+)\s+(?:#\d+)?\s*(.+)$",
+                     line) if on else None
+        if on and not g:
+            break
+        if g and not g.group(3).startswith("(") and g.group(2) in UNITS:
+            top.append((float(g.group(1)) * UNITS[g.group(2)], base(g.group(3).strip())))
+    return top, total
+
+
+def instrumented(binary):
+    """The functions of a binary that hold trace points (the SDK's hooks are inlined, and
+    on x86-64 each reads the TSC: rdtsc). The others (a static libc's memcpy, say) can never
+    be in a summary."""
+    names, cur = set(), None
+    dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binary], capture_output=True,
+                         text=True).stdout
+    for line in dis.splitlines():
+        g = re.match(r"[0-9a-f]+ <(.+)>:$", line)
+        if g:
+            cur = base(g.group(1))
+        elif cur and "rdtsc" in line:
+            names.add(cur)
+    return names
+
+
+def fmt_rate(x):
+    return "%.1f M" % (x / 1e6) if x >= 1e6 else "%.0f k" % (x / 1e3)
 
 
 problems = []
-print("%s (CPU time, user+sys; %d rounds)" % (o.label, o.reps))
-print("  %-12s %-32s %9s %9s %14s %13s" % ("workload", "variant", "fastest", "median",
-                                             "fastest/plain", "median/plain"))
-for w in o.workloads:
-    name, _, argstr = w.partition("=")
-    args = argstr.split()
-    times = {v: [] for v, _, _, _ in variants}
+print("%s (CPU time, user+sys; %d rounds interleaved)" % (o.label, o.reps))
+hdr = "  %-9s %-12s %-46s %9s %9s %8s %8s %9s %8s" % (
+    "workload", "row", "method", "fastest", "median", "fast/pl", "med/pl", "points/s", "ms/MiB")
+print(hdr)
+notes = []
+for w, _ in workloads:
+    vs = variants[w]
+    times = {v[0]: [] for v in vs}
+    kept = {v[0]: [] for v in vs}
     reference = None
-    for r in range(o.reps):
-        order = variants[r % len(variants):] + variants[:r % len(variants)]
-        for v, _, binary, on in order:
-            cpu, status, out, asked, saved = one(v, binary, on, args)
-            times[v].append(cpu)
-            if status != 0:
-                problems.append("%s %s round %d: wait status %d" % (name, v, r + 1, status))
-            if v == "plain" and reference is None:
+    for r_ in range(o.reps):
+        order = vs[r_ % len(vs):] + vs[:r_ % len(vs)]
+        for row, mode, binary, _ in order:
+            r, out, traces = one(w, row, mode, binary, keep="%s/traces-%s-%s" % (run, w, row))
+            times[row].append(r.cpu)
+            kept[row] += traces
+            where = "%s %s round %d" % (w, row, r_ + 1)
+            if r.status != 0 or r.problem:
+                problems.append("%s: wait status %d%s" % (where, r.status,
+                                                           ", " + r.problem if r.problem else ""))
+            if mode == "plain" and reference is None:
                 reference = out
             if reference is not None and out != reference:
-                problems.append("%s %s round %d: output differs from plain's" %
-                                (name, v, r + 1))
-            if on and (not asked or saved != 1):
-                problems.append("%s %s round %d: %s, %d traces saved" %
-                                (name, v, r + 1, "trigger sent" if asked else
-                                 "no trigger (the run ended first?)", saved))
-    fast = {v: min(t) for v, t in times.items()}
-    med = {v: statistics.median(t) for v, t in times.items()}
-    for v, label, _, _ in variants:
-        print("  %-12s %-32s %7.3f s %7.3f s %13.2fx %12.2fx" %
-              (name, label, fast[v], med[v], fast[v] / fast["plain"], med[v] / med["plain"]))
+                problems.append("%s: output differs from plain's (%s)" % (where, out[:80]))
+            if mode == "on" and (not r.triggers or len(traces) != 1):
+                problems.append("%s: %s, %d traces saved" % (
+                    where, "trigger sent" if r.triggers else "no trigger (the run ended first?)",
+                    len(traces)))
+    plain = [v[0] for v in vs if v[1] == "plain"]
+    fast = {k: min(t) for k, t in times.items()}
+    med = {k: statistics.median(t) for k, t in times.items()}
+    top_traced = None
+    for row, mode, binary, method in vs:
+        rate = held = ""
+        if mode == "on":
+            traced_files = summaries(kept[row])
+            got = [x for _, x in traced_files]
+            rates = [s["trace"]["records"] / (running(s) / 1e9) for s, _ in got if running(s) > 0]
+            helds = [(s["trace"]["ns"] - off_cpu(s, 5)) / 1e6 / (s["trace"]["records"] * 8 / 2**20)
+                     for s, _ in got if s["trace"]["records"]]
+            rate = fmt_rate(statistics.median(rates)) if rates else "?"
+            held = "%.2f" % statistics.median(helds) if helds else "?"
+            if not all(wrapped for _, wrapped in got):
+                held += "*"
+                notes.append("%s %s: * a trace's ring had not wrapped (it holds the whole "
+                             "traced run)" % (w, row))
+            if row == "traced" or top_traced is None:
+                top_traced = (row, traced_files)
+        ratio = (lambda d: "%7.2fx" % (d[row] / d[plain[0]])) if plain else (lambda d: "")
+        print("  %-9s %-12s %-46s %7.3f s %7.3f s %8s %8s %9s %8s" % (
+            w, row, method[:46], fast[row], med[row], ratio(fast), ratio(med), rate, held))
+    if not o.perf:
+        continue
+    # ---- the summary's truth ----
+    if not plain or top_traced is None:
+        print("  %s: no plain and traced rows: no comparison with perf" % w)
+        continue
+    ptop, why = perf_top(w, [v[2] for v in vs if v[0] == plain[0]][0])
+    stop, ran = exclude_top([t for t, _ in top_traced[1]])
+    threads = sorted({s.get("thread", "?") for _, (s, _) in top_traced[1]})
+    print("  %s: perf record -F 2000, %s build (self, %s)" % (
+        w, plain[0], why if ptop is not None else "no perf"))
+    print("  %-48s |  top self time of the traces (%s, %d traces of thread %s)" % (
+        "", top_traced[0], len(top_traced[1]), ", ".join(threads)))
+    for i in range(5):
+        left = "%5.1f%%  %-34s" % ptop[i] if ptop and i < len(ptop) else " " * 41
+        right = "%5.1f%%  %s" % (100.0 * stop[i][0] / ran, stop[i][1]) \
+            if i < len(stop) and ran else ""
+        print("    %d. %s |  %s" % (i + 1, left, right))
+    if ptop is None:
+        print("    perf: %s" % why)
+    else:
+        ten = {k for _, k in stop[:10]}
+        three = [k for _, k in ptop[:3]]
+        points = instrumented([v[2] for v in vs if v[0] == top_traced[0]][0])
+        missing = [k + ("" if k in points or not points else " (no trace points)")
+                   for k in three if k not in ten]
+        print("    perf's top 3 in the traces' top 10: %d of %d%s" % (
+            len(three) - len(missing), len(three),
+            " (not: %s)" % ", ".join(missing) if missing else ""))
+for n in notes:
+    print("  " + n)
+print("  points/s: a trace's records per second of the traced thread's running time (its span "
+      "less the\n  blocked and preempted time of the summary's top functions); ms/MiB: the ms of "
+      "the run\n  (preempted time left out) a MiB of records holds; medians over the traced rounds. "
+      "Shares:\n  perf's of the busiest thread's samples; the traces' of their running time, as "
+      "`jitt exclude`\n  adds them up (self time includes the system calls a function makes)")
 for pr in problems:
     print("  PROBLEM: " + pr)
 sys.exit(1 if problems else 0)

@@ -30,6 +30,7 @@ cleanup() {
 }
 trap cleanup EXIT
 . "$src/tests/check-lib.sh"
+. "$src/tests/real-lib.sh"
 finish() {
 	echo "$passed passed, $failed failed"
 	[ "$failed" -eq 0 ]
@@ -43,35 +44,10 @@ for tool in perf python3 pkg-config; do
 done
 
 # ---- the SDK, installed as an image would have it ----
-dest=$work/image
-if ! make -C "$src" --no-print-directory install DESTDIR="$dest" O="$bin/.." >"$work/install.log" 2>&1
-then
+if ! real_sdk; then
 	fail "make install" "$(tail -n 5 "$work/install.log")"
 	finish
 fi
-PKG_CONFIG_PATH=$dest/usr/lib/pkgconfig
-export PKG_CONFIG_PATH
-pc() { pkg-config --define-prefix "$@"; }
-cc=$(pc --variable=compiler jitt)
-sdk_hash=$(cat "$dest/usr/lib/jitt/libjitt-glibc.a" "$dest/usr/lib/jitt/libjitt-glibc.ldflags" \
-	"$dest/usr/lib/jitt/libjitt.cflags" | md5sum | cut -c1-12)
-
-# ---- sources ----
-# fetch PKG: the upstream tarball of Debian's source package, downloaded once.
-fetch() {
-	mkdir -p "$dl/src"
-	f=$(ls "$dl/src/$1"_*.orig.tar.* 2>/dev/null | head -n 1)
-	if [ -z "$f" ]; then
-		(cd "$dl/src" && apt-get source --download-only "$1" >/dev/null 2>&1)
-		f=$(ls "$dl/src/$1"_*.orig.tar.* 2>/dev/null | head -n 1)
-	fi
-	[ -n "$f" ] && echo "$f"
-}
-# unpack TARBALL DIR: the tree, its timestamps kept (autotools must not want to rerun)
-unpack() {
-	rm -rf "$2.tmp" && mkdir -p "$2.tmp" && tar -xf "$1" -C "$2.tmp" --strip-components=1 &&
-		rm -rf "$2" && mv "$2.tmp" "$2"
-}
 
 conf=$work/jitt.conf
 mkdir -p "$work/data/spool" "$work/run"
@@ -110,9 +86,7 @@ else
 	if [ ! -x "$b/duk" ]; then
 		say "building duktape ($(basename "$tar")) with its Makefile.cmdline and pkg-config jitt"
 		# The OEM's build: the Makefile's own variables, jitt's flags in them.
-		unpack "$tar" "$b" && (cd "$b" && nice make -f Makefile.cmdline duk CC="$cc" \
-			CFLAGS="$(pc --cflags jitt)" CCLIBS="-lm $(pc --libs jitt)") \
-			>"$work/duk.log" 2>&1 || rm -f "$b/duk"
+		build_duktape "$tar" "$b" "$work/duk.log" jitt
 	fi
 	if [ -x "$b/duk" ] && file -L "$b/duk" | grep -q 'pie executable'; then
 		ok "duktape: built by its own Makefile, PIE, linked through pkg-config jitt"
@@ -165,19 +139,7 @@ else
 		say "building memcached ($(basename "$tar")) with configure && make, pkg-config jitt"
 		# What an OEM adds (docs/oem.md): the worker thread traced before its event loop,
 		# and each event handled as a frame.
-		unpack "$tar" "$b" && (cd "$b" &&
-			awk '/^    event_base_loop\(me->base, 0\);$/ && !d {
-				print "    jitt_thread_name(\"mc-worker\"); jitt_trace_thread(true);"; d = 1 }
-				{ print }' thread.c >.jitt-edit && mv .jitt-edit thread.c &&
-			awk '/^    drive_machine\(c\);$/ && !d { print "    jitt_frame_begin();"; print;
-				print "    jitt_frame_end();"; d = 1; next } { print }' memcached.c \
-				>.jitt-edit && mv .jitt-edit memcached.c &&
-			sed -i '0,/^#include "memcached.h"$/s//&\n#include <jitt\/jitt.h>/' thread.c \
-				memcached.c &&
-			./configure -q && nice make -j2 memcached sizes timedrun \
-				memcached_CPPFLAGS="-DNDEBUG $(pc --cflags jitt)" \
-				memcached_LDADD="$(pc --libs jitt)") >"$work/mc.log" 2>&1 ||
-			rm -f "$b/memcached"
+		build_memcached "$tar" "$b" "$work/mc.log" jitt
 	fi
 	if [ -x "$b/memcached" ] && file -L "$b/memcached" | grep -q 'pie executable'; then
 		ok "memcached: built by configure and make, PIE, linked through pkg-config jitt"

@@ -22,7 +22,7 @@
 # A measurement, not a test: `make bench-real` runs it, `make test` does not.
 # Host only (musl-gcc), needs deb-src (make deps), dpkg-dev and tcl (board/common/sqlite.sh).
 # Environment: SIZE (speedtest1 --size, 50: about 10 s traced here), TRACES (5), REPS (5),
-# INTERVAL (0.4), BUDGET (jitt exclude --budget, 10).
+# INTERVAL (0.4), BUDGET (jitt exclude --budget, 10); QUICK=1: SIZE 20 and REPS 2 unless set.
 set -eu
 
 bin=$(cd "${1:?usage: speedtest1.sh BIN_DIR [OUT_DIR]}" && pwd)
@@ -32,9 +32,8 @@ srctree=$(cd "$here/.." && pwd)
 mkdir -p "${2:-$bin/../speedtest1}"
 out=$(cd "${2:-$bin/../speedtest1}" && pwd)
 dl=${DL_DIR:-$srctree/build/dl}
-size=${SIZE:-50}
+if [ "${QUICK:-0}" = 1 ]; then size=${SIZE:-20} reps=${REPS:-2}; else size=${SIZE:-50} reps=${REPS:-5}; fi
 traces=${TRACES:-5}
-reps=${REPS:-5}
 interval=${INTERVAL:-0.4}
 budget=${BUDGET:-10}
 cc=${CC_MUSL:-musl-gcc}

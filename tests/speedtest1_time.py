@@ -9,6 +9,7 @@ process waited for a core. The fastest run is the least disturbed; the median sa
 steady that is. Every run must print plain's results (speedtest1 --verify: a hash of every
 result), and every traced run must save the trace it is asked for once, a quarter second
 into it (`jitt trigger`: the traced variants really traced, and pay one persist each).
+The run, its timing and its trigger are tests/bench_cpu.py's.
 
 Prints the table, then a line "scale X": the median of on with the list over on's, which the
 shell uses to trigger that build at the same points of its work.
@@ -17,9 +18,10 @@ import argparse
 import os
 import re
 import statistics
-import subprocess
 import sys
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_cpu  # noqa: E402 (beside this file)
 
 p = argparse.ArgumentParser()
 for a in ("--run", "--jitt", "--args", "--plain", "--traced", "--list", "--exclude"):
@@ -36,10 +38,9 @@ variants = [
 ]
 traced = {"on", "list"}
 for v, _, _, _ in variants:
-    d = "%s/time-%s" % (run, v)
-    os.makedirs(d, exist_ok=True)
-    with open("%s/time-%s.conf" % (run, v), "w") as f:
-        f.write("data_dir = %s\nrun_dir = %s/sock\ncooldown_ms = 0\nlog_level = warn\n" % (d, run))
+    # With its spool, as the image's init makes it: without one the runtime persists
+    # nothing and warns on stderr (every traced run then failed both checks).
+    bench_cpu.settings("%s/time-%s.conf" % (run, v), "%s/time-%s" % (run, v), "%s/sock" % run)
 
 
 def spool(v):
@@ -68,33 +69,16 @@ def one(v, binary, extra):
     out = "%s/time-%s.out" % (run, v)
     before = len(spool(v))
     with open(out, "w") as f:
-        t0 = time.monotonic()
-        proc = subprocess.Popen(["nice", binary] + o.args.split() + [db], stdout=f,
-                                stderr=subprocess.STDOUT, env=env, cwd="%s/db" % run)
-        asked, done = False, (0, 0, None)
-        if v in traced:
-            # Reaped here with its rusage (wait4), never by Popen.poll(), which would
-            # take the rusage with it.
-            sock = "%s/sock/jitt-%d.sock" % (run, proc.pid)
-            while not done[0] and (not os.path.exists(sock) or time.monotonic() - t0 < 0.25):
-                time.sleep(0.01)
-                done = os.wait4(proc.pid, os.WNOHANG)
-            if not done[0]:
-                asked = subprocess.run([o.jitt, "trigger", str(proc.pid), "timed", "-c",
-                                        env["JITT_CONFIG"]], stdout=subprocess.DEVNULL,
-                                       stderr=subprocess.DEVNULL).returncode == 0
-        if not done[0]:
-            done = os.wait4(proc.pid, 0)
-        _, status, ru = done
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    cpu = ru.ru_utime + ru.ru_stime
+        r = bench_cpu.run(["nice", binary] + o.args.split() + [db], env, "%s/db" % run, f,
+                          jitt=o.jitt if v in traced else None,
+                          conf=env.get("JITT_CONFIG") if v in traced else None)
     saved = len(spool(v)) - before
     for name in spool(v):  # counted; 4 MiB each
         os.unlink("%s/time-%s/spool/%s" % (run, v, name))
     for suffix in ("", "-journal", "-wal"):
         if os.path.exists(db + suffix):
             os.unlink(db + suffix)
-    return cpu, status, results(out), asked, saved
+    return r.cpu, r.status, results(out), r.triggers > 0, saved
 
 
 times = {v: [] for v, _, _, _ in variants}

@@ -1,0 +1,122 @@
+# SPDX-License-Identifier: MIT
+"""What the real-program benchmarks share (tests/bench_real_programs.py and
+tests/speedtest1_time.py): one run of a program timed by its process's CPU time, and the
+trace asked of it.
+
+CPU time (user + sys, from wait4's rusage) and not wall time: on a loaded machine wall time
+counts the waits for a core. The process is therefore reaped here with os.wait4, never by
+Popen.poll() or Popen.wait(), which would take its rusage with them. A server is timed the
+same way over a fixed amount of client work: the client is started with it, does its work
+and asks the server to shut down cleanly, and the server's own CPU time is what counts.
+
+A traced run is asked for its trace with `jitt trigger` a quarter second after it started
+(once its control socket exists): it proves the run really traced, and each traced run
+pays one persist. With `every`, again every so many seconds until it ends (to collect
+traces spread over a run).
+"""
+import os
+import signal
+import subprocess
+import time
+
+TRIGGER_AFTER = 0.25
+# Only a hang turns into a failure: no run here takes anywhere near this.
+LIMIT = 1800.0
+
+
+class Run:
+    """What one run gave: cpu (s), status (wait4's), triggers (sent and answered), client
+    (the client's exit status, None without one), problem (a sentence, or None)."""
+
+    def __init__(self):
+        self.cpu, self.status, self.triggers, self.client, self.problem = 0.0, 0, 0, None, None
+
+
+def run(argv, env, cwd, stdout, jitt=None, conf=None, every=None, client=None,
+        client_out=None):
+    """Runs argv (stdout and stderr to the file object stdout) to its end. jitt and conf:
+    trigger it (see above). client: argv of a client started with it, its output to the
+    file object client_out; when the client fails the process is killed."""
+    r = Run()
+    t0 = time.monotonic()
+    proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.STDOUT, env=env, cwd=cwd)
+    cl = None
+    if client:
+        cl = subprocess.Popen(client, stdout=client_out, stderr=subprocess.STDOUT, cwd=cwd)
+    sock = conf and os.path.join(_run_dir(conf), "jitt-%d.sock" % proc.pid)
+    next_trigger = TRIGGER_AFTER if jitt else None
+    done = (0, 0, None)
+    client_done = None
+    while True:
+        done = os.wait4(proc.pid, os.WNOHANG)
+        if done[0]:
+            break
+        now = time.monotonic() - t0
+        if next_trigger is not None and now >= next_trigger and os.path.exists(sock):
+            r.triggers += subprocess.run([jitt, "trigger", str(proc.pid), "timed", "-c", conf],
+                                         stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL).returncode == 0
+            next_trigger = now + every if every else None
+        if cl and r.client is None and cl.poll() is not None:
+            r.client = cl.returncode
+            if r.client != 0:
+                r.problem = "the client failed (exit status %d)" % r.client
+                proc.kill()
+            client_done = now
+        # A server that outlives its client's shutdown request by a minute, or any run
+        # past the limit, is a hang.
+        if (client_done is not None and now - client_done > 60) or now > LIMIT:
+            r.problem = r.problem or "still running after %.0f s: killed" % now
+            proc.kill()
+        time.sleep(0.01)
+    _, r.status, ru = done
+    r.cpu = ru.ru_utime + ru.ru_stime
+    if cl:
+        if cl.poll() is None:
+            cl.send_signal(signal.SIGTERM)
+        r.client = cl.wait()
+        if r.client != 0 and not r.problem:
+            r.problem = "the client failed (exit status %d)" % r.client
+    return r
+
+
+def _run_dir(conf):
+    """The run_dir of a settings file (where the control sockets are)."""
+    for line in open(conf):
+        k, _, v = line.partition("=")
+        if k.strip() == "run_dir":
+            return v.strip()
+    raise ValueError("%s: no run_dir" % conf)
+
+
+def settings(path, data_dir, run_dir, extra=()):
+    """Writes a settings file for benchmark runs: cooldown_ms = 0 (the runtime refuses a
+    persist within the cool-down of the last one, 10 s by default, which would swallow
+    every trigger after the first), warnings only."""
+    os.makedirs(os.path.join(data_dir, "spool"), exist_ok=True)
+    os.makedirs(run_dir, exist_ok=True)
+    with open(path, "w") as f:
+        f.write("data_dir = %s\nrun_dir = %s\ncooldown_ms = 0\nlog_level = warn\n" %
+                (data_dir, run_dir))
+        for line in extra:
+            f.write(line + "\n")
+
+
+def take_traces(data_dir, keep=None):
+    """Empties data_dir/spool: its traces (.jtr) are moved into the folder keep (or
+    deleted), the rest (their slots, agent/spool.h: no jittd runs here to release them)
+    deleted. Returns the paths the traces now have (or their old names)."""
+    d = os.path.join(data_dir, "spool")
+    taken = []
+    for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        p = os.path.join(d, name)
+        if name.endswith(".jtr") and keep:
+            os.makedirs(keep, exist_ok=True)
+            q = os.path.join(keep, "%d-%s" % (len(os.listdir(keep)), name))
+            os.rename(p, q)
+            taken.append(q)
+        else:
+            if name.endswith(".jtr"):
+                taken.append(p)
+            os.unlink(p)
+    return taken
