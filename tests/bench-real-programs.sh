@@ -32,12 +32,18 @@ programs=${PROGRAMS:-duktape memcached speedtest1}
 # without the SDK; off: instrumented, no thread traced; on: a thread traced, a `jitt
 # trigger` a quarter second in), and its method: the compile options added to the SDK's
 # defaults (a GCC @file; "-" none; @LIST the `jitt exclude -o` list trained on the other
-# workload). A method is built once per program and cached by the options' contents; a
-# new row is one line here, say "traced+kept on @$src/tests/kept.opt".
+# workload; @KEPT `jitt inlined`'s list of what the plain build inlined everywhere, made
+# from the plain and the SDK-defaults builds, docs/trace-points.md; @KEPT+LIST both, the
+# list then trained on the KEPT build's traces of the other workload, with `--ratio` its
+# traced/plain ratio measured there). A method is built once per program and cached by
+# the options' contents; a new row is one line here, say "traced+x on @$src/tests/x.opt".
 rows="plain plain -
 off off -
 traced on -
-traced+list on @LIST"
+traced+list on @LIST
+off+kept+list off @KEPT+LIST
+traced+kept on @KEPT
+traced+kept+list on @KEPT+LIST"
 
 say() { echo "  bench-real-programs: $*" >&2; }
 real_sdk || { tail -n 5 "$work/install.log"; exit 1; }
@@ -65,6 +71,8 @@ binary() {
 	fi
 	echo "$d/$exe"
 }
+# entries FILE: how many names a list of GCC options holds
+entries() { sed 's/^[^=]*=//' "$1" | tr ',' '\n' | grep -c . || true; }
 # method MODE EXTRA: how a row's binary was built, for the table
 method() {
 	case $1/$2 in
@@ -93,12 +101,47 @@ program() {
 				>"$work/$prog-$w.exclude" || { cat "$work/$prog-$w.exclude"; return 1; }
 		done
 	fi
+	# What the compiler kept (@KEPT), and the list trained on that build (@KEPT+LIST).
+	if printf '%s\n' "$rows" | grep -q ' @KEPT'; then
+		pl=$(binary "$prog" plain -) && t=$(binary "$prog" on -) || return 1
+		"$bin/jitt" inlined "$pl" "$t" -o "$work/$prog-kept.opt" >"$work/$prog.inlined" ||
+			{ cat "$work/$prog.inlined"; return 1; }
+	fi
+	if printf '%s\n' "$rows" | grep -q ' @KEPT+LIST$'; then
+		k=$(binary "$prog" on "@$work/$prog-kept.opt") || return 1
+		printf '%s\ttraced\ton\t%s\t-\n' "$w1" "$k" "$w2" "$k" >"$work/collect.variants"
+		python3 "$src/tests/bench_real_programs.py" --run "$work" --jitt "$bin/jitt" \
+			--label "$label" --variants "$work/collect.variants" \
+			--collect "$work/$prog-kept-traces" --collect-runs "$([ "$quick" = 1 ] && echo 1 || echo 2)" \
+			"$@" >&2 || return 1
+		# The ratio each list is fitted to (jitt exclude --ratio, docs/exclude.md): the
+		# KEPT build's median traced/plain on the workload it learns from, one round.
+		pl=$(binary "$prog" plain -) || return 1
+		printf '%s\tplain\tplain\t%s\t-\n%s\ttraced\ton\t%s\t-\n' "$w1" "$pl" "$w1" "$k" \
+			"$w2" "$pl" "$w2" "$k" >"$work/ratio.variants"
+		rm -f "$work/$prog.ratios"
+		python3 "$src/tests/bench_real_programs.py" --run "$work" --jitt "$bin/jitt" \
+			--label "$label" --variants "$work/ratio.variants" --reps 1 \
+			--ratios "$work/$prog.ratios" "$@" >&2 || return 1
+		for w in "$w1" "$w2"; do
+			r=$(awk -v w="$w" '$1 == w && $2 == "traced" { print $3 }' "$work/$prog.ratios")
+			# No list when it cannot make one (its message is shown): the row then
+			# measures the kept build alone, and says 0 entries.
+			"$bin/jitt" exclude "$work/$prog-kept-traces/$w"/*.jtr ${r:+--ratio "$r"} \
+				-o "$work/kept-list-from-$w.opt" >"$work/$prog-$w.kept-exclude" 2>&1 ||
+				{ cat "$work/$prog-$w.kept-exclude" >&2; : >"$work/kept-list-from-$w.opt"; }
+			cat "$work/$prog-kept.opt" "$work/kept-list-from-$w.opt" \
+				>"$work/$prog-kept+list-from-$w.opt"
+		done
+	fi
 	: >"$work/$prog.variants"
 	for w in "$w1" "$w2"; do
 		other=$w2
 		[ "$w" = "$w1" ] || other=$w1
 		printf '%s\n' "$rows" | while read -r row mode extra; do
 			[ "$extra" = @LIST ] && extra=@$work/list-from-$other.opt
+			[ "$extra" = @KEPT ] && extra=@$work/$prog-kept.opt
+			[ "$extra" = @KEPT+LIST ] && extra=@$work/$prog-kept+list-from-$other.opt
 			b=$(binary "$prog" "$mode" "$extra") || exit 1
 			m=$(method "$mode" "$extra")
 			case $extra in
@@ -106,12 +149,25 @@ program() {
 				m="SDK defaults + @list of $other ($(grep -o '[^,=]*' "${extra#@}" |
 					grep -cv '^-finstrument') entries)"
 				;;
+			@"$work/$prog"-kept.opt)
+				m="SDK defaults + @kept ($(entries "${extra#@}") entries)"
+				;;
+			@"$work/$prog"-kept+list-from-*)
+				m="SDK + @kept + @list of $other ($(entries "$work/kept-list-from-$other.opt"))"
+				;;
 			esac
 			printf '%s\t%s\t%s\t%s\t%s\n' "$w" "$row" "$mode" "$b" "$m" >>"$work/$prog.variants"
 		done || return 1
 	done
 	python3 "$src/tests/bench_real_programs.py" --run "$work" --jitt "$bin/jitt" \
 		--label "$label" --variants "$work/$prog.variants" --reps "$reps" --perf "$@" || return 1
+	for w in "$w1" "$w2"; do
+		[ -f "$work/$prog-$w.kept-exclude" ] || continue
+		echo "  jitt exclude on the kept build's $w traces (the list for the other):" \
+			"$(sed -n 's/^predicted: *//p' "$work/$prog-$w.kept-exclude")"
+	done
+	[ -f "$work/$prog.inlined" ] && echo "  jitt inlined:" \
+		"$(sed -n 's/^inlined: *//p;s/^list: *//p' "$work/$prog.inlined" | tr '\n' ';')"
 	for w in "$w1" "$w2"; do
 		[ -f "$work/$prog-$w.exclude" ] || continue
 		echo "  jitt exclude on $w's traces (the list for $( [ "$w" = "$w1" ] && echo "$w2" || echo "$w1")):" \

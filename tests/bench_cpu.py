@@ -12,14 +12,20 @@ and asks the server to shut down cleanly, and the server's own CPU time is what 
 A traced run is asked for its trace with `jitt trigger` a quarter second after it started
 (once its control socket exists): it proves the run really traced, and each traced run
 pays one persist. With `every`, again every so many seconds until it ends (to collect
-traces spread over a run).
+traces spread over a run). A trigger stops the thread's tracing while its trace is written
+(the ring is frozen in place: 150 ms and more here), so a run timed for the trace points'
+cost is watched instead (`watch`): `jitt status PID` every WATCH_EVERY seconds, its
+"records TID N" lines (slots written since tracing started, read without a freeze), the
+last sum kept: a run that recorded nothing did not trace.
 """
+import re
 import os
 import signal
 import subprocess
 import time
 
 TRIGGER_AFTER = 0.25
+WATCH_EVERY = 0.1
 # Only a hang turns into a failure: no run here takes anywhere near this.
 LIMIT = 1800.0
 
@@ -30,13 +36,24 @@ class Run:
 
     def __init__(self):
         self.cpu, self.status, self.triggers, self.client, self.problem = 0.0, 0, 0, None, None
+        self.records = 0  # with watch: the slots its traced threads wrote, last seen
+
+
+def records(jitt, pid, conf):
+    """The slots a traced process's threads have written since tracing started (`jitt
+    status PID`'s "records TID N" lines, summed), or None when it did not answer."""
+    s = subprocess.run([jitt, "status", str(pid), "-c", conf], capture_output=True, text=True)
+    if s.returncode:
+        return None
+    return sum(int(g) for g in re.findall(r"^records \d+ (\d+)$", s.stdout, re.M))
 
 
 def run(argv, env, cwd, stdout, jitt=None, conf=None, every=None, client=None,
-        client_out=None):
+        client_out=None, watch=False):
     """Runs argv (stdout and stderr to the file object stdout) to its end. jitt and conf:
-    trigger it (see above). client: argv of a client started with it, its output to the
-    file object client_out; when the client fails the process is killed."""
+    trigger it, or with watch, watch what it records (see above). client: argv of a client
+    started with it, its output to the file object client_out; when the client fails the
+    process is killed."""
     r = Run()
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.STDOUT, env=env, cwd=cwd)
@@ -44,7 +61,8 @@ def run(argv, env, cwd, stdout, jitt=None, conf=None, every=None, client=None,
     if client:
         cl = subprocess.Popen(client, stdout=client_out, stderr=subprocess.STDOUT, cwd=cwd)
     sock = conf and os.path.join(_run_dir(conf), "jitt-%d.sock" % proc.pid)
-    next_trigger = TRIGGER_AFTER if jitt else None
+    next_trigger = TRIGGER_AFTER if jitt and not watch else None
+    next_watch = 0.0 if jitt and watch else None
     done = (0, 0, None)
     client_done = None
     while True:
@@ -57,6 +75,10 @@ def run(argv, env, cwd, stdout, jitt=None, conf=None, every=None, client=None,
                                          stdout=subprocess.DEVNULL,
                                          stderr=subprocess.DEVNULL).returncode == 0
             next_trigger = now + every if every else None
+        if next_watch is not None and now >= next_watch and os.path.exists(sock):
+            n = records(jitt, proc.pid, conf)
+            r.records = n if n is not None else r.records
+            next_watch = now + WATCH_EVERY
         if cl and r.client is None and cl.poll() is not None:
             r.client = cl.returncode
             if r.client != 0:

@@ -5,17 +5,19 @@ for each workload, a set of variants (its rows) run in rounds, each round all of
 rotated order so that the machine's load falls on all alike. A row is a binary (built by
 its method: the program's own build, with or without the SDK, with extra compile options)
 and how it runs: plain (uninstrumented), off (instrumented, no thread traced) or on (its
-thread traced, a `jitt trigger` a quarter second in). Each run is timed by its process's CPU
-time (tests/bench_cpu.py; a server's over a fixed amount of client work); the fastest run is
-the least disturbed, the median says how steady. Every run must print plain's output, and
-every traced run must save its trace.
+thread traced). Each run is timed by its process's CPU time (tests/bench_cpu.py; a server's
+over a fixed amount of client work); the fastest run is the least disturbed, the median says
+how steady. Every run must print plain's output, and every traced run must have recorded
+(`jitt status`'s records, watched: a trigger would stop its tracing while the trace is
+written). After the rounds, each traced row runs once more, untimed, with a `jitt trigger`
+a quarter second in, which must save its trace.
 
-For each traced row, from its saved traces (`jitt summarize --json`): trace points per
+For each traced row, from that trace (`jitt summarize --json`): trace points per
 second of the traced thread's running time (records over the trace's span less the time the
 thread was preempted or blocked), and the ms of the run one MiB of records holds (the span
 less the preempted time: the machine's load is not the program's). And the summary's truth:
 `perf record` of the plain build, its top 5 self time in the program's own code (its busiest
-thread's), next to the top 5 self time of the traced row's traces (all its rounds' traces
+thread's), next to the top 5 self time of the traced row's traces (its sample run's trace,
 added up by `jitt exclude`), and whether perf's top 3 are in the traces' top 10.
 
 With --collect DIR it measures nothing: it runs the row "traced" of each workload with a
@@ -59,6 +61,8 @@ p.add_argument("--ignore", help="a regular expression taken out of every output 
 p.add_argument("--perf", action="store_true", help="the summary's truth, against perf")
 p.add_argument("--collect", metavar="DIR")
 p.add_argument("--collect-runs", type=int, default=2)
+p.add_argument("--ratios", metavar="FILE", help="also write WORKLOAD ROW RATIO lines: each "
+               "row's median CPU time over plain's (what `jitt exclude --ratio` takes)")
 o = p.parse_args()
 
 run = o.run
@@ -103,7 +107,7 @@ def clean_db(db):
             os.unlink(db + suffix)
 
 
-def one(w, row, mode, binary, every=None, prefix=(), keep=None):
+def one(w, row, mode, binary, every=None, prefix=(), keep=None, watch=False):
     """Runs a variant once: (bench_cpu.Run, its output, the traces it saved)."""
     port, db = str(free_port()), "%s/db/%s.db" % (run, row)
     clean_db(db)
@@ -121,7 +125,7 @@ def one(w, row, mode, binary, every=None, prefix=(), keep=None):
         r = bench_cpu.run(list(prefix) + ["nice", binary] + args, env, "%s/db" % run, f,
                           jitt=o.jitt if mode == "on" else None,
                           conf=conf if mode == "on" else None, every=every,
-                          client=client, client_out=c)
+                          client=client, client_out=c, watch=watch)
     clean_db(db)
     traces = bench_cpu.take_traces("%s/data-%s" % (run, mode), keep) if mode != "plain" else []
     text = open(out, errors="replace").read() + open(cout, errors="replace").read()
@@ -234,7 +238,9 @@ def exclude_top(traces):
                        text=True)
     top, total, on = [], 0, False
     for line in r.stdout.splitlines():
-        g = re.match(r"traces:.*threads\): ([0-9.]+) (\S+) running", line)
+        # The top list's times are without the trace points: so is the running time
+        # they are shares of (the model's "without them").
+        g = re.match(r"model:.*without them ([0-9.]+) (\S+)", line)
         if g and g.group(2) in UNITS:
             total = float(g.group(1)) * UNITS[g.group(2)]
         if line.startswith("top "):
@@ -279,13 +285,15 @@ for w, _ in workloads:
     vs = variants[w]
     times = {v[0]: [] for v in vs}
     kept = {v[0]: [] for v in vs}
+    recorded = {v[0]: [] for v in vs}
     reference = None
     for r_ in range(o.reps):
         order = vs[r_ % len(vs):] + vs[:r_ % len(vs)]
         for row, mode, binary, _ in order:
-            r, out, traces = one(w, row, mode, binary, keep="%s/traces-%s-%s" % (run, w, row))
+            # Timed runs are watched, not triggered (tests/bench_cpu.py: a trigger stops
+            # the tracing while the trace is written, and hid up to 80% of a traced run).
+            r, out, traces = one(w, row, mode, binary, watch=True)
             times[row].append(r.cpu)
-            kept[row] += traces
             where = "%s %s round %d" % (w, row, r_ + 1)
             if r.status != 0 or r.problem:
                 problems.append("%s: wait status %d%s" % (where, r.status,
@@ -294,14 +302,25 @@ for w, _ in workloads:
                 reference = out
             if reference is not None and out != reference:
                 problems.append("%s: output differs from plain's (%s)" % (where, out[:80]))
-            if mode == "on" and (not r.triggers or len(traces) != 1):
-                problems.append("%s: %s, %d traces saved" % (
-                    where, "trigger sent" if r.triggers else "no trigger (the run ended first?)",
-                    len(traces)))
+            if mode == "on" and not r.records:
+                problems.append("%s: recorded nothing (jitt status: no records)" % where)
+            if mode == "on":
+                recorded[row].append(r.records)
+    # A trace of each traced row, from one more run triggered a quarter second in (not
+    # timed): its rate, what a MiB holds, and its summary's top.
+    for row, mode, binary, _ in vs:
+        if mode != "on":
+            continue
+        r, out, traces = one(w, row, mode, binary, keep="%s/traces-%s-%s" % (run, w, row))
+        kept[row] += traces
+        if not r.triggers or len(traces) != 1:
+            problems.append("%s %s, its sample run: %s, %d traces saved" % (
+                w, row, "trigger sent" if r.triggers else "no trigger (the run ended first?)",
+                len(traces)))
     plain = [v[0] for v in vs if v[1] == "plain"]
     fast = {k: min(t) for k, t in times.items()}
     med = {k: statistics.median(t) for k, t in times.items()}
-    top_traced = None
+    top_traced, others = None, []
     for row, mode, binary, method in vs:
         rate = held = ""
         if mode == "on":
@@ -316,11 +335,16 @@ for w, _ in workloads:
                 held += "*"
                 notes.append("%s %s: * a trace's ring had not wrapped (it holds the whole "
                              "traced run)" % (w, row))
-            if row == "traced" or top_traced is None:
-                top_traced = (row, traced_files)
+            # perf against the last traced row (the rows end with what an OEM would
+            # ship), and a line for each of the others.
+            top_traced = (row, traced_files)
+            others.append(top_traced)
         ratio = (lambda d: "%7.2fx" % (d[row] / d[plain[0]])) if plain else (lambda d: "")
         print("  %-9s %-12s %-46s %7.3f s %7.3f s %8s %8s %9s %8s" % (
             w, row, method[:46], fast[row], med[row], ratio(fast), ratio(med), rate, held))
+        if o.ratios and plain:
+            with open(o.ratios, "a") as f:
+                f.write("%s %s %.4f\n" % (w, row, med[row] / med[plain[0]]))
     if not o.perf:
         continue
     # ---- the summary's truth ----
@@ -341,22 +365,25 @@ for w, _ in workloads:
         print("    %d. %s |  %s" % (i + 1, left, right))
     if ptop is None:
         print("    perf: %s" % why)
-    else:
-        ten = {k for _, k in stop[:10]}
-        three = [k for _, k in ptop[:3]]
-        points = instrumented([v[2] for v in vs if v[0] == top_traced[0]][0])
+        continue
+    three = [k for _, k in ptop[:3]]
+    for row, files in others:
+        ten = {k for _, k in (stop if row == top_traced[0] else
+                              exclude_top([t for t, _ in files])[0])[:10]}
+        points = instrumented([v[2] for v in vs if v[0] == row][0])
         missing = [k + ("" if k in points or not points else " (no trace points)")
                    for k in three if k not in ten]
-        print("    perf's top 3 in the traces' top 10: %d of %d%s" % (
-            len(three) - len(missing), len(three),
+        print("    perf's top 3 in the top 10 of %s: %d of %d%s" % (
+            row, len(three) - len(missing), len(three),
             " (not: %s)" % ", ".join(missing) if missing else ""))
 for n in notes:
     print("  " + n)
 print("  points/s: a trace's records per second of the traced thread's running time (its span "
       "less the\n  blocked and preempted time of the summary's top functions); ms/MiB: the ms of "
       "the run\n  (preempted time left out) a MiB of records holds; medians over the traced rounds. "
-      "Shares:\n  perf's of the busiest thread's samples; the traces' of their running time, as "
-      "`jitt exclude`\n  adds them up (self time includes the system calls a function makes)")
+      "Shares:\n  perf's of the busiest thread's samples; the traces' of their running time "
+      "without the trace points,\n  as `jitt exclude` estimates them (self time includes the "
+      "system calls a function makes)")
 for pr in problems:
     print("  PROBLEM: " + pr)
 sys.exit(1 if problems else 0)
