@@ -390,7 +390,7 @@ JITT_USER ?= jitt
 JITT_GROUP ?= $(JITT_USER)
 install: all
 	$(Q)sh board/common/install.sh $(obj) $(BOARD) "$(DESTDIR)" $(PREFIX) "$(CC)" $(STRIP) \
-		"$(INIT_SYSTEMS)" $(JITT_USER) $(JITT_GROUP) "$(SDK_CC_glibc)"
+		"$(INIT_SYSTEMS)" $(JITT_USER) $(JITT_GROUP) "$(SDK_CC_glibc)" "$(SDK_CLANG)"
 
 clean:
 	$(call say,CLEAN,$(O))

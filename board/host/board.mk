@@ -3,6 +3,10 @@ ARCH          := x86_64
 CROSS_COMPILE :=
 CC            := musl-gcc
 BOARD_CFLAGS  := -march=x86-64 -mtune=generic
+# The SDK's clang flavour (libjitt-clang.a, agent/runtime/Kbuild): host only so far; the
+# cross boards' trace points need lld to know the TLS relocations GCC's asm uses (aarch64)
+# and clang to read the thread pointer once (armv7): docs/oem.md, "Building with clang".
+SDK_CLANG     := clang-14
 # Programs run natively.
 QEMU_USER     :=
 
