@@ -11,8 +11,9 @@
 # program and its debug file. The real programs' tests (tests/sdk-check.sh,
 # nonlocal-check.sh, real-programs.sh) build with pkgconf, cmake, g++ and libevent, and
 # compare with perf. The SDK's clang flavour (libjitt-clang.a, host) is archived by llvm-14's
-# llvm-ar and linked by lld, whose LTO inlines the trace hooks (clang -fuse-ld=lld finds it as
-# ld.lld, which the lld package provides). Called by `make deps`, and by any make target that finds a tool missing.
+# llvm-ar, and an app links it with lld, whose LTO inlines the trace hooks (clang's
+# -fuse-ld=lld runs ld.lld, which the lld package provides). Called by `make deps`, and by
+# any make target that finds a tool missing.
 #
 # Usage: deps.sh            install what is missing (root only)
 #        deps.sh --check    exit 0 when all is there, 1 otherwise; prints what is missing

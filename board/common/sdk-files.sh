@@ -53,8 +53,8 @@ if [ -n "$clang_cc" ]; then
 fi
 cat >"$out/pkgconfig/jitt-dso.pc" <<PC
 # jitt's hooks for an instrumented shared library (docs/oem.md): its functions are traced
-# when the program that loads it links jitt (jitt.pc or jitt-musl.pc), and run untraced
-# otherwise. Any C compiler and libc; no LTO needed.
+# when the program that loads it links jitt (jitt.pc, jitt-musl.pc or jitt-clang.pc), and
+# run untraced otherwise. Any C compiler and libc; no LTO needed.
 prefix=$prefix
 libdir=\${prefix}/lib/jitt
 includedir=\${prefix}/include
