@@ -211,6 +211,25 @@ int main(void)
 	return 0;
 }
 C
+# run_clang NAME PROGRAM: checks a program built with the clang flavour, and what it traced
+run_clang() {
+	name=$1 prog=$2
+	objdump -d "$prog" >"$work/$name.dis"
+	check "$name: lld inlined the hooks (no call to __cyg_profile_func_* left)" \
+		sh -c "! grep -q 'call.*<__cyg_profile' '$work/$name.dis'"
+	check "$name: the inlined function has no trace point (no clang_inlined)" \
+		sh -c "! grep -q '<clang_inlined>:' '$work/$name.dis'"
+	rm -f "$work/data/spool/"*
+	out=$(TRACE_SPOOL=$work/data/spool JITT_CONFIG=$conf "$prog" 2>"$work/$name.err")
+	check "$name: it traces and persists ('$out')" is "$out" "traced 0 anomaly 0 work 1"
+	trace=$(ls "$work/data/spool/"*.jtr 2>/dev/null | head -n 1)
+	"$bin/jitt" summarize "$trace" >"$work/$name.sum" 2>&1
+	check "$name: the summary names the function clang kept (PIE: the load bias)" \
+		grep -q ' clang_own_work$' "$work/$name.sum"
+	check "$name: ... with one call, and nothing of the inlined one" sh -c \
+		"grep -Eq ' 1 +- +- +clang_own_work\$' '$work/$name.sum' &&
+		! grep -q clang_inlined '$work/$name.sum'"
+}
 if ! pc --exists jitt-clang; then
 	echo "  skip: no jitt-clang.pc (this board builds no clang flavour: SDK_CLANG)"
 elif ! command -v "$(pc --variable=compiler jitt-clang)" >/dev/null ||
@@ -223,23 +242,29 @@ else
 		-o "$work/clang" $(pc --libs jitt-clang) 2>"$work/clang.log" &&
 		file -L "$work/clang" | grep -q 'pie executable'; then
 		ok "clang: a PIE program built with pkg-config jitt-clang ($ccc, lld)"
-		objdump -d "$work/clang" >"$work/clang.dis"
-		check "clang: lld inlined the hooks (no call to __cyg_profile_func_* left)" \
-			sh -c "! grep -q 'call.*<__cyg_profile' '$work/clang.dis'"
-		check "clang: the inlined function has no trace point (no clang_inlined)" \
-			sh -c "! grep -q '<clang_inlined>:' '$work/clang.dis'"
-		rm -f "$work/data/spool/"*
-		out=$(TRACE_SPOOL=$work/data/spool JITT_CONFIG=$conf "$work/clang" 2>"$work/clang.err")
-		check "clang: it traces and persists ('$out')" is "$out" "traced 0 anomaly 0 work 1"
-		trace=$(ls "$work/data/spool/"*.jtr 2>/dev/null | head -n 1)
-		"$bin/jitt" summarize "$trace" >"$work/clang.sum" 2>&1
-		check "clang: the summary names the function clang kept (PIE: the load bias)" \
-			grep -q ' clang_own_work$' "$work/clang.sum"
-		check "clang: ... with one call, and nothing of the inlined one" sh -c \
-			"grep -Eq ' 1 +- +- +clang_own_work\$' '$work/clang.sum' &&
-			! grep -q clang_inlined '$work/clang.sum'"
+		run_clang clang "$work/clang"
 	else
 		fail "clang: build failed" "$(cat "$work/clang.log")"
+	fi
+	mkdir -p "$work/cmake-clang"
+	cp "$work/src/clang.c" "$work/src/wait_trace.h" "$work/cmake-clang/"
+	cat >"$work/cmake-clang/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.13)
+project(sdkclang C)
+find_package(jitt 0.6 REQUIRED)
+add_executable(clangapp clang.c)
+target_link_libraries(clangapp PRIVATE jitt::clang)
+CM
+	if cmake -S "$work/cmake-clang" -B "$work/cmake-clang/build" -DCMAKE_C_COMPILER="$ccc" \
+		-DCMAKE_PREFIX_PATH="$dest/usr" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		>"$work/cmake-clang.log" 2>&1 &&
+		cmake --build "$work/cmake-clang/build" >>"$work/cmake-clang.log" 2>&1; then
+		ok "CMake clang: built with jitt::clang ($ccc)"
+		check "CMake clang: no warning from jitt's package" \
+			sh -c "! grep -q 'CMake Warning' '$work/cmake-clang.log'"
+		run_clang cmake-clang "$work/cmake-clang/build/clangapp"
+	else
+		fail "CMake clang: build failed" "$(tail -n 8 "$work/cmake-clang.log")"
 	fi
 fi
 
