@@ -327,8 +327,9 @@ endif
 # and without the clock-fallback test) and armv7 ones (tests/count-trace-insns.sh), each
 # against its board's TRACE_INSNS_MAX (board.mk), and in a PIE program linked with the
 # SDK's glibc archive against TRACE_INSNS_PIE_MAX (TRACE_INSNS_MAX where not set), and with
-# its clang one where the board builds it (SDK_CLANG); callgrind counts them on Listing 1 on the
-# host, at most CALLGRIND_MAX_PER_POINT per trace point. Either over its pin fails make bench.
+# its clang one where the board builds it (SDK_CLANG); callgrind counts them on Listing 1 on
+# the host, at most CALLGRIND_MAX_PER_POINT per trace point. Either over its pin fails make
+# bench.
 INSN_BOARDS ?= $(sort $(BOARD) qemu-virt-aarch64 rpi3-armv7 rpi4)
 CALLGRIND_MAX_PER_POINT ?= 13
 # A measurement on a real program (SQLite's speedtest1), not a test: summaries and reports

@@ -56,9 +56,10 @@ RB_INLINE void rb_advance_pos(uintptr_t p)
  * stack slots (allocas); once lld inlines a hook whose off test is a C branch, the slots are
  * left outside the entry block and allocated at run time, with a frame pointer (208 of
  * duktape's 761 traced functions). One asm is one basic block, which the inliner splices in
- * without splitting: 13 such functions left, instrumented-off 1.26x of plain -> 1.13x on
- * fib(29), 1.26x -> 1.09x on the throw workload (docs/oem.md, "Building with clang"). GCC
- * instruments before it builds its control flow, so its hooks keep rb_put1.
+ * without splitting: 12 frames left (4 in the plain build), instrumented-off 1.26x of plain
+ * -> 1.15x on fib(29), 1.26x -> 1.13x on the throw workload (docs/oem.md, "Building with
+ * clang"), for one instruction more when off (the function's address is taken before the
+ * test). GCC instruments before it builds its control flow, so its hooks keep rb_put1.
  * The ring and the control words are touched only here and by the runtime's own functions,
  * never by the instrumented code, hence no "memory" clobber (RB_RARE's reasoning for the
  * registers holds for the call).
