@@ -326,8 +326,10 @@ endif
 # The trace point's instructions are counted in this board's build and in the aarch64 (with
 # and without the clock-fallback test) and armv7 ones (tests/count-trace-insns.sh), each
 # against its board's TRACE_INSNS_MAX (board.mk), and in a PIE program linked with the
-# SDK's glibc archive against TRACE_INSNS_PIE_MAX (TRACE_INSNS_MAX where not set); callgrind counts them on Listing 1 on the
-# host, at most CALLGRIND_MAX_PER_POINT per trace point. Either over its pin fails make bench.
+# SDK's glibc archive against TRACE_INSNS_PIE_MAX (TRACE_INSNS_MAX where not set), and with
+# its clang one where the board builds it (SDK_CLANG); callgrind counts them on Listing 1 on
+# the host, at most CALLGRIND_MAX_PER_POINT per trace point. Either over its pin fails make
+# bench.
 INSN_BOARDS ?= $(sort $(BOARD) qemu-virt-aarch64 rpi3-armv7 rpi4)
 CALLGRIND_MAX_PER_POINT ?= 14
 # A measurement on real programs, not a test (docs/bench-real.md): SQLite's speedtest1's
@@ -371,6 +373,10 @@ bench: $(obj)/bin/bench-timer $(obj)/bin/bench-trace $(obj)/bin/bench-sched $(ob
 		out=$$(sh tests/count-trace-insns.sh build/$$b/sdk-test/trace-insns-pie \
 			$${prefix}objdump $${pmax:-$$max}) || { fail=1; echo; echo "$$out"; continue; }; \
 		echo "$$b, PIE with the SDK's glibc libjitt: $$out" | sed 4q; \
+		[ -x build/$$b/sdk-test/trace-insns-clang ] || continue; \
+		out=$$(sh tests/count-trace-insns.sh build/$$b/sdk-test/trace-insns-clang \
+			$${prefix}objdump $${pmax:-$$max}) || { fail=1; echo; echo "$$out"; continue; }; \
+		echo "$$b, PIE with the SDK's clang libjitt: $$out" | sed 4q; \
 	done; [ $$fail -eq 0 ]
 
 # Stripped sizes of every board's programs, built if needed.
@@ -391,7 +397,7 @@ JITT_USER ?= jitt
 JITT_GROUP ?= $(JITT_USER)
 install: all
 	$(Q)sh board/common/install.sh $(obj) $(BOARD) "$(DESTDIR)" $(PREFIX) "$(CC)" $(STRIP) \
-		"$(INIT_SYSTEMS)" $(JITT_USER) $(JITT_GROUP) "$(SDK_CC_glibc)"
+		"$(INIT_SYSTEMS)" $(JITT_USER) $(JITT_GROUP) "$(SDK_CC_glibc)" "$(SDK_CLANG)"
 
 clean:
 	$(call say,CLEAN,$(O))

@@ -21,14 +21,24 @@
 extern void __cyg_profile_func_enter(void *fn, void *call_site);
 extern void __cyg_profile_func_exit(void *fn, void *call_site);
 
+/* clang's trace point is one asm statement where the architecture has one (RB_ARCH_POINT,
+ * trace_x86_64.h says why); GCC's and the rest are rb_put1 (trace.h). */
+#if defined(__clang__) && defined(RB_ARCH_POINT)
+#define RB_HOOK_ENTER(fn) rb_point((uintptr_t)(fn))
+#define RB_HOOK_EXIT() rb_point(RB_EXIT)
+#else
+#define RB_HOOK_ENTER(fn) rb_enter(fn)
+#define RB_HOOK_EXIT() rb_exit()
+#endif
+
 HOOK void __cyg_profile_func_enter(void *fn, void *call_site)
 {
 	(void)call_site;
-	rb_enter(fn);
+	RB_HOOK_ENTER(fn);
 }
 
 HOOK void __cyg_profile_func_exit(void *fn, void *call_site)
 {
 	(void)fn, (void)call_site;
-	rb_exit();
+	RB_HOOK_EXIT();
 }

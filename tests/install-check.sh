@@ -38,6 +38,9 @@ expected="0755 etc/init.d/jittd
 0644 usr/include/jitt/jitt.h
 0644 usr/lib/cmake/jitt/jittConfig.cmake
 0644 usr/lib/cmake/jitt/jittConfigVersion.cmake
+0644 usr/lib/jitt/libjitt-clang.a
+0644 usr/lib/jitt/libjitt-clang.cflags
+0644 usr/lib/jitt/libjitt-clang.ldflags
 0644 usr/lib/jitt/libjitt-dso.a
 0644 usr/lib/jitt/libjitt-glibc.a
 0644 usr/lib/jitt/libjitt-glibc.ldflags
@@ -45,6 +48,7 @@ expected="0755 etc/init.d/jittd
 0644 usr/lib/jitt/libjitt.cc
 0644 usr/lib/jitt/libjitt.cflags
 0644 usr/lib/jitt/libjitt.ldflags
+0644 usr/lib/pkgconfig/jitt-clang.pc
 0644 usr/lib/pkgconfig/jitt-dso.pc
 0644 usr/lib/pkgconfig/jitt-musl.pc
 0644 usr/lib/pkgconfig/jitt.pc

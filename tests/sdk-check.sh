@@ -8,7 +8,9 @@
 # Each service traces its main thread, spends its time in a function of its own and in one
 # of the library's, and asks for a trace; `jitt summarize` must name both (the library's by
 # its module), and the tool must not be instrumented (no trace hooks in it).
-# Also: a musl static program through jitt-musl.pc.
+# Also: a musl static program through jitt-musl.pc; and, where the SDK has the clang flavour
+# (jitt-clang.pc), a PIE glibc program built by clang and linked by lld: no call to a hook
+# left, no trace point in the function clang inlined, and its trace names what it kept.
 # usage: sdk-check.sh SRCTREE BIN_DIR   (host)
 set -u
 src=$(cd "$1" && pwd)
@@ -179,6 +181,93 @@ if $mcc -O2 $(pc --cflags jitt-musl) "$work/src/service.c" "$work/src/work.c" \
 	check "musl: it traces and persists ('$out')" is "$out" "traced 0 anomaly 0 work 1"
 else
 	fail "musl: build failed" "$(cat "$work/musl.log")"
+fi
+
+# ---- a PIE glibc program through jitt-clang.pc (docs/oem.md, "Building with clang") ----
+cat >"$work/src/clang.c" <<'C'
+#include <jitt/jitt.h>
+#include <stdio.h>
+#include "wait_trace.h"
+/* Inlined into its caller: with -finstrument-functions-after-inlining it has no trace point
+ * (GCC's -finstrument-functions would record its 4,000,000 calls). */
+static int clang_inlined(int x)
+{
+	return x * 3 + 1;
+}
+__attribute__((noinline)) static int clang_own_work(int x)
+{
+	for (volatile int i = 0; i < 4000000; i++)
+		x += clang_inlined(i & 1);
+	return x;
+}
+int main(void)
+{
+	jitt_thread_name("clang-main");
+	int traced = jitt_trace_thread(true);
+	int x = clang_own_work(1);
+	int a = jitt_anomaly("sdk check clang");
+	wait_for_trace();
+	printf("traced %d anomaly %d work %d\n", traced, a, x > 0);
+	return 0;
+}
+C
+# run_clang NAME PROGRAM: checks a program built with the clang flavour, and what it traced
+run_clang() {
+	name=$1 prog=$2
+	objdump -d "$prog" >"$work/$name.dis"
+	check "$name: lld inlined the hooks (no call to __cyg_profile_func_* left)" \
+		sh -c "! grep -q 'call.*<__cyg_profile' '$work/$name.dis'"
+	check "$name: the inlined function has no trace point (no clang_inlined)" \
+		sh -c "! grep -q '<clang_inlined>:' '$work/$name.dis'"
+	rm -f "$work/data/spool/"*
+	out=$(TRACE_SPOOL=$work/data/spool JITT_CONFIG=$conf "$prog" 2>"$work/$name.err")
+	check "$name: it traces and persists ('$out')" is "$out" "traced 0 anomaly 0 work 1"
+	trace=$(ls "$work/data/spool/"*.jtr 2>/dev/null | head -n 1)
+	"$bin/jitt" summarize "$trace" >"$work/$name.sum" 2>&1
+	check "$name: the summary names the function clang kept (PIE: the load bias)" \
+		grep -q ' clang_own_work$' "$work/$name.sum"
+	# The calls column, whatever the blocked and preempted ones say (a loaded machine
+	# preempts it).
+	check "$name: ... with one call, and nothing of the inlined one" sh -c \
+		"grep -Eq '% +1 .* clang_own_work\$' '$work/$name.sum' &&
+		! grep -q clang_inlined '$work/$name.sum'"
+}
+if ! pc --exists jitt-clang; then
+	echo "  skip: no jitt-clang.pc (this board builds no clang flavour: SDK_CLANG)"
+elif ! command -v "$(pc --variable=compiler jitt-clang)" >/dev/null ||
+	! command -v ld.lld >/dev/null; then
+	echo "  skip: clang: $(pc --variable=compiler jitt-clang) or ld.lld is not installed (make deps)"
+else
+	ccc=$(pc --variable=compiler jitt-clang)
+	# shellcheck disable=SC2046 # pkg-config prints lists of words
+	if $ccc -O2 -g -fPIE -pie $(pc --cflags jitt-clang) -I"$work/src" "$work/src/clang.c" \
+		-o "$work/clang" $(pc --libs jitt-clang) 2>"$work/clang.log" &&
+		file -L "$work/clang" | grep -q 'pie executable'; then
+		ok "clang: a PIE program built with pkg-config jitt-clang ($ccc, lld)"
+		run_clang clang "$work/clang"
+	else
+		fail "clang: build failed" "$(cat "$work/clang.log")"
+	fi
+	mkdir -p "$work/cmake-clang"
+	cp "$work/src/clang.c" "$work/src/wait_trace.h" "$work/cmake-clang/"
+	cat >"$work/cmake-clang/CMakeLists.txt" <<'CM'
+cmake_minimum_required(VERSION 3.13)
+project(sdkclang C)
+find_package(jitt 0.6 REQUIRED)
+add_executable(clangapp clang.c)
+target_link_libraries(clangapp PRIVATE jitt::clang)
+CM
+	if cmake -S "$work/cmake-clang" -B "$work/cmake-clang/build" -DCMAKE_C_COMPILER="$ccc" \
+		-DCMAKE_PREFIX_PATH="$dest/usr" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+		>"$work/cmake-clang.log" 2>&1 &&
+		cmake --build "$work/cmake-clang/build" >>"$work/cmake-clang.log" 2>&1; then
+		ok "CMake clang: built with jitt::clang ($ccc)"
+		check "CMake clang: no warning from jitt's package" \
+			sh -c "! grep -q 'CMake Warning' '$work/cmake-clang.log'"
+		run_clang cmake-clang "$work/cmake-clang/build/clangapp"
+	else
+		fail "CMake clang: build failed" "$(tail -n 8 "$work/cmake-clang.log")"
+	fi
 fi
 
 echo "$passed passed, $failed failed"

@@ -10,7 +10,10 @@
 # debug file to `jitt`'s own client, and binutils' objcopy and strip, which make that
 # program and its debug file. The real programs' tests (tests/sdk-check.sh,
 # nonlocal-check.sh, real-programs.sh) build with pkgconf, cmake, g++ and libevent, and
-# compare with perf. Called by `make deps`, and by any make target that finds a tool missing.
+# compare with perf. The SDK's clang flavour (libjitt-clang.a, host) is archived by llvm-14's
+# llvm-ar, and an app links it with lld, whose LTO inlines the trace hooks (clang's
+# -fuse-ld=lld runs ld.lld, which the lld package provides). Called by `make deps`, and by
+# any make target that finds a tool missing.
 #
 # Usage: deps.sh            install what is missing (root only)
 #        deps.sh --check    exit 0 when all is there, 1 otherwise; prints what is missing
@@ -41,6 +44,8 @@ make:/usr/bin/make
 device-tree-compiler:/usr/bin/dtc
 cpio:/usr/bin/cpio
 clang-14:/usr/bin/clang-14
+lld:/usr/bin/ld.lld
+llvm-14:/usr/bin/llvm-ar-14
 libtsan2:/usr/lib/x86_64-linux-gnu/libtsan.so.2
 valgrind:/usr/bin/valgrind
 libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a

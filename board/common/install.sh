@@ -5,8 +5,9 @@
 #   the settings file CONFIG_AGENT_CONFIG_FILE, every key at this build's default    0644
 #   LIBDIR       the SDK: libjitt.a (musl), libjitt-glibc.a, libjitt-dso.a (shared   0644
 #                libraries), libjitt.cflags, libjitt.ldflags, libjitt-glibc.ldflags,
-#                libjitt.cc (musl's compiler)
-#   PREFIX/lib/pkgconfig  jitt.pc (glibc), jitt-musl.pc, jitt-dso.pc                 0644
+#                libjitt.cc (musl's compiler); where the board builds the clang flavour
+#                (SDK_CLANG): libjitt-clang.a, libjitt-clang.cflags, libjitt-clang.ldflags
+#   PREFIX/lib/pkgconfig  jitt.pc (glibc), jitt-musl.pc, jitt-dso.pc, jitt-clang.pc  0644
 #   PREFIX/lib/cmake/jitt jittConfig.cmake, jittConfigVersion.cmake                   0644
 #   INCDIR       jitt.h                                                            0644
 #   DOCDIR       oem.md, exclude.md, runtime.md                                    0644
@@ -15,8 +16,10 @@
 # owner and mode. Files are installed as the user running make; the image's build sets
 # owners (root) when it packs DESTDIR.
 # usage: install.sh OBJ_DIR BOARD DESTDIR PREFIX "CC" STRIP "INIT_SYSTEMS" USER GROUP "GLIBC_CC"
+#                   ["CLANG_CC"]
 set -eu
 obj=$1 board=$2 destdir=$3 prefix=$4 cc=$5 strip=$6 systems=$7 user=$8 group=$9 glibc_cc=${10}
+clang_cc=${11:-}
 src=$(cd "$(dirname "$0")/../.." && pwd)
 
 # The board's configuration is sh: CONFIG_NAME=value, strings quoted.
@@ -47,6 +50,15 @@ for f in libjitt.a libjitt-glibc.a libjitt-dso.a libjitt.ldflags libjitt-glibc.l
 	libjitt.cflags; do
 	put 0644 "$obj/lib/$f" "$libdir/$f"
 done
+pcs="jitt jitt-musl jitt-dso"
+clang=
+if [ -n "$clang_cc" ]; then
+	for f in libjitt-clang.a libjitt-clang.cflags libjitt-clang.ldflags; do
+		put 0644 "$obj/lib/$f" "$libdir/$f"
+	done
+	pcs="$pcs jitt-clang"
+	clang="$clang_cc $obj/lib/libjitt-clang.cflags $obj/lib/libjitt-clang.ldflags"
+fi
 tmp=$(mktemp)
 sdk=$(mktemp -d)
 trap 'rm -rf "$tmp" "$sdk"' EXIT
@@ -55,8 +67,8 @@ put 0644 "$tmp" "$libdir/libjitt.cc"
 # pkg-config and CMake descriptions of the same archives and flags (sdk-files.sh).
 version=$(sed -n 's/^#define JITT_VERSION "\(.*\)"$/\1/p' "$src/agent/runtime/api.c")
 sh "$src/board/common/sdk-files.sh" "$sdk" "$prefix" "$version" "$glibc_cc" "$cc" \
-	"$obj/lib/libjitt.cflags" "$obj/lib/libjitt-glibc.ldflags" "$obj/lib/libjitt.ldflags"
-for f in pkgconfig/jitt.pc pkgconfig/jitt-musl.pc pkgconfig/jitt-dso.pc \
+	"$obj/lib/libjitt.cflags" "$obj/lib/libjitt-glibc.ldflags" "$obj/lib/libjitt.ldflags" $clang
+for f in $(for p in $pcs; do echo "pkgconfig/$p.pc"; done) \
 	cmake/jitt/jittConfig.cmake cmake/jitt/jittConfigVersion.cmake; do
 	put 0644 "$sdk/$f" "$prefix/lib/$f"
 done

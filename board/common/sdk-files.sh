@@ -5,28 +5,37 @@
 #   OUT/pkgconfig/jitt.pc       a program on glibc, built by GLIBC_CC (PIE or not)
 #   OUT/pkgconfig/jitt-musl.pc  a program on musl, built by MUSL_CC (static)
 #   OUT/pkgconfig/jitt-dso.pc   an instrumented shared library (any libc)
+#   OUT/pkgconfig/jitt-clang.pc a program on glibc built by CLANG_CC, with trace points
+#                               only where clang kept a function after inlining (when the
+#                               build made the clang flavour: CLANG_CC given)
 #   OUT/cmake/jitt/jittConfig.cmake and jittConfigVersion.cmake: the same as CMake targets
-#     jitt::jitt, jitt::musl and jitt::dso
-# Each names, in its variable `compiler`, the GCC its flags are for: libjitt's archives
-# carry GCC's LTO bytecode, so the program is compiled and linked by that GCC with -flto.
+#     jitt::jitt, jitt::musl and jitt::dso (and jitt::clang with CLANG_CC)
+# Each names, in its variable `compiler`, the compiler its flags are for: libjitt's archives
+# carry its LTO bytecode (GCC's, or clang's for jitt-clang.pc), so the program is compiled
+# and linked by that compiler with -flto.
 # The flags themselves come from the build (libjitt.cflags, libjitt*.ldflags), so the files
 # and the archives never disagree. The CMake files find the prefix from their own place,
 # so an SDK copied elsewhere (a sysroot) still works; pkg-config does with --define-prefix.
 #
 # usage: sdk-files.sh OUT PREFIX VERSION GLIBC_CC MUSL_CC CFLAGS_FILE GLIBC_LDFLAGS_FILE
-#                     MUSL_LDFLAGS_FILE
+#                     MUSL_LDFLAGS_FILE [CLANG_CC CLANG_CFLAGS_FILE CLANG_LDFLAGS_FILE]
 set -eu
 out=$1 prefix=$2 version=$3 glibc_cc=$4 musl_cc=$5
 cflags=$(cat "$6")
 glibc_ld=$(cat "$7")
 musl_ld=$(cat "$8")
+clang_cc=${9:-} clang_cflags= clang_ld=
+if [ -n "$clang_cc" ]; then
+	clang_cflags=$(cat "${10}")
+	clang_ld=$(cat "${11}")
+fi
 mkdir -p "$out/pkgconfig" "$out/cmake/jitt"
 
-pc() { # name libc compiler archive ldflags extra-cflags
+pc() { # name libc compiler archive ldflags cflags
 	cat <<PC
 # jitt's runtime for an instrumented program on $2 (docs/oem.md). Compile only the
 # program's own sources with \`pkg-config --cflags\` (not its tools), link it with
-# \`pkg-config --libs\`, both by \${compiler} (GCC with LTO: the archive is LTO bytecode).
+# \`pkg-config --libs\`, both by \${compiler} with LTO (the archive is its LTO bytecode).
 prefix=$prefix
 libdir=\${prefix}/lib/jitt
 includedir=\${prefix}/include
@@ -36,16 +45,20 @@ libc=$2
 Name: $1
 Description: jitt, a function-tracing flight recorder: the runtime an app links ($2)
 Version: $version
-Cflags: -I\${includedir} $cflags$6
+Cflags: -I\${includedir} $6
 Libs: -flto \${libdir}/$4 $5
 PC
 }
-pc jitt glibc "$glibc_cc" libjitt-glibc.a "$glibc_ld" '' >"$out/pkgconfig/jitt.pc"
-pc jitt-musl musl "$musl_cc" libjitt.a "$musl_ld -static" '' >"$out/pkgconfig/jitt-musl.pc"
+pc jitt glibc "$glibc_cc" libjitt-glibc.a "$glibc_ld" "$cflags" >"$out/pkgconfig/jitt.pc"
+pc jitt-musl musl "$musl_cc" libjitt.a "$musl_ld -static" "$cflags" >"$out/pkgconfig/jitt-musl.pc"
+if [ -n "$clang_cc" ]; then
+	pc jitt-clang glibc "$clang_cc" libjitt-clang.a "$clang_ld" "$clang_cflags" \
+		>"$out/pkgconfig/jitt-clang.pc"
+fi
 cat >"$out/pkgconfig/jitt-dso.pc" <<PC
 # jitt's hooks for an instrumented shared library (docs/oem.md): its functions are traced
-# when the program that loads it links jitt (jitt.pc or jitt-musl.pc), and run untraced
-# otherwise. Any C compiler and libc; no LTO needed.
+# when the program that loads it links jitt (jitt.pc, jitt-musl.pc or jitt-clang.pc), and
+# run untraced otherwise. Any C compiler and libc; no LTO needed.
 prefix=$prefix
 libdir=\${prefix}/lib/jitt
 includedir=\${prefix}/include
@@ -65,13 +78,27 @@ cat >"$out/cmake/jitt/jittConfig.cmake" <<CMAKE
 #   target_link_libraries(mylib PRIVATE jitt::dso)       # an instrumented shared library
 # Link jitt only to the program you trace, not to every target of the tree: its compile
 # options instrument the target's sources. The archives are GCC LTO bytecode: build with
-# the compiler JITT_COMPILER names (JITT_MUSL_COMPILER for jitt::musl).
+# the compiler JITT_COMPILER names (JITT_MUSL_COMPILER for jitt::musl); where the SDK has
+# the clang flavour, jitt::clang is for a program built by JITT_CLANG_COMPILER.
 get_filename_component(_jitt_prefix "\${CMAKE_CURRENT_LIST_DIR}/../../.." ABSOLUTE)
 set(JITT_VERSION "$version")
 set(JITT_COMPILER "$glibc_cc")
 set(JITT_MUSL_COMPILER "$musl_cc")
+set(JITT_CLANG_COMPILER "$clang_cc")
 if(CMAKE_C_COMPILER_ID AND NOT CMAKE_C_COMPILER_ID STREQUAL "GNU")
-  message(WARNING "jitt: libjitt is GCC LTO bytecode; \${CMAKE_C_COMPILER_ID} cannot link it")
+  if(CMAKE_C_COMPILER_ID STREQUAL "Clang" AND JITT_CLANG_COMPILER)
+    message(STATUS "jitt: with clang, link jitt::clang (\${JITT_CLANG_COMPILER}, lld)")
+  else()
+    message(WARNING "jitt: libjitt is GCC LTO bytecode; \${CMAKE_C_COMPILER_ID} cannot link it")
+  endif()
+endif()
+if(JITT_CLANG_COMPILER AND NOT TARGET jitt::clang)
+  add_library(jitt::clang INTERFACE IMPORTED)
+  set_target_properties(jitt::clang PROPERTIES
+    INTERFACE_INCLUDE_DIRECTORIES "\${_jitt_prefix}/include"
+    INTERFACE_COMPILE_OPTIONS "$(list "$clang_cflags")"
+    INTERFACE_LINK_OPTIONS "-flto;$(list "$clang_ld")"
+    INTERFACE_LINK_LIBRARIES "\${_jitt_prefix}/lib/jitt/libjitt-clang.a")
 endif()
 foreach(_jitt_t jitt musl)
   if(NOT TARGET jitt::\${_jitt_t})

@@ -3,6 +3,11 @@ ARCH          := x86_64
 CROSS_COMPILE :=
 CC            := musl-gcc
 BOARD_CFLAGS  := -march=x86-64 -mtune=generic
+# The SDK's clang flavour (libjitt-clang.a, agent/runtime/Kbuild): host only so far; the
+# cross boards wait for lld to take the TLS relocation of the trace point's asm (aarch64)
+# and for clang to read the thread pointer once a trace point (armv7): docs/oem.md,
+# "Building with clang".
+SDK_CLANG     := clang-14
 # Programs run natively.
 QEMU_USER     :=
 
