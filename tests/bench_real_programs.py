@@ -285,7 +285,6 @@ for w, _ in workloads:
     vs = variants[w]
     times = {v[0]: [] for v in vs}
     kept = {v[0]: [] for v in vs}
-    recorded = {v[0]: [] for v in vs}
     reference = None
     for r_ in range(o.reps):
         order = vs[r_ % len(vs):] + vs[:r_ % len(vs)]
@@ -304,8 +303,6 @@ for w, _ in workloads:
                 problems.append("%s: output differs from plain's (%s)" % (where, out[:80]))
             if mode == "on" and not r.records:
                 problems.append("%s: recorded nothing (jitt status: no records)" % where)
-            if mode == "on":
-                recorded[row].append(r.records)
     # A trace of each traced row, from one more run triggered a quarter second in (not
     # timed): its rate, what a MiB holds, and its summary's top.
     for row, mode, binary, _ in vs:

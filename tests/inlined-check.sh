@@ -45,7 +45,9 @@ expect "one file" 2 "no instrumented build given" "$bin/jitt"
 expect "three files" 2 "one file too many" "$bin/jitt" "$bin/jitt" "$bin/jitt"
 expect "-o without a file" 2 "needs a value" "$bin/jitt" "$bin/jitt" -o
 expect "an unknown option" 2 "unknown option" --fast "$bin/jitt" "$bin/jitt"
-expect "-o over an input" 1 "" "$work/garbage" "$bin/jitt" -o "$work/garbage"
+cp "$bin/jitt" "$work/input"
+expect "-o over an input" 1 "$work/input: a file this command reads" "$work/input" "$bin/jitt" \
+	-o "$work/input"
 
 # ---- the round trip ----
 # oem_step is small: the plain build inlines it into oem_work everywhere. oem_work keeps
