@@ -122,7 +122,12 @@ RB_INLINE void rb_point(uintptr_t low)
  *
  * The on path is in a cold section, away from the function's body: one asm statement, one
  * basic block to the compiler (rb_point's reason), whose off path is the three
- * instructions. The id is stored as 4 bytes and a zero, not as 8: in a PIE program it is a
+ * instructions. An untimed record thus takes two jumps (there and back): 1.8 ns a trace
+ * point on Listing 1 where the same record inline, the off path a taken JE, costs 0.95 ns
+ * (the same-run limit, a store and a timer read in 16: 0.96 ns); but on duktape's fib,
+ * all functions traced, that layout made instrumented-off 1.47x of plain against 1.30x,
+ * for 2% less when on (interleaved, fastest of 5). Off is what runs in production.
+ * (tests/bench_trace.c has the rows: make bench.) The id is stored as 4 bytes and a zero, not as 8: in a PIE program it is a
  * 64-bit address in a register, whose upper half would read as a timestamp.
  */
 #if !defined(RB_CLOCK_ONLY)
