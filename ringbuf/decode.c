@@ -181,8 +181,7 @@ static int parse_back(struct rb_decoder *d, uint64_t ref_ticks, rb_special_fn sp
 		p--, i = before(i, nslots);
 		uint64_t tag = slots[i];
 		uint32_t low = rb_tag_low(tag), ts32 = rb_tag_ts32(tag);
-		uint32_t to_newer =
-			newer - ts32; /* to the next newer record (the newest: the ref) */
+		uint32_t to_newer = newer - ts32; /* to the next newer record (the newest: the ref) */
 		if (!rb_two_slots(low)) {
 			records++;
 			zero += ts32 == 0;
@@ -460,9 +459,8 @@ static bool off_event(struct rb_decoder *d, uint64_t until, struct rb_event *e)
 	if (end <= o->start)
 		return false;
 	d->off_end = end;
-	*e = (struct rb_event){
-		.ts = end, .id = o->start, .arg = o->cpu, .kind = RB_EV_OFF_CPU, .raw = o->why
-	};
+	*e = (struct rb_event){ .ts = end, .id = o->start, .arg = o->cpu, .kind = RB_EV_OFF_CPU,
+				.raw = o->why };
 	return true;
 }
 
@@ -641,8 +639,8 @@ int rb_decode(const struct rb_ring_view *v, uint64_t ref_ticks, struct rb_event 
 	int err = rb_decoder_init(&d, v, ref_ticks, NULL, NULL);
 	if (err)
 		return err;
-	size_t cap =
-		d.stats.records + v->noff + d.stats.unwound + d.stats.suspended + d.stats.resumed;
+	size_t cap = d.stats.records + v->noff + d.stats.unwound + d.stats.suspended +
+		     d.stats.resumed;
 	struct rb_event *ev = malloc((cap ? cap : 1) * sizeof(*ev));
 	if (!ev) {
 		rb_decoder_free(&d);
