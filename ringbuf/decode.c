@@ -266,7 +266,7 @@ int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t
 	 */
 	if (untimed) {
 		struct rb_untimed_stats us;
-		int err = rb_untimed_fill(v, ref_ticks, RB_UNTIMED_ROUNDS, &d->filled, &us);
+		int err = rb_untimed_fill(v, ref_ticks, RB_UNTIMED_PATH, &d->filled, &us);
 		if (err) {
 			rb_decoder_free(d);
 			return err;

@@ -18,22 +18,89 @@
 #define TIMED	(1u << 31) /* in own[]: the record has a time */
 #define OUTER	0u	   /* the type of frames older than the ring, and of an empty stack */
 #define JMPBUFS 16	   /* setjmps whose depth the stack walk remembers */
+#define ROUNDS	10u	   /* of the fit after the least squares (solve) */
+#define CG_STEPS 32	   /* of the least squares, at most: the tests' fits settle in 16 */
+
+/* Keys of two words to dense values 1.., open addressing (val 0: a free entry). */
+struct table {
+	uint64_t *a, *b;
+	uint32_t *val;
+	uint64_t cap;
+	uint32_t n;
+};
+
+static uint64_t hash(uint64_t a, uint64_t b, uint64_t cap)
+{
+	return ((a ^ b * 0xff51afd7ed558ccdull) * 0x9e3779b97f4a7c15ull) >> 32 & (cap - 1);
+}
+
+static int grow(struct table *t)
+{
+	uint64_t cap = t->cap ? 2 * t->cap : 1024;
+	uint64_t *a = malloc(cap * sizeof(*a)), *b = malloc(cap * sizeof(*b));
+	uint32_t *val = calloc(cap, sizeof(*val));
+	if (!a || !b || !val) {
+		free(a);
+		free(b);
+		free(val);
+		return -ENOMEM;
+	}
+	for (uint64_t i = 0; i < t->cap; i++) {
+		if (!t->val[i])
+			continue;
+		uint64_t h = hash(t->a[i], t->b[i], cap);
+		while (val[h])
+			h = (h + 1) & (cap - 1);
+		a[h] = t->a[i];
+		b[h] = t->b[i];
+		val[h] = t->val[i];
+	}
+	free(t->a);
+	free(t->b);
+	free(t->val);
+	t->a = a;
+	t->b = b;
+	t->val = val;
+	t->cap = cap;
+	return 0;
+}
+
+/* The dense value of a key (1..), added when new; 0 when memory ran out. */
+static uint32_t lookup(struct table *t, uint64_t a, uint64_t b)
+{
+	if (2 * ((uint64_t)t->n + 1) >= t->cap && grow(t) != 0)
+		return 0;
+	uint64_t h = hash(a, b, t->cap);
+	while (t->val[h]) {
+		if (t->a[h] == a && t->b[h] == b)
+			return t->val[h];
+		h = (h + 1) & (t->cap - 1);
+	}
+	t->a[h] = a;
+	t->b[h] = b;
+	return t->val[h] = ++t->n;
+}
+
+static void table_free(struct table *t)
+{
+	free(t->a);
+	free(t->b);
+	free(t->val);
+}
 
 struct fit {
 	struct rb_ring_view v;
+	enum rb_untimed_model model;
 	uint64_t base, first; /* the oldest valid slot (physical); the first record's index */
 	uint64_t *bits;	      /* bit per forward slot index: a payload */
 	uint64_t nrec;
-	uint32_t *own;	/* per record: the type owning the gap after it, | TIMED */
+	uint32_t *own;	/* per record: the type of the gap after it, | TIMED */
 	uint32_t *tidx; /* the timed records' indices, oldest first */
 	uint32_t *tts;	/* and their ts32 */
 	uint64_t ntimed;
-	/* Function ids to dense types (1..), open addressing; keys[i] is valid when val[i]. */
-	uint64_t *keys;
-	uint32_t *val;
-	uint64_t cap;
-	uint32_t ntypes; /* types so far, "outer" included */
-	double *d;	 /* per type: the fitted mean gap, in ticks */
+	struct table fn;    /* function ids to dense functions 1.. (OUTER: 0) */
+	struct table types; /* gap keys to dense types 1.. (0: the last record's, none) */
+	double *d;	    /* per type: the fitted mean gap, in ticks */
 };
 
 /* The physical slot before i, in a ring of n slots. */
@@ -96,54 +163,6 @@ static uint64_t parse_back(struct fit *f)
 	return untimed;
 }
 
-static uint64_t hash(uint64_t key, uint64_t cap)
-{
-	return (key * 0x9e3779b97f4a7c15ull) >> 32 & (cap - 1);
-}
-
-static int grow_types(struct fit *f)
-{
-	uint64_t cap = f->cap ? 2 * f->cap : 1024;
-	uint64_t *keys = malloc(cap * sizeof(*keys));
-	uint32_t *val = calloc(cap, sizeof(*val));
-	if (!keys || !val) {
-		free(keys);
-		free(val);
-		return -ENOMEM;
-	}
-	for (uint64_t i = 0; i < f->cap; i++) {
-		if (!f->val[i])
-			continue;
-		uint64_t h = hash(f->keys[i], cap);
-		while (val[h])
-			h = (h + 1) & (cap - 1);
-		keys[h] = f->keys[i];
-		val[h] = f->val[i];
-	}
-	free(f->keys);
-	free(f->val);
-	f->keys = keys;
-	f->val = val;
-	f->cap = cap;
-	return 0;
-}
-
-/* The dense type of a function id (1..), added when new; 0 when memory ran out. */
-static uint32_t type_of(struct fit *f, uint64_t id)
-{
-	if (2 * (uint64_t)f->ntypes >= f->cap && grow_types(f) != 0)
-		return 0;
-	uint64_t h = hash(id, f->cap);
-	while (f->val[h]) {
-		if (f->keys[h] == id)
-			return f->val[h];
-		h = (h + 1) & (f->cap - 1);
-	}
-	f->keys[h] = id;
-	f->val[h] = f->ntypes++;
-	return f->val[h];
-}
-
 struct stack {
 	uint32_t *t;
 	uint64_t n, cap;
@@ -187,19 +206,25 @@ static void nonlocal(struct stack *s, uint32_t low, uint32_t key)
 	}
 }
 
+/* What a record is, for the gap keys: an entry of dense function x, an exit (from: of
+ * function x), or a special record of kind x. */
+enum { WHAT_ENTRY, WHAT_EXIT, WHAT_SPECIAL };
+
 /*
- * Oldest to newest: the owner of each gap, the innermost frame open after the record that
- * begins it (entries push, exits pop; special records other than setjmp and longjmp leave
- * the stack alone), and the timed records.
+ * Oldest to newest: the type of each gap, and the timed records. A gap's owner is the
+ * innermost frame open after the record that begins it (entries push, exits pop; special
+ * records other than setjmp and longjmp leave the stack alone). RB_UNTIMED_OWNER keys a gap
+ * by its owner alone; RB_UNTIMED_PATH by its owner and the records at its two ends (which
+ * trace point it runs from and to): f's time before it calls g and after g returns are two
+ * types, as different as the code that runs in them.
  */
 static int walk(struct fit *f)
 {
 	const uint64_t *slots = f->v.slots, nslots = f->v.nslots, valid = f->v.valid;
 	struct stack s = { 0 };
-	uint64_t p = f->first, k = 0, i = f->base + p;
+	uint64_t p = f->first, k = 0, i = f->base + p, prev_a = 0, prev_b = 0;
 	i -= i >= nslots ? nslots : 0;
 	int err = 0;
-	f->ntypes = 1; /* OUTER */
 	while (p < valid && !err) {
 		uint64_t payload = 0;
 		if (f->bits[p >> 6] >> (p & 63) & 1) {
@@ -210,17 +235,30 @@ static int walk(struct fit *f)
 		uint64_t tag = slots[i];
 		p++;
 		i = i + 1 == nslots ? 0 : i + 1;
-		uint32_t low = rb_tag_low(tag);
+		uint32_t low = rb_tag_low(tag), what = WHAT_SPECIAL, x = low;
 		if (low == RB_EXIT) {
-			s.n -= s.n > 0;
+			what = WHAT_EXIT;
+			x = s.n ? s.t[--s.n] : OUTER;
 		} else if (low >= RB_FIRST_ID || low == RB_WIDE) {
-			uint32_t t = type_of(f, low == RB_WIDE ? payload : low);
-			err = t ? push(&s, t) : -ENOMEM;
+			what = WHAT_ENTRY;
+			x = lookup(&f->fn, low == RB_WIDE ? payload : low, 0);
+			err = x ? push(&s, x) : -ENOMEM;
 		} else if (low == RB_SETJMP || low == RB_LONGJMP) {
 			nonlocal(&s, low, (uint32_t)payload);
 		}
+		/* The gap before this record ends here: its type, now that both ends are known. */
+		bool path = f->model == RB_UNTIMED_PATH;
+		if (k) {
+			uint64_t b = path ? prev_b | (uint64_t)what << 60 | x : 0;
+			uint32_t t = lookup(&f->types, prev_a, b);
+			err = t ? err : -ENOMEM;
+			f->own[k - 1] |= t;
+		}
+		uint32_t owner = s.n ? s.t[s.n - 1] : OUTER;
+		prev_a = path ? (uint64_t)owner << 32 | x : owner;
+		prev_b = (uint64_t)what << 62;
 		bool timed = !untimed_tag(tag);
-		f->own[k] = (s.n ? s.t[s.n - 1] : OUTER) | (timed ? TIMED : 0);
+		f->own[k] = timed ? TIMED : 0;
 		if (timed) {
 			f->tidx[f->ntimed] = (uint32_t)k;
 			f->tts[f->ntimed++] = rb_tag_ts32(tag);
@@ -238,24 +276,162 @@ struct window {
 	uint64_t off, n, gaps;
 };
 
+/* One level of the fit: nt types, the windows to split, and per type what windows of that
+ * type alone gave it (pin) and its number of gaps in windows (count). */
+struct em {
+	uint32_t nt;
+	uint64_t nwin;
+	const struct window *win;
+	const uint32_t *ptype, *pcount;
+	const double *pin, *count;
+	double *acc;
+};
+
+/* One round of the fit: each window's delta split in proportion to the means d, and each
+ * type's new mean what it was given over its gaps (a type in no window keeps its mean). */
+static void em_round(const struct em *e, const double *d, double *out)
+{
+	double *acc = e->acc;
+	memcpy(acc, e->pin, e->nt * sizeof(*acc));
+	for (uint64_t w = 0; w < e->nwin; w++) {
+		const struct window *x = &e->win[w];
+		double sum = 0;
+		for (uint64_t i = x->off; i < x->off + x->n; i++)
+			sum += e->pcount[i] * d[e->ptype[i]];
+		/* All its types' means 0 (every other window of theirs had delta 0): an equal
+		 * split. */
+		bool equal = !(sum > 0);
+		double q = x->delta / (equal ? (double)x->gaps : sum);
+		for (uint64_t i = x->off; i < x->off + x->n; i++)
+			acc[e->ptype[i]] += q * e->pcount[i] * (equal ? 1 : d[e->ptype[i]]);
+	}
+	for (uint32_t t = 0; t < e->nt; t++)
+		out[t] = e->count[t] ? acc[t] / e->count[t] : d[t];
+}
+
+/* out = N v, N = A^T W A + diag(pd): A the windows' gap counts, W their weights. */
+static void normal_mul(const struct em *e, const double *wt, const double *pd, const double *v,
+		       double *out)
+{
+	for (uint32_t t = 0; t < e->nt; t++)
+		out[t] = pd[t] * v[t];
+	for (uint64_t k = 0; k < e->nwin; k++) {
+		const struct window *x = &e->win[k];
+		double s = 0;
+		for (uint64_t i = x->off; i < x->off + x->n; i++)
+			s += e->pcount[i] * v[e->ptype[i]];
+		s *= wt[k];
+		for (uint64_t i = x->off; i < x->off + x->n; i++)
+			out[e->ptype[i]] += s * e->pcount[i];
+	}
+}
+
+/*
+ * The means that best explain the windows, by weighted least squares: d minimises
+ * sum_w (delta_w - sum_t n_wt d_t)^2 / mu_w, mu_w the window's length by the means d came
+ * in with (a window's variance grows with its length): the equations the rounds of the fit
+ * (em_round) converge to, Poisson's, linearised. Plain rounds crawl where types always come
+ * together (a loop's types are in every window in the same proportion, and only the
+ * windows' ends tell them apart: on tests/test_untimed.c, 20 rounds left g at 5 times its
+ * time, and 1000 were needed); conjugate gradients on the normal equations, preconditioned
+ * by their diagonal, settle in about as many steps as there are directions to tell apart,
+ * at most CG_STEPS, each costing two rounds. Starting from d, a direction no window tells
+ * (types only ever seen together, in one proportion) keeps d's. Means found below 0 (noise,
+ * on types of little time) become 0. npin: per type, its gaps in windows of it alone.
+ * w: 6 * nt + nwin doubles.
+ */
+static void least_squares(const struct em *e, const double *npin, double *d, double *w)
+{
+	uint32_t nt = e->nt;
+	double *r = w, *z = w + nt, *p = w + 2 * nt, *q = w + 3 * nt, *diag = w + 4 * nt;
+	double *pd = w + 5 * nt, *wt = w + 6 * nt;
+	for (uint32_t t = 0; t < nt; t++) { /* the windows of one type, summed */
+		double mu = d[t] > 1 ? d[t] : 1;
+		pd[t] = diag[t] = npin[t] / mu;
+		r[t] = e->pin[t] / mu;
+	}
+	for (uint64_t k = 0; k < e->nwin; k++) {
+		const struct window *x = &e->win[k];
+		double mu = 0;
+		for (uint64_t i = x->off; i < x->off + x->n; i++)
+			mu += e->pcount[i] * d[e->ptype[i]];
+		wt[k] = 1 / (mu > 1 ? mu : 1);
+		for (uint64_t i = x->off; i < x->off + x->n; i++) {
+			r[e->ptype[i]] += wt[k] * x->delta * e->pcount[i];
+			diag[e->ptype[i]] += wt[k] * (double)e->pcount[i] * e->pcount[i];
+		}
+	}
+	normal_mul(e, wt, pd, d, q);
+	double rz = 0;
+	for (uint32_t t = 0; t < nt; t++) {
+		r[t] -= q[t];
+		p[t] = z[t] = diag[t] > 0 ? r[t] / diag[t] : 0;
+		rz += r[t] * z[t];
+	}
+	const double r0 = rz;
+	for (int step = 0; step < CG_STEPS && rz > 1e-24 * r0; step++) {
+		normal_mul(e, wt, pd, p, q);
+		double pq = 0, rz1 = 0;
+		for (uint32_t t = 0; t < nt; t++)
+			pq += p[t] * q[t];
+		if (!(pq > 0))
+			break;
+		double alpha = rz / pq;
+		for (uint32_t t = 0; t < nt; t++) {
+			d[t] += alpha * p[t];
+			r[t] -= alpha * q[t];
+			z[t] = diag[t] > 0 ? r[t] / diag[t] : 0;
+			rz1 += r[t] * z[t];
+		}
+		for (uint32_t t = 0; t < nt; t++)
+			p[t] = z[t] + rz1 / rz * p[t];
+		rz = rz1;
+	}
+	for (uint32_t t = 0; t < nt; t++)
+		d[t] = d[t] > 0 ? d[t] : 0;
+}
+
+/* The fit at one level: least squares from d, then ROUNDS rounds, which keep every mean
+ * what its type was given on average (the fill's premise). */
+static unsigned solve(const struct em *e, const double *npin, double *d, double *w)
+{
+	least_squares(e, npin, d, w);
+	for (unsigned i = 0; i < ROUNDS; i++) {
+		em_round(e, d, w);
+		memcpy(d, w, e->nt * sizeof(*d));
+	}
+	return ROUNDS;
+}
+
 /*
  * The fit (untimed.h): d[type], the mean gap of each type. A window of one type gives it
- * its delta whatever the means (pin); the others are split in proportion to the means,
- * round after round, until the means move by less than 1e-4 of themselves. Types seen in
- * no window (only before the first or after the last timed record) get the mean of all.
+ * its delta whatever the means (pin); the others are split in proportion to the means.
+ * RB_UNTIMED_PATH first fits the owners (RB_UNTIMED_OWNER), and starts each path from its
+ * owner's mean: a path that only ever shares windows with the same others (the long call
+ * among short ones, whose three gaps are each seen once) cannot be told apart from them,
+ * and the fit keeps their starting proportions, which the owners' fit made sensible. Types
+ * seen in no window (only before the first or after the last timed record) keep their
+ * owner's mean, or the mean of all.
  */
-static int fit_means(struct fit *f, unsigned rounds, struct rb_untimed_stats *st)
+static int fit_means(struct fit *f, struct rb_untimed_stats *st)
 {
-	uint32_t nt = f->ntypes;
-	double *pin = calloc(nt, sizeof(*pin)), *acc = malloc(nt * sizeof(*acc));
-	double *count = calloc(nt, sizeof(*count));
+	uint32_t nt = f->types.n + 1, no = f->fn.n + 1;
+	uint32_t big = nt > no ? nt : no;
+	double *pin = calloc(nt, sizeof(*pin)), *count = calloc(nt, sizeof(*count));
+	double *pin1 = calloc(no, sizeof(*pin1)), *count1 = calloc(no, sizeof(*count1));
+	double *acc = malloc(big * sizeof(*acc)), *d1 = malloc(no * sizeof(*d1));
+	double *npin = calloc(nt, sizeof(*npin)), *npin1 = calloc(no, sizeof(*npin1));
+	double *w = malloc((6 * (size_t)big + f->ntimed + 1) * sizeof(*w));
 	uint32_t *stamp = calloc(nt, sizeof(*stamp)), *at = malloc(nt * sizeof(*at));
+	uint32_t *owner = calloc(nt, sizeof(*owner));
 	uint32_t *ptype = malloc((f->nrec + 1) * sizeof(*ptype));
+	uint32_t *ptype1 = malloc((f->nrec + 1) * sizeof(*ptype1));
 	uint32_t *pcount = malloc((f->nrec + 1) * sizeof(*pcount));
 	struct window *win = malloc((f->ntimed + 1) * sizeof(*win));
 	f->d = malloc(nt * sizeof(*f->d));
 	int err = -ENOMEM;
-	if (!pin || !acc || !count || !stamp || !at || !ptype || !pcount || !win || !f->d)
+	if (!pin || !count || !pin1 || !count1 || !acc || !d1 || !npin || !npin1 || !w || !stamp ||
+	    !at || !owner || !ptype || !ptype1 || !pcount || !win || !f->d)
 		goto out;
 	uint64_t nwin = 0, npairs = 0;
 	double total = 0, gaps = 0;
@@ -279,6 +455,7 @@ static int fit_means(struct fit *f, unsigned rounds, struct rb_untimed_stats *st
 		gaps += (double)(b - a);
 		if (npairs - off == 1) {
 			pin[ptype[off]] += delta;
+			npin[ptype[off]] += (double)(b - a);
 			npairs = off;
 		} else {
 			win[nwin++] = (struct window){ delta, off, npairs - off, b - a };
@@ -286,40 +463,48 @@ static int fit_means(struct fit *f, unsigned rounds, struct rb_untimed_stats *st
 	}
 	double mean = gaps ? total / gaps : 0;
 	for (uint32_t t = 0; t < nt; t++)
-		f->d[t] = rounds ? 1 : mean; /* 0 rounds: the equal split, for comparisons */
-	for (st->rounds = 0; st->rounds < rounds;) {
-		memcpy(acc, pin, nt * sizeof(*acc));
-		for (uint64_t w = 0; w < nwin; w++) {
-			const struct window *x = &win[w];
-			double sum = 0;
-			for (uint64_t i = x->off; i < x->off + x->n; i++)
-				sum += pcount[i] * f->d[ptype[i]];
-			/* All its types' means 0 (every other window of theirs had delta 0): an
-			 * equal split. */
-			bool equal = !(sum > 0);
-			double q = x->delta / (equal ? (double)x->gaps : sum);
-			for (uint64_t i = x->off; i < x->off + x->n; i++)
-				acc[ptype[i]] += q * pcount[i] * (equal ? 1 : f->d[ptype[i]]);
-		}
-		bool settled = true;
-		for (uint32_t t = 0; t < nt; t++) {
-			double d = count[t] ? acc[t] / count[t] : mean;
-			double moved = d > f->d[t] ? d - f->d[t] : f->d[t] - d;
-			settled &= moved <= 1e-4 * d + 1e-9;
-			f->d[t] = d;
-		}
-		st->rounds++;
-		if (settled)
-			break;
+		f->d[t] = mean;
+	if (f->model == RB_UNTIMED_EQUAL)
+		goto done; /* one mean for all: each window split equally */
+	/* The owners' level: each type's owner, from its key (walk). */
+	for (uint64_t i = 0; i < f->types.cap; i++)
+		if (f->types.val[i])
+			owner[f->types.val[i]] = (uint32_t)(f->types.a[i] >>
+							    (f->model == RB_UNTIMED_PATH ? 32 : 0));
+	for (uint32_t t = 0; t < nt; t++) {
+		pin1[owner[t]] += pin[t];
+		npin1[owner[t]] += npin[t];
+		count1[owner[t]] += count[t];
 	}
+	for (uint64_t i = 0; i < npairs; i++)
+		ptype1[i] = owner[ptype[i]];
+	for (uint32_t o = 0; o < no; o++)
+		d1[o] = mean;
+	struct em e1 = { no, nwin, win, ptype1, pcount, pin1, count1, acc };
+	st->rounds = solve(&e1, npin1, d1, w);
+	for (uint32_t t = 0; t < nt; t++)
+		f->d[t] = d1[owner[t]];
+	if (f->model == RB_UNTIMED_PATH) {
+		struct em e2 = { nt, nwin, win, ptype, pcount, pin, count, acc };
+		st->rounds += solve(&e2, npin, f->d, w);
+	}
+done:
 	err = 0;
 out:
 	free(pin);
-	free(acc);
 	free(count);
+	free(pin1);
+	free(count1);
+	free(acc);
+	free(d1);
+	free(npin);
+	free(npin1);
+	free(w);
 	free(stamp);
 	free(at);
+	free(owner);
 	free(ptype);
+	free(ptype1);
 	free(pcount);
 	free(win);
 	return err;
@@ -397,13 +582,13 @@ static void fit_free(struct fit *f)
 	free(f->own);
 	free(f->tidx);
 	free(f->tts);
-	free(f->keys);
-	free(f->val);
+	table_free(&f->fn);
+	table_free(&f->types);
 	free(f->d);
 }
 
-int rb_untimed_fill(const struct rb_ring_view *v, uint64_t ref_ticks, unsigned rounds,
-		    uint64_t **filled, struct rb_untimed_stats *stats)
+int rb_untimed_fill(const struct rb_ring_view *v, uint64_t ref_ticks,
+		    enum rb_untimed_model model, uint64_t **filled, struct rb_untimed_stats *stats)
 {
 	*filled = NULL;
 	memset(stats, 0, sizeof(*stats));
@@ -411,7 +596,7 @@ int rb_untimed_fill(const struct rb_ring_view *v, uint64_t ref_ticks, unsigned r
 		return -EINVAL;
 	if (!rb_untimed_any(v))
 		return 0;
-	struct fit f = { .v = *v };
+	struct fit f = { .v = *v, .model = model };
 	f.base = v->end + v->nslots - v->valid;
 	f.base -= f.base >= v->nslots ? v->nslots : 0;
 	int err = -ENOMEM;
@@ -428,13 +613,13 @@ int rb_untimed_fill(const struct rb_ring_view *v, uint64_t ref_ticks, unsigned r
 	if (!f.own || !f.tidx || !f.tts || walk(&f) != 0)
 		goto out;
 	stats->timed = f.ntimed;
-	stats->types = f.ntypes;
+	stats->types = f.types.n;
 	if (!f.ntimed) { /* nothing to estimate from: all at one time */
 		stats->unknown = stats->untimed;
 		goto done;
 	}
 	stats->outside = f.tidx[0] + (f.nrec - 1 - f.tidx[f.ntimed - 1]);
-	if (fit_means(&f, rounds, stats) != 0 || !(*filled = malloc(v->stored * sizeof(**filled))))
+	if (fit_means(&f, stats) != 0 || !(*filled = malloc(v->stored * sizeof(**filled))))
 		goto out;
 	memcpy(*filled, v->slots, v->stored * sizeof(**filled));
 	fill(&f, *filled, (uint32_t)ref_ticks);

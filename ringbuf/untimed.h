@@ -36,9 +36,16 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* Rounds of the fit: on the tests' rings (tests/test_untimed.c) the means settle to 1e-4
- * in 5 to 15; 0 gives the equal split (every gap the same), a baseline for tests. */
-#define RB_UNTIMED_ROUNDS 20
+/*
+ * How a window's delta is split among its gaps. The decoder uses RB_UNTIMED_PATH; the
+ * others are baselines for tests (tests/test_untimed.c measures all three).
+ *   EQUAL: every gap the same share (biased: the f/g example).
+ *   OWNER: one fitted mean per owner function, as above.
+ *   PATH:  one fitted mean per owner and the two records that bound the gap (the code path
+ *          between two trace points): f's gap before it calls g and its gap after g
+ *          returns are fitted apart, which OWNER cannot do, and which left g 50% off.
+ */
+enum rb_untimed_model { RB_UNTIMED_EQUAL, RB_UNTIMED_OWNER, RB_UNTIMED_PATH };
 
 struct rb_untimed_stats {
 	uint64_t untimed; /* one-slot records with no time */
@@ -47,7 +54,7 @@ struct rb_untimed_stats {
 	uint64_t outside; /* untimed records before the first or after the last timed one */
 	uint64_t unknown; /* untimed records of a ring with no timed record: left at 0 */
 	uint64_t types;	  /* functions (and "outer") whose mean gap was fitted */
-	unsigned rounds;  /* rounds the fit took */
+	unsigned rounds;  /* rounds of the fit */
 };
 
 /* Whether any slot of the view's valid range has a zero upper half: the cheap test (one
@@ -59,10 +66,10 @@ bool rb_untimed_any(const struct rb_ring_view *v);
  * When the view holds untimed records, *filled gets a malloc'd copy of its `stored` slots
  * (indexed as v->slots) in which each untimed record's upper half is its estimated ts32;
  * else NULL (nothing to do, or no timed record to estimate from: stats say so). Records
- * are parsed backwards from the end position as rb_decoder_init does. `rounds`: of the
- * fit, RB_UNTIMED_ROUNDS. Returns 0, -EINVAL (an inconsistent view) or -ENOMEM.
+ * are parsed backwards from the end position as rb_decoder_init does. Returns 0, -EINVAL
+ * (an inconsistent view) or -ENOMEM.
  */
-int rb_untimed_fill(const struct rb_ring_view *v, uint64_t ref_ticks, unsigned rounds,
-		    uint64_t **filled, struct rb_untimed_stats *stats);
+int rb_untimed_fill(const struct rb_ring_view *v, uint64_t ref_ticks,
+		    enum rb_untimed_model model, uint64_t **filled, struct rb_untimed_stats *stats);
 
 #endif
