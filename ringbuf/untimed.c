@@ -15,11 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TIMED	(1u << 31) /* in own[]: the record has a time */
-#define OUTER	0u	   /* the type of frames older than the ring, and of an empty stack */
-#define JMPBUFS 16	   /* setjmps whose depth the stack walk remembers */
-#define ROUNDS	10u	   /* of the fit after the least squares (solve) */
-#define CG_STEPS 32	   /* of the least squares, at most: the tests' fits settle in 16 */
+#define TIMED	 (1u << 31) /* in own[]: the record has a time */
+#define OUTER	 0u	    /* the type of frames older than the ring, and of an empty stack */
+#define JMPBUFS	 16	    /* setjmps whose depth the stack walk remembers */
+#define ROUNDS	 10u	    /* of the fit after the least squares (solve) */
+#define CG_STEPS 32	    /* of the least squares, at most: the tests' fits settle in 16 */
 
 /* Keys of two words to dense values 1.., open addressing (val 0: a free entry). */
 struct table {
@@ -469,8 +469,8 @@ static int fit_means(struct fit *f, struct rb_untimed_stats *st)
 	/* The owners' level: each type's owner, from its key (walk). */
 	for (uint64_t i = 0; i < f->types.cap; i++)
 		if (f->types.val[i])
-			owner[f->types.val[i]] = (uint32_t)(f->types.a[i] >>
-							    (f->model == RB_UNTIMED_PATH ? 32 : 0));
+			owner[f->types.val[i]] =
+				(uint32_t)(f->types.a[i] >> (f->model == RB_UNTIMED_PATH ? 32 : 0));
 	for (uint32_t t = 0; t < nt; t++) {
 		pin1[owner[t]] += pin[t];
 		npin1[owner[t]] += npin[t];
@@ -587,8 +587,8 @@ static void fit_free(struct fit *f)
 	free(f->d);
 }
 
-int rb_untimed_fill(const struct rb_ring_view *v, uint64_t ref_ticks,
-		    enum rb_untimed_model model, uint64_t **filled, struct rb_untimed_stats *stats)
+int rb_untimed_fill(const struct rb_ring_view *v, uint64_t ref_ticks, enum rb_untimed_model model,
+		    uint64_t **filled, struct rb_untimed_stats *stats)
 {
 	*filled = NULL;
 	memset(stats, 0, sizeof(*stats));

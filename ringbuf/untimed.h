@@ -69,7 +69,7 @@ bool rb_untimed_any(const struct rb_ring_view *v);
  * are parsed backwards from the end position as rb_decoder_init does. Returns 0, -EINVAL
  * (an inconsistent view) or -ENOMEM.
  */
-int rb_untimed_fill(const struct rb_ring_view *v, uint64_t ref_ticks,
-		    enum rb_untimed_model model, uint64_t **filled, struct rb_untimed_stats *stats);
+int rb_untimed_fill(const struct rb_ring_view *v, uint64_t ref_ticks, enum rb_untimed_model model,
+		    uint64_t **filled, struct rb_untimed_stats *stats);
 
 #endif

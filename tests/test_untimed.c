@@ -73,8 +73,17 @@ static void spend(struct tl *t, uint64_t base)
 	t->now += base - base / 5 + next() % (2 * base / 5 + 1);
 }
 
-enum { MAIN = 0x401000, F = 0x401040, G = 0x401080, H = 0x4010c0, L = 0x401100, P = 0x401140,
-       Q = 0x401180, R = 0x4011c0, S = 0x401200 };
+enum {
+	MAIN = 0x401000,
+	F = 0x401040,
+	G = 0x401080,
+	H = 0x4010c0,
+	L = 0x401100,
+	P = 0x401140,
+	Q = 0x401180,
+	R = 0x4011c0,
+	S = 0x401200
+};
 #define WIDE 0x7f0012345600ull /* a function of a shared library: a wide entry, timed */
 
 /*
@@ -153,7 +162,8 @@ static void encode(const struct tl *t, bool sampled, uint64_t *ring, uint64_t ns
 	for (size_t i = 0; i < t->n; i++) {
 		const struct rec *r = &t->r[i];
 		if (nslots_of(r) == 2)
-			ring[at++ % nslots] = r->low == RB_WIDE ? r->id : rb_special_payload(r->ts, 0);
+			ring[at++ % nslots] =
+				r->low == RB_WIDE ? r->id : rb_special_payload(r->ts, 0);
 		ring[at++ % nslots] = rb_tag(sampled && !r->timed ? 0 : r->ts, r->low);
 	}
 	*v = (struct rb_ring_view){ .slots = ring,
@@ -274,8 +284,9 @@ static size_t check_events(const struct tl *t, const struct rb_event *truth, siz
 				same = false;
 		}
 		if (!same && bad++ < 5)
-			test_fail(__FILE__, __LINE__, "event %zu: kind %d id %llx ts %llu, truth %d %llx %llu",
-				  i, got[i].kind, (unsigned long long)got[i].id,
+			test_fail(__FILE__, __LINE__,
+				  "event %zu: kind %d id %llx ts %llu, truth %d %llx %llu", i,
+				  got[i].kind, (unsigned long long)got[i].id,
 				  (unsigned long long)got[i].ts, truth[i].kind,
 				  (unsigned long long)truth[i].id, (unsigned long long)truth[i].ts);
 	}
@@ -417,4 +428,154 @@ TEST(untimed_fit_recovers_self_times_and_equal_split_does_not)
 		check_long_call(&r);
 		run_free(&r);
 	}
+}
+
+/* A ring smaller than the timeline: it wrapped (end < valid), its oldest records are
+ * untimed ones before any timed record, stepped back from the first by the fitted means. */
+TEST(untimed_ring_that_wrapped_decodes_the_same_events)
+{
+	struct run r;
+	run(&r, 0x5eed1234u, 4, 4096);
+	CHECK_EQ_U64(r.n[0], r.n[1]);
+	CHECK(r.n[0] < r.t.n && r.st.untimed > 0);
+	size_t first = r.t.n - r.n[0], head = 0;
+	while (head < r.n[0] && !r.t.r[first + head].timed)
+		head++;
+	printf("    %zu of %zu records in the ring, %zu untimed before the first timed one\n",
+	       r.n[0], r.t.n, head);
+	/* Those before the first timed record: not after it, and not absurdly far before (each
+	 * step is a fitted mean of its type, at most the longest window). */
+	for (size_t i = 0; i < head; i++)
+		CHECK(r.ev[1][i].ts <= r.ev[1][head].ts &&
+		      r.ev[1][head].ts - r.ev[1][i].ts < 100000000);
+	run_free(&r);
+}
+
+static int decode_n(const uint64_t *ring, uint64_t nslots, uint64_t end, uint64_t valid,
+		    uint64_t ref, struct rb_event **ev, size_t *n, struct rb_decode_stats *st)
+{
+	struct rb_ring_view v = { ring, nslots, nslots, end, valid, 8, 0, NULL, 0 };
+	return rb_decode(&v, ref, ev, n, st);
+}
+
+TEST(untimed_rings_without_a_timed_record_keep_one_time)
+{
+	uint64_t ring[8];
+	for (int i = 0; i < 8; i++)
+		ring[i] = rb_tag(0, i % 2 ? RB_EXIT : 0x1000u + (uint32_t)i);
+	struct rb_event *ev;
+	size_t n;
+	struct rb_decode_stats st;
+	CHECK_EQ_INT(decode_n(ring, 8, 0, 8, 0x500000123ull, &ev, &n, &st), 0);
+	CHECK_EQ_INT(n, 8);
+	CHECK_EQ_U64(st.untimed, 8);
+	CHECK_EQ_U64(st.windows, 0);
+	for (size_t i = 1; i < n; i++)
+		CHECK_EQ_U64(ev[i].ts, ev[0].ts);
+	free(ev);
+	uint64_t *copy = (uint64_t *)1;
+	struct rb_untimed_stats us;
+	struct rb_ring_view v = { ring, 8, 8, 0, 8, 8, 0, NULL, 0 };
+	CHECK_EQ_INT(rb_untimed_fill(&v, 0, RB_UNTIMED_PATH, &copy, &us), 0);
+	CHECK(copy == NULL);
+	CHECK_EQ_U64(us.unknown, 8);
+	/* One record, untimed; one record, timed; none. */
+	CHECK_EQ_INT(decode_n(ring, 8, 1, 1, 77, &ev, &n, &st), 0);
+	CHECK_EQ_INT(n, 1);
+	CHECK_EQ_U64(st.untimed, 1);
+	free(ev);
+	ring[0] = rb_tag(50, 0x1000);
+	CHECK_EQ_INT(decode_n(ring, 8, 1, 1, 77, &ev, &n, &st), 0);
+	CHECK_EQ_INT(n, 1);
+	CHECK_EQ_U64(st.untimed, 0);
+	CHECK_EQ_U64(ev[0].ts, 50);
+	free(ev);
+	CHECK_EQ_INT(decode_n(ring, 8, 1, 0, 77, &ev, &n, &st), 0);
+	CHECK_EQ_INT(n, 0);
+	free(ev);
+	CHECK(!rb_untimed_any(&(struct rb_ring_view){ ring, 8, 8, 1, 0, 8, 0, NULL, 0 }));
+}
+
+TEST(untimed_records_before_the_first_timed_one_step_back_from_it)
+{
+	/* f entered, g entered and left three times, all untimed; then f's exit timed at
+	 * 10000, then g timed at 10100, an untimed exit, and a timed exit at 10400. */
+	uint64_t ring[12];
+	int n0 = 0;
+	ring[n0++] = rb_tag(0, 0x1000);
+	for (int i = 0; i < 3; i++) {
+		ring[n0++] = rb_tag(0, 0x2000);
+		ring[n0++] = rb_tag(0, RB_EXIT);
+	}
+	ring[n0++] = rb_tag(10000, RB_EXIT);
+	ring[n0++] = rb_tag(10100, 0x2000);
+	ring[n0++] = rb_tag(0, RB_EXIT);
+	ring[n0++] = rb_tag(10400, RB_EXIT);
+	struct rb_event *ev;
+	size_t n;
+	struct rb_decode_stats st;
+	CHECK_EQ_INT(decode_n(ring, 12, (uint64_t)n0, (uint64_t)n0, 20000, &ev, &n, &st), 0);
+	CHECK_EQ_INT(n, (size_t)n0);
+	CHECK_EQ_U64(st.untimed, 8);
+	CHECK_EQ_U64(st.windows, 1);
+	for (size_t i = 1; i < n; i++)
+		CHECK(ev[i].ts >= ev[i - 1].ts);
+	CHECK_EQ_U64(ev[7].ts, 10000);
+	CHECK_EQ_U64(ev[8].ts, 10100);
+	CHECK_EQ_U64(ev[10].ts, 10400);
+	CHECK(ev[9].ts >= 10100 && ev[9].ts <= 10400);
+	CHECK(ev[0].ts < 10000); /* stepped back: the window's means are 300 and 0 */
+	free(ev);
+}
+
+/* Garbage: random slots, half of them with a zero upper half, in rings of every small size
+ * at random ends and lengths, and timed rings (nothing to do, no copy). */
+TEST(untimed_garbage_rings_decode_or_fail_cleanly)
+{
+	uint64_t ring[64];
+	size_t decoded = 0, untimed = 0;
+	for (int k = 0; k < 5000; k++) {
+		uint64_t nslots = 1 + next() % 64;
+		for (uint64_t i = 0; i < nslots; i++) {
+			uint64_t v = (uint64_t)next() << 32 | next();
+			uint32_t r = next() % 8;
+			if (r < 4)
+				v &= 0xffffffffull; /* untimed, or a payload of that shape */
+			if (r == 4)
+				v = v >> 32 << 32 | next() % 0x20; /* exits, wide and specials */
+			ring[i] = v;
+		}
+		uint64_t end = next() % nslots, valid = next() % (nslots + 1);
+		struct rb_event *ev;
+		size_t n;
+		struct rb_decode_stats st;
+		int err = decode_n(ring, nslots, end, valid, (uint64_t)next() << 16, &ev, &n, &st);
+		CHECK(err == 0);
+		if (err)
+			continue;
+		decoded++;
+		untimed += st.untimed;
+		CHECK(n <= st.records + st.unwound + st.suspended + st.resumed);
+		free(ev);
+		uint64_t *copy;
+		struct rb_untimed_stats us;
+		struct rb_ring_view v = { ring, nslots, nslots, end, valid, 8, 0, NULL, 0 };
+		CHECK_EQ_INT(rb_untimed_fill(&v, 0, (enum rb_untimed_model)(k % 3), &copy, &us), 0);
+		CHECK(us.untimed <= valid && (copy == NULL || us.untimed > 0));
+		free(copy);
+	}
+	printf("    %zu garbage rings decoded, %zu untimed records among them\n", decoded, untimed);
+	CHECK(untimed > 0);
+	/* An inconsistent view is refused. */
+	struct rb_ring_view bad = { ring, 4, 4, 4, 2, 8, 0, NULL, 0 };
+	uint64_t *copy;
+	struct rb_untimed_stats us;
+	CHECK_EQ_INT(rb_untimed_fill(&bad, 0, RB_UNTIMED_PATH, &copy, &us), -EINVAL);
+	/* A fully timed ring: nothing to do. */
+	for (int i = 0; i < 8; i++)
+		ring[i] = rb_tag(100 + (uint64_t)i, i % 2 ? RB_EXIT : 0x1000u);
+	struct rb_ring_view timed = { ring, 8, 8, 0, 8, 8, 0, NULL, 0 };
+	CHECK(!rb_untimed_any(&timed));
+	CHECK_EQ_INT(rb_untimed_fill(&timed, 0, RB_UNTIMED_PATH, &copy, &us), 0);
+	CHECK(copy == NULL && us.untimed == 0);
 }
