@@ -19,6 +19,7 @@
 #define OUTER	 0u	    /* the type of frames older than the ring, and of an empty stack */
 #define JMPBUFS	 16	    /* setjmps whose depth the stack walk remembers */
 #define ROUNDS	 2u	    /* of the fit after the least squares (solve) */
+#define MIN_PATH_GAPS 4	    /* a path seen in fewer gaps keeps its owner's mean (fit_means) */
 #define CG_STEPS 20	    /* of the least squares, at most: the tests' fits settle in 16 */
 
 /* Keys of two words to dense values 1.., open addressing (val 0: a free entry). */
@@ -286,6 +287,7 @@ struct em {
 	const uint32_t *ptype, *pcount;
 	const double *pin, *count;
 	double *acc;
+	double min_count; /* types of fewer gaps keep their mean (least_squares) */
 };
 
 /* One round of the fit: each window's delta split in proportion to the means d, and each
@@ -307,7 +309,7 @@ static void em_round(const struct em *e, const double *d, double *out)
 			acc[e->ptype[i]] += q * e->pcount[i] * (equal ? 1 : d[e->ptype[i]]);
 	}
 	for (uint32_t t = 0; t < e->nt; t++)
-		out[t] = e->count[t] ? acc[t] / e->count[t] : d[t];
+		out[t] = e->count[t] && e->count[t] >= e->min_count ? acc[t] / e->count[t] : d[t];
 }
 
 /* out = N v, N = A^T W A + diag(pd): A the windows' gap counts, W their weights. */
@@ -362,6 +364,8 @@ static void least_squares(const struct em *e, const double *npin, double *d, dou
 			diag[e->ptype[i]] += wt[k] * (double)e->pcount[i] * e->pcount[i];
 		}
 	}
+	for (uint32_t t = 0; t < nt; t++)
+		diag[t] = e->count[t] >= e->min_count ? diag[t] : 0; /* kept as they are */
 	normal_mul(e, wt, pd, d, q);
 	double rz = 0;
 	for (uint32_t t = 0; t < nt; t++) {
@@ -508,12 +512,12 @@ static int fit_means(struct fit *f, struct rb_untimed_stats *st)
 		ptype1[i] = owner[ptype[i]];
 	for (uint32_t o = 0; o < no; o++)
 		d1[o] = mean;
-	struct em e1 = { no, nwin, win, ptype1, pcount, pin1, count1, acc };
+	struct em e1 = { no, nwin, win, ptype1, pcount, pin1, count1, acc, 0 };
 	st->rounds = solve(&e1, npin1, d1, w);
 	for (uint32_t t = 0; t < nt; t++)
 		f->d[t] = d1[owner[t]];
 	if (f->model == RB_UNTIMED_PATH) {
-		struct em e2 = { nt, nwin, win, ptype, pcount, pin, count, acc };
+		struct em e2 = { nt, nwin, win, ptype, pcount, pin, count, acc, MIN_PATH_GAPS };
 		st->rounds += solve(&e2, npin, f->d, w);
 	}
 done:
