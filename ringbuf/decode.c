@@ -2,6 +2,7 @@
 #include "decode.h"
 #include "coroutines.h"
 #include "record.h"
+#include "untimed.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -69,13 +70,6 @@ static uint64_t before(uint64_t i, uint64_t n)
 	return (i ? i : n) - 1;
 }
 
-/* A tag's low half says the record has a payload slot before it: a wide entry or a special
- * record (1..0xF). */
-static bool two_slots(uint32_t low)
-{
-	return low - 1 < RB_FIRST_ID - 1;
-}
-
 /* A special record (2..0xF): an anchor, whose time is whole. */
 static bool anchor_low(uint32_t low)
 {
@@ -139,49 +133,47 @@ static int add_plan(struct rb_decoder *d, uint64_t pos)
 
 static int unwound_open_at_start(struct rb_decoder *d);
 
-int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t ref_ticks,
-		    rb_special_fn special, void *ctx)
+bool rb_ring_view_ok(const struct rb_ring_view *v)
 {
-	memset(d, 0, sizeof(*d));
-	if (!v->slots || v->nslots == 0 || v->end >= v->nslots || v->valid > v->nslots ||
-	    v->stored > v->nslots ||
-	    (v->valid > v->end ? v->stored < v->nslots : v->stored < v->end))
-		return -EINVAL;
-	d->view = *v;
-	d->base = v->end + v->nslots - v->valid;
-	if (d->base >= v->nslots)
-		d->base -= v->nslots;
-	d->payload = calloc(v->valid / 64 + 1, sizeof(*d->payload));
-	if (v->noff)
-		d->held = malloc(HELD_EVENTS * sizeof(*d->held));
-	if (!d->payload || (v->noff && !d->held)) {
-		rb_decoder_free(d);
-		return -ENOMEM;
-	}
+	return v->slots && v->nslots && v->end < v->nslots && v->valid <= v->nslots &&
+	       v->stored <= v->nslots &&
+	       (v->valid > v->end ? v->stored >= v->nslots : v->stored >= v->end);
+}
 
-	/*
-	 * Newest to oldest (Hubble 5.1.1): find which slots are payloads, hand the special
-	 * records to the caller, and keep what the forward walk needs: the oldest record's
-	 * time, from the oldest anchor minus the steps down to it (Hubble Fig. 3; with no
-	 * anchor, from the reference), and how many calls the ring starts inside: the most
-	 * exits over entries of any prefix, which is the total minus the smallest suffix sum.
-	 *
-	 * `seg` sums the steps (each shorter than 2^32) from each record to the next newer
-	 * one since the last anchor: it walks back from that anchor to the oldest record, and
-	 * checks the walk between two anchors. The newest anchor walks forward to the newest
-	 * record by its own step and those of the records after it, all but the newest
-	 * record's (tn0, which goes to the reference).
-	 *
-	 * The loop keeps its state in locals and reads the slots straight (one-slot records,
-	 * 96% of bench-summary's ring, take the first branch): 347 M instructions for its
-	 * 4.0 M records with a parse and its bookkeeping per record, 115 M so (callgrind).
-	 */
+/*
+ * Newest to oldest (Hubble 5.1.1): find which slots are payloads, hand the special records
+ * to the caller, and keep what the forward walk needs: the oldest record's time, from the
+ * oldest anchor minus the steps down to it (Hubble Fig. 3; with no anchor, from the
+ * reference), and how many calls the ring starts inside: the most exits over entries of
+ * any prefix, which is the total minus the smallest suffix sum. *untimed: the one-slot
+ * records whose upper half is 0 (untimed.h). 0 or -ENOMEM.
+ *
+ * `seg` sums the steps (each shorter than 2^32) from each record to the next newer one
+ * since the last anchor: it walks back from that anchor to the oldest record, and checks
+ * the walk between two anchors. The newest anchor walks forward to the newest record by its
+ * own step and those of the records after it, all but the newest record's (tn0, which goes
+ * to the reference).
+ *
+ * The loop keeps its state in locals and reads the slots straight (one-slot records, 96% of
+ * bench-summary's ring, take the first branch): 347 M instructions for its 4.0 M records
+ * with a parse and its bookkeeping per record, 115 M so (callgrind).
+ */
+static int parse_back(struct rb_decoder *d, uint64_t ref_ticks, rb_special_fn special, void *ctx,
+		      uint64_t *untimed)
+{
+	const struct rb_ring_view *v = &d->view;
 	const uint64_t *slots = v->slots;
 	const uint64_t nslots = v->nslots;
-	uint64_t anchor = ref_ticks, seg = 0, records = 0, tn0 = 0;
+	uint64_t anchor = ref_ticks, seg = 0, records = 0, tn0 = 0, zero = 0;
 	uint32_t newer = (uint32_t)ref_ticks;
 	int64_t suffix = 0, min_suffix = 0;
 	bool seen_anchor = false;
+	d->stats.cut = d->stats.anchors = 0;
+	d->nplan = 0;
+	d->nonlocal = 0;
+	d->coroutines = false;
+	d->first = 0;
+	d->end_ts = 0;
 	if (v->valid) /* the newest record's step, to the reference */
 		tn0 = (uint32_t)(newer - rb_tag_ts32(slots[before(v->end, nslots)]));
 	uint64_t p = v->valid, i = v->end; /* i: the physical index of forward index p */
@@ -190,8 +182,9 @@ int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t
 		uint64_t tag = slots[i];
 		uint32_t low = rb_tag_low(tag), ts32 = rb_tag_ts32(tag);
 		uint32_t to_newer = newer - ts32; /* to the next newer record (the newest: the ref) */
-		if (!two_slots(low)) {
+		if (!rb_two_slots(low)) {
 			records++;
+			zero += ts32 == 0;
 			newer = ts32;
 			seg += to_newer;
 			suffix += low == RB_EXIT ? 1 : -1;
@@ -224,7 +217,7 @@ int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t
 		 * plan that segment (plan_segment). Rare: a silence of 2^32 ticks or more, or a
 		 * torn record. */
 		else if (ts + seg + to_newer != anchor && add_plan(d, p) != 0)
-			goto nomem;
+			return -ENOMEM;
 		seg = 0;
 		seen_anchor = true;
 		anchor = ts;
@@ -243,6 +236,47 @@ int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t
 		d->end_ts = v->frozen_ticks;
 	d->open_at_start = (uint64_t)(suffix - min_suffix);
 	d->start_ts = anchor - seg;
+	*untimed = zero;
+	return 0;
+}
+
+int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t ref_ticks,
+		    rb_special_fn special, void *ctx)
+{
+	memset(d, 0, sizeof(*d));
+	if (!rb_ring_view_ok(v))
+		return -EINVAL;
+	d->view = *v;
+	d->base = v->end + v->nslots - v->valid;
+	if (d->base >= v->nslots)
+		d->base -= v->nslots;
+	d->payload = calloc(v->valid / 64 + 1, sizeof(*d->payload));
+	if (v->noff)
+		d->held = malloc(HELD_EVENTS * sizeof(*d->held));
+	uint64_t untimed;
+	if (!d->payload || (v->noff && !d->held) ||
+	    parse_back(d, ref_ticks, special, ctx, &untimed) != 0)
+		goto nomem;
+	/*
+	 * Sampled time: a ring with untimed records is decoded from a copy holding their
+	 * estimated times (untimed.h), parsed again (the special records were handed out
+	 * already: their times are their own). Counting them in the parse costs a fully timed
+	 * ring nothing measurable; a separate pre-check (rb_untimed_any, one more read of
+	 * 32 MiB) cost bench-summary 4 ms of its 84.
+	 */
+	if (untimed) {
+		struct rb_untimed_stats us;
+		int err = rb_untimed_fill(v, ref_ticks, RB_UNTIMED_PATH, &d->filled, &us);
+		if (err) {
+			rb_decoder_free(d);
+			return err;
+		}
+		d->stats.untimed = us.untimed;
+		d->stats.windows = us.windows;
+		d->view.slots = d->filled ? d->filled : v->slots;
+		if (d->filled && parse_back(d, ref_ticks, NULL, NULL, &untimed) != 0)
+			goto nomem;
+	}
 	d->pos = d->first;
 	d->fix_at = UINT64_MAX;
 	d->first_pass = true;
@@ -278,6 +312,8 @@ void rb_decoder_rewind(struct rb_decoder *d)
 
 void rb_decoder_free(struct rb_decoder *d)
 {
+	free(d->filled);
+	d->filled = NULL;
 	free(d->payload);
 	free(d->plan);
 	free(d->held);

@@ -79,6 +79,9 @@ struct rb_ring_view {
 	size_t noff;
 };
 
+/* The view's numbers agree: its valid slots are all among the stored ones. */
+bool rb_ring_view_ok(const struct rb_ring_view *v);
+
 struct rb_decode_stats {
 	uint64_t records;
 	uint64_t cut;	    /* two-slot records whose payload the wrap overwrote: dropped */
@@ -90,6 +93,10 @@ struct rb_decode_stats {
 	uint64_t resumed;   /* entries given for a resumed coroutine's frames */
 	uint64_t unmatched; /* exits left out: a resumed coroutine's calls entered before
 			     * the ring (after init, as unwound) */
+	/* Sampled time (untimed.h): records written without a time, whose times are
+	 * estimates, and the windows between two timed records they were estimated in. */
+	uint64_t untimed;
+	uint64_t windows;
 };
 
 /* Jump buffers whose setjmp depth the decoder remembers, the most recent ones. */
@@ -124,7 +131,9 @@ struct rb_decoder {
 	uint64_t start_ts, end_ts;    /* the oldest and the newest record's times; a copied
 				       * ring ends at its freeze (rb_ring_view.frozen_ticks) */
 	/* private */
-	struct rb_ring_view view;
+	struct rb_ring_view view; /* its slots the filled copy, when the ring has untimed
+				   * records (untimed.h) */
+	uint64_t *filled;
 	uint64_t *payload; /* bit per forward slot index: a payload, not a tag */
 	uint64_t *plan;	  /* anchors (forward index) whose segment needs planning, descending */
 	size_t nplan, capplan, plan_left;

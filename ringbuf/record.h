@@ -81,6 +81,13 @@ RB_INLINE uint32_t rb_tag_low(uint64_t tag)
 	return (uint32_t)tag;
 }
 
+/* A tag's low half says its record has a payload slot before it: a wide entry or a special
+ * record (1..0xF). Every other record is one slot. */
+RB_INLINE int rb_two_slots(uint32_t low)
+{
+	return low - 1 < RB_FIRST_ID - 1;
+}
+
 /* The payload slot of a special record: the timestamp's upper half and the argument. */
 RB_INLINE uint64_t rb_special_payload(uint64_t ts, uint32_t arg)
 {

@@ -788,6 +788,8 @@ int summary_build(struct summary *s, const struct rb_trace *t, unsigned k)
 		reverse(ths[i].wakes, ths[i].nwakes, sizeof(*ths[i].wakes));
 		reverse(ths[i].stats, ths[i].nstats, sizeof(*ths[i].stats));
 		s->records += ths[i].dec.stats.records;
+		s->untimed += ths[i].dec.stats.untimed;
+		s->untimed_windows += ths[i].dec.stats.windows;
 	}
 	struct cct_span window = { 0 }, base = { 0 };
 	struct pass p = { 0 };

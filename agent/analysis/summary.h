@@ -179,6 +179,8 @@ struct summary {
 	uint64_t base_len;	 /* the baseline's length: 0, none (then no contexts) */
 	uint64_t span;		 /* the thread's first to last event */
 	uint64_t records;	 /* decoded, all threads */
+	uint64_t untimed;	 /* of them, written without a time: estimated (untimed.h) */
+	uint64_t untimed_windows; /* the windows between timed records they were estimated in */
 	uint64_t ncontexts_tree; /* calling contexts in the window thread's tree */
 	struct summary_frames frames;
 	size_t ntop_window, ntop_trace, nchains, ncontexts, nhops;

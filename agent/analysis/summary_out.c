@@ -609,9 +609,12 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 	} else {
 		fputs("null", out);
 	}
-	fprintf(out, ",\"trace\":{\"threads\":%u,\"records\":%llu,\"contexts\":%llu,\"ns\":%llu}",
+	fprintf(out, ",\"trace\":{\"threads\":%u,\"records\":%llu,\"contexts\":%llu,\"ns\":%llu",
 		t->nthreads, (unsigned long long)s->records, (unsigned long long)s->ncontexts_tree,
 		(unsigned long long)ns(s, s->span));
+	if (s->untimed) /* sampled time: how many records' times are estimates */
+		fprintf(out, ",\"untimed\":%llu", (unsigned long long)s->untimed);
+	fputc('}', out);
 	/* Modules by index, in the trace's order; only their build-id and file name (never
 	 * the folder). */
 	for (uint32_t m = 0; m < t->nmodules; m++)
@@ -886,6 +889,23 @@ static void text_window(FILE *out, const struct summary *s)
 			sc->source == SUMMARY_SCHED_PERF ? "" : " (schedstat)", H(running));
 }
 
+/* Sampled time (ringbuf/untimed.h): say how many records' times are estimates. */
+void summary_write_untimed(FILE *out, uint64_t records, uint64_t untimed, uint64_t windows)
+{
+	if (!untimed)
+		return;
+	if (!windows)
+		fprintf(out,
+			"times: %.0f%% of records untimed (sampled time), with no two timed "
+			"records around them to estimate their times from\n",
+			pct(untimed, records));
+	else
+		fprintf(out,
+			"times: %.0f%% of records untimed (sampled time), their times estimated "
+			"from %llu timed windows (each within its window: docs/untimed.md)\n",
+			pct(untimed, records), (unsigned long long)windows);
+}
+
 /* The ranked contexts, or, with no baseline to rank them against, one line saying so. */
 static void text_contexts(FILE *out, const struct summary *s, struct agent_symbols *syms)
 {
@@ -999,6 +1019,7 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 	else
 		fprintf(out, "no frame marks; the window is the last %s", H(wlen));
 	text_window(out, s);
+	summary_write_untimed(out, s->records, s->untimed, s->untimed_windows);
 	if (fr->count) {
 		fprintf(out, "frames: %zu complete, median %s, p99 %s, %zu over the %s budget",
 			fr->count, H(fr->median), H(fr->p99), fr->over_budget, H(fr->budget));

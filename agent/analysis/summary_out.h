@@ -21,5 +21,9 @@
 /* 0, or -EIO when writing failed. */
 int summary_write_json(FILE *out, const struct summary *s, struct agent_symbols *syms);
 int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols *syms);
+/* The line saying that `untimed` of `records` records were written without a time (sampled
+ * time, ringbuf/untimed.h) and estimated in `windows` windows; nothing when untimed is 0.
+ * jitt summarize and jitt decode print it. */
+void summary_write_untimed(FILE *out, uint64_t records, uint64_t untimed, uint64_t windows);
 
 #endif

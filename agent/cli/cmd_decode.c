@@ -4,6 +4,7 @@
 #include "agent/cli/cli.h"
 #include "agent/escape.h"
 #include "agent/analysis/outer.h"
+#include "agent/analysis/summary_out.h"
 #include "agent/analysis/symbols.h"
 #include "hal/cpu.h"
 #include "hal/timer.h"
@@ -52,6 +53,10 @@ static void print_thread(struct agent_symbols *s, const struct rb_file_thread *t
 	printf("  %llu records, %llu anchors, %llu cut by the wrap, %llu gaps repaired\n",
 	       (unsigned long long)st.records, (unsigned long long)st.anchors,
 	       (unsigned long long)st.cut, (unsigned long long)st.gaps);
+	if (st.untimed) {
+		fputs("  ", stdout);
+		summary_write_untimed(stdout, st.records, st.untimed, st.windows);
+	}
 	if (th->sched_on)
 		printf("  %u context switches (%llu lost), %zu times off its CPU\n", th->nsw,
 		       (unsigned long long)th->sched_lost, th->view.noff);
