@@ -275,8 +275,8 @@ fi
 # ---- sampled time through jitt-sampled.pc (docs/untimed.md), x86_64 ----
 # Bursts of a short call and a long call without trace points inside: most records untimed,
 # the long call's time still its own. An equal split of each window among its records
-# would hand the long call's window to the bursts' leaf calls (tests/test_untimed.c has the
-# case); the fitted one does not.
+# would hand the long call's windows to the records around it (tests/test_untimed.c has
+# the case); the fitted one does not.
 cat >"$work/src/sampled.c" <<'C'
 #include <jitt/jitt.h>
 #include <stdio.h>
@@ -306,11 +306,6 @@ int main(void)
 	return 0;
 }
 C
-# ns SUMMARY FUNCTION: the function's self time in the summary's first table, in ns
-ns() {
-	awk -v f="$2" '$NF == f && !done { v = $1; u = $2
-		print v * (u == "s" ? 1e9 : u == "ms" ? 1e6 : u == "us" ? 1e3 : 1); done = 1 }' "$1"
-}
 if ! pc --exists jitt-sampled; then
 	echo "  skip: no jitt-sampled.pc (sampled time is x86_64's)"
 elif $(pc --variable=compiler jitt) -O2 -g $(pc --cflags jitt-sampled) -I"$work/src" \
@@ -331,9 +326,13 @@ then
 	check "sampled: every call counted: 200000 of sampled_leaf, 4 of sampled_long" sh -c \
 		"grep -Eq '% +200000 .* sampled_leaf\$' '$work/sampled.sum' &&
 		grep -Eq '% +4 .* sampled_long\$' '$work/sampled.sum'"
-	long=$(ns "$work/sampled.sum" sampled_long) leaf=$(ns "$work/sampled.sum" sampled_leaf)
-	check "sampled: the long call keeps its time (self: sampled_long ${long:-?} ns, sampled_leaf ${leaf:-?} ns, under a quarter of it)" \
-		awk -v l="${long:-0}" -v s="${leaf:-0}" 'BEGIN { exit !(l > 0 && s < l / 4) }'
+	# The share of the window's self time: an equal split would give the long call about
+	# one gap of each of its four windows (a few percent); the fit gives it most. How the
+	# bursts' time splits between sampled_leaf and the loop around it is weakly told by the
+	# windows (docs/untimed.md, "What is left"), so it is not checked here.
+	share=$(awk '$NF == "sampled_long" { sub(/%/, "", $3); print $3; exit }' "$work/sampled.sum")
+	check "sampled: the long call keeps its time (${share:-?}% of the window's self time, half or more)" \
+		awk -v x="${share:-0}" 'BEGIN { exit !(x >= 50) }'
 else
 	fail "sampled: build failed" "$(cat "$work/sampled.log")"
 fi
