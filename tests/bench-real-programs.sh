@@ -38,7 +38,7 @@ programs=${PROGRAMS:-duktape memcached speedtest1}
 # traced/plain ratio measured there). A method is built once per program and cached by
 # the options' contents; a new row is one line here, say "traced+x on @$src/tests/x.opt".
 # A method "sampled:M" is M linked with sampled time (jitt-sampled.pc: about one record in
-# 16 timed, docs/untimed.md).
+# 16 timed, docs/untimed.md); @KEPT+SLIST is @KEPT+LIST trained on the sampled kept build.
 rows="plain plain -
 off off -
 traced on -
@@ -47,8 +47,9 @@ off+kept+list off @KEPT+LIST
 traced+kept on @KEPT
 traced+kept+list on @KEPT+LIST
 traced+sampled on sampled:-
-off+kept+list+sampled off sampled:@KEPT+LIST
-traced+kept+list+sampled on sampled:@KEPT+LIST"
+traced+kept+list+sampled on sampled:@KEPT+LIST
+off+kept+slist+sampled off sampled:@KEPT+SLIST
+traced+kept+slist+sampled on sampled:@KEPT+SLIST"
 
 say() { echo "  bench-real-programs: $*" >&2; }
 real_sdk || { tail -n 5 "$work/install.log"; exit 1; }
@@ -95,6 +96,43 @@ sampled_method() {
 	esac
 }
 
+# train_kept_list TAG [bench_real_programs.py's options]: the list of @KEPT+LIST (TAG "") or,
+# with sampled=1, of @KEPT+SLIST (TAG s): traces of the kept build (with sampled time for
+# s) on each workload, its traced/plain ratio there, and `jitt exclude --ratio` of them,
+# into $work/$prog-kept+${TAG}list-from-W.opt with the kept list itself. A list made for
+# sampled time fits the cheaper trace point: it leaves more functions traced for the
+# same budget.
+train_kept_list() {
+	tag=$1
+	shift
+	k=$(binary "$prog" on "@$work/$prog-kept.opt") || return 1
+	printf '%s\ttraced\ton\t%s\t-\n' "$w1" "$k" "$w2" "$k" >"$work/collect.variants"
+	rm -rf "$work/$prog-kept-traces"
+	python3 "$src/tests/bench_real_programs.py" --run "$work" --jitt "$bin/jitt" \
+		--label "$label" --variants "$work/collect.variants" \
+		--collect "$work/$prog-kept-traces" --collect-runs "$([ "$quick" = 1 ] && echo 1 || echo 2)" \
+		"$@" >&2 || return 1
+	# The ratio each list is fitted to (jitt exclude --ratio, docs/exclude.md): the
+	# KEPT build's median traced/plain on the workload it learns from, one round.
+	pl=$(sampled= binary "$prog" plain -) || return 1
+	printf '%s\tplain\tplain\t%s\t-\n%s\ttraced\ton\t%s\t-\n' "$w1" "$pl" "$w1" "$k" \
+		"$w2" "$pl" "$w2" "$k" >"$work/ratio.variants"
+	rm -f "$work/$prog.ratios"
+	python3 "$src/tests/bench_real_programs.py" --run "$work" --jitt "$bin/jitt" \
+		--label "$label" --variants "$work/ratio.variants" --reps 1 \
+		--ratios "$work/$prog.ratios" "$@" >&2 || return 1
+	for w in "$w1" "$w2"; do
+		r=$(awk -v w="$w" '$1 == w && $2 == "traced" { print $3 }' "$work/$prog.ratios")
+		# No list when it cannot make one (its message is shown): the row then
+		# measures the kept build alone, and says 0 entries.
+		"$bin/jitt" exclude "$work/$prog-kept-traces/$w"/*.jtr ${r:+--ratio "$r"} \
+			-o "$work/kept-${tag}list-from-$w.opt" >"$work/$prog-$w.kept-${tag}exclude" 2>&1 ||
+			{ cat "$work/$prog-$w.kept-${tag}exclude" >&2; : >"$work/kept-${tag}list-from-$w.opt"; }
+		cat "$work/$prog-kept.opt" "$work/kept-${tag}list-from-$w.opt" \
+			>"$work/$prog-kept+${tag}list-from-$w.opt"
+	done
+}
+
 # program NAME LABEL W1 W2 [bench_real_programs.py's options]: the table of program NAME
 # ($tar and $exe set) on its workloads W1 and W2 (their --workload options among the rest).
 program() {
@@ -120,32 +158,12 @@ program() {
 		"$bin/jitt" inlined "$pl" "$t" -o "$work/$prog-kept.opt" >"$work/$prog.inlined" ||
 			{ cat "$work/$prog.inlined"; return 1; }
 	fi
-	if printf '%s\n' "$rows" | grep -q ' @KEPT+LIST$'; then
-		k=$(binary "$prog" on "@$work/$prog-kept.opt") || return 1
-		printf '%s\ttraced\ton\t%s\t-\n' "$w1" "$k" "$w2" "$k" >"$work/collect.variants"
-		python3 "$src/tests/bench_real_programs.py" --run "$work" --jitt "$bin/jitt" \
-			--label "$label" --variants "$work/collect.variants" \
-			--collect "$work/$prog-kept-traces" --collect-runs "$([ "$quick" = 1 ] && echo 1 || echo 2)" \
-			"$@" >&2 || return 1
-		# The ratio each list is fitted to (jitt exclude --ratio, docs/exclude.md): the
-		# KEPT build's median traced/plain on the workload it learns from, one round.
-		pl=$(binary "$prog" plain -) || return 1
-		printf '%s\tplain\tplain\t%s\t-\n%s\ttraced\ton\t%s\t-\n' "$w1" "$pl" "$w1" "$k" \
-			"$w2" "$pl" "$w2" "$k" >"$work/ratio.variants"
-		rm -f "$work/$prog.ratios"
-		python3 "$src/tests/bench_real_programs.py" --run "$work" --jitt "$bin/jitt" \
-			--label "$label" --variants "$work/ratio.variants" --reps 1 \
-			--ratios "$work/$prog.ratios" "$@" >&2 || return 1
-		for w in "$w1" "$w2"; do
-			r=$(awk -v w="$w" '$1 == w && $2 == "traced" { print $3 }' "$work/$prog.ratios")
-			# No list when it cannot make one (its message is shown): the row then
-			# measures the kept build alone, and says 0 entries.
-			"$bin/jitt" exclude "$work/$prog-kept-traces/$w"/*.jtr ${r:+--ratio "$r"} \
-				-o "$work/kept-list-from-$w.opt" >"$work/$prog-$w.kept-exclude" 2>&1 ||
-				{ cat "$work/$prog-$w.kept-exclude" >&2; : >"$work/kept-list-from-$w.opt"; }
-			cat "$work/$prog-kept.opt" "$work/kept-list-from-$w.opt" \
-				>"$work/$prog-kept+list-from-$w.opt"
-		done
+	if printf '%s\n' "$rows" | grep -q ':*@KEPT+LIST$'; then
+		train_kept_list "" "$@" || return 1
+	fi
+	if printf '%s\n' "$rows" | grep -q ':@KEPT+SLIST$'; then
+		sampled=1 && train_kept_list s "$@" || return 1
+		sampled=
 	fi
 	: >"$work/$prog.variants"
 	for w in "$w1" "$w2"; do
@@ -156,6 +174,7 @@ program() {
 			[ "$extra" = @LIST ] && extra=@$work/list-from-$other.opt
 			[ "$extra" = @KEPT ] && extra=@$work/$prog-kept.opt
 			[ "$extra" = @KEPT+LIST ] && extra=@$work/$prog-kept+list-from-$other.opt
+			[ "$extra" = @KEPT+SLIST ] && extra=@$work/$prog-kept+slist-from-$other.opt
 			b=$(binary "$prog" "$mode" "$extra") || exit 1
 			m=$(method "$mode" "$extra")
 			case $extra in
@@ -169,6 +188,9 @@ program() {
 			@"$work/$prog"-kept+list-from-*)
 				m="SDK + @kept + @list of $other ($(entries "$work/kept-list-from-$other.opt"))"
 				;;
+			@"$work/$prog"-kept+slist-from-*)
+				m="SDK + @kept + @slist of $other ($(entries "$work/kept-slist-from-$other.opt"))"
+				;;
 			esac
 			[ "$sampled" = 1 ] && m="$m, sampled time"
 			sampled=
@@ -181,6 +203,9 @@ program() {
 		[ -f "$work/$prog-$w.kept-exclude" ] || continue
 		echo "  jitt exclude on the kept build's $w traces (the list for the other):" \
 			"$(sed -n 's/^predicted: *//p' "$work/$prog-$w.kept-exclude")"
+		[ -f "$work/$prog-$w.kept-sexclude" ] || continue
+		echo "  ... on the sampled kept build's (the slist):" \
+			"$(sed -n 's/^predicted: *//p' "$work/$prog-$w.kept-sexclude")"
 	done
 	[ -f "$work/$prog.inlined" ] && echo "  jitt inlined:" \
 		"$(sed -n 's/^inlined: *//p;s/^list: *//p' "$work/$prog.inlined" | tr '\n' ';')"
