@@ -333,6 +333,9 @@ then
 	share=$(awk '$NF == "sampled_long" { sub(/%/, "", $3); print $3; exit }' "$work/sampled.sum")
 	check "sampled: the long call keeps its time (${share:-?}% of the window's self time, half or more)" \
 		awk -v x="${share:-0}" 'BEGIN { exit !(x >= 50) }'
+	# main was entered before tracing began: the loop's own time is named by the stack.
+	check "sampled: the time outside every traced call is named from the stack (main)" \
+		grep -q ' main \[outside every traced call' "$work/sampled.sum"
 else
 	fail "sampled: build failed" "$(cat "$work/sampled.log")"
 fi

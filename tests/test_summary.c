@@ -9,6 +9,7 @@
 #include "harness.h"
 #include "synth.h"
 #include "agent/marks.h"
+#include "agent/analysis/outer.h"
 #include "agent/analysis/summary.h"
 #include "agent/analysis/summary_out.h"
 #include "agent/analysis/symbols.h"
@@ -1307,4 +1308,30 @@ TEST(summary_without_a_mark_takes_the_thread_the_writer_names)
 	}
 	synth_free(&th[0]);
 	synth_free(&th[1]);
+}
+
+/* The time outside every traced call ran in the frame just outside the calls the ring has
+ * open at the freeze (agent/analysis/outer.h): found past stale words and frames without a
+ * symbol (the sampled hooks' cold block), and not named when the stack does not hold the
+ * open calls or nothing lies outside them. */
+TEST(summary_root_named_by_the_stack_outside_the_open_calls)
+{
+	enum { START = 1, MAIN, LOOP, F, G, STALE, COLD };
+	struct agent_outer o = { 0 };
+	const uint64_t stack[] = { START, MAIN, LOOP, F, G, STALE, COLD };
+	for (size_t i = 0; i < sizeof(stack) / sizeof(stack[0]); i++)
+		o.key[o.n++] = stack[i];
+	const uint64_t open_fg[] = { G, F }; /* innermost first */
+	CHECK_EQ_U64(agent_outer_root(&o, open_fg, 2), LOOP);
+	const uint64_t open_g[] = { G };
+	CHECK_EQ_U64(agent_outer_root(&o, open_g, 1), F);
+	/* At depth 0 the innermost frame is the root's: here the stale word. */
+	CHECK_EQ_U64(agent_outer_root(&o, NULL, 0), COLD);
+	const uint64_t missing[] = { G, 99 };
+	CHECK_EQ_U64(agent_outer_root(&o, missing, 2), 0);
+	const uint64_t all[] = { COLD, STALE, G, F, LOOP, MAIN, START };
+	CHECK_EQ_U64(agent_outer_root(&o, all, 7), 0);
+	CHECK_EQ_U64(agent_outer_root(&o, open_fg, SIZE_MAX), 0);
+	o.n = 0;
+	CHECK_EQ_U64(agent_outer_root(&o, open_fg, 2), 0);
 }

@@ -500,9 +500,11 @@ CCT_HOT int add_event(struct cct *c, const struct rb_event *e)
 	case RB_EV_ENTRY:
 		if (push(c, c->o.key ? c->o.key(c->o.ctx, e) : e->id, e->ts, false) != 0)
 			goto nomem;
+		c->last_exit = 0;
 		break;
 	case RB_EV_EXIT:
 		if (c->sp > 1) {
+			c->last_exit = top->node;
 			close_frame(c, top, top - 1, e->ts, false);
 			c->sp--;
 		}
@@ -609,6 +611,11 @@ int cct_finish(struct cct *c, uint64_t end)
 uint32_t cct_top(const struct cct *c)
 {
 	return c->sp ? c->stack[c->sp - 1].node : 0;
+}
+
+uint32_t cct_last_exit(const struct cct *c)
+{
+	return c->last_exit;
 }
 
 int cct_build(struct cct *c, const struct rb_event *ev, size_t n, cct_key_fn key, void *ctx)

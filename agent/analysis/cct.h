@@ -153,6 +153,7 @@ struct cct {
 	struct frame *stack;
 	size_t sp, stack_cap;
 	uint64_t open_at_start;
+	uint32_t last_exit; /* cct_last_exit */
 	size_t cursor[CCT_LANES]; /* per lane: the interval time has reached */
 	bool failed;
 };
@@ -170,6 +171,10 @@ int cct_finish(struct cct *c, uint64_t end);
 void cct_free(struct cct *c);
 /* The node of the innermost call open now (0, the root, when none). */
 uint32_t cct_top(const struct cct *c);
+/* The node of the call whose exit is the last entry or exit so far, when the last was an
+ * exit (0 when an entry was, or none). A ring stopped at an exit's trace point ends there,
+ * with that call still on the thread's stack. */
+uint32_t cct_last_exit(const struct cct *c);
 /* A lane's blocked and preempted ticks over the whole tree, the root included (after
  * cct_finish). */
 void cct_lane_offcpu(const struct cct *c, enum cct_lane lane, uint64_t *blocked,

@@ -42,3 +42,18 @@ void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th
 			out->n++;
 	}
 }
+
+uint64_t agent_outer_root(const struct agent_outer *o, const uint64_t *open, size_t nopen)
+{
+	if (nopen > AGENT_OUTER_MAX)
+		return 0;
+	size_t j = 0; /* the open calls matched, innermost first */
+	for (size_t i = o->n; i-- > 0;) {
+		if (j < nopen) {
+			j += o->key[i] == open[j]; /* others: untraced functions, stale words */
+			continue;
+		}
+		return o->key[i];
+	}
+	return 0;
+}

@@ -32,4 +32,15 @@ struct agent_outer {
 void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th,
 			struct agent_outer *out);
 
+/*
+ * The function the time outside every traced call ran in, by the stack: the innermost outer
+ * frame outside the calls the ring has open at the freeze (open: their keys, innermost
+ * first). Time at the tree's root comes after the calls the ring began inside returned,
+ * in the frame that made them, which cannot have returned itself (its exit would be in the
+ * ring); so it is still on the stack, just outside the ring's open calls. 0 when the stack
+ * does not hold them all, or holds nothing outside them. A word left by a returned call
+ * can name a frame that has returned (outer.h's caveat).
+ */
+uint64_t agent_outer_root(const struct agent_outer *o, const uint64_t *open, size_t nopen);
+
 #endif

@@ -43,6 +43,8 @@ struct wait {
  * touch [keep_from, keep_to]. */
 struct pass {
 	struct cct c;
+	uint64_t open_end[SUMMARY_MAX_DEPTH]; /* summary.h */
+	size_t nopen;
 	struct wait *waits;
 	size_t nwaits, cap;
 	uint64_t keep_from, keep_to;
@@ -160,6 +162,19 @@ static int run_pass(struct thread *th, struct cct_opts *o, uint64_t keep_from, u
 	while (!err && (n = rb_decoder_read(&th->dec, ev, BATCH)) > 0)
 		err = cct_add_n(&p->c, ev, n);
 	free(ev);
+	/* The calls open at the freeze, innermost first, before cct_finish closes them; first
+	 * the one whose exit the ring ends with, if it does: the stop was answered in its exit
+	 * trace point, so it is still on the stack. */
+	uint32_t exited = err ? 0 : cct_last_exit(&p->c);
+	if (exited)
+		p->open_end[p->nopen++] = p->c.node[exited].func;
+	for (uint32_t nd = err ? 0 : cct_top(&p->c); nd; nd = p->c.node[nd].parent) {
+		if (p->nopen == SUMMARY_MAX_DEPTH) {
+			p->nopen = SIZE_MAX;
+			break;
+		}
+		p->open_end[p->nopen++] = p->c.node[nd].func;
+	}
 	if (!err)
 		err = cct_finish(&p->c, th->dec.end_ts);
 	return err ? err : p->failed;
@@ -804,6 +819,8 @@ int summary_build(struct summary *s, const struct rb_trace *t, unsigned k)
 		err = run_pass(&ths[s->thread], &o, s->w0, s->w1, &p);
 	}
 	if (!err) {
+		memcpy(s->open_end, p.open_end, sizeof(s->open_end));
+		s->nopen = p.nopen;
 		s->span = p.c.t1 - p.c.t0;
 		s->ncontexts_tree = p.c.n - 1;
 		cct_lane_offcpu(&p.c, CCT_WINDOW, &s->window_blocked, &s->window_preempted);

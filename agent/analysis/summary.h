@@ -167,6 +167,11 @@ struct summary {
 	/* The ring wrapped and its oldest record is the window's start: the moment began
 	 * before what the ring holds (its outer frames: agent/analysis/outer.h). */
 	bool ring_cut;
+	/* The calls open at the freeze as the tree knows them, innermost first (their keys),
+	 * for naming the time outside every traced call from the stack (outer.h); nopen is
+	 * SIZE_MAX when there were more than SUMMARY_MAX_DEPTH. */
+	uint64_t open_end[SUMMARY_MAX_DEPTH];
+	size_t nopen;
 	struct summary_path paths[SUMMARY_NPATHS];
 	size_t npaths;
 	/* Of the window, the thread's time blocked (cct.h: asleep off its CPU with the switch

@@ -772,8 +772,29 @@ static const char *grouped(uint64_t v, char *buf, size_t size)
 	return buf;
 }
 
+/*
+ * The root's line when the stack names where its time ran (outer.h, agent_outer_root): a
+ * loop that runs throughout, entered before the ring's oldest record (an interpreter's
+ * bytecode loop, an event loop), is otherwise "(outside any traced function)". NULL when
+ * the stack does not tell.
+ */
+static const char *root_text(const struct summary *s, struct agent_symbols *syms, char *buf,
+			     size_t size)
+{
+	static struct agent_outer outer; /* 8 KiB: not on the stack of a small thread */
+	agent_outer_frames(syms, &s->trace->threads[s->thread], &outer);
+	uint64_t key = agent_outer_root(&outer, s->open_end, s->nopen);
+	if (!key)
+		return NULL;
+	char name[NAME_TEXT];
+	snprintf(buf, size, "%s [outside every traced call: entered before the ring, named by "
+		 "the stack at the freeze]", key_text(syms, key, name, sizeof(name)));
+	return buf;
+}
+
+/* A list of functions by self time; root (or NULL) names the root's line (root_text). */
 static void text_funcs(FILE *out, const struct summary *s, struct agent_symbols *syms,
-		       const struct summary_func *f, size_t n, uint64_t total)
+		       const struct summary_func *f, size_t n, uint64_t total, const char *root)
 {
 	char name[NAME_TEXT];
 	if (!n) {
@@ -783,7 +804,10 @@ static void text_funcs(FILE *out, const struct summary *s, struct agent_symbols 
 	fprintf(out, "    %12s %6s %9s %12s %12s  %s\n", "self", "self%", "calls", "blocked",
 		"preempted", "function");
 	for (size_t i = 0; i < n; i++) {
-		key_text(syms, f[i].key, name, sizeof(name));
+		if (f[i].key == CCT_ROOT && root)
+			snprintf(name, sizeof(name), "%s", root);
+		else
+			key_text(syms, f[i].key, name, sizeof(name));
 		fprintf(out, "    %12s %5.1f%% %9llu %12s %12s  %s%s\n", H(f[i].self),
 			total ? 100.0 * (double)f[i].self / (double)total : 0.0,
 			(unsigned long long)f[i].calls, f[i].blocked ? H(f[i].blocked) : "-",
@@ -980,7 +1004,8 @@ static void text_outer(FILE *out, const struct summary *s, struct agent_symbols 
 		fprintf(out,
 			"\nthe ring holds only the last %s of this thread (it wrapped %u times): "
 			"the moment began earlier, and time in callers whose entries it lost shows "
-			"as outside any traced function\n",
+			"as outside any traced function (named below by the stack when it can "
+			"be)\n",
 			H(s->w1 - s->w0), s->trace->threads[s->thread].laps);
 	if (!outer.n)
 		return;
@@ -1046,7 +1071,7 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 		fprintf(out, "  woken by \"%s\" after %s; meanwhile it ran:\n",
 			thread_text(s, h->waker, thread, sizeof(thread)),
 			H(h->wake_ts - h->wait_begin));
-		text_funcs(out, s, syms, ls.hop[i], ls.nhop[i], h->wake_ts - h->wait_begin);
+		text_funcs(out, s, syms, ls.hop[i], ls.nhop[i], h->wake_ts - h->wait_begin, NULL);
 		if (h->chain.n) {
 			fprintf(out, "  its longest chain:\n");
 			text_chain(out, s, syms, &h->chain, "    ");
@@ -1063,14 +1088,16 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 	}
 
 	fprintf(out, "\ntop self time in the window:\n");
-	text_funcs(out, s, syms, ls.window, ls.nwindow, wlen);
+	char root[NAME_TEXT + 128];
+	const char *rt = root_text(s, syms, root, sizeof(root));
+	text_funcs(out, s, syms, ls.window, ls.nwindow, wlen, rt);
 	text_paths(out, s, syms);
 
 	text_contexts(out, s, syms);
 
 	fprintf(out, "\ntop self time over the whole trace of \"%s\" (%s):\n",
 		thread_text(s, s->thread, thread, sizeof(thread)), H(s->span));
-	text_funcs(out, s, syms, ls.trace, ls.ntrace, s->span);
+	text_funcs(out, s, syms, ls.trace, ls.ntrace, s->span, rt);
 	lists_free(&ls);
 	return ferror(out) ? -EIO : 0;
 }
