@@ -15,12 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define TIMED	 (1u << 31) /* in own[]: the record has a time */
-#define OUTER	 0u	    /* the type of frames older than the ring, and of an empty stack */
-#define JMPBUFS	 16	    /* setjmps whose depth the stack walk remembers */
-#define ROUNDS	 2u	    /* of the fit after the least squares (solve) */
-#define MIN_PATH_GAPS 4	    /* a path seen in fewer gaps keeps its owner's mean (fit_means) */
-#define CG_STEPS 20	    /* of the least squares, at most: the tests' fits settle in 16 */
+#define TIMED	      (1u << 31) /* in own[]: the record has a time */
+#define OUTER	      0u	 /* the type of frames older than the ring, and of an empty stack */
+#define JMPBUFS	      16	 /* setjmps whose depth the stack walk remembers */
+#define ROUNDS	      2u	 /* of the fit after the least squares (solve) */
+#define MIN_PATH_GAPS 4		 /* a path seen in fewer gaps keeps its owner's mean (fit_means) */
+#define CG_STEPS      20	 /* of the least squares, at most (the tests' fits: as good from 16) */
 
 /* Keys of two words to dense values 1.., open addressing (val 0: a free entry). */
 struct table {
@@ -469,8 +469,9 @@ static int fit_means(struct fit *f, struct rb_untimed_stats *st)
 		} else {
 			/* Windows of one composition (a loop's, at one phase) are one for the fit:
 			 * its rounds split their summed delta as each's, its least squares weigh
-			 * them by their number. On tests/test_untimed.c's loops, x of y windows
-			 * merge; on bench-summary's random call graph, none. */
+			 * them by their number. On tests/test_untimed.c's loops, 927 windows are
+			 * 433 compositions; on bench-summary's random call graph, 10515 are 9573.
+			 */
 			uint64_t h = 0;
 			for (uint64_t i = off; i < npairs; i++)
 				h = (h ^ ptype[i]) * 0x100000001b3ull ^
