@@ -20,7 +20,7 @@
 #define JMPBUFS	      16	 /* setjmps whose depth the stack walk remembers */
 #define ROUNDS	      2u	 /* of the fit after the least squares (solve) */
 #define MIN_PATH_GAPS 4		 /* a path seen in fewer gaps keeps its owner's mean (fit_means) */
-#define CG_STEPS      20	 /* of the least squares, at most (the tests' fits: as good from 16) */
+#define CG_STEPS      20 /* of the least squares, at most (the tests' fits: as good from 16) */
 
 /* Keys of two words to dense values 1.., open addressing (val 0: a free entry). */
 struct table {
@@ -442,7 +442,8 @@ static int fit_means(struct fit *f, struct rb_untimed_stats *st)
 	f->d = malloc(nt * sizeof(*f->d));
 	int err = -ENOMEM;
 	if (!pin || !count || !pin1 || !count1 || !acc || !d1 || !npin || !npin1 || !w || !stamp ||
-	    !at || !owner || !ptype || !ptype1 || !pcount || !pcount1 || !win || !win1 || !whash || !f->d)
+	    !at || !owner || !ptype || !ptype1 || !pcount || !pcount1 || !win || !win1 || !whash ||
+	    !f->d)
 		goto out;
 	uint64_t nwin = 0, npairs = 0;
 	double total = 0, gaps = 0;
