@@ -20,7 +20,7 @@
 #define JMPBUFS	      16	 /* setjmps whose depth the stack walk remembers */
 #define ROUNDS	      2u	 /* of the fit after the least squares (solve) */
 #define MIN_PATH_GAPS 4		 /* a path seen in fewer gaps keeps its owner's mean (fit_means) */
-#define CG_STEPS      20 /* of the least squares, at most (the tests' fits: as good from 16) */
+#define CG_STEPS      20	 /* of the least squares, at most (as good from 16) */
 
 /* Keys of two words to dense values 1.., open addressing (val 0: a free entry). */
 struct table {
