@@ -327,7 +327,8 @@ endif
 # and without the clock-fallback test) and armv7 ones (tests/count-trace-insns.sh), each
 # against its board's TRACE_INSNS_MAX (board.mk), and in a PIE program linked with the
 # SDK's glibc archive against TRACE_INSNS_PIE_MAX (TRACE_INSNS_MAX where not set), and with
-# its clang one where the board builds it (SDK_CLANG); callgrind counts them on Listing 1 on
+# its clang one where the board builds it (SDK_CLANG), and with sampled time (x86_64:
+# TRACE_INSNS_SAMPLED_MAX, an untimed record's path); callgrind counts them on Listing 1 on
 # the host, at most CALLGRIND_MAX_PER_POINT per trace point. Either over its pin fails make
 # bench.
 INSN_BOARDS ?= $(sort $(BOARD) qemu-virt-aarch64 rpi3-armv7 rpi4)
@@ -377,6 +378,11 @@ bench: $(obj)/bin/bench-timer $(obj)/bin/bench-trace $(obj)/bin/bench-sched $(ob
 		out=$$(sh tests/count-trace-insns.sh build/$$b/sdk-test/trace-insns-clang \
 			$${prefix}objdump $${pmax:-$$max}) || { fail=1; echo; echo "$$out"; continue; }; \
 		echo "$$b, PIE with the SDK's clang libjitt: $$out" | sed 4q; \
+		[ -x build/$$b/sdk-test/trace-insns-sampled ] || continue; \
+		smax=$$(sed -n 's/^TRACE_INSNS_SAMPLED_MAX *:= *//p' board/$$b/board.mk); \
+		out=$$(sh tests/count-trace-insns.sh build/$$b/sdk-test/trace-insns-sampled \
+			$${prefix}objdump $${smax:-$$max}) || { fail=1; echo; echo "$$out"; continue; }; \
+		echo "$$b, PIE with sampled time (an untimed record): $$out" | sed 4q; \
 	done; [ $$fail -eq 0 ]
 
 # Stripped sizes of every board's programs, built if needed.

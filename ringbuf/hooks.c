@@ -22,8 +22,15 @@ extern void __cyg_profile_func_enter(void *fn, void *call_site);
 extern void __cyg_profile_func_exit(void *fn, void *call_site);
 
 /* clang's trace point is one asm statement where the architecture has one (RB_ARCH_POINT,
- * trace_x86_64.h says why); GCC's and the rest are rb_put1 (trace.h). */
-#if defined(__clang__) && defined(RB_ARCH_POINT)
+ * trace_x86_64.h says why); GCC's and the rest are rb_put1 (trace.h). The hooks of
+ * libjitt-sampled.a (RB_TIME_SAMPLED) time about one record in 16 (rb_point_sampled). */
+#if defined(RB_TIME_SAMPLED)
+#if !defined(RB_ARCH_POINT_SAMPLED)
+#error "sampled time (RB_TIME_SAMPLED) has a trace point on x86_64 only"
+#endif
+#define RB_HOOK_ENTER(fn) rb_point_sampled((uintptr_t)(fn))
+#define RB_HOOK_EXIT() rb_point_sampled(RB_EXIT)
+#elif defined(__clang__) && defined(RB_ARCH_POINT)
 #define RB_HOOK_ENTER(fn) rb_point((uintptr_t)(fn))
 #define RB_HOOK_EXIT() rb_point(RB_EXIT)
 #else

@@ -119,6 +119,9 @@ NO_INSTR static void settle(uintptr_t p)
 		uint32_t laps = atomic_load_explicit(&r->laps, memory_order_relaxed) + 1;
 		atomic_store_explicit(&r->laps, laps, memory_order_relaxed);
 		p = write_sync(p, now(uses_clock(pos)), laps);
+		/* Sampled time (trace.h, due): the next record is timed. due pointed near the
+		 * end, and would leave the whole next lap untimed. */
+		atomic_store_explicit(&t->due, 0, memory_order_relaxed);
 	}
 	if (atomic_load_explicit(&t->limit, memory_order_relaxed) == 0) {
 		/* The calls still running, from this thread's own stack (stack.h): the ring
@@ -500,6 +503,9 @@ NO_INSTR int rb_start(struct rb_ring *r)
 	atomic_store_explicit(&r->laps, 0, memory_order_relaxed);
 	uintptr_t p = write_sync((uintptr_t)r->slots, now(r->clock), 0);
 	atomic_store_explicit(&t->limit, running_limit(r), memory_order_relaxed);
+	/* Sampled time: the first record timed, and no due left from another ring (the untimed
+	 * path trusts due to lie inside this one). */
+	atomic_store_explicit(&t->due, 0, memory_order_relaxed);
 	/* Release: the sync record and the limit are visible before the thread sees pos. A
 	 * thread that still sees an old answer in limit just takes the slow path once, which
 	 * treats anything but 0 as "keep going". */

@@ -66,6 +66,11 @@ struct rb_ring;
 struct rb_tls {
 	_Atomic uintptr_t pos;   /* Hubble's start */
 	_Atomic uintptr_t limit; /* Hubble's stop */
+	/* Sampled time (RB_TIME_SAMPLED, x86_64): the position from which the next record is
+	 * timed; records before it are written without the timer (trace_x86_64.h,
+	 * rb_point_sampled). Never past limit's running value, so the untimed path needs no
+	 * limit compare; 0 (the next record timed) at every start and wrap. */
+	_Atomic uintptr_t due;
 	struct rb_ring *ring;    /* the control side's descriptor; NULL when not registered */
 	/* Where the thread's stack stood when it began a wrapped wait, 0 when it is not in
 	 * one, and a count of the waits it ended: a thread blocked there never answers a stop,

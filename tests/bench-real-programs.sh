@@ -37,13 +37,18 @@ programs=${PROGRAMS:-duktape memcached speedtest1}
 # list then trained on the KEPT build's traces of the other workload, with `--ratio` its
 # traced/plain ratio measured there). A method is built once per program and cached by
 # the options' contents; a new row is one line here, say "traced+x on @$src/tests/x.opt".
+# A method "sampled:M" is M linked with sampled time (jitt-sampled.pc: about one record in
+# 16 timed, docs/untimed.md).
 rows="plain plain -
 off off -
 traced on -
 traced+list on @LIST
 off+kept+list off @KEPT+LIST
 traced+kept on @KEPT
-traced+kept+list on @KEPT+LIST"
+traced+kept+list on @KEPT+LIST
+traced+sampled on sampled:-
+off+kept+list+sampled off sampled:@KEPT+LIST
+traced+kept+list+sampled on sampled:@KEPT+LIST"
 
 say() { echo "  bench-real-programs: $*" >&2; }
 real_sdk || { tail -n 5 "$work/install.log"; exit 1; }
@@ -60,6 +65,7 @@ binary() {
 	case $3 in
 	@*) d=$d-$(md5sum <"${3#@}" | cut -c1-8) ;;
 	esac
+	[ "$sampled" = 1 ] && d=$d-sampled
 	if [ ! -x "$d/$exe" ]; then
 		case $3 in -) o= ;; *) o=" with @${3##*/}" ;; esac
 		say "building $(basename "$d")$o"
@@ -79,6 +85,13 @@ method() {
 	plain/*) echo "its own build, no SDK" ;;
 	*/-) echo "SDK defaults" ;;
 	*) echo "SDK defaults + @${2##*/}" ;;
+	esac
+}
+# sampled_method EXTRA: sets sampled (1 for "sampled:M", else empty) and prints M
+sampled_method() {
+	case $1 in
+	sampled:*) sampled=1 && echo "${1#sampled:}" ;;
+	*) sampled= && echo "$1" ;;
 	esac
 }
 
@@ -139,6 +152,7 @@ program() {
 		other=$w2
 		[ "$w" = "$w1" ] || other=$w1
 		printf '%s\n' "$rows" | while read -r row mode extra; do
+			sampled_method "$extra" >"$work/method" && extra=$(cat "$work/method")
 			[ "$extra" = @LIST ] && extra=@$work/list-from-$other.opt
 			[ "$extra" = @KEPT ] && extra=@$work/$prog-kept.opt
 			[ "$extra" = @KEPT+LIST ] && extra=@$work/$prog-kept+list-from-$other.opt
@@ -156,6 +170,8 @@ program() {
 				m="SDK + @kept + @list of $other ($(entries "$work/kept-list-from-$other.opt"))"
 				;;
 			esac
+			[ "$sampled" = 1 ] && m="$m, sampled time"
+			sampled=
 			printf '%s\t%s\t%s\t%s\t%s\n' "$w" "$row" "$mode" "$b" "$m" >>"$work/$prog.variants"
 		done || return 1
 	done

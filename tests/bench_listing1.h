@@ -26,12 +26,15 @@ long listing1_plain(int depth, int work, long sum);
 long listing1_traced(int depth, int work, long sum);
 long listing1_bare_call(int depth, int work, long sum);
 long listing1_limit(int depth, int work, long sum);
+long listing1_store(int depth, int work, long sum);
+long listing1_sampled(int depth, int work, long sum);
+extern const int bench_have_sampled;
 long listing1_alt_mask(int depth, int work, long sum);
 long listing1_alt_two(int depth, int work, long sum);
 void bench_alternatives_setup(uint64_t *ring, uint64_t nslots, int on);
 /* Where the references' indexes are (limit: modulo 2^16, mask and two: modulo nslots), and
  * the newest record of the physical limit's ring: for checking that each recorded. */
 struct bench_positions {
-	uint64_t limit, limit_newest, mask, two;
+	uint64_t limit, limit_newest, mask, two, store;
 };
 void bench_alternatives_positions(struct bench_positions *out);

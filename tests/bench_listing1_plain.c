@@ -32,6 +32,21 @@ static __thread uint32_t limit_idx;
 
 LISTING1(listing1_limit, LIMIT_POINT(listing1_limit), LIMIT_POINT(0))
 
+/* The least sampled time can do: the same, the timer read for one record in 16 (the others
+ * untimed). Volatile, which keeps the stores without a reader (a volatile store is the same
+ * one MOV). */
+static volatile uint64_t store_ring[1 << 16] __attribute__((aligned(64)));
+static __thread uint32_t store_idx;
+#define STORE_POINT(low)                                  \
+	do {                                              \
+		uint32_t i_ = store_idx;                  \
+		store_ring[i_] = (i_ & 15) ? (uint32_t)(uintptr_t)(low) \
+					   : hal_counter_read() << 32 | (uint32_t)(uintptr_t)(low); \
+		store_idx = (i_ + 1) & ((1 << 16) - 1);   \
+	} while (0)
+
+LISTING1(listing1_store, STORE_POINT(listing1_store), STORE_POINT(0))
+
 /*
  * Alternatives to jitt's trace point, for the comparison in bench-trace (the numbers that
  * chose trace.h's design). Each has the same duties: off check (or none), timer, store,
@@ -99,6 +114,7 @@ void bench_alternatives_positions(struct bench_positions *out)
 {
 	out->limit = limit_idx;
 	out->limit_newest = limit_ring[(limit_idx - 1) & ((1 << 16) - 1)];
+	out->store = store_idx;
 	out->mask = (uint64_t)(alt_mask.pos - alt_mask.base); /* may be one past: the wrap */
 	out->two = alt_two.pos ? (uint64_t)(alt_two.pos - alt_two.base) : 0;
 }

@@ -26,6 +26,7 @@ learns from).
 
 Variants come in a file, one a line, tab-separated: WORKLOAD ROW MODE BINARY METHOD.
 """
+import collections
 import argparse
 import json
 import os
@@ -256,19 +257,26 @@ def exclude_top(traces):
 
 
 def instrumented(binary):
-    """The functions of a binary that hold trace points (the SDK's hooks are inlined, and
-    on x86-64 each reads the TSC: rdtsc). The others (a static libc's memcpy, say) can never
-    be in a summary."""
-    names, cur = set(), None
+    """The functions of a binary that hold trace points. The SDK's hooks are inlined, and
+    each begins with a load of the thread's ring position, the binary's most frequent
+    %fs:-relative load (its rdtsc may be elsewhere: the sampled-time hooks keep their on
+    path in a section of its own). The others (a static libc's memcpy, say) can never be in
+    a summary."""
+    loads, cur = [], None
     dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binary], capture_output=True,
                          text=True).stdout
     for line in dis.splitlines():
         g = re.match(r"[0-9a-f]+ <(.+)>:$", line)
         if g:
             cur = base(g.group(1))
-        elif cur and "rdtsc" in line:
-            names.add(cur)
-    return names
+            continue
+        m = re.search(r"\bmov\s+%fs:(0x[0-9a-f]+),%r", line)
+        if cur and m:
+            loads.append((m.group(1), cur))
+    if not loads:
+        return set()
+    pos = collections.Counter(a for a, _ in loads).most_common(1)[0][0]
+    return {f for a, f in loads if a == pos}
 
 
 def fmt_rate(x):

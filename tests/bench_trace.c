@@ -15,6 +15,7 @@
 #include "ringbuf/ring.h"
 #include "tests/bench_listing1.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,12 +40,20 @@ static int cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-enum { PLAIN, OFF, ON, BARE, LIMIT, MASK_ON, MASK_OFF, TWO_ON, TWO_OFF, NVARIANTS };
+enum {
+	PLAIN, OFF, ON, BARE, LIMIT, MASK_ON, MASK_OFF, TWO_ON, TWO_OFF, SAMPLED_ON, SAMPLED_OFF,
+	STORE, NVARIANTS
+};
 static const char *const names[] = {
 	"uninstrumented", "tracing off",  "tracing on",   "empty hook (bare call)",
 	"physical limit", "funtrace mask on", "funtrace mask off", "alt two checks on",
-	"alt two checks off",
+	"alt two checks off", "sampled time on", "sampled time off", "sampled limit",
 };
+/* The sampled-time rows (x86_64: ringbuf/trace_x86_64.h, rb_point_sampled). */
+static bool skipped(int v)
+{
+	return !bench_have_sampled && (v == SAMPLED_ON || v == SAMPLED_OFF || v == STORE);
+}
 static uint64_t alt_ring[RB_RING_SLOTS];
 
 /* Checks that a run of `calls` calls recorded what its variant should: 2 records per call
@@ -56,7 +65,11 @@ static void check_records(int variant, long calls, uint64_t jitt_before, uint64_
 	uint64_t want = (uint64_t)calls * DEPTH * 2, got = 0, modulo = 0;
 	switch (variant) {
 	case ON:
+	case SAMPLED_ON:
 		got = jitt_after - jitt_before;
+		break;
+	case STORE:
+		got = a->store - b->store, modulo = 1 << 16;
 		break;
 	case LIMIT:
 		got = a->limit - b->limit, modulo = 1 << 16;
@@ -88,11 +101,13 @@ static double run(int variant, int work, long calls)
 	long (*fn)(int, int, long) = variant == PLAIN	? listing1_plain
 				     : variant == BARE	? listing1_bare_call
 				     : variant == LIMIT ? listing1_limit
+				     : variant == STORE ? listing1_store
+				     : variant == SAMPLED_ON || variant == SAMPLED_OFF ? listing1_sampled
 				     : variant == MASK_ON || variant == MASK_OFF ? listing1_alt_mask
 				     : variant == TWO_ON || variant == TWO_OFF	 ? listing1_alt_two
 										 : listing1_traced;
 	bench_alternatives_setup(alt_ring, RB_RING_SLOTS, variant == MASK_ON || variant == TWO_ON);
-	if (variant == ON)
+	if (variant == ON || variant == SAMPLED_ON)
 		rb_trace_self(true);
 	struct bench_positions before, after;
 	bench_alternatives_positions(&before);
@@ -104,7 +119,7 @@ static double run(int variant, int work, long calls)
 	uint64_t t = cpu_ns() - t0;
 	bench_alternatives_positions(&after);
 	check_records(variant, calls, records, rb_self_records(), &before, &after);
-	if (variant == ON)
+	if (variant == ON || variant == SAMPLED_ON)
 		rb_trace_self(false);
 	sink = sum;
 	return (double)t / (double)calls / DEPTH;
@@ -121,6 +136,8 @@ static void bench_class(const char *label)
 		double t[NVARIANTS][REPS];
 		for (int r = 0; r < REPS; r++) {
 			for (int v = 0; v < NVARIANTS; v++) {
+				if (skipped(v))
+					continue;
 				double best = 0;
 				for (int k = 0; k < TRIES; k++) {
 					double x = run(v, work, calls);
@@ -132,10 +149,14 @@ static void bench_class(const char *label)
 		}
 		double med[NVARIANTS];
 		for (int v = 0; v < NVARIANTS; v++) {
+			if (skipped(v))
+				continue;
 			qsort(t[v], REPS, sizeof(double), cmp);
 			med[v] = t[v][REPS / 2];
 		}
 		for (int v = 0; v < NVARIANTS; v++) {
+			if (skipped(v))
+				continue;
 			double per_point = (med[v] - med[PLAIN]) / 2;
 			printf("%-24s %6d %12.3f %14.3f %9.1f%%\n", names[v], work, med[v],
 			       v == PLAIN ? 0.0 : per_point, 100.0 * (med[v] - med[PLAIN]) / med[PLAIN]);
@@ -146,6 +167,13 @@ static void bench_class(const char *label)
 		if (work <= 10)
 			printf("%-24s %6d %12s %13.2fx\n", "on / physical limit", work, "",
 			       (med[ON] - med[PLAIN]) / (med[LIMIT] - med[PLAIN]));
+		/* Sampled time against both limits: a timed record's, and one timed record in 16's. */
+		if (work <= 10 && bench_have_sampled) {
+			printf("%-24s %6d %12s %13.2fx\n", "sampled / physical limit", work, "",
+			       (med[SAMPLED_ON] - med[PLAIN]) / (med[LIMIT] - med[PLAIN]));
+			printf("%-24s %6d %12s %13.2fx\n", "sampled / sampled limit", work, "",
+			       (med[SAMPLED_ON] - med[PLAIN]) / (med[STORE] - med[PLAIN]));
+		}
 	}
 }
 

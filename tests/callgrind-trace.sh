@@ -18,7 +18,8 @@ count() { # variant -> instructions executed by the whole program
 plain=$(count uninstrumented)
 echo "instructions per trace point (callgrind, $calls calls x 10 levels x 2 trace points):"
 status=0
-for v in "tracing off" "tracing on" "empty hook (bare call)" "physical limit"; do
+for v in "tracing off" "tracing on" "empty hook (bare call)" "physical limit" \
+	"sampled time on" "sampled limit"; do
 	n=$(count "$v")
 	per=$(awk -v n="$n" -v p="$plain" -v c=$calls 'BEGIN { printf "%.2f", (n - p) / (c * 20) }')
 	printf '  %-24s %6s\n' "$v" "$per"

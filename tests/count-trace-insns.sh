@@ -20,16 +20,26 @@
 set -eu
 bin=$1 objdump=$2 entry_max=${3:-} exit_max=${4:-}
 
-listing() { # function -> "address<TAB>mnemonic<TAB>operands" lines
-	$objdump -d --no-show-raw-insn "$bin" | awk -v f="<$1>:" '
-		$2 == f { on = 1; next }
-		on && /^$/ { exit }
-		on { sub(/^ +/, ""); split($0, a, "\t"); addr = a[1]; sub(/:$/, "", addr)
+# The disassembly, once: a trace point may jump out of its function (the sampled-time hooks'
+# on path is in a section of its own, ringbuf/trace_x86_64.h), so the walk may need any of it.
+dis=$(mktemp)
+trap 'rm -f "$dis"' EXIT
+$objdump -d --no-show-raw-insn "$bin" >"$dis"
+# listing FUNCTION [all]: its "address<TAB>mnemonic<TAB>operands" lines; with "all", then
+# every instruction of the binary (the walk starts at the first line, jumps anywhere)
+listing() {
+	set -- "$1" "$dis" ${2:+"$dis"}
+	awk -v f="<$1>:" '
+		FNR == 1 { pass++ }
+		pass == 1 && $2 == f { on = 1; next }
+		pass == 1 && on && /^$/ { on = 0 }
+		(on || pass == 2) && /^ +[0-9a-f]+:/ {
+		     sub(/^ +/, ""); split($0, a, "\t"); addr = a[1]; sub(/:$/, "", addr)
 		     # x86 objdump separates mnemonic and operands with spaces, ARM with a tab
 		     rest = a[2] (a[3] == "" ? "" : "\t" a[3]); sub(/^ +/, "", rest)
 		     op = rest; sub(/[ \t].*/, "", op); args = substr(rest, length(op) + 1)
 		     sub(/^[ \t]+/, "", args)
-		     print addr "\t" op "\t" args }'
+		     print addr "\t" op "\t" args }' "$2" ${3:+"$3"}
 }
 
 # Walk the function from its first instruction; prints "entry exit frame": the executed
@@ -77,11 +87,11 @@ walk() { # mode(on|off) < listing
 		}'
 }
 
-set -- $(listing untraced_empty | walk on)
+set -- $(listing untraced_empty all | walk on)
 plain_entry=$1 plain_exit=$2 plain_frame=$3
-set -- $(listing traced_empty | walk on)
+set -- $(listing traced_empty all | walk on)
 on_entry=$(($1 - plain_entry)) on_exit=$(($2 - plain_exit)) on_frame=$3
-set -- $(listing traced_empty | walk off)
+set -- $(listing traced_empty all | walk off)
 off_entry=$(($1 - plain_entry)) off_exit=$(($2 - plain_exit))
 echo "trace point instructions in $(basename "$bin") ($($objdump -f "$bin" | sed -n 's/^architecture: \([^,]*\).*/\1/p')):"
 echo "  on:  entry $on_entry, exit $on_exit, per function +$((on_entry + on_exit))" \

@@ -44,6 +44,7 @@ expected="0755 etc/init.d/jittd
 0644 usr/lib/jitt/libjitt-dso.a
 0644 usr/lib/jitt/libjitt-glibc.a
 0644 usr/lib/jitt/libjitt-glibc.ldflags
+0644 usr/lib/jitt/libjitt-sampled.a
 0644 usr/lib/jitt/libjitt.a
 0644 usr/lib/jitt/libjitt.cc
 0644 usr/lib/jitt/libjitt.cflags
@@ -51,6 +52,7 @@ expected="0755 etc/init.d/jittd
 0644 usr/lib/pkgconfig/jitt-clang.pc
 0644 usr/lib/pkgconfig/jitt-dso.pc
 0644 usr/lib/pkgconfig/jitt-musl.pc
+0644 usr/lib/pkgconfig/jitt-sampled.pc
 0644 usr/lib/pkgconfig/jitt.pc
 0644 usr/lib/systemd/system/jittd.service
 0644 usr/lib/sysusers.d/jitt.conf

@@ -20,9 +20,15 @@ real_sdk() {
 	export PKG_CONFIG_PATH
 	cc=$(pc --variable=compiler jitt)
 	sdk_hash=$(cat "$dest/usr/lib/jitt/libjitt-glibc.a" "$dest/usr/lib/jitt/libjitt-glibc.ldflags" \
-		"$dest/usr/lib/jitt/libjitt.cflags" | md5sum | cut -c1-12)
+		"$dest/usr/lib/jitt/libjitt.cflags" $(ls "$dest/usr/lib/jitt/libjitt-sampled.a" \
+		2>/dev/null) | md5sum | cut -c1-12)
 }
 pc() { pkg-config --define-prefix "$@"; }
+# The SDK a jitt build links: jitt (each record timed), or jitt-sampled when the caller sets
+# sampled=1 (about one record in 16 timed, docs/untimed.md; speedtest1, linked without
+# pkg-config, then adds libjitt-sampled.a before libjitt.a).
+sampled=
+sdk_pc() { if [ "$sampled" = 1 ]; then echo jitt-sampled; else echo jitt; fi; }
 
 # fetch PKG: the upstream tarball of Debian's source package, downloaded once.
 fetch() {
@@ -47,7 +53,7 @@ unpack() {
 build_duktape() {
 	[ -x "$2/duk" ] && return 0
 	if [ "${4:-}" = jitt ]; then
-		set -- "$1" "$2" "$3" CFLAGS="$(pc --cflags jitt)${5:+ $5}" CCLIBS="-lm $(pc --libs jitt)"
+		set -- "$1" "$2" "$3" CFLAGS="$(pc --cflags jitt)${5:+ $5}" CCLIBS="-lm $(pc --libs "$(sdk_pc)")"
 	else
 		set -- "$1" "$2" "$3"
 	fi
@@ -79,7 +85,7 @@ build_memcached() {
 				memcached.c &&
 			./configure -q && nice make -j2 memcached sizes timedrun \
 				memcached_CPPFLAGS="-DNDEBUG $(pc --cflags jitt)${5:+ $5}" \
-				memcached_LDADD="$(pc --libs jitt)") >"$3" 2>&1
+				memcached_LDADD="$(pc --libs "$(sdk_pc)")") >"$3" 2>&1
 	else
 		(cd "$2" && ./configure -q && nice make -j2 memcached sizes timedrun) >"$3" 2>&1
 	fi || { rm -f "$2/memcached"; return 1; }
@@ -100,7 +106,8 @@ build_speedtest1() {
 	if [ "$_rl_how" = jitt ]; then
 		# shellcheck disable=SC2046,SC2086 # the flags files and EXTRA are lists of words
 		nice ${CC_MUSL:-musl-gcc} "$@" $(cat "$_rl_lib/libjitt.cflags") $_rl_extra -I"$src" \
-			"$src/tests/speedtest1_shim.c" "$_rl_lib/libjitt.a" \
+			"$src/tests/speedtest1_shim.c" \
+			${sampled:+"$_rl_lib/libjitt-sampled.a"} "$_rl_lib/libjitt.a" \
 			$(cat "$_rl_lib/libjitt.ldflags") -o "$_rl_out"
 	else
 		# shellcheck disable=SC2086 # CC_MUSL may be a command and its options

@@ -6,8 +6,10 @@
 #   LIBDIR       the SDK: libjitt.a (musl), libjitt-glibc.a, libjitt-dso.a (shared   0644
 #                libraries), libjitt.cflags, libjitt.ldflags, libjitt-glibc.ldflags,
 #                libjitt.cc (musl's compiler); where the board builds the clang flavour
-#                (SDK_CLANG): libjitt-clang.a, libjitt-clang.cflags, libjitt-clang.ldflags
-#   PREFIX/lib/pkgconfig  jitt.pc (glibc), jitt-musl.pc, jitt-dso.pc, jitt-clang.pc  0644
+#                (SDK_CLANG): libjitt-clang.a, libjitt-clang.cflags, libjitt-clang.ldflags;
+#                on x86_64, libjitt-sampled.a (sampled time)
+#   PREFIX/lib/pkgconfig  jitt.pc (glibc), jitt-musl.pc, jitt-dso.pc, jitt-clang.pc, 0644
+#                jitt-sampled.pc (x86_64)
 #   PREFIX/lib/cmake/jitt jittConfig.cmake, jittConfigVersion.cmake                   0644
 #   INCDIR       jitt.h                                                            0644
 #   DOCDIR       oem.md, exclude.md, runtime.md                                    0644
@@ -58,6 +60,14 @@ if [ -n "$clang_cc" ]; then
 	done
 	pcs="$pcs jitt-clang"
 	clang="$clang_cc $obj/lib/libjitt-clang.cflags $obj/lib/libjitt-clang.ldflags"
+fi
+# Sampled time (x86_64 boards): hooks that time about one record in 16, linked before
+# libjitt (docs/untimed.md); jitt-sampled.pc puts them there.
+if [ -f "$obj/lib/libjitt-sampled.a" ]; then
+	put 0644 "$obj/lib/libjitt-sampled.a" "$libdir/libjitt-sampled.a"
+	pcs="$pcs jitt-sampled"
+	JITT_SDK_SAMPLED=1
+	export JITT_SDK_SAMPLED
 fi
 tmp=$(mktemp)
 sdk=$(mktemp -d)

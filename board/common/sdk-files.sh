@@ -5,6 +5,7 @@
 #   OUT/pkgconfig/jitt.pc       a program on glibc, built by GLIBC_CC (PIE or not)
 #   OUT/pkgconfig/jitt-musl.pc  a program on musl, built by MUSL_CC (static)
 #   OUT/pkgconfig/jitt-dso.pc   an instrumented shared library (any libc)
+#   OUT/pkgconfig/jitt-sampled.pc  jitt.pc with sampled time (JITT_SDK_SAMPLED=1: x86_64)
 #   OUT/pkgconfig/jitt-clang.pc a program on glibc built by CLANG_CC, with trace points
 #                               only where clang kept a function after inlining (when the
 #                               build made the clang flavour: CLANG_CC given)
@@ -54,6 +55,25 @@ pc jitt-musl musl "$musl_cc" libjitt.a "$musl_ld -static" "$cflags" >"$out/pkgco
 if [ -n "$clang_cc" ]; then
 	pc jitt-clang glibc "$clang_cc" libjitt-clang.a "$clang_ld" "$clang_cflags" \
 		>"$out/pkgconfig/jitt-clang.pc"
+fi
+# Sampled time (install.sh sets JITT_SDK_SAMPLED where the board built libjitt-sampled.a):
+# jitt.pc's program with hooks that read the timer for about one record in 16. pkg-config
+# puts a package's Libs before those of what it requires, so these hooks come before
+# libjitt's and are the ones the linker takes.
+if [ "${JITT_SDK_SAMPLED:-}" = 1 ]; then
+	cat >"$out/pkgconfig/jitt-sampled.pc" <<PC
+# jitt for a call-heavy program on glibc, x86_64 (docs/untimed.md): as jitt.pc, but about
+# one record in 16 is timed and the others' times are estimated by the decoder.
+prefix=$prefix
+libdir=\${prefix}/lib/jitt
+compiler=$glibc_cc
+
+Name: jitt-sampled
+Description: jitt with sampled time: the timer read for about one record in 16
+Version: $version
+Requires: jitt
+Libs: \${libdir}/libjitt-sampled.a
+PC
 fi
 cat >"$out/pkgconfig/jitt-dso.pc" <<PC
 # jitt's hooks for an instrumented shared library (docs/oem.md): its functions are traced

@@ -21,3 +21,7 @@ TRACE_INSNS_MAX := 10 9
 # PIE: the entry takes one LEA more for the function's address (%rip-relative), which a
 # fixed-address build stores as an immediate.
 TRACE_INSNS_PIE_MAX := 11 9
+# Sampled time (libjitt-sampled.a, ringbuf/trace_x86_64.h): an untimed record's path, PIE,
+# the LEA included: cmp with due, two 4-byte stores and the jump back where a timed record
+# has the limit compare, rdtsc and its store.
+TRACE_INSNS_SAMPLED_MAX := 10 9
