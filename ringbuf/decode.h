@@ -13,6 +13,10 @@
  * blocked thread, whose wait-begin and wait-end are both anchors; a silence before the
  * oldest anchor left in the ring cannot be seen at all. Records before the first anchor are walked
  * backwards from it (Hubble Fig. 3); with no anchor at all, from the reference timestamp.
+ *
+ * Sampled time: records written without a time (untimed.h) are given estimated ones first,
+ * in a copy of the slots the decoder owns, and the copy is decoded (stats.untimed counts
+ * them).
  */
 #ifndef JITT_RINGBUF_DECODE_H
 #define JITT_RINGBUF_DECODE_H

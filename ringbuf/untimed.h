@@ -15,10 +15,9 @@
  * delta = (uint32)(ts32_b - ts32_a) (a "window"); how it splits among the steps ("gaps")
  * between the records in it is not. Each gap belongs to the innermost frame open after its
  * first record (a call stack followed forward: an entry pushes its function, an exit pops;
- * frames older than the ring and an empty stack are one type, "outer"). A mean gap length
- * per function is fitted to every window at once by iterative proportional allocation (an
- * EM): each window's delta is split among its gaps in proportion to their functions' means,
- * then each mean becomes what its function was given over its number of gaps. An equal
+ * frames older than the ring and an empty stack are one owner, "outer"). Each gap has a
+ * type, and each type a mean length fitted to every window at once (untimed.c): each
+ * window's delta is then split among its gaps in proportion to their types' means. An equal
  * split instead is biased: in f() { g(); work } repeated, g would get as much time per gap
  * as f. An untimed record's estimate lies between its window's two timed records, so its
  * error is at most the window's length; one before the first or after the last timed record
@@ -40,10 +39,11 @@
  * How a window's delta is split among its gaps. The decoder uses RB_UNTIMED_PATH; the
  * others are baselines for tests (tests/test_untimed.c measures all three).
  *   EQUAL: every gap the same share (biased: the f/g example).
- *   OWNER: one fitted mean per owner function, as above.
+ *   OWNER: one fitted mean per owner function (iterative proportional allocation, the
+ *          first design), which averages f's 50 ns before g and its 10 us after.
  *   PATH:  one fitted mean per owner and the two records that bound the gap (the code path
  *          between two trace points): f's gap before it calls g and its gap after g
- *          returns are fitted apart, which OWNER cannot do, and which left g 50% off.
+ *          returns are fitted apart; OWNER left g 150-340% off on the tests' loops.
  */
 enum rb_untimed_model { RB_UNTIMED_EQUAL, RB_UNTIMED_OWNER, RB_UNTIMED_PATH };
 

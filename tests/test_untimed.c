@@ -236,8 +236,8 @@ static double rel_err(uint64_t got, uint64_t truth)
 	return truth ? fabs((double)got - (double)truth) / (double)truth : (double)(got != 0);
 }
 
-/* Decodes the sampled ring, from the decoder (rounds: RB_UNTIMED_ROUNDS) or from a copy the
- * test fills with `rounds` rounds (0: the equal split). */
+/* Decodes the sampled ring, by the decoder (model < 0: it fills the copy itself) or from a
+ * copy the test fills with the given model. */
 static int decode_sampled(const struct rb_ring_view *v, uint64_t ref, int model,
 			  struct rb_event **ev, size_t *n, struct rb_decode_stats *st)
 {
