@@ -49,6 +49,14 @@ RB_INLINE void rb_advance_pos(uintptr_t p)
 	__asm__ __volatile__("addq $8, %0" : "+m"(rb_tls.pos));
 }
 
+/* RB_RARE's call, inside an asm statement whose operand [low] is the record's low half: the
+ * rare path of the one-asm trace points below. */
+#define RB_ASM_RARE_LOW                                                                    \
+	"lea -128(%%rsp), %%rsp\n\t"                                                       \
+	"push %[low]\n\t"                                                                  \
+	"call rb_put1_rare_saveall@PLT\n\t"                                                \
+	"lea 136(%%rsp), %%rsp\n\t"
+
 /*
  * The whole trace point (rb_put1's RB_LIMIT_FIRST path, RB_RARE's call included) as one asm
  * statement, with the rare path in .text.unlikely: for clang's hooks (ringbuf/hooks.c).
@@ -86,10 +94,7 @@ RB_INLINE void rb_point(uintptr_t low)
 			     "1:\n\t"
 			     ".pushsection .text.unlikely.jitt_point, \"ax\", @progbits\n"
 			     "2:\n\t"
-			     "lea -128(%%rsp), %%rsp\n\t"
-			     "push %[low]\n\t"
-			     "call rb_put1_rare_saveall@PLT\n\t"
-			     "lea 136(%%rsp), %%rsp\n\t"
+			     RB_ASM_RARE_LOW
 			     "jmp 1b\n\t"
 			     ".popsection"
 			     : [p] "=&r"(p), [pos] "+m"(rb_tls.pos)
@@ -170,10 +175,7 @@ RB_INLINE void rb_point_sampled(uintptr_t low)
 			     "addq $8, %[pos]\n\t"
 			     "jmp 1b\n"
 			     "4:\n\t"
-			     "lea -128(%%rsp), %%rsp\n\t"
-			     "push %[low]\n\t"
-			     "call rb_put1_rare_saveall@PLT\n\t"
-			     "lea 136(%%rsp), %%rsp\n\t"
+			     RB_ASM_RARE_LOW
 			     "jmp 1b\n\t"
 			     ".popsection"
 			     : [p] "=&r"(p), [t] "=&r"(t), [pos] "+m"(rb_tls.pos),
