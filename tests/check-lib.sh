@@ -22,6 +22,20 @@ check() { # what, then a command that must succeed
 is() { [ "$1" = "$2" ]; }
 matches() { printf '%s\n' "$1" | grep -q -- "$2"; } # text, pattern
 
+# jitt_expect SUBCOMMAND WHAT STATUS TEXT ARGS...: `$bin/jitt SUBCOMMAND ARGS...` exits with
+# STATUS and says TEXT on stderr (bad input: a clear error, never a crash).
+jitt_expect() {
+	_je_cmd=$1 _je_what=$2 _je_want=$3 _je_text=$4
+	shift 4
+	_je_err=$("$bin/jitt" "$_je_cmd" "$@" 2>&1 >/dev/null)
+	_je_got=$?
+	if [ "$_je_got" -eq "$_je_want" ] && printf '%s' "$_je_err" | grep -qF -- "$_je_text"; then
+		ok "jitt $_je_cmd: $_je_what"
+	else
+		fail "jitt $_je_cmd: $_je_what" "status $_je_got (wanted $_je_want), said: $_je_err"
+	fi
+}
+
 # wait_for SECONDS COMMAND...: polls every 20 ms until COMMAND succeeds.
 wait_for() {
 	limit=$(($1 * 50 * patience))

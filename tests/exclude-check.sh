@@ -14,22 +14,10 @@ srctree=$(cd "$here/.." && pwd)
 lib=$bin/../lib
 work=$(mktemp -d)
 trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-passed=0 failed=0
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1"; failed=$((failed + 1)); }
+. "$here/check-lib.sh"
 
 # ---- bad input: status and a message naming what is wrong ----
-expect() { # what, wanted status, text wanted on stderr, arguments...
-	what=$1 want=$2 text=$3
-	shift 3
-	err=$("$bin/jitt" exclude "$@" 2>&1 >/dev/null)
-	got=$?
-	if [ "$got" -eq "$want" ] && printf '%s' "$err" | grep -qF -- "$text"; then
-		ok "jitt exclude: $what"
-	else
-		fail "jitt exclude: $what: status $got (wanted $want), said: $err"
-	fi
-}
+expect() { jitt_expect exclude "$@"; } # what, wanted status, text on stderr, arguments...
 printf 'JITTRACE this is not a trace file at all\n' >"$work/garbage.jtr"
 head -c 4096 /dev/urandom >"$work/random.jtr"
 mkfifo "$work/fifo"

@@ -14,22 +14,10 @@ srctree=$(cd "$here/.." && pwd)
 lib=$bin/../lib
 work=$(mktemp -d)
 trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-passed=0 failed=0
-ok() { echo "ok   $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1"; failed=$((failed + 1)); }
+. "$here/check-lib.sh"
 
 # ---- bad input ----
-expect() { # what, wanted status, text wanted on stderr, arguments...
-	what=$1 want=$2 text=$3
-	shift 3
-	err=$("$bin/jitt" inlined "$@" 2>&1 >/dev/null)
-	got=$?
-	if [ "$got" -eq "$want" ] && printf '%s' "$err" | grep -qF -- "$text"; then
-		ok "jitt inlined: $what"
-	else
-		fail "jitt inlined: $what: status $got (wanted $want), said: $err"
-	fi
-}
+expect() { jitt_expect inlined "$@"; } # what, wanted status, text on stderr, arguments...
 printf '\177ELF but nothing else\n' >"$work/garbage"
 head -c 4096 /dev/urandom >"$work/random"
 mkfifo "$work/fifo"
