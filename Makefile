@@ -152,9 +152,12 @@ run: $(obj)/bin/jitt $(obj)/bin/jittd $(obj)/bin/jank-sim $(COLLECTOR)
 	$(Q)sh sim/demo.sh $(obj)/bin "$(QEMU_USER)"
 
 # `check`: this board's tests, natively or under its qemu-user.
+# The FAIL lines go into the result file too, for the total at the end of make test.
 check: all
-	$(Q)sh tests/run.sh --board $(BOARD) --bin $(obj)/bin --result $(obj)/test-result \
-		--static-check $(if $(QEMU_USER),--qemu "$(QEMU_USER)")
+	$(Q){ sh tests/run.sh --board $(BOARD) --bin $(obj)/bin --result $(obj)/test-result \
+		--static-check $(if $(QEMU_USER),--qemu "$(QEMU_USER)"); echo $$? >$(obj)/test-status; } \
+		2>&1 | tee $(obj)/test-log; \
+	grep -m 20 -E '^ *FAIL' $(obj)/test-log >>$(obj)/test-result; exit $$(cat $(obj)/test-status)
 
 # `test`: the host's tests, then the same tests cross-built and run under qemu-user for
 # aarch64 and armv7, then inside those boards booted under qemu-system with the installed
@@ -272,7 +275,8 @@ tsan: $(TSAN)
 	grep -E '^(ok|FAIL)|WARNING: ThreadSanitizer' $(obj)/tsan/log | sed 's/^/  tsan: /'; \
 	if [ $$status -eq 0 ]; then r="1 passed, 0 failed"; \
 	else tail -n 60 $(obj)/tsan/log; r="0 passed, 1 failed"; fi; \
-	echo "tsan $$r" >$(obj)/tsan-result; [ $$status -eq 0 ]
+	{ echo "tsan $$r"; [ $$status -eq 0 ] || grep -m 12 -E '^FAIL|^    [a-z/_]+\.c:[0-9]+: |died of|SUMMARY: ' \
+		$(obj)/tsan/log; } >$(obj)/tsan-result; [ $$status -eq 0 ]
 
 # ---- a dynamically linked program (host only): PIE, glibc, an instrumented shared
 # library; libjitt must support OEM services built that way too. Part of make test. ----

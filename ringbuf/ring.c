@@ -129,10 +129,14 @@ NO_INSTR static void settle(uintptr_t p)
 		r->nstack = (uint32_t)rb_stack_scan((uintptr_t)__builtin_frame_address(0),
 						    r->stack_top, r->text_lo, r->text_hi,
 						    r->stack, RB_STACK_MAX);
-		/* The answer: the exact end position, written by this thread after its last
-		 * record (release: the slots are visible before it), then tracing off. */
+		/* Tracing off, then the answer: the exact end position, written after the last
+		 * record (release: the slots and pos = 0 are visible before it). In this order
+		 * a control thread that sees the answer may restart the ring at once: nothing
+		 * of the owner's is left to store. (Answer first, a thread paused between the
+		 * two stores turned a ring restarted meanwhile off with no stop asked: every
+		 * later stop then found it off and unanswered, -EAGAIN for ever.) */
+		atomic_store_explicit(&t->pos, 0, memory_order_relaxed);
 		atomic_store_explicit(&t->limit, p, memory_order_release);
-		atomic_store_explicit(&t->pos, 0, memory_order_release);
 		return;
 	}
 	atomic_store_explicit(&t->pos, p | mode, memory_order_relaxed);
@@ -615,14 +619,17 @@ NO_INSTR static int finish_stop(struct rb_ring *r, bool answered_now, struct rb_
 	 * point) when the copy was validated: they ran at least until now. */
 	out->frozen_ticks = hal_timer_now();
 	if (err == -EINPROGRESS) {
-		/* It answered while we copied: pos went 0 after limit took the answer, both
-		 * with release, so the answer is visible now. */
+		/* It is answering: pos went 0, and the answer follows in limit. Seen, the
+		 * ring freezes in place; not yet (the thread between its two stores), the
+		 * stop stays pending below, so that no later stop asks again over the answer
+		 * and rb_start waits for it. */
 		uintptr_t limit = atomic_load_explicit(&t->limit, memory_order_acquire);
-		if (!answered(r, limit))
-			return -EAGAIN;
-		freeze_in_place(r, limit, out);
-		r->state = RB_OFF;
-		return 0;
+		if (answered(r, limit)) {
+			freeze_in_place(r, limit, out);
+			r->state = RB_OFF;
+			return 0;
+		}
+		err = -EAGAIN;
 	}
 	/* The stop stays asked whether or not the copy worked: the thread answers at its next
 	 * trace point, and only rb_start may then turn it on again. (A failed copy that left

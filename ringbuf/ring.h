@@ -113,8 +113,9 @@ int rb_start(struct rb_ring *r);
  * never answers: then a validated copy is taken (out->copied), and the stop stays pending
  * until the thread answers (rb_start says -EBUSY until then). A ring whose stop is pending
  * is stopped again: frozen at its answer if it gave one, else copied again. Returns 0,
- * -EINVAL when the ring is off, or -EAGAIN when the ring changed too fast to copy (or
- * -ENOMEM): then too the stop stays pending.
+ * -EINVAL when the ring is off, or -EAGAIN when the ring changed too fast to copy or its
+ * thread was caught between turning off and answering (or -ENOMEM): then too the stop
+ * stays pending.
  */
 int rb_stop(struct rb_ring *r, unsigned wait_ms, struct rb_frozen *out);
 /* Stop several rings together (one freeze of the whole process): all are asked first, then

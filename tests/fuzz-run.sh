@@ -11,7 +11,8 @@
 # written), log is the fuzzer's output, and crash, leak and timeout inputs are saved there.
 # A hang (an input slower than --timeout), a leak and going over --rss-mb are failures, as a
 # crash is. With --dicts, DIR/DICT.dict (DICT is NAME when not given) is the fuzzer's
-# dictionary (-dict) when there is one. The result file gets "fuzz N passed, N failed", one test per target.
+# dictionary (-dict) when there is one. The result file gets "fuzz N passed, N failed", one test
+# per target, then what each failure was (for tests/total.sh).
 set -u
 dir= time= timeout=10 rss=2048 result= dicts=
 while [ $# -gt 0 ]; do
@@ -32,6 +33,8 @@ if [ -z "$dir" ] || [ -z "$time" ] || [ $# -eq 0 ]; then
 	exit 2
 fi
 passed=0 failed=0
+failures=$(mktemp)
+trap 'rm -f "$failures"' EXIT
 
 for spec in "$@"; do
 	name=${spec%%:*}
@@ -89,8 +92,18 @@ for spec in "$@"; do
 		[ "$x" = 0 ] || env="$env$v=$x "
 	done
 	[ -n "$input" ] && echo "     reproduce: $env$fuzzer $input"
+	# For the total at the end of make test: what failed, the sanitizer's words and the
+	# first frames of its stack, and the input itself when it is small enough to quote.
+	{
+		echo "FAIL fuzz-$name: $what after ${runs:-?} runs"
+		grep -m 3 -E 'ERROR: |runtime error:|check failed:|SUMMARY: ' "$work/log"
+		grep -m 8 -E '^ *#[0-9]+ 0x' "$work/log"
+		if [ -n "$input" ] && [ -f "$input" ] && [ "$(wc -c <"$input")" -le 512 ]; then
+			echo "input (base64): $(base64 -w 0 "$input")"
+		fi
+	} >>"$failures"
 	failed=$((failed + 1))
 done
 
-[ -n "$result" ] && echo "fuzz $passed passed, $failed failed" >"$result"
+[ -n "$result" ] && { echo "fuzz $passed passed, $failed failed"; cat "$failures"; } >"$result"
 [ "$failed" -eq 0 ]

@@ -213,6 +213,48 @@ TEST(ring_blocked_thread_gets_a_validated_copy)
 	blocked_copy();
 }
 
+/* A stop that finds the thread halfway through its answer (tracing off, the end position
+ * not yet in limit: a thread paused between its two stores) stays pending: the next stop
+ * waits for that answer instead of asking again over it, and the ring restarts. This thread
+ * plays its own ring's owner, by hand, between the control's calls. (Left running, the next
+ * stop asked again, setting limit to 0 over the answer: the thread, off, never answered
+ * again, and every later stop said -EAGAIN; once in a thousand-cycle stress run.) */
+TEST(ring_a_stop_caught_halfway_through_the_answer_stays_pending)
+{
+	hal_timer_init();
+	CHECK_EQ_INT(rb_thread_register("halfway"), 0);
+	rb_lock();
+	struct rb_ring *r = the_ring();
+	CHECK_EQ_INT(rb_start(r), 0);
+	rb_unlock();
+	uintptr_t pos = atomic_load(&rb_tls.pos), end = pos & ~(uintptr_t)RB_POS_CLOCK;
+	atomic_store(&rb_tls.pos, 0); /* the owner turned off: the first of its two stores */
+	struct rb_frozen f;
+	rb_lock();
+	CHECK_EQ_INT(rb_stop(r, 0, &f), -EAGAIN);
+	CHECK_EQ_INT(rb_start(r), -EBUSY);
+	CHECK_EQ_U64(atomic_load(&rb_tls.limit), 0); /* still asked */
+	rb_unlock();
+	atomic_store(&rb_tls.limit, end); /* ... and the second: its answer */
+	rb_lock();
+	CHECK_EQ_INT(rb_stop(r, 0, &f), 0);
+	CHECK(!f.copied);
+	CHECK_EQ_U64(f.end, (end - (uintptr_t)f.slots) / 8);
+	CHECK_EQ_U64(f.valid, 2); /* the start's sync record */
+	rb_frozen_release(&f);
+	CHECK_EQ_INT(rb_start(r), 0);
+	rb_unlock();
+	CHECK(atomic_load(&rb_tls.pos) != 0);
+	traced_empty();
+	rb_lock();
+	CHECK_EQ_INT(rb_stop(r, 0, &f), 0); /* this thread does not answer in rb_stop: copied */
+	CHECK(f.copied);
+	CHECK_EQ_U64(f.valid, 4); /* the restart's sync, traced_empty's entry and exit */
+	rb_frozen_release(&f);
+	rb_unlock();
+	CHECK_EQ_INT(rb_thread_unregister(), 0);
+}
+
 /* Returns the decoded ring's last timestamp. */
 static uint64_t wrap_round_trip(void)
 {
