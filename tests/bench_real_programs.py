@@ -182,6 +182,12 @@ def summaries(traces):
     return got
 
 
+# perf's sampling rate: a quick run is 0.1 s of CPU, and its top 3 needs more than the 200
+# samples 2000 Hz gives it (multiget's first function went from 2% to 24% between two runs at
+# 2000 Hz). Below the kernel's perf_event_max_sample_rate (100000 by default).
+PERF_HZ = 20000
+
+
 def perf_top(w, binary):
     """perf's self time in the plain build's own code, [(share of all samples, name)],
     and a note; or None and why not."""
@@ -189,7 +195,7 @@ def perf_top(w, binary):
     if not shutil.which("perf"):
         return None, "perf is not installed (make deps)"
     r, _, _ = one(w, "perf", "plain", binary,
-                  prefix=("perf", "record", "-F", "2000", "-q", "-o", data, "--"))
+                  prefix=("perf", "record", "-F", str(PERF_HZ), "-q", "-o", data, "--"))
     if r.status or not os.path.exists(data):
         par = open("/proc/sys/kernel/perf_event_paranoid").read().strip()
         return None, ("perf record failed (wait status %d; perf_event_paranoid %s): %s" %
@@ -201,19 +207,20 @@ def perf_top(w, binary):
     # The busiest thread's samples only: a server's other threads are not the work a
     # summary of its traced worker is about.
     rep = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "dso,sym",
-                          "--stdio", "-q", "--percentage", "relative"] +
+                          "--stdio", "-q", "-n", "--percentage", "relative"] +
                          (["--comms", busiest] if busiest else []), capture_output=True, text=True)
     os.unlink(data)
-    shares, own = {}, 0.0
+    shares, own, samples = {}, 0.0, 0
     for line in rep.stdout.splitlines():
-        g = re.match(r"\s*([0-9.]+)%\s+(\S+)\s+\[(.)\]\s+(\S+)", line)
-        if g and g.group(2) == os.path.basename(binary):
-            pct, name = float(g.group(1)), base(g.group(4))
+        g = re.match(r"\s*([0-9.]+)%\s+(\d+)\s+(\S+)\s+\[(.)\]\s+(\S+)", line)
+        if g and g.group(3) == os.path.basename(binary):
+            pct, name = float(g.group(1)), base(g.group(5))
             shares[name] = shares.get(name, 0.0) + pct
             own += pct
+            samples += int(g.group(2))
     top = sorted(((v, k) for k, v in shares.items()), reverse=True)
-    return top, "thread %s, %s of all samples; %.0f%% of its samples in the program's own " \
-        "code" % (busiest or "?", comm[0] if comm else "?", own)
+    return top, "thread %s, %s of all samples; %.0f%% of its samples, %d, in the program's " \
+        "own code" % (busiest or "?", comm[0] if comm else "?", own, samples)
 
 
 def off_cpu(s, *which):
@@ -359,8 +366,8 @@ for w, _ in workloads:
     ptop, why = perf_top(w, [v[2] for v in vs if v[0] == plain[0]][0])
     stop, ran = exclude_top([t for t, _ in top_traced[1]])
     threads = sorted({s.get("thread", "?") for _, (s, _) in top_traced[1]})
-    print("  %s: perf record -F 2000, %s build (self, %s)" % (
-        w, plain[0], why if ptop is not None else "no perf"))
+    print("  %s: perf record -F %d, %s build (self, %s)" % (
+        w, PERF_HZ, plain[0], why if ptop is not None else "no perf"))
     print("  %-48s |  top self time of the traces (%s, %d traces of thread %s)" % (
         "", top_traced[0], len(top_traced[1]), ", ".join(threads)))
     for i in range(5):
