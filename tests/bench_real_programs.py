@@ -258,8 +258,11 @@ def exclude_top(traces):
                      line) if on else None
         if on and not g:
             break
+        # The time outside every traced call counts as the function the stack names
+        # ("NAME [outside every traced call: ...]"), as `jitt summarize` shows it.
         if g and not g.group(3).startswith("(") and g.group(2) in UNITS:
-            top.append((float(g.group(1)) * UNITS[g.group(2)], base(g.group(3).strip())))
+            top.append((float(g.group(1)) * UNITS[g.group(2)],
+                        base(g.group(3).strip().split(" [", 1)[0])))
     return top, total
 
 

@@ -618,6 +618,22 @@ uint32_t cct_last_exit(const struct cct *c)
 	return c->last_exit;
 }
 
+size_t cct_open_calls(const struct cct *c, uint64_t *funcs, size_t max)
+{
+	size_t n = 0;
+	if (c->last_exit) {
+		if (n == max)
+			return SIZE_MAX;
+		funcs[n++] = c->node[c->last_exit].func;
+	}
+	for (uint32_t nd = cct_top(c); nd; nd = c->node[nd].parent) {
+		if (n == max)
+			return SIZE_MAX;
+		funcs[n++] = c->node[nd].func;
+	}
+	return n;
+}
+
 int cct_build(struct cct *c, const struct rb_event *ev, size_t n, cct_key_fn key, void *ctx)
 {
 	/* How deep the ring starts: the most exits over entries of any prefix. */

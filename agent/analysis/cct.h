@@ -175,6 +175,10 @@ uint32_t cct_top(const struct cct *c);
  * exit (0 when an entry was, or none). A ring stopped at an exit's trace point ends there,
  * with that call still on the thread's stack. */
 uint32_t cct_last_exit(const struct cct *c);
+/* The functions of the calls open now, innermost first, the last exit's first when there
+ * is one (cct_last_exit), into funcs[max]: how many, or SIZE_MAX when there are more than
+ * max (before cct_finish, which closes them; what agent_outer_root matches). */
+size_t cct_open_calls(const struct cct *c, uint64_t *funcs, size_t max);
 /* A lane's blocked and preempted ticks over the whole tree, the root included (after
  * cct_finish). */
 void cct_lane_offcpu(const struct cct *c, enum cct_lane lane, uint64_t *blocked,

@@ -351,9 +351,11 @@ static int add_tree(struct exclude_set *s, const struct rb_trace *t, struct agen
 
 /* The functions of the thread's outer frames at its freeze (agent/analysis/outer.h): the
  * calls the ring began inside and were still running are among them. The innermost one
- * not seen called in the thread is kept for the report. 0 or -ENOMEM. */
+ * not seen called in the thread is kept for the report, and the one just outside the calls
+ * open at the freeze (open[nopen], cct_open_calls), which names the root's time. 0 or
+ * -ENOMEM. */
 static int add_outer(struct exclude_set *s, const struct rb_trace *t, struct agent_symbols *syms,
-		     const struct rb_file_thread *th)
+		     const struct rb_file_thread *th, const uint64_t *open, size_t nopen)
 {
 	struct agent_outer *o = malloc(sizeof(*o));
 	if (!o)
@@ -372,6 +374,12 @@ static int add_outer(struct exclude_set *s, const struct rb_trace *t, struct age
 	}
 	if (shown >= 0)
 		snprintf(s->outer_shown, sizeof(s->outer_shown), "%s", o->name[shown]);
+	uint64_t root = agent_outer_root(o, open, nopen);
+	for (size_t k = 0; root && k < o->n; k++)
+		if (o->key[k] == root) {
+			snprintf(s->outer_root, sizeof(s->outer_root), "%s", o->name[k]);
+			break;
+		}
 	free(o);
 	return err;
 }
@@ -459,6 +467,8 @@ int exclude_add_trace(struct exclude_set *s, const struct rb_trace *t, struct ag
 			end = last;
 		}
 		s->silent_ns += (double)hal_ticks_to_ns(silent, t->timer_hz);
+		uint64_t open[AGENT_OUTER_MAX];
+		size_t nopen = err ? 0 : cct_open_calls(&c, open, AGENT_OUTER_MAX);
 		if (!err)
 			err = cct_finish(&c, end > cut ? end - cut : 0);
 		if (!err && c.events) {
@@ -466,7 +476,7 @@ int exclude_add_trace(struct exclude_set *s, const struct rb_trace *t, struct ag
 			s->threads++;
 		}
 		if (!err)
-			err = add_outer(s, t, syms, &t->threads[i]);
+			err = add_outer(s, t, syms, &t->threads[i], open, nopen);
 		free(lv.l);
 		cct_free(&c);
 		rb_decoder_free(&dec);

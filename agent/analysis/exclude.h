@@ -167,6 +167,9 @@ struct exclude_set {
 			    * the calls their rings began inside... */
 	uint64_t outside_callees; /* ...and the calls made from there */
 	char outer_shown[128]; /* an outer frame not seen called (the last thread's innermost) */
+	/* Where the time outside every call ran, as the stack names it: the frame just outside
+	 * the calls open at the freeze (agent_outer_root), the last thread's that has one. */
+	char outer_root[128];
 	unsigned traces, threads;
 	/* private */
 	uint32_t *hash; /* name -> index in f, open addressing */

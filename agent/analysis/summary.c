@@ -165,16 +165,8 @@ static int run_pass(struct thread *th, struct cct_opts *o, uint64_t keep_from, u
 	/* The calls open at the freeze, innermost first, before cct_finish closes them; first
 	 * the one whose exit the ring ends with, if it does: the stop was answered in its exit
 	 * trace point, so it is still on the stack. */
-	uint32_t exited = err ? 0 : cct_last_exit(&p->c);
-	if (exited)
-		p->open_end[p->nopen++] = p->c.node[exited].func;
-	for (uint32_t nd = err ? 0 : cct_top(&p->c); nd; nd = p->c.node[nd].parent) {
-		if (p->nopen == SUMMARY_MAX_DEPTH) {
-			p->nopen = SIZE_MAX;
-			break;
-		}
-		p->open_end[p->nopen++] = p->c.node[nd].func;
-	}
+	if (!err)
+		p->nopen = cct_open_calls(&p->c, p->open_end, SUMMARY_MAX_DEPTH);
 	if (!err)
 		err = cct_finish(&p->c, th->dec.end_ts);
 	return err ? err : p->failed;

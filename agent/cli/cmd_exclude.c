@@ -121,10 +121,32 @@ static int by_self_after(const void *a, const void *b)
 	return by_after(a, b, sorting, true);
 }
 
+/* The time outside every call seen whole, when the stack names where it ran (an
+ * interpreter's bytecode loop, entered before the ring: exclude_set.outer_root): a row of
+ * the top as `jitt summarize` names it, ranked by that time (the same with the list: it is
+ * never excluded). Its rank among ranked times, ranks[] in order. */
+static unsigned outside_rank(const struct exclude_set *s, const uint32_t *ranked, size_t n,
+			     double outside_ns, bool after)
+{
+	unsigned r = 0;
+	while (r < n && (after ? s->f[ranked[r]].after_ns : s->f[ranked[r]].plain_ns) >= outside_ns)
+		r++;
+	return r;
+}
+
+static void print_outside(const struct exclude_set *s, double ns, unsigned i, unsigned rank)
+{
+	char a[32], c[16];
+	snprintf(c, sizeof(c), "#%u", rank + 1);
+	printf("  %2u. %12s -> %12s %-4s %s [outside every traced call: entered before the "
+	       "ring, named by the stack at the freeze]\n",
+	       i + 1, human(ns, a, sizeof(a)), a, c, s->outer_root);
+}
+
 /* The top by self time without the trace points (what a profile of the plain build
  * ranks first), and the traced self time a summary of the build with the list would show
  * for each, with its rank there: whether the summary would still name them first. */
-static int print_top(const struct exclude_set *s, unsigned k)
+static int print_top(const struct exclude_set *s, const struct exclude_result *r, unsigned k)
 {
 	uint32_t *now = malloc((s->n ? s->n : 1) * sizeof(*now));
 	uint32_t *after = malloc((s->n ? s->n : 1) * sizeof(*after));
@@ -144,36 +166,48 @@ static int print_top(const struct exclude_set *s, unsigned k)
 	sorting = s;
 	qsort(now, n, sizeof(*now), by_plain);
 	qsort(after, na, sizeof(*after), by_self_after);
-	if (k > n)
-		k = (unsigned)n;
-	unsigned ka = k < na ? k : (unsigned)na;
+	/* The outside row takes a place of the k when its time ranks it there. */
+	bool outside = s->outer_root[0] && r->outside_ns > 0;
+	unsigned at = outside ? outside_rank(s, now, n, r->outside_ns, false) : ~0u;
+	unsigned at_after = outside ? outside_rank(s, after, na, r->outside_ns, true) : ~0u;
+	if (at >= k)
+		outside = false;
+	unsigned kf = k - outside; /* functions shown */
+	if (kf > n)
+		kf = (unsigned)n;
+	unsigned ka = kf < na ? kf : (unsigned)na;
 	char a[32], b[32], c[16], nm[256];
 	printf("\ntop %u self time without the trace points (as a profile of the plain build "
 	       "ranks it) -> traced self time a summary would show with the list (its rank "
 	       "there):\n",
-	       k);
-	for (unsigned i = 0; i < k; i++) {
+	       kf + outside);
+	for (unsigned i = 0, row = 0; i < kf; i++, row++) {
+		if (outside && i == at)
+			print_outside(s, r->outside_ns, row++, at_after);
 		const struct exclude_func *f = &s->f[now[i]];
 		unsigned rank = 0;
 		while (rank < ka && after[rank] != now[i])
 			rank++;
+		rank += outside && rank >= at_after; /* the outside row's place in the summary */
 		if (f->flags & EXCLUDE_EXCLUDED)
 			snprintf(b, sizeof(b), "excluded");
 		else
 			human(f->after_ns, b, sizeof(b));
 		snprintf(c, sizeof(c), "#%u", rank + 1);
-		printf("  %2u. %12s -> %12s %-4s %s\n", i + 1, human(f->plain_ns, a, sizeof(a)), b,
-		       rank < ka ? c : "", name(s, now[i], nm, sizeof(nm)));
+		printf("  %2u. %12s -> %12s %-4s %s\n", row + 1, human(f->plain_ns, a, sizeof(a)),
+		       b, rank < ka + outside ? c : "", name(s, now[i], nm, sizeof(nm)));
 	}
+	if (outside && at == kf)
+		print_outside(s, r->outside_ns, kf, at_after);
 	for (unsigned i = 0; i < ka; i++) {
 		unsigned j = 0;
-		while (j < k && now[j] != after[i])
+		while (j < kf && now[j] != after[i])
 			j++;
-		if (j == k)
+		if (j == kf)
 			printf("  new: %12s -> %12s #%-3u %s\n",
 			       human(s->f[after[i]].plain_ns, a, sizeof(a)),
-			       human(s->f[after[i]].after_ns, b, sizeof(b)), i + 1,
-			       name(s, after[i], nm, sizeof(nm)));
+			       human(s->f[after[i]].after_ns, b, sizeof(b)),
+			       i + 1 + (outside && i >= at_after), name(s, after[i], nm, sizeof(nm)));
 	}
 	free(now);
 	free(after);
@@ -543,7 +577,7 @@ int cmd_exclude(int argc, char **argv)
 	}
 	if (!status) {
 		print_report(&set, &r, &o, verbose);
-		if (print_top(&set, o.keep ? o.keep : CONFIG_AGENT_SUMMARY_K))
+		if (print_top(&set, &r, o.keep ? o.keep : CONFIG_AGENT_SUMMARY_K))
 			status = 1;
 		if (!status && outpath) {
 			if (write_list(outpath, traces, ntraces, &set, &r))

@@ -34,7 +34,9 @@
 /* The traced part of a wrapper, out of line: the untraced path is then a thread-local load,
  * a test and a tail call of the real function, with no register saved (x86_64, gcc 12:
  * 3 instructions before the jump, against 9 with the body inline: the prologue's register
- * saves came before the test). */
+ * saves came before the test). Named jitt_wait_*: a frame of the runtime's, which the
+ * outer frames recovered from a stack leave out by that prefix (agent/analysis/outer.c; as
+ * traced_*, a thread frozen in a mutex wrapper had it named as where its root time ran). */
 #define WRAP_SLOW RT __attribute__((noinline))
 
 /* Inside a wrapped call already: the outer one records. */
@@ -81,7 +83,7 @@ static _Atomic unsigned mutex_waiters[256];
 int __real_pthread_mutex_lock(pthread_mutex_t *m);
 int __real_pthread_mutex_unlock(pthread_mutex_t *m);
 
-WRAP_SLOW static int traced_pthread_mutex_lock(pthread_mutex_t *m)
+WRAP_SLOW static int jitt_wait_pthread_mutex_lock(pthread_mutex_t *m)
 {
 	if (in_wait)
 		return __real_pthread_mutex_lock(m);
@@ -101,14 +103,14 @@ WRAP int __wrap_pthread_mutex_lock(pthread_mutex_t *m)
 {
 	if (__builtin_expect(!traced(), 1))
 		return __real_pthread_mutex_lock(m);
-	return traced_pthread_mutex_lock(m);
+	return jitt_wait_pthread_mutex_lock(m);
 }
 
 /* The waiters are counted, and the wake recorded, before the release, as for a condition
  * (below): after it, the woken waiter may run on another CPU, take the mutex and stop
  * counting itself before this thread looks, and the wake was lost (one run in ten of
  * runtime_wrappers_record_waits_and_who_woke_whom on two cores). */
-WRAP_SLOW static int traced_pthread_mutex_unlock(pthread_mutex_t *m)
+WRAP_SLOW static int jitt_wait_pthread_mutex_unlock(pthread_mutex_t *m)
 {
 	if (!in_wait) {
 		uint32_t key = agent_key_object(m);
@@ -122,7 +124,7 @@ WRAP int __wrap_pthread_mutex_unlock(pthread_mutex_t *m)
 {
 	if (__builtin_expect(!traced(), 1))
 		return __real_pthread_mutex_unlock(m);
-	return traced_pthread_mutex_unlock(m);
+	return jitt_wait_pthread_mutex_unlock(m);
 }
 
 /* ---- condition variables ---- */
@@ -133,7 +135,7 @@ int __real_pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
 int __real_pthread_cond_signal(pthread_cond_t *c);
 int __real_pthread_cond_broadcast(pthread_cond_t *c);
 
-WRAP_SLOW static int traced_pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+WRAP_SLOW static int jitt_wait_pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
 	uint32_t key = agent_key_object(c);
 	bool began = wait_begin(key);
@@ -146,10 +148,10 @@ WRAP int __wrap_pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
 	if (__builtin_expect(!traced(), 1))
 		return __real_pthread_cond_wait(c, m);
-	return traced_pthread_cond_wait(c, m);
+	return jitt_wait_pthread_cond_wait(c, m);
 }
 
-WRAP_SLOW static int traced_pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
+WRAP_SLOW static int jitt_wait_pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
 				       const struct timespec *t)
 {
 	uint32_t key = agent_key_object(c);
@@ -164,11 +166,11 @@ WRAP int __wrap_pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
 {
 	if (__builtin_expect(!traced(), 1))
 		return __real_pthread_cond_timedwait(c, m, t);
-	return traced_pthread_cond_timedwait(c, m, t);
+	return jitt_wait_pthread_cond_timedwait(c, m, t);
 }
 
 /* The wake is recorded before the signal, so its time is before the waiter's wait end. */
-WRAP_SLOW static int traced_pthread_cond_signal(pthread_cond_t *c)
+WRAP_SLOW static int jitt_wait_pthread_cond_signal(pthread_cond_t *c)
 {
 	rb_special(RB_WAKE, agent_key_object(c));
 	return __real_pthread_cond_signal(c);
@@ -178,10 +180,10 @@ WRAP int __wrap_pthread_cond_signal(pthread_cond_t *c)
 {
 	if (__builtin_expect(!traced(), 1))
 		return __real_pthread_cond_signal(c);
-	return traced_pthread_cond_signal(c);
+	return jitt_wait_pthread_cond_signal(c);
 }
 
-WRAP_SLOW static int traced_pthread_cond_broadcast(pthread_cond_t *c)
+WRAP_SLOW static int jitt_wait_pthread_cond_broadcast(pthread_cond_t *c)
 {
 	rb_special(RB_WAKE, agent_key_object(c));
 	return __real_pthread_cond_broadcast(c);
@@ -191,7 +193,7 @@ WRAP int __wrap_pthread_cond_broadcast(pthread_cond_t *c)
 {
 	if (__builtin_expect(!traced(), 1))
 		return __real_pthread_cond_broadcast(c);
-	return traced_pthread_cond_broadcast(c);
+	return jitt_wait_pthread_cond_broadcast(c);
 }
 
 /* ---- sleeps ---- */
@@ -202,7 +204,7 @@ int __real_clock_nanosleep(clockid_t clk, int flags, const struct timespec *req,
 int __real_usleep(useconds_t us);
 unsigned __real_sleep(unsigned s);
 
-WRAP_SLOW static int traced_nanosleep(const struct timespec *req, struct timespec *rem)
+WRAP_SLOW static int jitt_wait_nanosleep(const struct timespec *req, struct timespec *rem)
 {
 	bool began = wait_begin(AGENT_KEY_SLEEP);
 	int r = __real_nanosleep(req, rem);
@@ -214,10 +216,10 @@ WRAP int __wrap_nanosleep(const struct timespec *req, struct timespec *rem)
 {
 	if (__builtin_expect(!traced(), 1))
 		return __real_nanosleep(req, rem);
-	return traced_nanosleep(req, rem);
+	return jitt_wait_nanosleep(req, rem);
 }
 
-WRAP_SLOW static int traced_clock_nanosleep(clockid_t clk, int flags, const struct timespec *req,
+WRAP_SLOW static int jitt_wait_clock_nanosleep(clockid_t clk, int flags, const struct timespec *req,
 				struct timespec *rem)
 {
 	bool began = wait_begin(AGENT_KEY_SLEEP);
@@ -231,10 +233,10 @@ WRAP int __wrap_clock_nanosleep(clockid_t clk, int flags, const struct timespec 
 {
 	if (__builtin_expect(!traced(), 1))
 		return __real_clock_nanosleep(clk, flags, req, rem);
-	return traced_clock_nanosleep(clk, flags, req, rem);
+	return jitt_wait_clock_nanosleep(clk, flags, req, rem);
 }
 
-WRAP_SLOW static int traced_usleep(useconds_t us)
+WRAP_SLOW static int jitt_wait_usleep(useconds_t us)
 {
 	bool began = wait_begin(AGENT_KEY_SLEEP);
 	int r = __real_usleep(us);
@@ -246,10 +248,10 @@ WRAP int __wrap_usleep(useconds_t us)
 {
 	if (__builtin_expect(!traced(), 1))
 		return __real_usleep(us);
-	return traced_usleep(us);
+	return jitt_wait_usleep(us);
 }
 
-WRAP_SLOW static unsigned traced_sleep(unsigned s)
+WRAP_SLOW static unsigned jitt_wait_sleep(unsigned s)
 {
 	bool began = wait_begin(AGENT_KEY_SLEEP);
 	unsigned r = __real_sleep(s);
@@ -261,7 +263,7 @@ WRAP unsigned __wrap_sleep(unsigned s)
 {
 	if (__builtin_expect(!traced(), 1))
 		return __real_sleep(s);
-	return traced_sleep(s);
+	return jitt_wait_sleep(s);
 }
 
 /* ---- waiting for file descriptors (a zero timeout never blocks: nothing recorded) ---- */
@@ -282,7 +284,7 @@ WRAP static inline uint32_t first_fd(const struct pollfd *fds, nfds_t n)
 	return AGENT_KEY_FD(n ? fds[0].fd : -1);
 }
 
-WRAP_SLOW static int traced_poll(struct pollfd *fds, nfds_t n, int timeout)
+WRAP_SLOW static int jitt_wait_poll(struct pollfd *fds, nfds_t n, int timeout)
 {
 	uint32_t key = first_fd(fds, n);
 	bool began = timeout != 0 && wait_begin(key);
@@ -295,10 +297,10 @@ WRAP int __wrap_poll(struct pollfd *fds, nfds_t n, int timeout)
 {
 	if (__builtin_expect(!traced(), 1))
 		return __real_poll(fds, n, timeout);
-	return traced_poll(fds, n, timeout);
+	return jitt_wait_poll(fds, n, timeout);
 }
 
-WRAP_SLOW static int traced_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t,
+WRAP_SLOW static int jitt_wait_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t,
 		      const sigset_t *mask)
 {
 	uint32_t key = first_fd(fds, n);
@@ -313,10 +315,10 @@ WRAP int __wrap_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t,
 {
 	if (__builtin_expect(!traced(), 1))
 		return __real_ppoll(fds, n, t, mask);
-	return traced_ppoll(fds, n, t, mask);
+	return jitt_wait_ppoll(fds, n, t, mask);
 }
 
-WRAP_SLOW static int traced_select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *t)
+WRAP_SLOW static int jitt_wait_select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *t)
 {
 	uint32_t key = AGENT_KEY_FD(n - 1);
 	bool began = !(t && !t->tv_sec && !t->tv_usec) && wait_begin(key);
@@ -329,10 +331,10 @@ WRAP int __wrap_select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval
 {
 	if (__builtin_expect(!traced(), 1))
 		return __real_select(n, rd, wr, ex, t);
-	return traced_select(n, rd, wr, ex, t);
+	return jitt_wait_select(n, rd, wr, ex, t);
 }
 
-WRAP_SLOW static int traced_pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *t,
+WRAP_SLOW static int jitt_wait_pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *t,
 			const sigset_t *mask)
 {
 	uint32_t key = AGENT_KEY_FD(n - 1);
@@ -347,10 +349,10 @@ WRAP int __wrap_pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct 
 {
 	if (__builtin_expect(!traced(), 1))
 		return __real_pselect(n, rd, wr, ex, t, mask);
-	return traced_pselect(n, rd, wr, ex, t, mask);
+	return jitt_wait_pselect(n, rd, wr, ex, t, mask);
 }
 
-WRAP_SLOW static int traced_epoll_wait(int ep, struct epoll_event *ev, int max, int timeout)
+WRAP_SLOW static int jitt_wait_epoll_wait(int ep, struct epoll_event *ev, int max, int timeout)
 {
 	bool began = timeout != 0 && wait_begin(AGENT_KEY_FD(ep));
 	int r = __real_epoll_wait(ep, ev, max, timeout);
@@ -362,10 +364,10 @@ WRAP int __wrap_epoll_wait(int ep, struct epoll_event *ev, int max, int timeout)
 {
 	if (__builtin_expect(!traced(), 1))
 		return __real_epoll_wait(ep, ev, max, timeout);
-	return traced_epoll_wait(ep, ev, max, timeout);
+	return jitt_wait_epoll_wait(ep, ev, max, timeout);
 }
 
-WRAP_SLOW static int traced_epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout,
+WRAP_SLOW static int jitt_wait_epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout,
 			    const sigset_t *mask)
 {
 	bool began = timeout != 0 && wait_begin(AGENT_KEY_FD(ep));
@@ -379,12 +381,12 @@ WRAP int __wrap_epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout
 {
 	if (__builtin_expect(!traced(), 1))
 		return __real_epoll_pwait(ep, ev, max, timeout, mask);
-	return traced_epoll_pwait(ep, ev, max, timeout, mask);
+	return jitt_wait_epoll_pwait(ep, ev, max, timeout, mask);
 }
 
 /* ---- reads and writes: a pipe, socket or slow device blocks here ---- */
 
-WRAP_SLOW static ssize_t traced_read(int fd, void *buf, size_t n)
+WRAP_SLOW static ssize_t jitt_wait_read(int fd, void *buf, size_t n)
 {
 	bool began = wait_begin(AGENT_KEY_FD(fd));
 	ssize_t r = __real_read(fd, buf, n);
@@ -396,10 +398,10 @@ WRAP ssize_t __wrap_read(int fd, void *buf, size_t n)
 {
 	if (__builtin_expect(!traced(), 1))
 		return __real_read(fd, buf, n);
-	return traced_read(fd, buf, n);
+	return jitt_wait_read(fd, buf, n);
 }
 
-WRAP_SLOW static ssize_t traced_write(int fd, const void *buf, size_t n)
+WRAP_SLOW static ssize_t jitt_wait_write(int fd, const void *buf, size_t n)
 {
 	bool began = wait_begin(AGENT_KEY_FD(fd));
 	ssize_t r = __real_write(fd, buf, n);
@@ -411,5 +413,5 @@ WRAP ssize_t __wrap_write(int fd, const void *buf, size_t n)
 {
 	if (__builtin_expect(!traced(), 1))
 		return __real_write(fd, buf, n);
-	return traced_write(fd, buf, n);
+	return jitt_wait_write(fd, buf, n);
 }
