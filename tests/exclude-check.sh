@@ -50,10 +50,11 @@ expect "an unknown option" 2 "unknown option" --fast "$work/garbage.jtr"
 # ---- the round trip ----
 # oem_tiny is called a lot and does almost nothing: the list's first entry. oem_tiny_twin
 # costs more a call, but contains oem_tiny's name, so GCC's list excludes it too. oem_work
-# is where the time goes, in few calls. The options make the list the same on any machine
-# and load: no budget (every function of 1000 calls or more is a candidate), none kept, none
-# protected (oem_tiny_twin's share of the time, about 7%, would be by default), calls of any
-# length.
+# is where the time goes, in few calls. oem_walk is as cheap as oem_tiny here, but loops as
+# long as its argument says: listed only with --no-loops. The options make the list the same
+# on any machine and load: no budget (every function of 1000 calls or more is a candidate),
+# none kept, none protected (oem_tiny_twin's share of the time, about 7%, would be by
+# default), calls of any length, and (the round trip) loops not read.
 cat >"$work/app.c" <<'C'
 #include "agent/jitt.h"
 #include "tests/wait_trace.h"
@@ -65,6 +66,11 @@ __attribute__((noinline)) void oem_tiny_twin(unsigned long i)
 {
 	for (volatile int k = 0; k < 1000; k++)
 		sink ^= i;
+}
+__attribute__((noinline)) void oem_walk(unsigned long n)
+{
+	for (unsigned long k = n; k; k--)
+		sink += k;
 }
 __attribute__((noinline)) void oem_work(void)
 {
@@ -78,6 +84,7 @@ int main(void)
 		return 1;
 	for (unsigned long i = 0; i < 100000; i++) {
 		oem_tiny(i);
+		oem_walk(i & 1);
 		if (i % 100 == 0)
 			oem_tiny_twin(i);
 		if (i % 1000 == 0)
@@ -111,18 +118,45 @@ else
 	echo "$passed passed, $failed failed"
 	exit 1
 fi
+# entries FILE: a list's names, one a line, sorted
+entries() { sed 's/^[^=]*=//' "$1" | tr ',' '\n' | sort; }
 "$bin/jitt" exclude "$t1" --budget 0 --keep 0 --protect 0 --min-us 0 --min-calls 1000 \
-	-o "$work/exclude.opt" \
-	>"$work/report" 2>&1
+	--no-loops -o "$work/exclude.opt" >"$work/report" 2>&1
 status=$?
-if [ $status -eq 0 ] &&
-	grep -qx -- '-finstrument-functions-exclude-function-list=oem_tiny' "$work/exclude.opt" &&
+if [ $status -eq 0 ] && [ "$(entries "$work/exclude.opt" | tr '\n' ' ')" = "oem_tiny oem_walk " ] &&
 	grep -q 'and oem_tiny_twin, whose name contains it' "$work/report" &&
-	! grep -q oem_work "$work/exclude.opt"; then
-	ok "round trip: the list is oem_tiny (oem_tiny_twin goes with it), not oem_work"
+	grep -q '^loops: *not read (--no-loops)' "$work/report"; then
+	ok "round trip: the list is oem_tiny (oem_tiny_twin goes with it) and oem_walk, not oem_work"
 else
 	fail "round trip: jitt exclude said (status $status):"
 	cat "$work/report" "$work/exclude.opt"
+fi
+# Loops read from the code (the default): oem_walk, oem_tiny_twin and oem_work loop (and
+# main), and are never listed; oem_tiny's entry would take oem_tiny_twin along, so it is
+# not either.
+"$bin/jitt" exclude "$t1" --budget 0 --keep 0 --protect 0 --min-us 0 --min-calls 1000 \
+	-o "$work/loops.opt" >"$work/loops.txt" 2>&1
+status=$?
+looped=$(sed -n 's/^not picked:.*, \([0-9]*\) with a loop,.*/\1/p' "$work/loops.txt")
+if [ $status -eq 0 ] && [ ! -s "$work/loops.opt" ] && [ "${looped:-0}" -ge 3 ] &&
+	grep -Eq '^loops: +[0-9]+ functions hold a loop, read from the code of 1 module with objdump' \
+		"$work/loops.txt"; then
+	ok "loops: oem_walk, oem_tiny_twin and oem_work hold a loop: none is listed"
+else
+	fail "loops: jitt exclude said (status $status):"
+	cat "$work/loops.txt" "$work/loops.opt"
+fi
+# No objdump: said, and the list is made as with --no-loops.
+OBJDUMP=$work/no-objdump "$bin/jitt" exclude "$t1" --budget 0 --keep 0 --protect 0 \
+	--min-us 0 --min-calls 1000 -o "$work/noobj.opt" >"$work/noobj.txt" 2>&1
+status=$?
+if [ $status -eq 0 ] && cmp -s "$work/noobj.opt" "$work/exclude.opt" &&
+	grep -q "^loops: *not read (No such file or directory with $work/no-objdump)" "$work/noobj.txt"
+then
+	ok "loops: without objdump, said, and the list is --no-loops's"
+else
+	fail "loops: without objdump (status $status):"
+	cat "$work/noobj.txt" "$work/noobj.opt"
 fi
 # With --keep 0 and no budget, only --protect (by default 5% of the time) keeps oem_work,
 # where the time goes, out of the list: before it, every function was listed.

@@ -9,6 +9,7 @@
 #include "harness.h"
 #include "synth.h"
 #include "agent/analysis/exclude.h"
+#include "agent/analysis/loops.h"
 #include "agent/analysis/symbols.h"
 #include "hal/timer.h"
 #include "ringbuf/tracefile.h"
@@ -573,4 +574,71 @@ TEST(exclude_counts_the_calls_a_ring_began_inside_as_outside)
 		exclude_result_free(&r);
 	}
 	exclude_free(&s);
+}
+
+/* objdump's lines, as agent_loops reads them (loops.h): a branch back into the function is
+ * a loop; a call of itself, a branch forward, one into another function, a RIP-relative
+ * load of its own address and lines of no function are not. */
+TEST(exclude_loops_read_from_objdump_lines)
+{
+	char f[64] = "";
+	CHECK_EQ_INT(agent_loop_line("  401000:\tjne    400ff0 <walk+0x10>", f, sizeof(f)), 0);
+	CHECK_EQ_INT(agent_loop_line("0000000000400fe0 <walk>:", f, sizeof(f)), 0);
+	CHECK_STR(f, "walk");
+	CHECK_EQ_INT(agent_loop_line("  400ff8:\tjne    400ff0 <walk+0x10>", f, sizeof(f)), 1);
+	CHECK_EQ_INT(agent_loop_line("  400ff8:\tjmp    400fe0 <walk>", f, sizeof(f)), 1);
+	CHECK_EQ_INT(agent_loop_line("  400ff8:\tbnd jmp 400fe0 <walk>", f, sizeof(f)), 1);
+	CHECK_EQ_INT(agent_loop_line("  400ff8:\tjne    401008 <walk+0x28>", f, sizeof(f)), 0);
+	CHECK_EQ_INT(agent_loop_line("  400ff8:\tcall   400fe0 <walk>", f, sizeof(f)), 0);
+	CHECK_EQ_INT(agent_loop_line("  400ff8:\tjmp    400f00 <other+0x4>", f, sizeof(f)), 0);
+	CHECK_EQ_INT(agent_loop_line("  400ff8:\tjmp    400f00 <walker+0x4>", f, sizeof(f)), 0);
+	CHECK_EQ_INT(agent_loop_line("  400ff8:\tlea    -0x1f(%rip),%rdi        # 400fe0 <walk>", f,
+				     sizeof(f)),
+		     0);
+	CHECK_EQ_INT(agent_loop_line("  400ff8:\tjmp    *%rax", f, sizeof(f)), 0);
+	/* aarch64: b.cond, cbz, tbnz; bl is a call. */
+	CHECK_EQ_INT(agent_loop_line("0000000000400570 <find.part.0>:", f, sizeof(f)), 0);
+	CHECK_EQ_INT(agent_loop_line("  400590:\tb.ne\t400578 <find.part.0+0x8>  // b.any", f,
+				     sizeof(f)),
+		     1);
+	CHECK_EQ_INT(agent_loop_line("  400590:\tcbnz\tx1, 400578 <find.part.0+0x8>", f, sizeof(f)),
+		     1);
+	CHECK_EQ_INT(agent_loop_line("  400590:\ttbnz\tw0, #3, 400578 <find.part.0+0x8>", f,
+				     sizeof(f)),
+		     1);
+	CHECK_EQ_INT(agent_loop_line("  400590:\tbl\t400570 <find.part.0>", f, sizeof(f)), 0);
+	CHECK_EQ_INT(agent_loop_line("  400590:\tadr\tx0, 400578 <find.part.0+0x8>", f, sizeof(f)),
+		     0);
+	/* ARM (Thumb): bne.n, b.w; bic and bfi are no branches. */
+	CHECK_EQ_INT(agent_loop_line("00010400 <scan>:", f, sizeof(f)), 0);
+	CHECK_EQ_INT(agent_loop_line("   1040c:\tbne.n\t10404 <scan+0x4>", f, sizeof(f)), 1);
+	CHECK_EQ_INT(agent_loop_line("   1040c:\tb.w\t10400 <scan>", f, sizeof(f)), 1);
+	CHECK_EQ_INT(agent_loop_line("   1040c:\tbic\tr0, r0, #10404", f, sizeof(f)), 0);
+	/* Garbage and cut lines. */
+	CHECK_EQ_INT(agent_loop_line("", f, sizeof(f)), 0);
+	CHECK_EQ_INT(agent_loop_line("Disassembly of section .text:", f, sizeof(f)), 0);
+	CHECK_EQ_INT(agent_loop_line("  1040c:\tbne.n\t10404 <scan", f, sizeof(f)), 0);
+	CHECK_EQ_INT(agent_loop_line("  1040c:\tbne.n\t<scan>", f, sizeof(f)), 0);
+	CHECK_EQ_INT(agent_loop_line("deadbeef <", f, sizeof(f)), 0);
+	CHECK_STR(f, "scan");
+}
+
+/* Lines of garbage (a hostile binary's symbol names reach objdump's output): no crash, and
+ * a name never longer than its buffer. */
+TEST(exclude_loops_garbage_lines)
+{
+	static const char alphabet[] = "0123456789abcdef <>+:\t.xjbne#/";
+	unsigned seed = 1;
+	char line[200], f[16] = "";
+	int loops = 0;
+	for (int i = 0; i < 200000; i++) {
+		size_t n = (seed = seed * 1103515245u + 12345u) % sizeof(line);
+		for (size_t k = 0; k < n; k++)
+			line[k] = alphabet[((seed = seed * 1103515245u + 12345u) >> 16) %
+					   (sizeof(alphabet) - 1)];
+		line[n] = '\0';
+		loops += agent_loop_line(line, f, sizeof(f));
+		CHECK(strlen(f) < sizeof(f));
+	}
+	printf("    %d of 200000 garbage lines read as loops\n", loops);
 }

@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 #include "agent/analysis/exclude.h"
 #include "agent/analysis/cct.h"
+#include "agent/analysis/debugfile.h"
+#include "agent/analysis/loops.h"
 #include "agent/analysis/outer.h"
 #include "hal/timer.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define BATCH	       4096
 #define EXCLUDE_SYMBOL 64u /* the name is a symbol's (not how an unnamed one is shown) */
@@ -23,6 +28,7 @@ void exclude_free(struct exclude_set *s)
 	free(s->f);
 	free(s->node);
 	free(s->hash);
+	free(s->loop_ids);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -384,6 +390,62 @@ static int add_outer(struct exclude_set *s, const struct rb_trace *t, struct age
 	return err;
 }
 
+static int mark_loop(void *ctx, const char *name)
+{
+	struct exclude_set *s = ctx;
+	long i = add_symbol(s, name);
+	if (i < 0)
+		return (int)i;
+	if (!(s->f[i].flags & EXCLUDE_LOOP))
+		s->loop_funcs++;
+	s->f[i].flags |= EXCLUDE_LOOP;
+	return 0;
+}
+
+/* The functions of module m that hold a loop, from its code: the module's own file, when
+ * it is on this machine with the trace's build-id (a debug file has no code), read once
+ * per build-id. A module that cannot be read leaves its functions as candidates; the
+ * first such error is kept for the report. 0 or -ENOMEM. */
+static int add_loops(struct exclude_set *s, const struct rb_trace *t, int m)
+{
+	const struct rb_module *mod = &t->modules[m];
+	if (!s->objdump || !mod->build_id_len || mod->build_id_len > 32 || mod->path[0] != '/')
+		return 0;
+	for (size_t i = 0; i < s->nloop_ids; i++)
+		if (s->loop_ids[i][0] == mod->build_id_len &&
+		    memcmp(s->loop_ids[i] + 1, mod->build_id, mod->build_id_len) == 0)
+			return 0;
+	uint8_t(*ids)[33] = realloc(s->loop_ids, (s->nloop_ids + 1) * sizeof(*ids));
+	if (!ids)
+		return -ENOMEM;
+	s->loop_ids = ids;
+	ids[s->nloop_ids][0] = mod->build_id_len;
+	memcpy(ids[s->nloop_ids++] + 1, mod->build_id, mod->build_id_len);
+	struct stat st;
+	int fd = agent_open_regular(mod->path, (uid_t)-1, &st), err = 0;
+	if (fd < 0) {
+		err = fd;
+	} else {
+		/* The file is read through this descriptor only: checked, then disassembled. */
+		struct rb_elf elf;
+		memset(&elf, 0, sizeof(elf));
+		err = rb_elf_read(fd, (uint64_t)st.st_size, SIZE_MAX, &elf);
+		if (!err && (elf.build_id_len != mod->build_id_len ||
+			     memcmp(elf.build_id, mod->build_id, mod->build_id_len) != 0))
+			err = -ESTALE; /* another build at that path */
+		rb_elf_free(&elf);
+		if (!err)
+			err = agent_loops(fd, s->objdump, mark_loop, s);
+		close(fd);
+	}
+	if (err == -ENOMEM)
+		return err;
+	if (err && !s->loop_err)
+		s->loop_err = err;
+	s->loop_modules += !err;
+	return 0;
+}
+
 static uint64_t key_of(void *ctx, const struct rb_event *e)
 {
 	return agent_func_key(ctx, e);
@@ -400,6 +462,8 @@ int exclude_add_trace(struct exclude_set *s, const struct rb_trace *t, struct ag
 		for (size_t i = 0; i < syms->elf[m].nsyms && !err; i++)
 			if (add_symbol(s, syms->elf[m].syms[i].name) < 0)
 				err = -ENOMEM;
+		if (!err)
+			err = add_loops(s, t, (int)m);
 	}
 	struct rb_event *ev = err ? NULL : malloc(BATCH * sizeof(*ev));
 	if (!err && !ev)
@@ -674,6 +738,12 @@ int exclude_select(struct exclude_set *s, const struct exclude_opts *o, struct e
 		if (o->protect_pct > 0 && f->plain_ns >= o->protect_pct / 100 * r->work_ns) {
 			f->flags |= EXCLUDE_KEPT | EXCLUDE_PROTECTED;
 			r->protected++;
+		}
+		/* Its time per call is its input's (loops.h): cheap here says nothing of the
+		 * workload the list will meet. */
+		if (f->flags & EXCLUDE_LOOP) {
+			r->looped += !(f->flags & EXCLUDE_KEPT);
+			f->flags |= EXCLUDE_KEPT;
 		}
 		if ((f->flags & (EXCLUDE_COSTLY | EXCLUDE_KEPT)) == EXCLUDE_COSTLY)
 			r->costly++;

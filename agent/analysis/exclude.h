@@ -124,6 +124,7 @@
 #define EXCLUDE_OUTER	  128u /* among a thread's outer frames at its freeze */
 #define EXCLUDE_COSTLY	  256u /* of the `keep` top, but its trace points cost more than its
 				* own time: not kept for that */
+#define EXCLUDE_LOOP	  512u /* holds a loop (agent/analysis/loops.h): never a candidate */
 
 struct exclude_func {
 	char *name;	    /* the source name; for unnamed functions, how they are shown */
@@ -171,7 +172,16 @@ struct exclude_set {
 	 * the calls open at the freeze (agent_outer_root), the last thread's that has one. */
 	char outer_root[128];
 	unsigned traces, threads;
+	/* Loops (agent/analysis/loops.h): objdump, the program that reads the modules' code
+	 * (NULL: not read, no function known to loop); the modules read, the functions found
+	 * to hold a loop, and the first error of a module that could not be read (0 if none). */
+	const char *objdump;
+	unsigned loop_modules;
+	size_t loop_funcs;
+	int loop_err;
 	/* private */
+	uint8_t (*loop_ids)[33]; /* build-ids read, [0] their length: each module once */
+	size_t nloop_ids;
 	uint32_t *hash; /* name -> index in f, open addressing */
 	size_t hcap;
 };
@@ -219,6 +229,7 @@ struct exclude_result {
 	size_t excluded;   /* functions excluded: listed and matched */
 	size_t skip_kept;  /* candidates skipped: their name is part of a kept function's */
 	size_t protected;  /* functions protected by protect_pct (kept or not by `keep`) */
+	size_t looped;	   /* traced functions kept for their loop (EXCLUDE_LOOP) */
 	size_t costly;	   /* of the `keep` top, not kept: trace points over their own time */
 	size_t skip_long;  /* not candidates: their calls last min_incl_ns or more */
 	size_t unseen;	   /* functions excluded by substring that the traces never saw */

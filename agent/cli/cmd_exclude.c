@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `jitt exclude TRACE... [--budget PCT] [--cost NS | --ratio R] [--keep N] [--protect PCT]
- * [--min-us US] [--min-calls N] [--off-cost NS] [-o FILE] [-v]`: the functions whose trace points cost
+ * [--min-us US] [--min-calls N] [--off-cost NS] [--no-loops] [-o FILE] [-v]`: the functions
+ * whose trace points cost
  * the most for the time they account for, as GCC's
  * -finstrument-functions-exclude-function-list= options, and the saving the cost model
  * predicts (agent/analysis/exclude.h, docs/exclude.md). The line "predicted: ..." is for
@@ -26,7 +27,7 @@
 #define SYNOPSIS                                                                            \
 	"usage: jitt exclude TRACE... [--budget PCT] [--cost NS | --ratio R] [--keep N]\n" \
 	"                    [--protect PCT] [--min-us US] [--min-calls N] [--off-cost NS]\n"  \
-	"                    [-o FILE] [-v]\n"
+	"                    [--no-loops] [-o FILE] [-v]\n"
 #define PROTECT 5 /* % of the running time: what a profile puts on top (docs/exclude.md) */
 #define MIN_US	1 /* calls this long or longer stay traced (exclude.h, docs/exclude.md) */
 
@@ -47,6 +48,8 @@ static const char details[] =
 	"  --min-calls N  exclude only functions called N times or more (default 100)\n"
 	"  --off-cost NS  one trace point's cost when the thread is not traced, for the\n"
 	"                 prediction (default: 5%% of the cost)\n"
+	"  --no-loops     exclude functions that hold a loop too (default: never, read from\n"
+	"                 the program's code with $OBJDUMP, else objdump)\n"
 	"  -o FILE        write the list as GCC options, for `gcc @FILE` (also --output)\n"
 	"  -v             show every excluded function (default: the first %d; also\n"
 	"                 --verbose)\n"
@@ -68,6 +71,7 @@ static const struct option longopts[] = {
 	{ "ratio", required_argument, NULL, 'r' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "verbose", no_argument, NULL, 'v' },
+	{ "no-loops", no_argument, NULL, 'L' },
 	CLI_HELP_OPTION,
 	{ NULL, 0, NULL, 0 },
 };
@@ -363,9 +367,22 @@ static void print_report(const struct exclude_set *s, const struct exclude_resul
 	if (r->costly)
 		printf(" but %zu whose trace points cost more than their own time", r->costly);
 	printf(", %zu of %g%% of the time or more (--protect), %zu whose calls last %s or more "
-	       "(--min-us), and %zu whose name is part of a kept one's\n",
+	       "(--min-us), %zu with a loop, and %zu whose name is part of a kept one's\n",
 	       r->protected, o->protect_pct, r->skip_long, human(o->min_incl_ns, a, sizeof(a)),
-	       r->skip_kept);
+	       r->looped, r->skip_kept);
+	if (!s->objdump)
+		printf("loops:       not read (--no-loops): a function cheap in these traces may "
+		       "loop longer on other input\n");
+	else if (s->loop_modules || !s->loop_err)
+		printf("loops:       %zu functions hold a loop, read from the code of %u module%s "
+		       "with %s: never excluded, their time per call is their input's%s%s\n",
+		       s->loop_funcs, s->loop_modules, s->loop_modules == 1 ? "" : "s", s->objdump,
+		       s->loop_err ? "; a module not read: " : "",
+		       s->loop_err ? strerror(-s->loop_err) : "");
+	else
+		printf("loops:       not read (%s with %s): a function cheap in these traces may "
+		       "loop longer on other input\n",
+		       strerror(-s->loop_err), s->objdump);
 	if (r->unseen)
 		printf("unseen:      %zu functions the traces never saw are excluded too: their "
 		       "names contain an entry (GCC matches substrings)\n",
@@ -440,7 +457,7 @@ int cmd_exclude(int argc, char **argv)
 				  .min_incl_ns = MIN_US * 1000.0,
 				  .min_calls = 100 };
 	const char *outpath = NULL;
-	bool verbose = false;
+	bool verbose = false, loops = true;
 	/* The traces, in the order given: at most every element of the command line. */
 	const char **traces = calloc((size_t)argc, sizeof(*traces));
 	int ntraces = 0;
@@ -517,6 +534,9 @@ int cmd_exclude(int argc, char **argv)
 		case 'v':
 			verbose = true;
 			break;
+		case 'L':
+			loops = false;
+			break;
 		case CLI_OPERAND:
 			traces[ntraces++] = p.arg;
 			break;
@@ -534,6 +554,11 @@ int cmd_exclude(int argc, char **argv)
 
 	struct exclude_set set;
 	exclude_init(&set);
+	/* The program that reads the modules' code for their loops (loops.h): the target's
+	 * objdump when cross-building, as make's $(OBJDUMP). */
+	const char *objdump = getenv("OBJDUMP");
+	if (loops)
+		set.objdump = objdump && *objdump ? objdump : "objdump";
 	status = 0;
 	for (int i = 0; i < ntraces && !status; i++)
 		status = add_file(&set, traces[i]);
