@@ -106,6 +106,37 @@ TEST(report_copies_only_the_allow_list_and_rewrites_identifiers)
 	CHECK(strstr(out, "\"woken_by\":\"thread-1\"") != NULL);
 	CHECK(strstr(out, "\"from\":[0,1]") != NULL);
 	CHECK(strstr(out, "[0,800,800,0,0,3]") != NULL); /* foo_work, named first */
+	CHECK(strstr(out, "\"trace\":{\"threads\":3,\"records\":100,\"contexts\":5,\"ns\":1000}") !=
+	      NULL);
+}
+
+/* Sampled time: how many records were untimed goes with the report (their times are
+ * estimates); a negative or non-integer count is refused. */
+TEST(report_carries_how_many_records_were_untimed)
+{
+	char s[sizeof(planted) + 64], out[UP_REPORT_MAX + 1], err[256] = "";
+	size_t n;
+	static const char from[] = "\"ns\":1000,\"tid\":777}";
+	const char *at = strstr(planted, from);
+	static const char *const forms[] = { "\"ns\":1000,\"untimed\":92,\"tid\":777}",
+					     "\"ns\":1000,\"untimed\":-1}",
+					     "\"ns\":1000,\"untimed\":\"92\"}" };
+	for (int i = 0; i < 3; i++) {
+		int len = snprintf(s, sizeof(s), "%.*s%s%s", (int)(at - planted), planted, forms[i],
+				   at + strlen(from));
+		int e = build(s, (size_t)len, &params, out, &n, err);
+		if (i == 0) {
+			CHECK_EQ_INT(e, 0);
+			if (e)
+				continue;
+			out[n] = '\0';
+			CHECK(strstr(out, "\"records\":100,\"contexts\":5,\"ns\":1000,\"untimed\":92}") !=
+			      NULL);
+		} else {
+			CHECK_EQ_INT(e, -EINVAL);
+			CHECK(strstr(err, "\"untimed\" should be a non-negative integer") != NULL);
+		}
+	}
 }
 
 TEST(report_reasons_detectors_and_names)

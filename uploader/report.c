@@ -340,6 +340,18 @@ static void put_int_members(struct wbuf *w, struct rep *r, uint32_t v, const cha
 				t == JSON_TRUE ? "true" : "false");
 			continue;
 		}
+		if (names[i][0] == '~') { /* an optional count: copied when present */
+			x = json_get(r->d, v, names[i] + 1);
+			if (x == JSON_NONE)
+				continue;
+			if (!is_int(r, x, 0, INT64_MAX, &n)) {
+				bad(r, v, "\"%s\" should be a non-negative integer", names[i] + 1);
+				return;
+			}
+			printf_(w, "%s\"%s\":%lld", i || *lead ? "," : "", names[i] + 1,
+				(long long)n);
+			continue;
+		}
 		if (names[i][0] == '+') {
 			if (!is_int(r, x = json_get(r->d, v, names[i] + 1), 0, INT64_MAX, &n)) {
 				bad(r, v, "\"%s\" should be a non-negative integer", names[i] + 1);
@@ -623,7 +635,9 @@ static size_t min_size(size_t a, size_t b)
 static void render(struct wbuf *w, struct rep *r, const struct keep *k, const char *hour,
 		   const char *reason, const char *detector, uint32_t app)
 {
-	static const char *const trace_members[] = { "threads", "records", "contexts", "ns", NULL };
+	/* untimed: how many records' times are estimates (sampled time, docs/untimed.md). */
+	static const char *const trace_members[] = { "threads", "records", "contexts", "ns",
+						     "~untimed", NULL };
 	static const char *const window_members[] = { "ns", "blocked_ns", "?anomaly_marked", NULL };
 	static const char *const window_v3[] = { "ns", "+running_ns", "+preempted_ns", "+blocked_ns",
 						 "?anomaly_marked", NULL };
