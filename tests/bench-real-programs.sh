@@ -28,6 +28,8 @@ quick=${QUICK:-0}
 if [ "$quick" = 1 ]; then reps=${REPS:-2}; else reps=${REPS:-5}; fi
 programs=${PROGRAMS:-duktape memcached speedtest1}
 
+# Every list is made with --code PLAIN (the plain build's loops are excluded last,
+# docs/exclude.md).
 # The rows of every table, one a line: the row's name, how it runs (plain: the build
 # without the SDK; off: instrumented, no thread traced; on: a thread traced, a `jitt
 # trigger` a quarter second in), and its method: the compile options added to the SDK's
@@ -126,7 +128,8 @@ train_kept_list() {
 		# No list when it cannot make one (its message is shown): the row then
 		# measures the kept build alone, and says 0 entries.
 		"$bin/jitt" exclude "$work/$prog-kept-traces/$w"/*.jtr ${r:+--ratio "$r"} \
-			-o "$work/kept-${tag}list-from-$w.opt" >"$work/$prog-$w.kept-${tag}exclude" 2>&1 ||
+			--code "$pl" -o "$work/kept-${tag}list-from-$w.opt" \
+			>"$work/$prog-$w.kept-${tag}exclude" 2>&1 ||
 			{ cat "$work/$prog-$w.kept-${tag}exclude" >&2; : >"$work/kept-${tag}list-from-$w.opt"; }
 		cat "$work/$prog-kept.opt" "$work/kept-${tag}list-from-$w.opt" \
 			>"$work/$prog-kept+${tag}list-from-$w.opt"
@@ -141,14 +144,15 @@ program() {
 	echo
 	# The lists, if a row asks for one: traces of each workload, and `jitt exclude`.
 	if printf '%s\n' "$rows" | grep -q ' @LIST$'; then
-		t=$(binary "$prog" on -) || return 1
+		t=$(binary "$prog" on -) && pl=$(binary "$prog" plain -) || return 1
 		printf '%s\ttraced\ton\t%s\t-\n' "$w1" "$t" "$w2" "$t" >"$work/collect.variants"
 		python3 "$src/tests/bench_real_programs.py" --run "$work" --jitt "$bin/jitt" \
 			--label "$label" --variants "$work/collect.variants" \
 			--collect "$work/$prog-traces" --collect-runs "$([ "$quick" = 1 ] && echo 1 || echo 2)" \
 			"$@" >&2 || return 1
 		for w in "$w1" "$w2"; do
-			"$bin/jitt" exclude "$work/$prog-traces/$w"/*.jtr -o "$work/list-from-$w.opt" \
+			"$bin/jitt" exclude "$work/$prog-traces/$w"/*.jtr --code "$pl" \
+				-o "$work/list-from-$w.opt" \
 				>"$work/$prog-$w.exclude" || { cat "$work/$prog-$w.exclude"; return 1; }
 		done
 	fi

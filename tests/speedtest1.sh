@@ -203,7 +203,8 @@ PY
 
 # ---- 5. the list, and speedtest1 built with it ----
 say "jitt exclude --budget $budget on the $n traces"
-"$bin/jitt" exclude "$run/on/spool"/*.jtr --budget "$budget" -o "$run/exclude.opt" \
+"$bin/jitt" exclude "$run/on/spool"/*.jtr --budget "$budget" --code "$out/speedtest1-plain" \
+	-o "$run/exclude.opt" \
 	>"$run/exclude.txt" || { cat "$run/exclude.txt"; exit 1; }
 sed -n '1,/^$/p' "$run/exclude.txt" | sed 's/^/  /'
 [ -s "$run/exclude.opt" ] || { say "the list is empty"; exit 1; }

@@ -28,7 +28,6 @@ void exclude_free(struct exclude_set *s)
 	free(s->f);
 	free(s->node);
 	free(s->hash);
-	free(s->loop_ids);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -402,48 +401,22 @@ static int mark_loop(void *ctx, const char *name)
 	return 0;
 }
 
-/* The functions of module m that hold a loop, from its code: the module's own file, when
- * it is on this machine with the trace's build-id (a debug file has no code), read once
- * per build-id. A module that cannot be read leaves its functions as candidates; the
- * first such error is kept for the report. 0 or -ENOMEM. */
-static int add_loops(struct exclude_set *s, const struct rb_trace *t, int m)
+int exclude_add_code(struct exclude_set *s, const char *path, const char *objdump)
 {
-	const struct rb_module *mod = &t->modules[m];
-	if (!s->objdump || !mod->build_id_len || mod->build_id_len > 32 || mod->path[0] != '/')
-		return 0;
-	for (size_t i = 0; i < s->nloop_ids; i++)
-		if (s->loop_ids[i][0] == mod->build_id_len &&
-		    memcmp(s->loop_ids[i] + 1, mod->build_id, mod->build_id_len) == 0)
-			return 0;
-	uint8_t(*ids)[33] = realloc(s->loop_ids, (s->nloop_ids + 1) * sizeof(*ids));
-	if (!ids)
-		return -ENOMEM;
-	s->loop_ids = ids;
-	ids[s->nloop_ids][0] = mod->build_id_len;
-	memcpy(ids[s->nloop_ids++] + 1, mod->build_id, mod->build_id_len);
 	struct stat st;
-	int fd = agent_open_regular(mod->path, (uid_t)-1, &st), err = 0;
-	if (fd < 0) {
-		err = fd;
-	} else {
-		/* The file is read through this descriptor only: checked, then disassembled. */
-		struct rb_elf elf;
-		memset(&elf, 0, sizeof(elf));
-		err = rb_elf_read(fd, (uint64_t)st.st_size, SIZE_MAX, &elf);
-		if (!err && (elf.build_id_len != mod->build_id_len ||
-			     memcmp(elf.build_id, mod->build_id, mod->build_id_len) != 0))
-			err = -ESTALE; /* another build at that path */
-		rb_elf_free(&elf);
-		if (!err)
-			err = agent_loops(fd, s->objdump, mark_loop, s);
-		close(fd);
-	}
-	if (err == -ENOMEM)
-		return err;
-	if (err && !s->loop_err)
-		s->loop_err = err;
-	s->loop_modules += !err;
-	return 0;
+	int fd = agent_open_regular(path, (uid_t)-1, &st);
+	if (fd < 0)
+		return fd;
+	/* Read through this descriptor only: an ELF file (checked), then disassembled. */
+	struct rb_elf elf;
+	memset(&elf, 0, sizeof(elf));
+	int err = rb_elf_read(fd, (uint64_t)st.st_size, SIZE_MAX, &elf);
+	rb_elf_free(&elf);
+	if (!err)
+		err = agent_loops(fd, objdump, mark_loop, s);
+	close(fd);
+	s->loop_files += !err;
+	return err;
 }
 
 static uint64_t key_of(void *ctx, const struct rb_event *e)
@@ -462,8 +435,6 @@ int exclude_add_trace(struct exclude_set *s, const struct rb_trace *t, struct ag
 		for (size_t i = 0; i < syms->elf[m].nsyms && !err; i++)
 			if (add_symbol(s, syms->elf[m].syms[i].name) < 0)
 				err = -ENOMEM;
-		if (!err)
-			err = add_loops(s, t, (int)m);
 	}
 	struct rb_event *ev = err ? NULL : malloc(BATCH * sizeof(*ev));
 	if (!err && !ev)
@@ -558,6 +529,7 @@ struct rank {
 	uint64_t calls;
 	uint32_t i;
 	const char *name;
+	bool last; /* a candidate taken after every other (a loop: EXCLUDE_LOOPS_LAST) */
 };
 
 /* Least self time per call first; then more calls (a larger saving), then by name, so
@@ -565,6 +537,8 @@ struct rank {
 static int by_cheapest(const void *a, const void *b)
 {
 	const struct rank *x = a, *y = b;
+	if (x->last != y->last)
+		return x->last ? 1 : -1;
 	if (x->v != y->v)
 		return x->v < y->v ? -1 : 1;
 	if (x->calls != y->calls)
@@ -716,7 +690,7 @@ int exclude_select(struct exclude_set *s, const struct exclude_opts *o, struct e
 	for (size_t i = 0; i < s->n; i++)
 		if (s->f[i].flags & EXCLUDE_TRACED)
 			rk[nr++] = (struct rank){ s->f[i].plain_ns, s->f[i].calls, (uint32_t)i,
-						  s->f[i].name };
+						  s->f[i].name, false };
 	qsort(rk, nr, sizeof(*rk), by_self);
 	/* Of those, the ones whose trace points cost more than their own time are not kept
 	 * (exclude.h): they are candidates like any other, unless protected. */
@@ -739,9 +713,9 @@ int exclude_select(struct exclude_set *s, const struct exclude_opts *o, struct e
 			f->flags |= EXCLUDE_KEPT | EXCLUDE_PROTECTED;
 			r->protected++;
 		}
-		/* Its time per call is its input's (loops.h): cheap here says nothing of the
-		 * workload the list will meet. */
-		if (f->flags & EXCLUDE_LOOP) {
+		/* Its time per call is its input's (loops.h): cheap here says less of the
+		 * workload the list will meet. Kept, or taken last. */
+		if ((f->flags & EXCLUDE_LOOP) && o->loops == EXCLUDE_LOOPS_KEEP) {
 			r->looped += !(f->flags & EXCLUDE_KEPT);
 			f->flags |= EXCLUDE_KEPT;
 		}
@@ -769,7 +743,7 @@ int exclude_select(struct exclude_set *s, const struct exclude_opts *o, struct e
 			continue;
 		}
 		rk[nr++] = (struct rank){ exclude_self_per_call(f), f->calls, (uint32_t)i,
-					  f->name };
+					  f->name, (f->flags & EXCLUDE_LOOP) != 0 };
 	}
 	qsort(rk, nr, sizeof(*rk), by_cheapest);
 	double target = o->budget_pct / 100 * r->work_ns, left = tp;
@@ -789,6 +763,8 @@ int exclude_select(struct exclude_set *s, const struct exclude_opts *o, struct e
 			r->calls_saved += g->calls;
 			r->moved_ns += g->plain_ns;
 			r->excluded++;
+			if (o->loops == EXCLUDE_LOOPS_LAST && (g->flags & EXCLUDE_LOOP))
+				r->looped++;
 		}
 		s->f[e].flags |= EXCLUDE_LISTED;
 		r->list[r->nlist++] = e;

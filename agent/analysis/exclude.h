@@ -124,7 +124,7 @@
 #define EXCLUDE_OUTER	  128u /* among a thread's outer frames at its freeze */
 #define EXCLUDE_COSTLY	  256u /* of the `keep` top, but its trace points cost more than its
 				* own time: not kept for that */
-#define EXCLUDE_LOOP	  512u /* holds a loop (agent/analysis/loops.h): never a candidate */
+#define EXCLUDE_LOOP	  512u /* holds a loop (agent/analysis/loops.h): exclude_opts.loops */
 
 struct exclude_func {
 	char *name;	    /* the source name; for unnamed functions, how they are shown */
@@ -172,21 +172,24 @@ struct exclude_set {
 	 * the calls open at the freeze (agent_outer_root), the last thread's that has one. */
 	char outer_root[128];
 	unsigned traces, threads;
-	/* Loops (agent/analysis/loops.h): objdump, the program that reads the modules' code
-	 * (NULL: not read, no function known to loop); the modules read, the functions found
-	 * to hold a loop, and the first error of a module that could not be read (0 if none). */
-	const char *objdump;
-	unsigned loop_modules;
+	/* Loops (agent/analysis/loops.h), from the code of the files exclude_add_code read:
+	 * how many, and the functions found to hold a loop. */
+	unsigned loop_files;
 	size_t loop_funcs;
-	int loop_err;
 	/* private */
-	uint8_t (*loop_ids)[33]; /* build-ids read, [0] their length: each module once */
-	size_t nloop_ids;
 	uint32_t *hash; /* name -> index in f, open addressing */
 	size_t hcap;
 };
 
 void exclude_init(struct exclude_set *s);
+/*
+ * The functions of the program's uninstrumented build (path: the product's binary, or a
+ * library of it, unstripped) that hold a loop, read from its code with objdump (loops.h):
+ * EXCLUDE_LOOP by name. The plain build, because the instrumented one has a branch back
+ * in every function: its trace points' out-of-line blocks jump back into the body. 0,
+ * -EINVAL when path is no ELF file, what agent_loops returns, or -ENOMEM.
+ */
+int exclude_add_code(struct exclude_set *s, const char *path, const char *objdump);
 /*
  * Add one trace: every thread's calls, and the names of every function of its modules
  * whose symbols are here (syms, of this trace), which the substring check needs. 0,
@@ -205,6 +208,9 @@ struct exclude_opts {
 			     * any */
 	uint64_t min_calls; /* candidates need at least this many calls */
 	double off_ns;	    /* D, ns per trace point when off; 0: EXCLUDE_OFF_SHARE of C */
+	/* Functions that hold a loop (EXCLUDE_LOOP): candidates after every loop-free one
+	 * (LAST, 0, the default), or never (KEEP). */
+	enum { EXCLUDE_LOOPS_LAST, EXCLUDE_LOOPS_KEEP } loops;
 };
 
 /* Per call, a function's plain self and inclusive time (outermost calls), 0 if none. */
@@ -229,7 +235,8 @@ struct exclude_result {
 	size_t excluded;   /* functions excluded: listed and matched */
 	size_t skip_kept;  /* candidates skipped: their name is part of a kept function's */
 	size_t protected;  /* functions protected by protect_pct (kept or not by `keep`) */
-	size_t looped;	   /* traced functions kept for their loop (EXCLUDE_LOOP) */
+	size_t looped;	   /* functions with a loop (EXCLUDE_LOOP) excluded (LOOPS_LAST), or
+			    * traced ones kept for it (LOOPS_KEEP) */
 	size_t costly;	   /* of the `keep` top, not kept: trace points over their own time */
 	size_t skip_long;  /* not candidates: their calls last min_incl_ns or more */
 	size_t unseen;	   /* functions excluded by substring that the traces never saw */

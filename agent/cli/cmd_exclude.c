@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * `jitt exclude TRACE... [--budget PCT] [--cost NS | --ratio R] [--keep N] [--protect PCT]
- * [--min-us US] [--min-calls N] [--off-cost NS] [--no-loops] [-o FILE] [-v]`: the functions
- * whose trace points cost
- * the most for the time they account for, as GCC's
+ * [--min-us US] [--min-calls N] [--off-cost NS] [--code PLAIN [--keep-loops]] [-o FILE] [-v]`:
+ * the functions whose trace points cost the most for the time they account for, as GCC's
  * -finstrument-functions-exclude-function-list= options, and the saving the cost model
  * predicts (agent/analysis/exclude.h, docs/exclude.md). The line "predicted: ..." is for
  * scripts: its form is documented there and stays. FILE is written under a
@@ -21,13 +20,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define SHOWN 20 /* excluded functions listed without -v */
 
 #define SYNOPSIS                                                                            \
 	"usage: jitt exclude TRACE... [--budget PCT] [--cost NS | --ratio R] [--keep N]\n" \
 	"                    [--protect PCT] [--min-us US] [--min-calls N] [--off-cost NS]\n"  \
-	"                    [--no-loops] [-o FILE] [-v]\n"
+	"                    [--code PLAIN... [--keep-loops]] [-o FILE] [-v]\n"
 #define PROTECT 5 /* % of the running time: what a profile puts on top (docs/exclude.md) */
 #define MIN_US	1 /* calls this long or longer stay traced (exclude.h, docs/exclude.md) */
 
@@ -48,8 +48,10 @@ static const char details[] =
 	"  --min-calls N  exclude only functions called N times or more (default 100)\n"
 	"  --off-cost NS  one trace point's cost when the thread is not traced, for the\n"
 	"                 prediction (default: 5%% of the cost)\n"
-	"  --no-loops     exclude functions that hold a loop too (default: never, read from\n"
-	"                 the program's code with $OBJDUMP, else objdump)\n"
+	"  --code PLAIN   the program's build without trace points (or a library of it):\n"
+	"                 its functions that hold a loop are excluded only after every\n"
+	"                 loop-free one (read with $OBJDUMP, else objdump; repeatable)\n"
+	"  --keep-loops   with --code: never exclude a function that holds a loop\n"
 	"  -o FILE        write the list as GCC options, for `gcc @FILE` (also --output)\n"
 	"  -v             show every excluded function (default: the first %d; also\n"
 	"                 --verbose)\n"
@@ -71,7 +73,8 @@ static const struct option longopts[] = {
 	{ "ratio", required_argument, NULL, 'r' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "verbose", no_argument, NULL, 'v' },
-	{ "no-loops", no_argument, NULL, 'L' },
+	{ "code", required_argument, NULL, 'C' },
+	{ "keep-loops", no_argument, NULL, 'K' },
 	CLI_HELP_OPTION,
 	{ NULL, 0, NULL, 0 },
 };
@@ -363,26 +366,29 @@ static void print_report(const struct exclude_set *s, const struct exclude_resul
 	       (unsigned long long)r->calls_saved,
 	       s->calls ? 100.0 * (double)r->calls_saved / (double)s->calls : 0.0,
 	       human(r->moved_ns, a, sizeof(a)));
+	if (o->loops == EXCLUDE_LOOPS_LAST && r->looped)
+		printf("             %zu of them hold a loop: taken when the loop-free ones did not "
+		       "reach the budget\n",
+		       r->looped);
 	printf("not picked:  the %u of most self time (--keep)", o->keep);
 	if (r->costly)
 		printf(" but %zu whose trace points cost more than their own time", r->costly);
 	printf(", %zu of %g%% of the time or more (--protect), %zu whose calls last %s or more "
-	       "(--min-us), %zu with a loop, and %zu whose name is part of a kept one's\n",
-	       r->protected, o->protect_pct, r->skip_long, human(o->min_incl_ns, a, sizeof(a)),
-	       r->looped, r->skip_kept);
-	if (!s->objdump)
-		printf("loops:       not read (--no-loops): a function cheap in these traces may "
-		       "loop longer on other input\n");
-	else if (s->loop_modules || !s->loop_err)
-		printf("loops:       %zu functions hold a loop, read from the code of %u module%s "
-		       "with %s: never excluded, their time per call is their input's%s%s\n",
-		       s->loop_funcs, s->loop_modules, s->loop_modules == 1 ? "" : "s", s->objdump,
-		       s->loop_err ? "; a module not read: " : "",
-		       s->loop_err ? strerror(-s->loop_err) : "");
+	       "(--min-us), ",
+	       r->protected, o->protect_pct, r->skip_long, human(o->min_incl_ns, a, sizeof(a)));
+	if (o->loops == EXCLUDE_LOOPS_KEEP)
+		printf("%zu with a loop (--keep-loops), ", r->looped);
+	printf("and %zu whose name is part of a kept one's\n", r->skip_kept);
+	if (!s->loop_files)
+		printf("loops:       not known (--code PLAIN reads them from the build without trace "
+		       "points): a function cheap in these traces may loop longer on other input\n");
 	else
-		printf("loops:       not read (%s with %s): a function cheap in these traces may "
-		       "loop longer on other input\n",
-		       strerror(-s->loop_err), s->objdump);
+		printf("loops:       %zu functions hold a loop in the code of %u file%s (--code): "
+		       "their time per call is their input's, %s\n",
+		       s->loop_funcs, s->loop_files, s->loop_files == 1 ? "" : "s",
+		       o->loops == EXCLUDE_LOOPS_KEEP
+			       ? "never excluded (--keep-loops)"
+			       : "excluded only after every loop-free candidate");
 	if (r->unseen)
 		printf("unseen:      %zu functions the traces never saw are excluded too: their "
 		       "names contain an entry (GCC matches substrings)\n",
@@ -457,11 +463,14 @@ int cmd_exclude(int argc, char **argv)
 				  .min_incl_ns = MIN_US * 1000.0,
 				  .min_calls = 100 };
 	const char *outpath = NULL;
-	bool verbose = false, loops = true;
+	bool verbose = false;
 	/* The traces, in the order given: at most every element of the command line. */
 	const char **traces = calloc((size_t)argc, sizeof(*traces));
-	int ntraces = 0;
-	if (!traces) {
+	const char **codes = calloc((size_t)argc, sizeof(*codes)); /* --code's files */
+	int ntraces = 0, ncodes = 0;
+	if (!traces || !codes) {
+		free(traces);
+		free(codes);
 		fputs("jitt exclude: out of memory\n", stderr);
 		return 1;
 	}
@@ -534,8 +543,11 @@ int cmd_exclude(int argc, char **argv)
 		case 'v':
 			verbose = true;
 			break;
-		case 'L':
-			loops = false;
+		case 'C':
+			codes[ncodes++] = p.arg;
+			break;
+		case 'K':
+			o.loops = EXCLUDE_LOOPS_KEEP;
 			break;
 		case CLI_OPERAND:
 			traces[ntraces++] = p.arg;
@@ -544,22 +556,38 @@ int cmd_exclude(int argc, char **argv)
 	}
 	if (status < 0 && !ntraces)
 		status = cli_usage_error(&p, "no trace file given", NULL);
+	if (status < 0 && !ncodes && o.loops == EXCLUDE_LOOPS_KEEP)
+		status = cli_usage_error(&p, "--keep-loops needs --code: the loops are read there",
+					 NULL);
 	if (status < 0 && o.cost_ns > 0 && o.ratio > 0)
 		status = cli_usage_error(&p, "--cost and --ratio both set the cost: give one",
 					 NULL);
 	if (status >= 0) {
 		free(traces);
+		free(codes);
 		return status;
 	}
 
 	struct exclude_set set;
 	exclude_init(&set);
-	/* The program that reads the modules' code for their loops (loops.h): the target's
-	 * objdump when cross-building, as make's $(OBJDUMP). */
+	/* The program that reads the code for its loops (loops.h): the target's objdump when
+	 * cross-building, as make's $(OBJDUMP). */
 	const char *objdump = getenv("OBJDUMP");
-	if (loops)
-		set.objdump = objdump && *objdump ? objdump : "objdump";
+	if (!objdump || !*objdump)
+		objdump = "objdump";
 	status = 0;
+	for (int i = 0; i < ncodes && !status; i++) {
+		int e = exclude_add_code(&set, codes[i], objdump);
+		if (e) {
+			fprintf(stderr, "jitt exclude: --code %s: %s\n", codes[i],
+				e == -EINVAL ? "not an ELF file"
+				: e == -ENOENT && access(codes[i], F_OK) == 0
+					? "objdump could not be run (OBJDUMP names it)"
+				: e == -EIO ? "objdump could not read it (the target's: OBJDUMP)"
+					    : strerror(-e));
+			status = 1;
+		}
+	}
 	for (int i = 0; i < ntraces && !status; i++)
 		status = add_file(&set, traces[i]);
 	size_t named = 0;
@@ -621,5 +649,6 @@ int cmd_exclude(int argc, char **argv)
 	}
 	exclude_free(&set);
 	free(traces);
+	free(codes);
 	return status;
 }
