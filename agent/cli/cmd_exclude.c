@@ -131,7 +131,8 @@ static int by_self_after(const void *a, const void *b)
 /* The time outside every call seen whole, when the stack names where it ran (an
  * interpreter's bytecode loop, entered before the ring: exclude_set.outer_root): a row of
  * the top as `jitt summarize` names it, ranked by that time (the same with the list: it is
- * never excluded). Its rank among ranked times, ranks[] in order. */
+ * never excluded). outside_rank: its place among ranked[n], ordered by plain time (or by
+ * traced time with the list, after). */
 static unsigned outside_rank(const struct exclude_set *s, const uint32_t *ranked, size_t n,
 			     double outside_ns, bool after)
 {
