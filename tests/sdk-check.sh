@@ -336,10 +336,6 @@ then
 	# main was entered before tracing began: the loop's own time is named by the stack.
 	check "sampled: the time outside every traced call is named from the stack (main)" \
 		grep -q ' main \[outside every traced call' "$work/sampled.sum"
-	# jitt exclude's top (what make bench-real compares with perf) names it the same way.
-	"$bin/jitt" exclude "$trace" >"$work/sampled.exclude" 2>&1
-	check "sampled: jitt exclude's top names the time outside every traced call main too" \
-		grep -Eq '^ +[0-9]+\. .* main \[outside every traced call' "$work/sampled.exclude"
 else
 	fail "sampled: build failed" "$(cat "$work/sampled.log")"
 fi
