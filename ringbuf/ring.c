@@ -714,16 +714,6 @@ NO_INSTR int rb_trace_self(bool on)
 	int err = 0;
 	if (on) {
 		err = rb_start(r);
-	} else if (r->state == RB_STOP_PENDING) {
-		/* A stop the control thread is waiting on (it took a copy): answered here as at
-		 * a trace point (settle), and left pending, so that its next stop freezes the
-		 * ring in place. (Turned off with a running limit, the ring looked answered at
-		 * an end it never reached, or off, and the stop was lost.) */
-		uintptr_t p = atomic_load_explicit(&rb_tls.pos, memory_order_relaxed) & ~RB_POS_CLOCK;
-		if (p && !answered(r, atomic_load_explicit(&rb_tls.limit, memory_order_relaxed))) {
-			atomic_store_explicit(&rb_tls.pos, 0, memory_order_relaxed);
-			atomic_store_explicit(&rb_tls.limit, p, memory_order_release);
-		}
 	} else if (r->state != RB_OFF) {
 		/* The writer stops itself: no handshake needed. */
 		atomic_store_explicit(&rb_tls.pos, 0, memory_order_relaxed);

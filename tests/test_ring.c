@@ -255,34 +255,6 @@ TEST(ring_a_stop_caught_halfway_through_the_answer_stays_pending)
 	CHECK_EQ_INT(rb_thread_unregister(), 0);
 }
 
-/* A thread that turns its own tracing off while a stop waits on it (the control thread took
- * a copy) answers that stop, at the end it reached: the next stop freezes the ring in place.
- * (It used to turn off with a running limit: the stop then froze an end never written.) */
-TEST(ring_tracing_turned_off_by_its_thread_answers_a_pending_stop)
-{
-	hal_timer_init();
-	CHECK_EQ_INT(rb_trace_self(true), 0);
-	traced_empty();
-	rb_lock();
-	struct rb_ring *r = the_ring();
-	struct rb_frozen f;
-	CHECK_EQ_INT(rb_stop(r, 0, &f), 0); /* this thread does not answer in rb_stop */
-	CHECK(f.copied);
-	CHECK_EQ_U64(f.valid, 4); /* the start's sync, traced_empty's entry and exit */
-	rb_frozen_release(&f);
-	rb_unlock();
-	CHECK_EQ_INT(rb_trace_self(false), 0);
-	rb_lock();
-	CHECK_EQ_INT(rb_stop(r, 0, &f), 0);
-	CHECK(!f.copied);
-	CHECK_EQ_U64(f.valid, 4);
-	CHECK_EQ_U64(f.end, 4);
-	rb_frozen_release(&f);
-	CHECK(!rb_ring_on(r));
-	rb_unlock();
-	CHECK_EQ_INT(rb_thread_unregister(), 0);
-}
-
 /* Returns the decoded ring's last timestamp. */
 static uint64_t wrap_round_trip(void)
 {
