@@ -100,10 +100,11 @@ int agent_loops(int fd, const char *objdump, agent_loop_fn fn, void *ctx)
 	if (pipe2(out, O_CLOEXEC) != 0)
 		return -errno;
 	/* The file as the caller opened it, descriptor 3 in objdump: dup'ed there from a
-	 * copy when it is 3 already (a dup onto itself would keep its close-on-exec). Its
-	 * output first, in case the pipe took descriptor 3. Nothing read from stdin, its
-	 * warnings not ours to show. */
-	int src = fd == 3 ? fcntl(fd, F_DUPFD_CLOEXEC, 4) : fd;
+	 * copy above 3 when it is 3 already (a dup onto itself would keep its close-on-exec)
+	 * or one of 0-2 (a closed stdout left to the file would be overwritten by the pipe's
+	 * dup first). Its output first, in case the pipe took descriptor 3. Nothing read from
+	 * stdin, its warnings not ours to show. */
+	int src = fd <= 3 ? fcntl(fd, F_DUPFD_CLOEXEC, 4) : fd;
 	if (src < 0) {
 		e = -errno;
 		close(out[0]);
