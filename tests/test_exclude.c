@@ -581,45 +581,49 @@ TEST(exclude_counts_the_calls_a_ring_began_inside_as_outside)
  * load of its own address and lines of no function are not. */
 TEST(exclude_loops_read_from_objdump_lines)
 {
+	static const struct {
+		const char *line;
+		int loop;
+	} lines[] = {
+		{ "  401000:\tjne    400ff0 <walk+0x10>", 0 }, /* no function yet */
+		{ "0000000000400fe0 <walk>:", 0 },
+		{ "  400ff8:\tjne    400ff0 <walk+0x10>", 1 },
+		{ "  400ff8:\tjmp    400fe0 <walk>", 1 },
+		{ "  400ff8:\tbnd jmp 400fe0 <walk>", 1 },
+		{ "  400ff8:\tjne    401008 <walk+0x28>", 0 },
+		{ "  400ff8:\tcall   400fe0 <walk>", 0 },
+		{ "  400ff8:\tjmp    400f00 <other+0x4>", 0 },
+		{ "  400ff8:\tjmp    400f00 <walker+0x4>", 0 },
+		{ "  400ff8:\tlea    -0x1f(%rip),%rdi        # 400fe0 <walk>", 0 },
+		{ "  400ff8:\tjmp    *%rax", 0 },
+		/* aarch64: b.cond, cbz, tbnz; bl is a call. */
+		{ "0000000000400570 <find.part.0>:", 0 },
+		{ "  400590:\tb.ne\t400578 <find.part.0+0x8>  // b.any", 1 },
+		{ "  400590:\tcbnz\tx1, 400578 <find.part.0+0x8>", 1 },
+		{ "  400590:\ttbnz\tw0, #3, 400578 <find.part.0+0x8>", 1 },
+		{ "  400590:\tbl\t400570 <find.part.0>", 0 },
+		{ "  400590:\tadr\tx0, 400578 <find.part.0+0x8>", 0 },
+		/* ARM (Thumb): bne.n, b.w; bic and bfi are no branches. */
+		{ "00010400 <scan>:", 0 },
+		{ "   1040c:\tbne.n\t10404 <scan+0x4>", 1 },
+		{ "   1040c:\tb.w\t10400 <scan>", 1 },
+		{ "   1040c:\tbic\tr0, r0, #10404", 0 },
+		/* Garbage and cut lines. */
+		{ "", 0 },
+		{ "Disassembly of section .text:", 0 },
+		{ "  1040c:\tbne.n\t10404 <scan", 0 },
+		{ "  1040c:\tbne.n\t<scan>", 0 },
+		{ "deadbeef <", 0 },
+	};
 	char f[64] = "";
-	CHECK_EQ_INT(agent_loop_line("  401000:\tjne    400ff0 <walk+0x10>", f, sizeof(f)), 0);
-	CHECK_EQ_INT(agent_loop_line("0000000000400fe0 <walk>:", f, sizeof(f)), 0);
-	CHECK_STR(f, "walk");
-	CHECK_EQ_INT(agent_loop_line("  400ff8:\tjne    400ff0 <walk+0x10>", f, sizeof(f)), 1);
-	CHECK_EQ_INT(agent_loop_line("  400ff8:\tjmp    400fe0 <walk>", f, sizeof(f)), 1);
-	CHECK_EQ_INT(agent_loop_line("  400ff8:\tbnd jmp 400fe0 <walk>", f, sizeof(f)), 1);
-	CHECK_EQ_INT(agent_loop_line("  400ff8:\tjne    401008 <walk+0x28>", f, sizeof(f)), 0);
-	CHECK_EQ_INT(agent_loop_line("  400ff8:\tcall   400fe0 <walk>", f, sizeof(f)), 0);
-	CHECK_EQ_INT(agent_loop_line("  400ff8:\tjmp    400f00 <other+0x4>", f, sizeof(f)), 0);
-	CHECK_EQ_INT(agent_loop_line("  400ff8:\tjmp    400f00 <walker+0x4>", f, sizeof(f)), 0);
-	CHECK_EQ_INT(agent_loop_line("  400ff8:\tlea    -0x1f(%rip),%rdi        # 400fe0 <walk>", f,
-				     sizeof(f)),
-		     0);
-	CHECK_EQ_INT(agent_loop_line("  400ff8:\tjmp    *%rax", f, sizeof(f)), 0);
-	/* aarch64: b.cond, cbz, tbnz; bl is a call. */
-	CHECK_EQ_INT(agent_loop_line("0000000000400570 <find.part.0>:", f, sizeof(f)), 0);
-	CHECK_EQ_INT(agent_loop_line("  400590:\tb.ne\t400578 <find.part.0+0x8>  // b.any", f,
-				     sizeof(f)),
-		     1);
-	CHECK_EQ_INT(agent_loop_line("  400590:\tcbnz\tx1, 400578 <find.part.0+0x8>", f, sizeof(f)),
-		     1);
-	CHECK_EQ_INT(agent_loop_line("  400590:\ttbnz\tw0, #3, 400578 <find.part.0+0x8>", f,
-				     sizeof(f)),
-		     1);
-	CHECK_EQ_INT(agent_loop_line("  400590:\tbl\t400570 <find.part.0>", f, sizeof(f)), 0);
-	CHECK_EQ_INT(agent_loop_line("  400590:\tadr\tx0, 400578 <find.part.0+0x8>", f, sizeof(f)),
-		     0);
-	/* ARM (Thumb): bne.n, b.w; bic and bfi are no branches. */
-	CHECK_EQ_INT(agent_loop_line("00010400 <scan>:", f, sizeof(f)), 0);
-	CHECK_EQ_INT(agent_loop_line("   1040c:\tbne.n\t10404 <scan+0x4>", f, sizeof(f)), 1);
-	CHECK_EQ_INT(agent_loop_line("   1040c:\tb.w\t10400 <scan>", f, sizeof(f)), 1);
-	CHECK_EQ_INT(agent_loop_line("   1040c:\tbic\tr0, r0, #10404", f, sizeof(f)), 0);
-	/* Garbage and cut lines. */
-	CHECK_EQ_INT(agent_loop_line("", f, sizeof(f)), 0);
-	CHECK_EQ_INT(agent_loop_line("Disassembly of section .text:", f, sizeof(f)), 0);
-	CHECK_EQ_INT(agent_loop_line("  1040c:\tbne.n\t10404 <scan", f, sizeof(f)), 0);
-	CHECK_EQ_INT(agent_loop_line("  1040c:\tbne.n\t<scan>", f, sizeof(f)), 0);
-	CHECK_EQ_INT(agent_loop_line("deadbeef <", f, sizeof(f)), 0);
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		int got = agent_loop_line(lines[i].line, f, sizeof(f));
+		if (got != lines[i].loop)
+			test_fail(__FILE__, __LINE__, "\"%s\" (in %s): %d, wanted %d", lines[i].line,
+				  f, got, lines[i].loop);
+		if (i == 1)
+			CHECK_STR(f, "walk");
+	}
 	CHECK_STR(f, "scan");
 }
 

@@ -144,11 +144,11 @@ static unsigned outside_rank(const struct exclude_set *s, const uint32_t *ranked
 
 static void print_outside(const struct exclude_set *s, double ns, unsigned i, unsigned rank)
 {
-	char a[32], c[16];
+	char a[32], c[16], nm[256];
 	snprintf(c, sizeof(c), "#%u", rank + 1);
 	printf("  %2u. %12s -> %12s %-4s %s [outside every traced call: entered before the "
 	       "ring, named by the stack at the freeze]\n",
-	       i + 1, human(ns, a, sizeof(a)), a, c, s->outer_root);
+	       i + 1, human(ns, a, sizeof(a)), a, c, agent_escape(nm, sizeof(nm), s->outer_root));
 }
 
 /* The top by self time without the trace points (what a profile of the plain build
@@ -306,11 +306,13 @@ static void print_kept(const struct exclude_set *s, const struct exclude_result 
 		print_row(s, k[i], v, f->flags & EXCLUDE_PROTECTED ? "%s (protected)" : "%s");
 	}
 	free(k);
+	char shown[256]; /* a name from a binary: escaped for the terminal */
 	if (s->outside_ns > 0)
 		printf("%12s %10s %10s %5.1f%% %16s  (outside every call seen whole: before the "
 		       "first, and in calls whose entries the rings lost%s%s%s)\n",
 		       "", "", "", 100 * r->outside_ns / r->work_ns, "",
-		       s->outer_shown[0] ? "; at the freeze, " : "", s->outer_shown,
+		       s->outer_shown[0] ? "; at the freeze, " : "",
+		       agent_escape(shown, sizeof(shown), s->outer_shown),
 		       s->outer_shown[0] ? " and its callers, never excluded" : "");
 }
 
