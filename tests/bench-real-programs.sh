@@ -16,13 +16,19 @@
 # quarter second): what a list made from one scenario does to another.
 # Builds are cached in build/dl/real/<program>-<SDK hash>[-<hash of the extra options>],
 # the plain ones in <program>-plain. A measurement, not a test: `make bench-real` runs it.
-# Environment: REPS (5), QUICK=1 (2 rounds, smaller workloads), PROGRAMS (all three).
+# Environment: REPS (5), QUICK=1 (2 rounds, smaller workloads), PROGRAMS (all three),
+# ROWS (the row names to run, "traced off": all of rows= below), KEEP=DIR (the lists,
+# traces and exclude reports are left in DIR, for looking into a row).
 set -eu
 src=$(cd "${1:?usage: bench-real-programs.sh SRCTREE BIN_DIR}" && pwd)
 bin=$(cd "${2:?usage: bench-real-programs.sh SRCTREE BIN_DIR}" && pwd)
 dl=${DL_DIR:-$src/build/dl}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+if [ -n "${KEEP:-}" ]; then
+	mkdir -p "$KEEP" && work=$(cd "$KEEP" && pwd)
+else
+	work=$(mktemp -d)
+	trap 'rm -rf "$work"' EXIT
+fi
 . "$src/tests/real-lib.sh"
 quick=${QUICK:-0}
 if [ "$quick" = 1 ]; then reps=${REPS:-2}; else reps=${REPS:-5}; fi
@@ -52,6 +58,9 @@ traced+sampled on sampled:-
 traced+kept+list+sampled on sampled:@KEPT+LIST
 off+kept+slist+sampled off sampled:@KEPT+SLIST
 traced+kept+slist+sampled on sampled:@KEPT+SLIST"
+if [ -n "${ROWS:-}" ]; then
+	rows=$(printf '%s\n' "$rows" | awk -v want=" $ROWS " 'index(want, " " $1 " ")')
+fi
 
 say() { echo "  bench-real-programs: $*" >&2; }
 real_sdk || { tail -n 5 "$work/install.log"; exit 1; }
@@ -157,7 +166,7 @@ program() {
 		done
 	fi
 	# What the compiler kept (@KEPT), and the list trained on that build (@KEPT+LIST).
-	if printf '%s\n' "$rows" | grep -q ' @KEPT'; then
+	if printf '%s\n' "$rows" | grep -q '@KEPT'; then
 		pl=$(binary "$prog" plain -) && t=$(binary "$prog" on -) || return 1
 		"$bin/jitt" inlined "$pl" "$t" -o "$work/$prog-kept.opt" >"$work/$prog.inlined" ||
 			{ cat "$work/$prog.inlined"; return 1; }

@@ -576,55 +576,127 @@ TEST(exclude_counts_the_calls_a_ring_began_inside_as_outside)
 	exclude_free(&s);
 }
 
-/* objdump's lines, as agent_loops reads them (loops.h): a branch back into the function is
- * a loop; a call of itself, a branch forward, one into another function, a RIP-relative
- * load of its own address and lines of no function are not. */
+/* objdump's lines, as agent_loops reads them (loops.h): what each instruction does to the
+ * flow of control. A branch into the function (or its cold part) keeps its target; one out
+ * of it is a tail call (JUMP -> END) or a branch not taken (-> NEXT); a call goes on. */
 TEST(exclude_loops_read_from_objdump_lines)
 {
+	enum { O = 99 }; /* no instruction: a header or another line */
 	static const struct {
 		const char *line;
-		int loop;
+		int flow;
+		unsigned long long to;
 	} lines[] = {
-		{ "  401000:\tjne    400ff0 <walk+0x10>", 0 }, /* no function yet */
-		{ "0000000000400fe0 <walk>:", 0 },
-		{ "  400ff8:\tjne    400ff0 <walk+0x10>", 1 },
-		{ "  400ff8:\tjmp    400fe0 <walk>", 1 },
-		{ "  400ff8:\tbnd jmp 400fe0 <walk>", 1 },
-		{ "  400ff8:\tjne    401008 <walk+0x28>", 0 },
-		{ "  400ff8:\tcall   400fe0 <walk>", 0 },
-		{ "  400ff8:\tjmp    400f00 <other+0x4>", 0 },
-		{ "  400ff8:\tjmp    400f00 <walker+0x4>", 0 },
-		{ "  400ff8:\tlea    -0x1f(%rip),%rdi        # 400fe0 <walk>", 0 },
-		{ "  400ff8:\tjmp    *%rax", 0 },
-		/* aarch64: b.cond, cbz, tbnz; bl is a call. */
-		{ "0000000000400570 <find.part.0>:", 0 },
-		{ "  400590:\tb.ne\t400578 <find.part.0+0x8>  // b.any", 1 },
-		{ "  400590:\tcbnz\tx1, 400578 <find.part.0+0x8>", 1 },
-		{ "  400590:\ttbnz\tw0, #3, 400578 <find.part.0+0x8>", 1 },
-		{ "  400590:\tbl\t400570 <find.part.0>", 0 },
-		{ "  400590:\tadr\tx0, 400578 <find.part.0+0x8>", 0 },
-		/* ARM (Thumb): bne.n, b.w; bic and bfi are no branches. */
-		{ "00010400 <scan>:", 0 },
-		{ "   1040c:\tbne.n\t10404 <scan+0x4>", 1 },
-		{ "   1040c:\tb.w\t10400 <scan>", 1 },
-		{ "   1040c:\tbic\tr0, r0, #10404", 0 },
+		{ "  401000:\tjne    400ff0 <walk+0x10>", O, 0 }, /* no function yet */
+		{ "0000000000400fe0 <walk>:", O, 0 },
+		{ "  400ff8:\tjne    400ff0 <walk+0x10>", AGENT_FLOW_BRANCH, 0x400ff0 },
+		{ "  400ff8:\tjmp    400fe0 <walk>", AGENT_FLOW_JUMP, 0x400fe0 },
+		{ "  400ff8:\tbnd jmp 400fe0 <walk>", AGENT_FLOW_JUMP, 0x400fe0 },
+		{ "  400ff8:\tjne    401008 <walk+0x28>", AGENT_FLOW_BRANCH, 0x401008 },
+		{ "  400ff8:\tjne    401008 <walk.cold+0x8>", AGENT_FLOW_BRANCH, 0x401008 },
+		{ "  400ff8:\tcall   400fe0 <walk>", AGENT_FLOW_NEXT, 0 },
+		{ "  400ff8:\tjmp    400f00 <other+0x4>", AGENT_FLOW_END, 0 },
+		{ "  400ff8:\tje     400f00 <walker+0x4>", AGENT_FLOW_NEXT, 0 },
+		{ "  400ff8:\tlea    -0x1f(%rip),%rdi        # 400fe0 <walk>", AGENT_FLOW_NEXT, 0 },
+		{ "  400ff8:\tnotrack jmp *%rax", AGENT_FLOW_ANY, 0 },
+		{ "  400ff8:\tret", AGENT_FLOW_END, 0 },
+		{ "  400ff8:\tud2", AGENT_FLOW_END, 0 },
+		{ "  400ff8:\t...", AGENT_FLOW_NEXT, 0 },
+		{ "0000000000400f00 <walk.cold>:", O, 0 },
+		{ "  400f08:\tjmp    400ff0 <walk+0x10>", AGENT_FLOW_JUMP, 0x400ff0 },
+		/* aarch64: b.cond, cbz, tbnz; bl is a call, br an indirect jump. */
+		{ "0000000000400570 <find.part.0>:", O, 0 },
+		{ "  400590:\tb.ne\t400578 <find.part.0+0x8>  // b.any", AGENT_FLOW_BRANCH, 0x400578 },
+		{ "  400590:\tcbnz\tx1, 400578 <find.part.0+0x8>", AGENT_FLOW_BRANCH, 0x400578 },
+		{ "  400590:\ttbnz\tw0, #3, 400578 <find.part.0+0x8>", AGENT_FLOW_BRANCH, 0x400578 },
+		{ "  400590:\tb\t400578 <find.part.0+0x8>", AGENT_FLOW_JUMP, 0x400578 },
+		{ "  400590:\tbl\t400570 <find.part.0>", AGENT_FLOW_NEXT, 0 },
+		{ "  400590:\tadr\tx0, 400578 <find.part.0+0x8>", AGENT_FLOW_NEXT, 0 },
+		{ "  400590:\tbr\tx16", AGENT_FLOW_ANY, 0 },
+		{ "  400590:\tret", AGENT_FLOW_END, 0 },
+		/* ARM (Thumb): bne.n, b.w; bic and bfi are no branches; returns and jump tables. */
+		{ "00010400 <scan>:", O, 0 },
+		{ "   1040c:\tbne.n\t10404 <scan+0x4>", AGENT_FLOW_BRANCH, 0x10404 },
+		{ "   1040c:\tb.w\t10400 <scan>", AGENT_FLOW_JUMP, 0x10400 },
+		{ "   1040c:\tbic\tr0, r0, #10404", AGENT_FLOW_NEXT, 0 },
+		{ "   1040c:\tbx\tlr", AGENT_FLOW_END, 0 },
+		{ "   1040c:\tbx\tr3", AGENT_FLOW_ANY, 0 },
+		{ "   1040c:\tpop\t{r4, r5, pc}", AGENT_FLOW_END, 0 },
+		{ "   1040c:\tpop\t{r4, r5}", AGENT_FLOW_NEXT, 0 },
+		{ "   1040c:\tldr.w\tpc, [sp], #4", AGENT_FLOW_END, 0 },
+		{ "   1040c:\tldr\tpc, [pc, r3, lsl #2]", AGENT_FLOW_ANY, 0 },
+		{ "   1040c:\ttbb\t[pc, r3]", AGENT_FLOW_ANY, 0 },
+		{ "   1040c:\tbxeq\tlr", AGENT_FLOW_NEXT, 0 }, /* in an IT block: may not return */
 		/* Garbage and cut lines. */
-		{ "", 0 },
-		{ "Disassembly of section .text:", 0 },
-		{ "  1040c:\tbne.n\t10404 <scan", 0 },
-		{ "  1040c:\tbne.n\t<scan>", 0 },
-		{ "deadbeef <", 0 },
+		{ "", O, 0 },
+		{ "Disassembly of section .text:", O, 0 },
+		{ "  1040c:\tbne.n\t10404 <scan", AGENT_FLOW_NEXT, 0 },
+		{ "  1040c:\tbne.n\t<scan>", AGENT_FLOW_NEXT, 0 },
+		{ "deadbeef <", O, 0 },
 	};
 	char f[64] = "";
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
-		int got = agent_loop_line(lines[i].line, f, sizeof(f));
-		if (got != lines[i].loop)
-			test_fail(__FILE__, __LINE__, "\"%s\" (in %s): %d, wanted %d", lines[i].line,
-				  f, got, lines[i].loop);
+		struct agent_insn insn = { .to = 0 };
+		enum agent_line_kind k = agent_code_line(lines[i].line, f, f, sizeof(f), &insn);
+		int got = k == AGENT_LINE_INSN ? (int)insn.flow : O;
+		unsigned long long to = got == AGENT_FLOW_BRANCH || got == AGENT_FLOW_JUMP ? insn.to : 0;
+		if (got != lines[i].flow || to != lines[i].to)
+			test_fail(__FILE__, __LINE__, "\"%s\" (in %s): flow %d to %llx, wanted %d to %llx",
+				  lines[i].line, f, got, to, lines[i].flow, lines[i].to);
 		if (i == 1)
 			CHECK_STR(f, "walk");
 	}
 	CHECK_STR(f, "scan");
+	CHECK_EQ_U64(agent_code_base("walk.cold"), 4);
+	CHECK_EQ_U64(agent_code_base("walk.part.0.cold.3"), 11);
+	CHECK_EQ_U64(agent_code_base("walk.colder"), 11);
+	CHECK_EQ_U64(agent_code_base("walk"), 4);
+}
+
+/* Functions as graphs (loops.h): a cycle is a loop, a branch back alone is not (an exit
+ * block placed first), a loop through the cold part is, and where the code cannot say (an
+ * indirect jump, a target between instructions) it is one. */
+TEST(exclude_loops_are_cycles_not_branches_back)
+{
+#define N AGENT_FLOW_NEXT
+#define B AGENT_FLOW_BRANCH
+#define J AGENT_FLOW_JUMP
+#define E AGENT_FLOW_END
+#define A AGENT_FLOW_ANY
+	static const struct {
+		const char *what;
+		bool loop;
+		size_t n;
+		struct agent_insn insn[6];
+	} cases[] = {
+		{ "straight", false, 3, { { 0, 0, N, 0 }, { 1, 0, N, 0 }, { 2, 0, E, 0 } } },
+		{ "exit block first, branched back to", false, 4,
+		  { { 0, 0, N, 0 }, { 1, 0, E, 0 }, { 2, 1, B, 0 }, { 3, 0, E, 0 } } },
+		{ "a loop", true, 4,
+		  { { 0, 0, N, 0 }, { 1, 0, N, 0 }, { 2, 1, B, 0 }, { 3, 0, E, 0 } } },
+		{ "a jump back, reached by a forward branch", true, 5,
+		  { { 0, 3, B, 0 }, { 1, 0, N, 0 }, { 2, 4, B, 0 }, { 3, 1, J, 0 }, { 4, 0, E, 0 } } },
+		{ "through the cold part", true, 5,
+		  { { 0, 0, N, 1 }, { 1, 3, J, 1 }, { 2, 0, N, 0 }, { 3, 5, B, 0 }, { 5, 0, J, 0 } } },
+		{ "into the cold part and out", false, 5,
+		  { { 0, 0, N, 1 }, { 1, 4, J, 1 }, { 2, 0, N, 0 }, { 3, 0, B, 0 }, { 4, 0, E, 0 } } },
+		{ "no fall-through across parts", false, 3,
+		  { { 0, 0, N, 1 }, { 1, 0, B, 0 }, { 2, 0, E, 0 } } },
+		{ "a jump table", true, 2, { { 0, 0, A, 0 }, { 1, 0, E, 0 } } },
+		{ "a target between instructions", true, 2, { { 0, 3, B, 0 }, { 4, 0, E, 0 } } },
+		{ "a jump to itself", true, 1, { { 0, 0, J, 0 } } },
+	};
+	unsigned char seen[6];
+	size_t stack[6];
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (agent_code_loops(cases[i].insn, cases[i].n, seen, stack) != cases[i].loop)
+			test_fail(__FILE__, __LINE__, "%s: loop %d, wanted %d", cases[i].what,
+				  !cases[i].loop, cases[i].loop);
+#undef N
+#undef B
+#undef J
+#undef E
+#undef A
 }
 
 /* Lines of garbage (a hostile binary's symbol names reach objdump's output): no crash, and
@@ -634,15 +706,16 @@ TEST(exclude_loops_garbage_lines)
 	static const char alphabet[] = "0123456789abcdef <>+:\t.xjbne#/";
 	unsigned seed = 1;
 	char line[200], f[16] = "";
-	int loops = 0;
+	int insns = 0;
 	for (int i = 0; i < 200000; i++) {
 		size_t n = (seed = seed * 1103515245u + 12345u) % sizeof(line);
 		for (size_t k = 0; k < n; k++)
 			line[k] = alphabet[((seed = seed * 1103515245u + 12345u) >> 16) %
 					   (sizeof(alphabet) - 1)];
 		line[n] = '\0';
-		loops += agent_loop_line(line, f, sizeof(f));
+		struct agent_insn insn;
+		insns += agent_code_line(line, f, f, sizeof(f), &insn) == AGENT_LINE_INSN;
 		CHECK(strlen(f) < sizeof(f));
 	}
-	printf("    %d of 200000 garbage lines read as loops\n", loops);
+	printf("    %d of 200000 garbage lines read as instructions\n", insns);
 }
