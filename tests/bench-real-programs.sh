@@ -258,7 +258,7 @@ JS
 		tar=$(fetch memcached) || { echo "bench-real-programs: no memcached source"; exit 1; }
 		exe=memcached key=$sdk_hash plain_key=
 		n=200000 keys=1000000
-		[ "$quick" = 1 ] && n=50000 keys=200000
+		[ "$quick" = 1 ] && n=50000 keys=600000
 		# -A: the client ends the run with `shutdown`. Off is `enabled = 0`: the
 		# worker's jitt_trace_thread(true) is in the source (real-lib.sh), so the runtime
 		# is not started and every trace point runs its off check.

@@ -476,6 +476,26 @@ TEST(exclude_never_drops_what_a_profile_puts_on_top)
 		CHECK(near(r.kept_ns, 2 * 4 * un * (ITER + 1.0)));
 		exclude_result_free(&r);
 	}
+	/* excl_small's own time is 0, its inclusive time 20 units a time, 7% of W: with a
+	 * loop, it is a step to 7% of the time that an estimate of its own share could miss
+	 * (exclude.h), and protected at 5%; loop-free, its time per call is bounded by its
+	 * length, and it goes. */
+	o.protect_pct = 5;
+	struct exclude_func *small = (struct exclude_func *)find(&s, "excl_small");
+	small->flags |= EXCLUDE_LOOP;
+	if (CHECK(exclude_select(&s, &o, &r) == 0)) {
+		CHECK_EQ_U64(r.protected_loops, 1);
+		CHECK(small->flags & EXCLUDE_PROTECTED);
+		CHECK(!(small->flags & EXCLUDE_EXCLUDED));
+		exclude_result_free(&r);
+	}
+	small->flags &= ~EXCLUDE_LOOP;
+	if (CHECK(exclude_select(&s, &o, &r) == 0)) {
+		CHECK_EQ_U64(r.protected_loops, 0);
+		CHECK(small->flags & EXCLUDE_EXCLUDED);
+		exclude_result_free(&r);
+	}
+	o.protect_pct = 10;
 	/* Calls of 30 units or more are not candidates: the loop's 60 (were it not
 	 * protected) and excl_top's; excl_small's 20 and the helper's 1 are. */
 	o.protect_pct = 0;

@@ -713,6 +713,14 @@ int exclude_select(struct exclude_set *s, const struct exclude_opts *o, struct e
 			f->flags |= EXCLUDE_KEPT | EXCLUDE_PROTECTED;
 			r->protected++;
 		}
+		/* A loop that holds protect_pct of W, itself and below (exclude.h): its own
+		 * share may be what an estimate says it is not. */
+		if (o->protect_pct > 0 && (f->flags & EXCLUDE_LOOP) &&
+		    !(f->flags & EXCLUDE_PROTECTED) &&
+		    f->plain_incl_ns >= o->protect_pct / 100 * r->work_ns) {
+			f->flags |= EXCLUDE_KEPT | EXCLUDE_PROTECTED;
+			r->protected_loops++;
+		}
 		/* Its time per call is its input's (loops.h): cheap here says less of the
 		 * workload the list will meet. Kept, or taken last. */
 		if ((f->flags & EXCLUDE_LOOP) && o->loops == EXCLUDE_LOOPS_KEEP) {

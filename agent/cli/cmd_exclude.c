@@ -376,9 +376,12 @@ static void print_report(const struct exclude_set *s, const struct exclude_resul
 	printf("not picked:  the %u of most self time (--keep)", o->keep);
 	if (r->costly)
 		printf(" but %zu whose trace points cost more than their own time", r->costly);
-	printf(", %zu of %g%% of the time or more (--protect), %zu whose calls last %s or more "
-	       "(--min-us), ",
-	       r->protected, o->protect_pct, r->skip_long, human(o->min_incl_ns, a, sizeof(a)));
+	printf(", %zu of %g%% of the time or more (--protect)", r->protected, o->protect_pct);
+	if (r->protected_loops)
+		printf(", %zu with a loop that holds %g%% or more with what it calls", r->protected_loops,
+		       o->protect_pct);
+	printf(", %zu whose calls last %s or more (--min-us), ", r->skip_long,
+	       human(o->min_incl_ns, a, sizeof(a)));
 	if (o->loops == EXCLUDE_LOOPS_KEEP)
 		printf("%zu with a loop (--keep-loops), ", r->looped);
 	printf("and %zu whose name is part of a kept one's\n", r->skip_kept);
