@@ -237,13 +237,16 @@ def running(s):
 UNITS = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 
-def exclude_top(traces):
+def exclude_top(traces, ratio):
     """The top self time over all the traces, [(ns, name)] (the functions of the program;
     not the trace's own entries such as "(entered before the ring's oldest record)"), and
     their running time in ns, as `jitt exclude` adds them up (the summaries list only each
-    trace's top 10). ([], 0) if it says nothing."""
-    r = subprocess.run([o.jitt, "exclude"] + traces + ["--keep", "12"], capture_output=True,
-                       text=True)
+    trace's top 10), with a trace point's cost fitted to the row's measured ratio (its
+    estimate from the traces is one step of this VM's timer, too much for a leaf's few ns,
+    and is taken from estimated times on sampled traces). ([], 0) if it says nothing."""
+    fit = ["--ratio", "%.4f" % ratio] if ratio and ratio > 1 else []
+    r = subprocess.run([o.jitt, "exclude"] + traces + ["--keep", "12"] + fit,
+                       capture_output=True, text=True)
     top, total, on = [], 0, False
     for line in r.stdout.splitlines():
         # The top list's times are without the trace points: so is the running time
@@ -367,7 +370,8 @@ for w, _ in workloads:
         print("  %s: no plain and traced rows: no comparison with perf" % w)
         continue
     ptop, why = perf_top(w, [v[2] for v in vs if v[0] == plain[0]][0])
-    stop, ran = exclude_top([t for t, _ in top_traced[1]])
+    fitted = {row: med[row] / med[plain[0]] for row, mode, _, _ in vs if mode == "on"}
+    stop, ran = exclude_top([t for t, _ in top_traced[1]], fitted[top_traced[0]])
     threads = sorted({s.get("thread", "?") for _, (s, _) in top_traced[1]})
     print("  %s: perf record -F %d, %s build (self, %s)" % (
         w, PERF_HZ, plain[0], why if ptop is not None else "no perf"))
@@ -384,7 +388,7 @@ for w, _ in workloads:
     three = [k for _, k in ptop[:3]]
     for row, files in others:
         ten = {k for _, k in (stop if row == top_traced[0] else
-                              exclude_top([t for t, _ in files])[0])[:10]}
+                              exclude_top([t for t, _ in files], fitted[row])[0])[:10]}
         points = instrumented([v[2] for v in vs if v[0] == row][0])
         missing = [k + ("" if k in points or not points else " (no trace points)")
                    for k in three if k not in ten]

@@ -429,6 +429,32 @@ TEST(exclude_ranks_by_self_time_without_the_trace_points)
 		CHECK_EQ_U64(r.costly, 1);
 		exclude_result_free(&r);
 	}
+	/* A budget met at once (200%: the trace points are 196% of W) lists nothing, but
+	 * for short calls once the code's loops are known (exclude.h): the helper's 8 units
+	 * of trace points are over 200% of its 1-unit calls, and it goes (excl_small's 20
+	 * units and the loop's 60 are not short); with a loop it would stay. */
+	o.keep = 1;
+	o.budget_pct = 200;
+	if (CHECK(exclude_select(&s, &o, &r) == 0)) {
+		CHECK_EQ_U64(r.nlist, 0);
+		exclude_result_free(&r);
+	}
+	s.loop_files = 1;
+	if (CHECK(exclude_select(&s, &o, &r) == 0)) {
+		CHECK(tiny->flags & EXCLUDE_LISTED);
+		CHECK(!(heavy->flags & EXCLUDE_EXCLUDED));
+		CHECK(!(small->flags & EXCLUDE_EXCLUDED));
+		CHECK_EQ_U64(r.shorts, 1);
+		CHECK_EQ_U64(r.nlist, 1);
+		exclude_result_free(&r);
+	}
+	((struct exclude_func *)tiny)->flags |= EXCLUDE_LOOP;
+	if (CHECK(exclude_select(&s, &o, &r) == 0)) {
+		CHECK(!(tiny->flags & EXCLUDE_EXCLUDED));
+		exclude_result_free(&r);
+	}
+	((struct exclude_func *)tiny)->flags &= ~EXCLUDE_LOOP;
+	s.loop_files = 0;
 	/* A measured ratio fits C: T = 266 units a time, W = T / R. */
 	o = (struct exclude_opts){ .ratio = 266.0 / 90, .budget_pct = 10, .min_calls = 100 };
 	if (CHECK(exclude_select(&s, &o, &r) == 0)) {

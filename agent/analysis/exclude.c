@@ -589,8 +589,6 @@ static long matches(struct exclude_set *s, uint32_t e, uint32_t *out, struct exc
 			s->f[e].clash = (uint32_t)j;
 			return -1;
 		}
-		if (!(g->flags & EXCLUDE_TRACED))
-			r->unseen++;
 		out[n++] = (uint32_t)j;
 	}
 	return n;
@@ -755,16 +753,30 @@ int exclude_select(struct exclude_set *s, const struct exclude_opts *o, struct e
 	}
 	qsort(rk, nr, sizeof(*rk), by_cheapest);
 	double target = o->budget_pct / 100 * r->work_ns, left = tp;
-	for (size_t i = 0; i < nr && left > target; i++) {
+	for (size_t i = 0; i < nr; i++) {
 		uint32_t e = rk[i].i;
 		if (s->f[e].flags & EXCLUDE_EXCLUDED)
 			continue; /* an earlier entry's substring took it */
+		/* Past the budget, a loop-free function still goes when its own trace points
+		 * cost more than the budget of its calls' time (exclude.h: short). */
+		bool over = left > target;
+		bool short_call = s->loop_files && !(s->f[e].flags & EXCLUDE_LOOP) &&
+				  2 * r->cost_ns >= o->budget_pct / 100 * exclude_incl_per_call(&s->f[e]);
+		if (!over && !short_call)
+			continue;
 		long n = matches(s, e, m, r);
 		if (n < 0)
+			continue;
+		/* A short entry takes nothing with a loop along by substring. */
+		bool loop_along = false;
+		for (long j = 0; j < n && !over; j++)
+			loop_along |= (s->f[m[j]].flags & EXCLUDE_LOOP) != 0;
+		if (loop_along)
 			continue;
 		m[n] = e;
 		for (long j = 0; j <= n; j++) {
 			struct exclude_func *g = &s->f[m[j]];
+			r->unseen += !(g->flags & EXCLUDE_TRACED);
 			g->flags |= EXCLUDE_EXCLUDED;
 			g->by = e;
 			left -= 2 * r->cost_ns * (double)g->calls;
@@ -774,6 +786,7 @@ int exclude_select(struct exclude_set *s, const struct exclude_opts *o, struct e
 			if (o->loops == EXCLUDE_LOOPS_LAST && (g->flags & EXCLUDE_LOOP))
 				r->looped++;
 		}
+		r->shorts += !over;
 		s->f[e].flags |= EXCLUDE_LISTED;
 		r->list[r->nlist++] = e;
 	}

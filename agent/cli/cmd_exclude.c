@@ -369,6 +369,10 @@ static void print_report(const struct exclude_set *s, const struct exclude_resul
 	       (unsigned long long)r->calls_saved,
 	       s->calls ? 100.0 * (double)r->calls_saved / (double)s->calls : 0.0,
 	       human(r->moved_ns, a, sizeof(a)));
+	if (r->shorts)
+		printf("             %zu of them after the budget was met: loop-free, their trace "
+		       "points over %g%% of their calls' time\n",
+		       r->shorts, o->budget_pct);
 	if (o->loops == EXCLUDE_LOOPS_LAST && r->looped)
 		printf("             %zu of them hold a loop: taken when the loop-free ones did not "
 		       "reach the budget\n",
