@@ -221,6 +221,30 @@ TEST(exclude_model_order_budget_keep_and_substrings)
 		CHECK_EQ_U64(find(&s, "excl_mid_heavy")->by, index_of(&s, "excl_mid"));
 		exclude_result_free(&r);
 	}
+	/* A budget met at once (the trace points are 14% of W): with the code's loops known,
+	 * excl_tiny is short (2C = 2 units over 50% of its 1-unit calls) and goes, taking
+	 * excl_tiny_twin along; with a loop in the twin, it stays: a short entry takes no
+	 * loop along by substring. */
+	o.budget_pct = 50;
+	o.keep = 1;
+	s.loop_files = 1;
+	if (CHECK(exclude_select(&s, &o, &r) == 0)) {
+		CHECK(r.reached);
+		CHECK(find(&s, "excl_tiny")->flags & EXCLUDE_LISTED);
+		CHECK_EQ_U64(find(&s, "excl_tiny_twin")->by, index_of(&s, "excl_tiny"));
+		CHECK_EQ_U64(r.shorts, r.nlist);
+		exclude_result_free(&r);
+	}
+	((struct exclude_func *)find(&s, "excl_tiny_twin"))->flags |= EXCLUDE_LOOP;
+	if (CHECK(exclude_select(&s, &o, &r) == 0)) {
+		CHECK(!(find(&s, "excl_tiny")->flags & EXCLUDE_EXCLUDED));
+		CHECK(!(find(&s, "excl_tiny_twin")->flags & EXCLUDE_EXCLUDED));
+		exclude_result_free(&r);
+	}
+	((struct exclude_func *)find(&s, "excl_tiny_twin"))->flags &= ~EXCLUDE_LOOP;
+	s.loop_files = 0;
+	o.budget_pct = 1;
+	o.keep = 0;
 	/* A given cost; one too large for the trace is refused. */
 	o.cost_ns = 2 * un;
 	if (CHECK(exclude_select(&s, &o, &r) == 0)) {
