@@ -700,6 +700,36 @@ NO_INSTR void rb_frozen_release(struct rb_frozen *f)
 	f->slots = NULL;
 }
 
+NO_INSTR int rb_scratch_begin(uint64_t *slots, size_t nslots)
+{
+	struct rb_tls *t = &rb_tls;
+	if (t->ring || atomic_load_explicit(&t->pos, memory_order_relaxed))
+		return -EBUSY;
+#if defined(RB_CLOCK_ONLY)
+	return -ENOTSUP;
+#elif !defined(RB_COUNTER_ONLY)
+	hal_timer_init();
+	if (atomic_load_explicit(&hal_timer_use_clock, memory_order_relaxed))
+		return -ENOTSUP;
+#endif
+	if (nslots < 4)
+		return -EINVAL;
+	/* As rb_start, with the counter: limit one slot short of the end, due 0, then pos. */
+	uintptr_t end = (uintptr_t)(slots + nslots);
+	atomic_store_explicit(&t->limit, end - RB_LIMIT_SLACK, memory_order_relaxed);
+	atomic_store_explicit(&t->due, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->pos, (uintptr_t)slots, memory_order_release);
+	return 0;
+}
+
+NO_INSTR void rb_scratch_end(void)
+{
+	struct rb_tls *t = &rb_tls;
+	atomic_store_explicit(&t->pos, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->limit, 0, memory_order_relaxed);
+	atomic_store_explicit(&t->due, 0, memory_order_relaxed);
+}
+
 NO_INSTR int rb_trace_self(bool on)
 {
 	if (!rb_tls.ring) {

@@ -135,6 +135,16 @@ uintptr_t rb_main_bias(void);
 
 /* The calling thread's own tracing on or off (registering it first if needed). */
 int rb_trace_self(bool on);
+/*
+ * Trace points of the calling thread, unregistered and off, into slots (nslots, 8-byte
+ * aligned) until rb_scratch_end: for measuring what one costs (agent/runtime's start).
+ * Nothing decodes them; the caller writes fewer than nslots - 2 records, so the ring
+ * never wraps (a wrap needs a registered ring). -EBUSY when the thread is registered or
+ * tracing, -ENOTSUP where the timer is the clock's (its trace point is the rare path,
+ * which needs one too).
+ */
+int rb_scratch_begin(uint64_t *slots, size_t nslots);
+void rb_scratch_end(void);
 /* How many slots the calling thread's ring has filled since its start, sync records left
  * out (the number of records when all took one slot), or 0 when it is not running. For
  * benchmarks: a variant that was meant to trace really did. */

@@ -7,6 +7,7 @@
 #include "hal/timer.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <link.h>
 #include <stdarg.h>
@@ -39,7 +40,8 @@ struct file_header {
 	uint64_t frozen_ticks;
 	uint32_t sched_source; /* version 2: enum rb_sched_source; a section when not 0 */
 	uint32_t ncpus;	       /* version 2: CPU classes in the scheduling section */
-	uint8_t reserved[8];
+	uint32_t point_ps;     /* a trace point's cost, ps, as the runtime measured it; 0 */
+	uint8_t reserved[4];
 };
 
 struct file_module {
@@ -228,6 +230,16 @@ int rb_trace_write_sched(const char *dir, const char *reason, const struct rb_fr
 				       path_size);
 }
 
+/* What rb_trace_set_point_cost said, in 1/1024 ticks: each file has it in ps at its own
+ * timer frequency. */
+static _Atomic uint64_t point_ticks1024;
+
+void rb_trace_set_point_cost(double ticks)
+{
+	uint64_t v = ticks > 0 && ticks < 1e9 ? (uint64_t)(ticks * 1024 + 0.5) : 0;
+	atomic_store_explicit(&point_ticks1024, v, memory_order_relaxed);
+}
+
 int rb_trace_write_reserved(const char *dir, const char *reason, const struct rb_frozen *threads,
 			    int nthreads, const struct rb_trace_sched *sched,
 			    const struct rb_trace_reserve *r, char *path_out, size_t path_size)
@@ -255,6 +267,11 @@ int rb_trace_write_reserved(const char *dir, const char *reason, const struct rb
 	for (int i = 0; i < nthreads; i++) /* the last of the rings' freezes */
 		if (threads[i].frozen_ticks > h.frozen_ticks && threads[i].frozen_ticks <= h.ref_ticks)
 			h.frozen_ticks = threads[i].frozen_ticks;
+	/* ps at the frequency the file's times are in: what the reader subtracts from them. */
+	double ps = h.timer_hz ? (double)atomic_load_explicit(&point_ticks1024, memory_order_relaxed) /
+					 1024 * 1e12 / (double)h.timer_hz
+			       : 0;
+	h.point_ps = ps < 1e9 ? (uint32_t)(ps + 0.5) : 0;
 	h.nmodules = mods->n;
 	h.nthreads = (uint32_t)nthreads;
 	h.reason_len = reason ? (uint32_t)strnlen(reason, 4096) : 0;
@@ -651,6 +668,8 @@ int rb_trace_parse(const void *data, size_t size, struct rb_trace *t, char *err,
 	/* Only a freeze before the file was written makes sense; anything else is unknown. */
 	t->frozen_ticks = h.frozen_ticks <= h.ref_ticks ? h.frozen_ticks : 0;
 	t->pid = h.pid;
+	/* Over 1 ms a trace point is no measurement (a hostile file's, or a broken one). */
+	t->point_ps = h.point_ps <= 1000000000u ? h.point_ps : 0;
 	t->version = h.version;
 	t->nmodules = h.nmodules;
 	t->nthreads = h.nthreads;

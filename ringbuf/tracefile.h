@@ -86,6 +86,9 @@ struct rb_trace {
 	uint64_t ref_monotonic_ns;    /* ...and CLOCK_MONOTONIC, read together */
 	uint64_t frozen_ticks;        /* the timer when the rings were frozen; 0: not known */
 	uint32_t pid;
+	uint32_t point_ps;            /* a trace point's cost, ps, measured by the writer's
+				       * runtime at its start (rb_trace_set_point_cost); 0:
+				       * not known */
 	const char *reason;           /* NUL-terminated */
 	uint32_t nmodules, nthreads;
 	struct rb_module *modules;    /* [0] is the main program */
@@ -98,6 +101,13 @@ struct rb_trace {
 	char *strings;
 	void *sched_mem;
 };
+
+/* A trace point's cost on this device in timer ticks (hal_counter_read's), as the runtime
+ * measured it (agent/runtime/control.c), for every file written from now on: the header's
+ * point_ps, at the file's timer frequency (so a frequency calibrated later applies to it
+ * as to every time in the file). What `jitt exclude` subtracts for the time without trace
+ * points. 0 or less: not known. */
+void rb_trace_set_point_cost(double ticks);
 
 /*
  * Write the frozen rings into a new file in dir, named trace-<pid>-<time>-<n>.jtr; its

@@ -118,6 +118,13 @@ else
 	echo "$passed passed, $failed failed"
 	exit 1
 fi
+# The runtime measured its trace point at its start (control.c): the header has it, and
+# jitt exclude takes it when given no cost (a plausible figure: 0.1 to 500 ns).
+"$bin/jitt" exclude "$t1" >"$work/measured.txt" 2>&1
+c=$(sed -n 's/^trace point: C = \([0-9.]*\) ns, measured by the traced program.*/\1/p' "$work/measured.txt")
+check "the trace carries the trace point's cost, measured at the program's start: C = ${c:-?} ns" \
+	awk -v c="${c:-0}" 'BEGIN { exit !(c >= 0.1 && c <= 500) }'
+check "jitt decode shows it" sh -c "'$bin/jitt' decode '$t1' | grep -q 'a trace point [0-9.]* ns (measured'"
 # main was entered before tracing began: its loop's own time is outside every traced call,
 # and the top names it from the stack, as jitt summarize does (a tiny --cost, so that taking
 # the trace points out cannot bring that time to 0).

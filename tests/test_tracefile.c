@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -105,6 +106,39 @@ TEST(tracefile_mode_follows_a_set_group_id_folder)
 TEST(tracefile_crc_known_answer)
 {
 	CHECK_EQ_U64(rb_crc32(0, "123456789", 9), 0xCBF43926u);
+}
+
+/* The trace point's cost (rb_trace_set_point_cost, in ticks) is in every file written after
+ * it, in ps at the file's timer frequency (offset 88); 0 is "not known"; a value over 1 ms,
+ * no measurement, reads as not known. */
+TEST(tracefile_carries_the_trace_points_measured_cost)
+{
+	size_t size;
+	rb_trace_set_point_cost(0);
+	uint8_t *d = make_file(&size);
+	struct rb_trace t;
+	char err[256];
+	if (CHECK(d != NULL) && CHECK(rb_trace_parse(d, size, &t, err, sizeof(err)) == 0)) {
+		CHECK_EQ_U64(t.point_ps, 0);
+		rb_trace_close(&t);
+	}
+	free(d);
+	rb_trace_set_point_cost(25.0);
+	d = make_file(&size);
+	rb_trace_set_point_cost(0);
+	if (CHECK(d != NULL) && CHECK(rb_trace_parse(d, size, &t, err, sizeof(err)) == 0)) {
+		double want = 25.0 * 1e12 / (double)t.timer_hz;
+		CHECK(t.point_ps > 0 && fabs((double)t.point_ps - want) <= 1 + want * 1e-6);
+		uint32_t hostile = 2000000000u;
+		memcpy(d + 88, &hostile, 4);
+		fix_crc(d, size);
+		rb_trace_close(&t);
+		if (CHECK(rb_trace_parse(d, size, &t, err, sizeof(err)) == 0)) {
+			CHECK_EQ_U64(t.point_ps, 0);
+			rb_trace_close(&t);
+		}
+	}
+	free(d);
 }
 
 TEST(tracefile_rejects_truncation_and_corruption_with_the_offset)

@@ -517,8 +517,13 @@ int exclude_add_trace(struct exclude_set *s, const struct rb_trace *t, struct ag
 		rb_decoder_free(&dec);
 	}
 	free(ev);
-	if (!err)
+	if (!err) {
 		s->traces++;
+		if (t->point_ps) {
+			s->point_ns += t->point_ps / 1000.0;
+			s->point_traces++;
+		}
+	}
 	return err;
 }
 
@@ -653,6 +658,10 @@ int exclude_select(struct exclude_set *s, const struct exclude_opts *o, struct e
 	r->cost_ns = o->cost_ns;
 	if (r->cost_ns <= 0 && o->ratio > 1 && s->calls)
 		r->cost_ns = (s->traced_ns - s->traced_ns / o->ratio) / (2 * (double)s->calls);
+	if (r->cost_ns <= 0 && s->point_traces && s->point_traces == s->traces) {
+		r->cost_ns = s->point_ns / s->point_traces;
+		r->measured = true;
+	}
 	if (r->cost_ns <= 0) {
 		r->cost_from[0] = shortest(s, LEAF, &r->half_ns[0]);
 		r->cost_from[1] = shortest(s, STEP, &r->half_ns[1]);

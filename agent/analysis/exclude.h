@@ -21,7 +21,9 @@
  * trace points (its multigets, 2.5x); their trace points tell nothing at the summary's
  * scale.
  *
- * C comes from --cost, or from the traces. A call's cycle, from one record to the next,
+ * C comes from --cost, from a measured ratio (below), from the traces' headers (what the
+ * traced program's runtime measured at its start: its hooks back to back, agent/runtime
+ * control.c) when every trace has it, or else from the records. A call's cycle, from one record to the next,
  * has two halves: a call of nothing traced lasts, from its entry's timer read to its
  * exit's, the end of one trace point, the function's work and the start of the next
  * (LEAF); from an exit's read to the next entry's read run the end of that trace point,
@@ -185,6 +187,10 @@ struct exclude_set {
 	 * the calls open at the freeze (agent_outer_root), the last thread's that has one. */
 	char outer_root[128];
 	unsigned traces, threads;
+	/* A trace point's cost as the traced program measured it (rb_trace.point_ps): the
+	 * sum over the traces that carry it, and how many. */
+	double point_ns;
+	unsigned point_traces;
 	/* Loops (agent/analysis/loops.h), from the code of the files exclude_add_code read:
 	 * how many, and the functions found to hold a loop. */
 	unsigned loop_files;
@@ -232,6 +238,7 @@ double exclude_incl_per_call(const struct exclude_func *f);
 
 struct exclude_result {
 	double cost_ns;	       /* C used */
+	bool measured;	       /* C is the traces' own measurement (exclude_set.point_ns) */
 	uint32_t cost_from[2]; /* the functions C was estimated from (LEAF, STEP); EXCLUDE_NONE:
 				* given, or fitted to the ratio */
 	double half_ns[2];     /* their mean half cycles */

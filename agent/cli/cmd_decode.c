@@ -166,9 +166,13 @@ int cmd_decode(int argc, char **argv)
 	agent_escape_fput(stdout, path);
 	fputs("\n  reason: ", stdout);
 	agent_escape_fput(stdout, t.reason);
-	printf("\n  written %s.%06u UTC by pid %u; timer %llu Hz; %u-bit\n", when,
+	printf("\n  written %s.%06u UTC by pid %u; timer %llu Hz; %u-bit", when,
 	       (unsigned)(t.ref_realtime_ns % 1000000000u / 1000), t.pid,
 	       (unsigned long long)t.timer_hz, t.word_size * 8);
+	if (t.point_ps)
+		printf("; a trace point %.2f ns (measured by the program at its start)",
+		       t.point_ps / 1000.0);
+	putchar('\n');
 
 	struct agent_symbols s;
 	if (agent_symbols_open(&s, &t) != 0) {

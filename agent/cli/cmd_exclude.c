@@ -336,6 +336,10 @@ static void print_report(const struct exclude_set *s, const struct exclude_resul
 		       name(s, r->cost_from[1], other, sizeof(other)), r->half_ns[1]);
 	} else if (o->cost_ns > 0) {
 		printf("trace point: C = %.1f ns (--cost)\n", r->cost_ns);
+	} else if (r->measured) {
+		printf("trace point: C = %.2f ns, measured by the traced program at its start (the "
+		       "traces' headers; --ratio fits it to a measured traced/plain ratio)\n",
+		       r->cost_ns);
 	} else {
 		printf("trace point: C = %.2f ns, fitted to the measured ratio (--ratio %g)\n",
 		       r->cost_ns, o->ratio);
@@ -622,10 +626,11 @@ int cmd_exclude(int argc, char **argv)
 				"jitt exclude: --cost %g ns: two trace points per call would "
 				"take all the traces' running time; give a smaller cost\n",
 				o.cost_ns);
-		else if (r.cost_from[0] != EXCLUDE_NONE)
+		else if (r.cost_from[0] != EXCLUDE_NONE || r.measured)
 			fprintf(stderr,
-				"jitt exclude: the cost estimated from the traces, %.1f ns, "
-				"would take all their running time: give --cost NS\n",
+				"jitt exclude: the cost %s, %.1f ns, would take all their "
+				"running time: give --cost NS\n",
+				r.measured ? "the traced program measured" : "estimated from the traces",
 				r.cost_ns);
 		else
 			fprintf(stderr,

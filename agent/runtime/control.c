@@ -495,6 +495,48 @@ RT static void check_hang(struct agent_runtime *rt, uint64_t now)
 	(void)agent_request_persist(AGENT_DETECT_HANG, reason, false, took);
 }
 
+/* The trace hooks the program links (ringbuf/hooks.c: timed, or sampled), inlined here
+ * with LTO as in every traced function. */
+extern void __cyg_profile_func_enter(void *fn, void *call_site);
+extern void __cyg_profile_func_exit(void *fn, void *call_site);
+
+#define COST_CALLS   2048 /* entries and exits a batch: 4,096 records, 32 KiB of scratch */
+#define COST_BATCHES 8
+
+/*
+ * What one trace point costs on this device, for the traces' headers (tracefile.h): what
+ * `jitt exclude` takes out of the traced time to rank as a profile of the plain build
+ * would, without a benchmark's traced/plain ratio (docs/exclude.md). The linked hooks in a
+ * tight loop on a scratch ring (ring.h), the fastest of 8 batches: back to back, as in
+ * call-heavy code, where the points are many. Once, when this thread starts: on a LITTLE
+ * core where there are two classes (the app's big cores are faster, so it errs high: the
+ * functions then look cheaper, and more of them are listed). About 33,000 trace points, a
+ * few hundred microseconds of this thread.
+ */
+RT static void measure_point_cost(void)
+{
+	uint64_t *slots = calloc(2 * COST_CALLS + 8, sizeof(*slots));
+	if (!slots)
+		return;
+	uint64_t best = UINT64_MAX;
+	for (int b = 0; b < COST_BATCHES; b++) {
+		if (rb_scratch_begin(slots, 2 * COST_CALLS + 8) != 0)
+			break;
+		uint64_t t0 = hal_counter_read();
+		for (int i = 0; i < COST_CALLS; i++) {
+			__cyg_profile_func_enter((void *)measure_point_cost, NULL);
+			__cyg_profile_func_exit((void *)measure_point_cost, NULL);
+		}
+		uint64_t t1 = hal_counter_read();
+		rb_scratch_end();
+		if (t1 - t0 < best)
+			best = t1 - t0;
+	}
+	free(slots);
+	if (best != UINT64_MAX)
+		rb_trace_set_point_cost((double)best / (2.0 * COST_CALLS));
+}
+
 RT static void *control_main(void *arg)
 {
 	struct agent_runtime *rt = arg;
@@ -505,6 +547,7 @@ RT static void *control_main(void *arg)
 	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
 	hal_pin_keeper_init(&pin, HAL_CPU_LITTLE, false);
 	chores_at_ns = agent_now_ns() + START_CHORES_MS * 1000000ull;
+	measure_point_cost();
 	while (atomic_load(&rt->state) != 3) {
 		struct pollfd pfd[1 + AGENT_CTL_POLLFDS] = { { rt->wake_fd, POLLIN, 0 } };
 		int n = 1;
