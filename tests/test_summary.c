@@ -1171,6 +1171,55 @@ TEST(summary_ranked_lists_merge_the_copies_of_a_function)
 }
 
 /*
+ * With the trace point's cost in the trace (the runtime's measurement, tracefile.h), self
+ * time is without the trace points: fn_twin's 20 calls of 30 ticks traced (600) hold 20 x
+ * 20 ticks of them, and the one call of fn_draw (400) 20: fn_draw first (380 against 200),
+ * as a profile of the plain build would rank them. Without the cost, traced self time:
+ * fn_twin first.
+ */
+TEST(summary_ranks_self_time_without_the_trace_points_when_the_trace_has_their_cost)
+{
+	for (int with = 0; with < 2; with++) {
+		struct synth_thread ui;
+		synth_init(&ui, "ui", 100, 0, 0);
+		normal_frame(&ui, 100);
+		synth_special(&ui, 1000, RB_MARK, AGENT_MARK_FRAME_BEGIN);
+		synth_entry(&ui, 1000, ID(fn_draw));
+		synth_exit(&ui, 1400);
+		for (int i = 0; i < 20; i++) {
+			synth_entry(&ui, 1500 + 40 * (uint64_t)i, ID(fn_twin));
+			synth_exit(&ui, 1530 + 40 * (uint64_t)i);
+		}
+		synth_special(&ui, 2400, RB_MARK, AGENT_MARK_FRAME_END);
+		synth_special(&ui, 2410, RB_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_JANK);
+		rb_trace_set_point_cost(with ? 20 : 0);
+		struct fixture fx;
+		int ok = summarise(&ui, 1, "jank", 2, &fx);
+		rb_trace_set_point_cost(0);
+		if (ok) {
+			char *text = text_of(&fx), *json = json_of(&fx, &(size_t){ 0 });
+			const char *top = text ? strstr(text, "\ntop self time in the window:\n") : NULL;
+			const char *first = top ? strstr(top, "function\n") : NULL;
+			const char *draw = first ? strstr(first, "fn_draw") : NULL,
+				   *twin = first ? strstr(first, "fn_twin") : NULL;
+			if (CHECK(draw && twin))
+				CHECK(with ? draw < twin : twin < draw);
+			if (with) {
+				HAS(text, "self times below are without the trace points");
+				HAS(json, "\"point_ps\":");
+			} else {
+				HAS_NOT(text, "without the trace points");
+				HAS_NOT(json, "point_ps");
+			}
+			free(json);
+			free(text);
+			release(&fx);
+		}
+		synth_free(&ui);
+	}
+}
+
+/*
  * With nothing to compare against, "what changed" is not printed: every context read "0 ns
  * normally". The one frame of a thread has no other; a window of no frame marks that
  * starts where the trace does has no time before it. One line says which.

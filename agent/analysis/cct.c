@@ -721,6 +721,18 @@ int cct_functions(const struct cct *c, enum cct_lane lane, struct cct_func **out
 		x->truncated += st->truncated;
 		x->running += st->running;
 	}
+	/* The calls each made: its nodes' children's (parents come before their children). */
+	for (uint32_t i = 1; i < c->n; i++) {
+		uint64_t calls = c->node[i].s[lane].calls;
+		if (!calls)
+			continue;
+		uint64_t func = c->node[c->node[i].parent].func;
+		uint32_t h = (uint32_t)((func * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
+		while (slot[h] != CCT_NONE && f[slot[h]].func != func)
+			h = (h + 1) & (cap - 1);
+		if (slot[h] != CCT_NONE)
+			f[slot[h]].callees += calls;
+	}
 	free(slot);
 	qsort(f, m, sizeof(*f), by_self);
 	*out = f;

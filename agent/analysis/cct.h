@@ -190,6 +190,7 @@ int cct_build(struct cct *c, const struct rb_event *ev, size_t n, cct_key_fn key
 /* Per function, over all its calling contexts, in one lane. */
 struct cct_func {
 	uint64_t func, calls, self, blocked, preempted, truncated, running;
+	uint64_t callees; /* calls it made to traced functions, in the lane */
 };
 
 /* Functions of a lane by self time, largest first, into a malloc'd array (only those

@@ -382,9 +382,27 @@ out:
 /* Every function of a lane, by self time. All of them, not the first k: the writers merge
  * the copies of a function by name (summary_out.c), and copies ranked below k each can add
  * up to more than one above. */
-static int top_functions(const struct cct *c, enum cct_lane lane, struct summary_func **out,
-			 size_t *n)
+/* Most self time first, then by key (a stable order for equal times). */
+static int by_plain_self(const void *a, const void *b)
 {
+	const struct summary_func *x = a, *y = b;
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	return (x->key > y->key) - (x->key < y->key);
+}
+
+/*
+ * The functions of a lane, by self time. With the trace point's cost known (the trace's
+ * header, point_ps: what the program measured at its start), self time is without the
+ * trace points, as a profile of the plain build would rank it (exclude.h: a function's
+ * traced self time holds one C for each of its calls and one for each call it makes):
+ * ranked by traced self time an interpreter's helpers, a few ns of their own and 17 of
+ * trace points a call, came before its bytecode loop.
+ */
+static int top_functions(const struct summary *s, const struct cct *c, enum cct_lane lane,
+			 struct summary_func **out, size_t *n)
+{
+	double point = (double)s->trace->point_ps * (double)s->trace->timer_hz / 1e12;
 	struct cct_func *f;
 	size_t nf;
 	int err = cct_functions(c, lane, &f, &nf);
@@ -395,14 +413,21 @@ static int top_functions(const struct cct *c, enum cct_lane lane, struct summary
 		free(f);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < nf; i++)
+	for (size_t i = 0; i < nf; i++) {
+		double points = point * (double)(f[i].calls + f[i].callees);
+		uint64_t self = points <= 0 ? f[i].self
+			      : points >= (double)f[i].self ? 0
+							    : f[i].self - (uint64_t)points;
 		(*out)[i] = (struct summary_func){ .key = f[i].func,
 						   .calls = f[i].calls,
-						   .self = f[i].self,
+						   .self = self,
 						   .blocked = f[i].blocked,
 						   .truncated = f[i].truncated > 0,
 						   .preempted = f[i].preempted,
 						   .running = f[i].running > 0 };
+	}
+	if (point > 0)
+		qsort(*out, nf, sizeof(**out), by_plain_self);
 	*n = nf;
 	free(f);
 	return 0;
@@ -741,7 +766,7 @@ static int follow_wakeups(struct summary *s, struct thread *ths, const struct wa
 		if (!err)
 			cct_lane_offcpu(&next.c, CCT_WINDOW, &blocked, &preempted);
 		if (!err)
-			err = top_functions(&next.c, CCT_WINDOW, &h->top, &h->ntop);
+			err = top_functions(s, &next.c, CCT_WINDOW, &h->top, &h->ntop);
 		if (!err && next.c.nchains)
 			err = chain_of(&next.c, next.c.chain[0], &h->chain);
 		cct_span_free(&span);
@@ -817,12 +842,12 @@ int summary_build(struct summary *s, const struct rb_trace *t, unsigned k)
 		s->ncontexts_tree = p.c.n - 1;
 		cct_lane_offcpu(&p.c, CCT_WINDOW, &s->window_blocked, &s->window_preempted);
 		window_sched(s, &ths[s->thread]);
-		err = top_functions(&p.c, CCT_WINDOW, &s->top_window, &s->ntop_window);
+		err = top_functions(s, &p.c, CCT_WINDOW, &s->top_window, &s->ntop_window);
 		if (!err)
 			top_paths(s, &p.c);
 	}
 	if (!err)
-		err = top_functions(&p.c, CCT_WHOLE, &s->top_trace, &s->ntop_trace);
+		err = top_functions(s, &p.c, CCT_WHOLE, &s->top_trace, &s->ntop_trace);
 	if (!err) {
 		s->chains = calloc(p.c.nchains + 1, sizeof(*s->chains));
 		err = s->chains ? 0 : -ENOMEM;

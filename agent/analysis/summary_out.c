@@ -614,6 +614,8 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 		(unsigned long long)ns(s, s->span));
 	if (s->untimed) /* sampled time: how many records' times are estimates */
 		fprintf(out, ",\"untimed\":%llu", (unsigned long long)s->untimed);
+	if (t->point_ps) /* self times are without the trace points (summary.c) */
+		fprintf(out, ",\"point_ps\":%u", t->point_ps);
 	fputc('}', out);
 	/* Modules by index, in the trace's order; only their build-id and file name (never
 	 * the folder). */
@@ -1087,6 +1089,12 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 		text_chain(out, s, syms, &s->chains[i], "     ");
 	}
 
+	if (s->trace->point_ps)
+		fprintf(out,
+			"\nself times below are without the trace points: %.2f ns each, as the "
+			"program measured at its start (a profile of the build without them ranks "
+			"so)\n",
+			s->trace->point_ps / 1000.0);
 	fprintf(out, "\ntop self time in the window:\n");
 	char root[NAME_TEXT + 128];
 	const char *rt = root_text(s, syms, root, sizeof(root));
