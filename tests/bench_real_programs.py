@@ -269,6 +269,27 @@ def exclude_top(traces, ratio):
     return top, total
 
 
+def summary_top(trace):
+    """The names of `jitt summarize`'s top self time over the whole trace (its top 10, as a
+    developer reads it; without the trace points when the trace has their cost), the time
+    outside every traced call under the name the stack gives it."""
+    r = subprocess.run([o.jitt, "summarize", trace], capture_output=True, text=True)
+    names, on = [], False
+    for line in r.stdout.splitlines():
+        if line.startswith("top self time over the whole trace"):
+            on = True
+            continue
+        if not on or line.strip().startswith("self "):
+            continue
+        g = re.match(r"\s*[0-9.]+ \S+\s+[0-9.]+%\s+\d+\s+(?:-|[0-9.]+ \S+)\s+"
+                     r"(?:-|[0-9.]+ \S+)\s+(.+)$", line)
+        if not g:
+            break
+        if not g.group(1).startswith("("):
+            names.append(base(g.group(1).strip().split(" [", 1)[0]))
+    return names
+
+
 def instrumented(binary):
     """The functions of a binary that hold trace points. The SDK's hooks are inlined, and
     each begins with a load of the thread's ring position, the binary's most frequent
@@ -395,6 +416,13 @@ for w, _ in workloads:
         print("    perf's top 3 in the top 10 of %s: %d of %d%s" % (
             row, len(three) - len(missing), len(three),
             " (not: %s)" % ", ".join(missing) if missing else ""))
+        # The same against what a developer reads: each trace's summary, its top 10.
+        for t, _ in files[:1]:
+            told = set(summary_top(t))
+            gone = [k for k in three if k not in told]
+            print("      in jitt summarize's top 10 of its trace: %d of %d%s" % (
+                len(three) - len(gone), len(three),
+                " (not: %s)" % ", ".join(gone) if gone else ""))
 for n in notes:
     print("  " + n)
 print("  points/s: a trace's records per second of the traced thread's running time (its span "
