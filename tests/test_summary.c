@@ -1175,11 +1175,14 @@ TEST(summary_ranked_lists_merge_the_copies_of_a_function)
  * time is without the trace points: fn_twin's 20 calls of 30 ticks traced (600) hold 20 x
  * 20 ticks of them, and the one call of fn_draw (400) 20: fn_draw first (380 against 200),
  * as a profile of the plain build would rank them. Without the cost, traced self time:
- * fn_twin first.
+ * fn_twin first; likewise with a cost that would be most of the thread's time (the rest
+ * would be a difference of large numbers): left in, and said.
  */
 TEST(summary_ranks_self_time_without_the_trace_points_when_the_trace_has_their_cost)
 {
-	for (int with = 0; with < 2; with++) {
+	for (int k = 0; k < 3; k++) {
+		static const double cost[] = { 0, 20, 200 };
+		bool with = k == 1;
 		struct synth_thread ui;
 		synth_init(&ui, "ui", 100, 0, 0);
 		normal_frame(&ui, 100);
@@ -1192,7 +1195,7 @@ TEST(summary_ranks_self_time_without_the_trace_points_when_the_trace_has_their_c
 		}
 		synth_special(&ui, 2400, RB_MARK, AGENT_MARK_FRAME_END);
 		synth_special(&ui, 2410, RB_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_JANK);
-		rb_trace_set_point_cost(with ? 20 : 0);
+		rb_trace_set_point_cost(cost[k]);
 		struct fixture fx;
 		int ok = summarise(&ui, 1, "jank", 2, &fx);
 		rb_trace_set_point_cost(0);
@@ -1211,6 +1214,8 @@ TEST(summary_ranks_self_time_without_the_trace_points_when_the_trace_has_their_c
 				HAS_NOT(text, "without the trace points");
 				HAS_NOT(json, "point_ps");
 			}
+			if (k == 2)
+				HAS(text, "self times below hold the trace points");
 			free(json);
 			free(text);
 			release(&fx);

@@ -64,6 +64,7 @@ struct summary_func {
 	bool truncated; /* a call's entry was overwritten: the ring starts inside it */
 	uint64_t preempted;
 	bool running; /* a call was still running when the rings were frozen */
+	uint64_t callees; /* calls it made to traced functions */
 };
 
 struct summary_frame {
@@ -189,6 +190,12 @@ struct summary {
 	uint64_t ncontexts_tree; /* calling contexts in the window thread's tree */
 	struct summary_frames frames;
 	size_t ntop_window, ntop_trace, nchains, ncontexts, nhops;
+	/* The trace points' share of the thread's running time over the trace, at the cost
+	 * the trace's header gives (0: none given), and whether the ranked lists' self times
+	 * are without them (summary.c, points_out: only where that share leaves the rest
+	 * well known). */
+	double points_share;
+	bool points_out;
 	/* Every function the thread ran in the window, and over the whole trace, by self time,
 	 * largest first; the writers merge copies by name and show the first k. */
 	struct summary_func *top_window, *top_trace;

@@ -614,7 +614,7 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 		(unsigned long long)ns(s, s->span));
 	if (s->untimed) /* sampled time: how many records' times are estimates */
 		fprintf(out, ",\"untimed\":%llu", (unsigned long long)s->untimed);
-	if (t->point_ps) /* self times are without the trace points (summary.c) */
+	if (s->points_out) /* the lists' self times are without the trace points (summary.c) */
 		fprintf(out, ",\"point_ps\":%u", t->point_ps);
 	fputc('}', out);
 	/* Modules by index, in the trace's order; only their build-id and file name (never
@@ -1089,12 +1089,20 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 		text_chain(out, s, syms, &s->chains[i], "     ");
 	}
 
-	if (s->trace->point_ps)
+	if (s->points_out)
 		fprintf(out,
 			"\nself times below are without the trace points: %.2f ns each, as the "
-			"program measured at its start (a profile of the build without them ranks "
-			"so)\n",
-			s->trace->point_ps / 1000.0);
+			"program measured at its start, %.0f%% of the thread's running time (a "
+			"profile of the build without them ranks so)\n",
+			s->trace->point_ps / 1000.0, 100 * s->points_share);
+	else if (s->trace->point_ps)
+		fprintf(out,
+			"\nself times below hold the trace points: at %.2f ns each they are %.0f%% "
+			"of the thread's running time, too much to take out (1%% off in their cost "
+			"would move the rest by %.0f%%): helpers called often, and functions "
+			"that make many calls, look heavier than they are\n",
+			s->trace->point_ps / 1000.0, 100 * s->points_share,
+			s->points_share < 1 ? 100 * s->points_share / (1 - s->points_share) : 100.0);
 	fprintf(out, "\ntop self time in the window:\n");
 	char root[NAME_TEXT + 128];
 	const char *rt = root_text(s, syms, root, sizeof(root));
