@@ -133,7 +133,9 @@ train_kept_list() {
 		--label "$label" --variants "$work/ratio.variants" --reps 1 \
 		--ratios "$work/$prog.ratios" "$@" >&2 || return 1
 	for w in "$w1" "$w2"; do
-		r=$(awk -v w="$w" '$1 == w && $2 == "traced" { print $3 }' "$work/$prog.ratios")
+		# (A ratio of 1 or less, a round too short to tell, fits nothing: C is then
+		# the traces' own, measured by the program.)
+		r=$(awk -v w="$w" '$1 == w && $2 == "traced" && $3 > 1 { print $3 }' "$work/$prog.ratios")
 		# No list when it cannot make one (its message is shown): the row then
 		# measures the kept build alone, and says 0 entries.
 		"$bin/jitt" exclude "$work/$prog-kept-traces/$w"/*.jtr ${r:+--ratio "$r"} \
