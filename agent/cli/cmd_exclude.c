@@ -359,6 +359,10 @@ static void print_report(const struct exclude_set *s, const struct exclude_resul
 				 "smaller C), so the times without trace points are lower bounds, "
 				 "most for functions that make many calls; give --cost or --ratio "
 				 "measured (docs/exclude.md)"
+		       : r->measured
+			       ? ": measured back to back, C can be a few % over what dense trace "
+				 "points cost in the program, and the times without them are then "
+				 "lower bounds; give --ratio measured (docs/exclude.md)"
 			       : "");
 	printf("overhead:    now %.1f%% (%.2fx); with the list %.1f%% (%.2fx), budget %g%%%s\n",
 	       100 * r->before, 1 + r->before, 100 * r->after, 1 + r->after, o->budget_pct,
