@@ -409,30 +409,11 @@ static int top_functions(const struct cct *c, enum cct_lane lane, struct summary
 	return 0;
 }
 
-/* Most self time first, then by key (a stable order for equal times). */
-static int by_self_key(const void *a, const void *b)
-{
-	const struct summary_func *x = a, *y = b;
-	if (x->self != y->self)
-		return x->self > y->self ? -1 : 1;
-	return (x->key > y->key) - (x->key < y->key);
-}
-
-/* Each function's self time less `point` ticks for each of its calls and each call it
- * made, then ranked again. */
-static void take_out(struct summary_func *f, size_t n, double point)
-{
-	for (size_t i = 0; i < n; i++) {
-		double points = point * (double)(f[i].calls + f[i].callees);
-		f[i].self = points >= (double)f[i].self ? 0 : f[i].self - (uint64_t)points;
-	}
-	qsort(f, n, sizeof(*f), by_self_key);
-}
-
 /*
  * With the trace point's cost in the trace (its header's point_ps: what the program
- * measured at its start), self time without the trace points, as a profile of the plain
- * build would rank it (exclude.h: a function's traced self time holds one point for each
+ * measured at its start), the text's self time is without the trace points
+ * (summary_write_text; the JSON keeps the recorded times, and point_ps for its readers),
+ * as a profile of the plain build would rank it (exclude.h: a function's traced self time holds one point for each
  * of its calls and one for each call it makes): ranked by traced self time, an
  * interpreter's helpers, a few ns of their own and 17 of trace points a call, come before
  * its bytecode loop. Only where the trace points are at most SUMMARY_POINTS_OUT of the
@@ -454,13 +435,16 @@ static void points_out(struct summary *s)
 		total += (double)s->top_trace[i].self;
 	}
 	s->points_share = total > 0 ? points / total : 0;
-	if (s->points_share <= 0 || s->points_share > SUMMARY_POINTS_OUT)
-		return;
-	s->points_out = true;
-	take_out(s->top_window, s->ntop_window, point);
-	take_out(s->top_trace, s->ntop_trace, point);
-	for (size_t i = 0; i < s->nhops; i++)
-		take_out(s->hops[i].top, s->hops[i].ntop, point);
+	s->points_out = s->points_share > 0 && s->points_share <= SUMMARY_POINTS_OUT;
+}
+
+void summary_take_out_points(const struct summary *s, struct summary_func *f, size_t n)
+{
+	double point = (double)s->trace->point_ps * (double)s->trace->timer_hz / 1e12;
+	for (size_t i = 0; i < n; i++) {
+		double points = point * (double)(f[i].calls + f[i].callees);
+		f[i].self = points >= (double)f[i].self ? 0 : f[i].self - (uint64_t)points;
+	}
 }
 
 /* The heaviest calling context of a function in the window (summary.h). */
@@ -889,7 +873,6 @@ int summary_build(struct summary *s, const struct rb_trace *t, unsigned k)
 		err = rank_contexts(s, &p.c, (double)(s->w1 - s->w0) / (double)s->base_len);
 	if (!err)
 		err = follow_wakeups(s, ths, p.waits, p.nwaits);
-	/* The ranked lists final (their order the paths of the first follow). */
 	if (!err) {
 		points_out(s);
 		top_paths(s, &p.c);

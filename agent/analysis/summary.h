@@ -191,8 +191,8 @@ struct summary {
 	struct summary_frames frames;
 	size_t ntop_window, ntop_trace, nchains, ncontexts, nhops;
 	/* The trace points' share of the thread's running time over the trace, at the cost
-	 * the trace's header gives (0: none given), and whether the ranked lists' self times
-	 * are without them (summary.c, points_out: only where that share leaves the rest
+	 * the trace's header gives (0: none given), and whether the text's ranked lists take
+	 * them out of self time (summary.c, points_out: only where that share leaves the rest
 	 * well known). */
 	double points_share;
 	bool points_out;
@@ -207,6 +207,9 @@ struct summary {
 /* Summarise a parsed trace with K entries per list (1..SUMMARY_MAX_K). 0, -EINVAL when
  * a ring cannot be decoded, or -ENOMEM. */
 int summary_build(struct summary *s, const struct rb_trace *t, unsigned k);
+/* Self time without the trace points (points_out): the trace's cost for each call and
+ * each call made taken out of each of n functions' self time. */
+void summary_take_out_points(const struct summary *s, struct summary_func *f, size_t n);
 void summary_free(struct summary *s);
 
 /* The detector that fired ("hang", "jank", "explicit", "external", "unknown"): the anomaly

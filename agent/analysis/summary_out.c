@@ -157,6 +157,7 @@ static int merge_copies(const struct summary *s, struct agent_symbols *syms,
 		y->preempted += f[i].preempted;
 		y->truncated |= f[i].truncated;
 		y->running |= f[i].running;
+		y->callees += f[i].callees;
 	}
 	qsort(m, nm, sizeof(*m), by_self);
 	free(x);
@@ -183,15 +184,35 @@ static void lists_free(struct lists *l)
 	memset(l, 0, sizeof(*l));
 }
 
-static int lists_of(const struct summary *s, struct agent_symbols *syms, struct lists *l)
+/* merge_copies, of a copy without the trace points when `plain` (summary.h, points_out). */
+static int merge_list(const struct summary *s, struct agent_symbols *syms, bool plain,
+		      const struct summary_func *f, size_t n, struct summary_func **out,
+		      size_t *count)
+{
+	if (!plain)
+		return merge_copies(s, syms, f, n, out, count);
+	struct summary_func *c = malloc((n ? n : 1) * sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	memcpy(c, f, n * sizeof(*c));
+	summary_take_out_points(s, c, n);
+	int err = merge_copies(s, syms, c, n, out, count);
+	free(c);
+	return err;
+}
+
+static int lists_of(const struct summary *s, struct agent_symbols *syms, bool plain,
+		    struct lists *l)
 {
 	memset(l, 0, sizeof(*l));
-	int err = merge_copies(s, syms, s->top_window, s->ntop_window, &l->window, &l->nwindow);
+	int err = merge_list(s, syms, plain, s->top_window, s->ntop_window, &l->window,
+			     &l->nwindow);
 	if (!err)
-		err = merge_copies(s, syms, s->top_trace, s->ntop_trace, &l->trace, &l->ntrace);
+		err = merge_list(s, syms, plain, s->top_trace, s->ntop_trace, &l->trace,
+				 &l->ntrace);
 	for (size_t i = 0; i < s->nhops && !err; i++)
-		err = merge_copies(s, syms, s->hops[i].top, s->hops[i].ntop, &l->hop[i],
-				   &l->nhop[i]);
+		err = merge_list(s, syms, plain, s->hops[i].top, s->hops[i].ntop, &l->hop[i],
+				 &l->nhop[i]);
 	if (err)
 		lists_free(l);
 	return err;
@@ -614,7 +635,7 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 		(unsigned long long)ns(s, s->span));
 	if (s->untimed) /* sampled time: how many records' times are estimates */
 		fprintf(out, ",\"untimed\":%llu", (unsigned long long)s->untimed);
-	if (s->points_out) /* the lists' self times are without the trace points (summary.c) */
+	if (t->point_ps) /* the trace point's measured cost: self_ns below hold the points */
 		fprintf(out, ",\"point_ps\":%u", t->point_ps);
 	fputc('}', out);
 	/* Modules by index, in the trace's order; only their build-id and file name (never
@@ -681,7 +702,7 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 int summary_write_json(FILE *out, const struct summary *s, struct agent_symbols *syms)
 {
 	struct lists ls;
-	int err = lists_of(s, syms, &ls);
+	int err = lists_of(s, syms, false, &ls);
 	if (err)
 		return err;
 	struct jlimit lim = { s->ncontexts, s->nchains, ls.ntrace, 0 };
@@ -1026,7 +1047,7 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 {
 	char name[NAME_TEXT], thread[NAME_TEXT];
 	struct lists ls;
-	int err = lists_of(s, syms, &ls);
+	int err = lists_of(s, syms, s->points_out, &ls);
 	if (err)
 		return err;
 	const struct summary_frames *fr = &s->frames;
