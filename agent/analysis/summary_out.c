@@ -194,7 +194,8 @@ static int merge_list(const struct summary *s, struct agent_symbols *syms, bool 
 	struct summary_func *c = malloc((n ? n : 1) * sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	memcpy(c, f, n * sizeof(*c));
+	if (n) /* a waker's list can be empty, and NULL */
+		memcpy(c, f, n * sizeof(*c));
 	summary_take_out_points(s, c, n);
 	int err = merge_copies(s, syms, c, n, out, count);
 	free(c);
