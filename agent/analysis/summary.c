@@ -412,15 +412,16 @@ static int top_functions(const struct cct *c, enum cct_lane lane, struct summary
 /*
  * With the trace point's cost in the trace (its header's point_ps: what the program
  * measured at its start), the text's self time is without the trace points
- * (summary_write_text; the JSON keeps the recorded times, and point_ps for its readers),
- * as a profile of the plain build would rank it (exclude.h: a function's traced self time holds one point for each
- * of its calls and one for each call it makes): ranked by traced self time, an
- * interpreter's helpers, a few ns of their own and 17 of trace points a call, come before
- * its bytecode loop. Only where the trace points are at most SUMMARY_POINTS_OUT of the
- * thread's running time over the trace: the rest is a difference, and 1% off in the cost
- * moves it by share / (1 - share) %. The cost measured back to back was 7% over what
- * duktape's traced run implies (8.82 ns against 8.23), where the points are 99% of the
- * time: taken out, every function was left with noise.
+ * (summary_write_text; the JSON keeps the recorded times, the exports' too, and point_ps
+ * for its readers), as a profile of the plain build would rank it (exclude.h: a
+ * function's traced self time holds one point for each of its calls and one for each call
+ * it makes). Ranked by traced self time, an interpreter's helpers, a few ns of their own
+ * and 17 of trace points a call, come before its bytecode loop. Only where the trace
+ * points are at most SUMMARY_POINTS_OUT of the thread's running time over the trace: the
+ * rest is a difference, and 1% off in the cost moves it by share / (1 - share) %. The cost
+ * measured back to back was 7% over what duktape's traced run implies (8.82 ns against
+ * 8.23), where the points are 99% of the time: taken out, every function was left with
+ * noise.
  */
 #define SUMMARY_POINTS_OUT 0.5
 
