@@ -61,7 +61,7 @@ static uint64_t rd(const uint8_t *p, int width)
 
 struct section {
 	uint32_t name, type, link;
-	uint64_t offset, size, entsize;
+	uint64_t flags, addr, offset, size, entsize;
 };
 
 static int section_at(const struct image *im, uint64_t shoff, uint64_t shentsize, uint64_t i,
@@ -77,12 +77,16 @@ static int section_at(const struct image *im, uint64_t shoff, uint64_t shentsize
 	s->name = (uint32_t)rd(b, 4);
 	if (im->is64) {
 		s->type = (uint32_t)rd(b + 4, 4);
+		s->flags = rd(b + 8, 8);
+		s->addr = rd(b + 16, 8);
 		s->offset = rd(b + 24, 8);
 		s->size = rd(b + 32, 8);
 		s->link = (uint32_t)rd(b + 40, 4);
 		s->entsize = rd(b + 56, 8);
 	} else {
 		s->type = (uint32_t)rd(b + 4, 4);
+		s->flags = rd(b + 8, 4);
+		s->addr = rd(b + 12, 4);
 		s->offset = rd(b + 16, 4);
 		s->size = rd(b + 20, 4);
 		s->link = (uint32_t)rd(b + 24, 4);
@@ -256,6 +260,7 @@ static int parse(struct image *im, struct rb_elf *elf)
 		return -EINVAL;
 	if (im->is64 && (im->size < 64 || img_read(im, 52, h + 52, 12) != 0))
 		return -EINVAL;
+	elf->code.machine = (uint16_t)rd(h + 18, 2);
 	uint64_t shoff = rd(h + (im->is64 ? 40 : 32), im->is64 ? 8 : 4);
 	uint64_t shentsize = rd(h + (im->is64 ? 58 : 46), 2);
 	uint64_t shnum = rd(h + (im->is64 ? 60 : 48), 2);
@@ -282,6 +287,12 @@ static int parse(struct image *im, struct rb_elf *elf)
 		if (s.type == SHT_PROGBITS && !elf->debuglink[0] &&
 		    named(im, have_shstr ? &shstr : NULL, &s, ".gnu_debuglink"))
 			err = read_debuglink(im, &s, elf);
+		if (s.type == SHT_PROGBITS && (s.flags & SHF_EXECINSTR) && s.size &&
+		    elf->code.n < RB_ELF_CODE_MAX && s.addr + s.size > s.addr) {
+			elf->code.sec[elf->code.n].addr = s.addr;
+			elf->code.sec[elf->code.n].offset = s.offset;
+			elf->code.sec[elf->code.n++].size = s.size;
+		}
 		if (s.type == SHT_SYMTAB && !have_sym) {
 			sym = s;
 			have_sym = true;
@@ -308,6 +319,19 @@ static int parse(struct image *im, struct rb_elf *elf)
 	}
 	elf->full_symtab = have_sym;
 	return 0;
+}
+
+int rb_elf_code_read(const struct rb_elf_code *code, int fd, uint64_t vaddr, void *buf, size_t n)
+{
+	for (unsigned i = 0; i < code->n; i++) {
+		uint64_t lo = code->sec[i].addr, size = code->sec[i].size;
+		if (vaddr < lo || vaddr - lo > size || n > size - (vaddr - lo))
+			continue;
+		/* The section was within the file when it was read (section_at). */
+		struct image im = { .fd = fd, .size = UINT64_MAX, .budget = SIZE_MAX };
+		return img_read(&im, code->sec[i].offset + (vaddr - lo), buf, n);
+	}
+	return -ENOENT;
 }
 
 int rb_elf_parse(const uint8_t *data, size_t size, struct rb_elf *elf)

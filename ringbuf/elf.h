@@ -20,6 +20,18 @@ struct rb_symbol {
 /* The longest .gnu_debuglink file name kept: a longer one is ignored (as if absent). */
 #define RB_ELF_DEBUGLINK_MAX 255
 
+/* Executable sections whose bytes the file holds (.init, .plt, .text, .fini...): where to
+ * read an instruction of the code that ran (rb_elf_code_read). A debug file's are NOBITS,
+ * so it has none. */
+#define RB_ELF_CODE_MAX 8
+struct rb_elf_code {
+	uint16_t machine; /* e_machine: which instructions they are */
+	uint8_t n;
+	struct {
+		uint64_t addr, offset, size;
+	} sec[RB_ELF_CODE_MAX];
+};
+
 struct rb_elf {
 	uint8_t build_id[32];
 	uint8_t build_id_len;
@@ -32,6 +44,7 @@ struct rb_elf {
 	 * when absent or unusable) and the CRC-32 of that file's whole contents. */
 	char debuglink[RB_ELF_DEBUGLINK_MAX + 1];
 	uint32_t debuglink_crc;
+	struct rb_elf_code code;
 };
 
 /*
@@ -59,6 +72,10 @@ int rb_elf_load(const char *path, struct rb_elf *elf);
 /* Parse an ELF image in memory (for the fuzzer and tests); the same caps, no budget. */
 int rb_elf_parse(const uint8_t *data, size_t size, struct rb_elf *elf);
 void rb_elf_free(struct rb_elf *elf);
+/* Read n bytes of code at virtual address vaddr from fd, the file elf was read from: 0, or
+ * -ENOENT when no executable section of the file holds them all, or a read's error (a file
+ * that shrank meanwhile is -EINVAL). */
+int rb_elf_code_read(const struct rb_elf_code *code, int fd, uint64_t vaddr, void *buf, size_t n);
 /* The function containing addr (a virtual address), or NULL. */
 const struct rb_symbol *rb_elf_lookup(const struct rb_elf *elf, uint64_t addr);
 

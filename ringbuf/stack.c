@@ -71,15 +71,30 @@ NO_INSTR int rb_stack_top(uintptr_t *top)
 NO_INSTR static int after_call(uintptr_t ra, uintptr_t text_lo)
 {
 #if defined(__x86_64__)
+	/* FF /2 with each ModRM form, a REX prefix or not before it. memcached's transmit
+	 * calls its connection's sendmsg as call *0x1e0(%rbx): a frame the first four forms
+	 * alone missed. */
 	const uint8_t *p = (const uint8_t *)ra;
-	if (ra - text_lo >= 5 && p[-5] == 0xe8) /* call rel32 */
+	uintptr_t room = ra - text_lo;
+	if (room >= 5 && p[-5] == 0xe8) /* call rel32 */
 		return 1;
-	if (ra - text_lo >= 6 && p[-6] == 0xff && p[-5] == 0x15) /* call *disp32(%rip) */
+	if (room >= 2 && p[-2] == 0xff) {
+		uint8_t m = p[-1];
+		if ((m & 0xf8) == 0xd0) /* call *%reg */
+			return 1;
+		if ((m & 0xf8) == 0x10 && (m & 7) != 4 && (m & 7) != 5) /* call *(%reg) */
+			return 1;
+	}
+	if (room >= 3 && p[-3] == 0xff && (p[-2] == 0x14 || /* call *(base,index) */
+					   ((p[-2] & 0xf8) == 0x50 && p[-2] != 0x54)))
+		return 1; /* call *disp8(%reg) */
+	if (room >= 4 && p[-4] == 0xff && p[-3] == 0x54) /* call *disp8(base,index) */
 		return 1;
-	/* call *%reg (ff /2, mod 3), with or without REX; call *disp8(%reg) (mod 1) */
-	if (ra - text_lo >= 2 && p[-2] == 0xff && (p[-1] & 0xf8) == 0xd0)
+	if (room >= 6 && p[-6] == 0xff &&
+	    (p[-5] == 0x15 || /* call *disp32(%rip) */
+	     ((p[-5] & 0xf8) == 0x90 && p[-5] != 0x94))) /* call *disp32(%reg) */
 		return 1;
-	if (ra - text_lo >= 3 && p[-3] == 0xff && (p[-2] & 0xf8) == 0x50)
+	if (room >= 7 && p[-7] == 0xff && (p[-6] == 0x94 || p[-6] == 0x14)) /* SIB, disp32 */
 		return 1;
 	return 0;
 #elif defined(__aarch64__)

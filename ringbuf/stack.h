@@ -8,8 +8,8 @@
  * the return addresses of its open calls: words that point into the main program's code
  * right after a call instruction. The trace file keeps them (docs/trace-format.md) and the
  * summary names the functions holding them, marked as recovered. A word left over from a
- * call that has returned can pass the test too, so a recovered frame is a good guess, not
- * a record: the summary says so.
+ * call that has returned passes the test too; the analysis drops those by the program's
+ * own calls, each frame's call landing in the next (agent/analysis/outer.h).
  */
 #ifndef JITT_RINGBUF_STACK_H
 #define JITT_RINGBUF_STACK_H

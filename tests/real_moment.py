@@ -103,6 +103,46 @@ def plain_name(name):
     return re.sub(r"(\.(lto_priv|constprop|isra|part|cold|localalias)(\.\d+)?)+$", "", name)
 
 
+def call_graph(binary):
+    """Each function's direct calls and jumps (tail calls), and the functions that call
+    through a pointer or a PLT, as objdump reads the program's code: an outside view of
+    which recovered frame can call which."""
+    out = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binary], capture_output=True,
+                         text=True).stdout
+    calls, jumps, loose, cur = {}, {}, set(), None
+    for line in out.splitlines():
+        m = re.match(r"^[0-9a-f]+ <(.+)>:$", line)
+        if m:
+            cur = plain_name(m.group(1))
+            calls.setdefault(cur, set())
+            jumps.setdefault(cur, set())
+            continue
+        m = re.search(r"\t(call|jmp)\w*\s+(.*)$", line) if cur else None
+        if not m:
+            continue
+        kind, arg = m.groups()
+        target = re.search(r"<([^>+]+)>", arg)
+        if arg.startswith("*") or (target and target.group(1).endswith("@plt")):
+            if kind == "call":
+                loose.add(cur)
+        elif target:
+            (calls if kind == "call" else jumps)[cur].add(plain_name(target.group(1)))
+    return calls, jumps, loose
+
+
+def impossible_links(frames, graph):
+    """Adjacent frames A > B where A's code cannot call B: no direct call of B, nor of a
+    function that jumps to B, and no call through a pointer or a PLT (which could)."""
+    calls, jumps, loose = graph
+    bad = []
+    for a, b in zip(frames, frames[1:]):
+        direct = calls.get(a, set())
+        tail = set().union(*[jumps.get(x, set()) for x in direct])
+        if b not in direct and b not in tail and a not in loose:
+            bad.append(f"{a} > {b}")
+    return bad
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--jitt", required=True)
@@ -120,7 +160,8 @@ def main():
     ap.add_argument("--dso", help="the program's file name, for perf (default: /proc/PID/exe)")
     a = ap.parse_args()
     label = a.label
-    dso = a.dso or os.path.basename(os.readlink(f"/proc/{a.pid}/exe"))
+    exe = os.readlink(f"/proc/{a.pid}/exe")
+    dso = a.dso or os.path.basename(exe)
     before = set(glob.glob(os.path.join(a.spool, "*.jtr")))
 
     sampler = Sampler(a.pid, a.tid)
@@ -215,6 +256,12 @@ def main():
     for want in a.outer:
         check(f"{label}: the recovered outer frames name {want}", want in outer,
               f"outer: {outer}")
+    # A word a returned call left on the stack looks like a return address; the frames
+    # kept must each be a call the program's code makes.
+    if outer:
+        bad = impossible_links(outer, call_graph(exe))
+        check(f"{label}: each recovered outer frame can call the next (objdump)", not bad,
+              f"{bad} in {' > '.join(outer)}")
     w = summary.get("window", {})
     end = ref_monotonic_ns(trace) - w.get("to_ref_ns", 0)
     start = end - w.get("ns", 0)

@@ -1368,27 +1368,29 @@ TEST(summary_without_a_mark_takes_the_thread_the_writer_names)
 }
 
 /* The time outside every traced call ran in the frame just outside the calls the ring has
- * open at the freeze (agent/analysis/outer.h): found past stale words and frames without a
- * symbol (the sampled hooks' cold block), and not named when the stack does not hold the
- * open calls or nothing lies outside them. */
+ * open at the freeze (agent/analysis/outer.h), past the innermost frame when its trace
+ * point answered at its exit (its call is whole in the ring), and is not named when the
+ * stack does not hold the open calls or nothing lies outside them. */
 TEST(summary_root_named_by_the_stack_outside_the_open_calls)
 {
-	enum { START = 1, MAIN, LOOP, F, G, STALE, COLD };
+	enum { START = 1, MAIN, LOOP, F, G, H };
 	struct agent_outer o = { 0 };
-	const uint64_t stack[] = { START, MAIN, LOOP, F, G, STALE, COLD };
+	const uint64_t stack[] = { START, MAIN, LOOP, F, G, H };
 	for (size_t i = 0; i < sizeof(stack) / sizeof(stack[0]); i++)
 		o.key[o.n++] = stack[i];
-	const uint64_t open_fg[] = { G, F }; /* innermost first */
-	CHECK_EQ_U64(agent_outer_root(&o, open_fg, 2), LOOP);
+	const uint64_t open_hgf[] = { H, G, F }; /* innermost first: H answered at an entry */
+	CHECK_EQ_U64(agent_outer_root(&o, open_hgf, 3), LOOP);
+	const uint64_t open_gf[] = { G, F }; /* H answered at its exit */
+	CHECK_EQ_U64(agent_outer_root(&o, open_gf, 2), LOOP);
 	const uint64_t open_g[] = { G };
 	CHECK_EQ_U64(agent_outer_root(&o, open_g, 1), F);
-	/* At depth 0 the innermost frame is the root's: here the stale word. */
-	CHECK_EQ_U64(agent_outer_root(&o, NULL, 0), COLD);
+	/* At depth 0, the frame around the one that answered. */
+	CHECK_EQ_U64(agent_outer_root(&o, NULL, 0), G);
 	const uint64_t missing[] = { G, 99 };
 	CHECK_EQ_U64(agent_outer_root(&o, missing, 2), 0);
-	const uint64_t all[] = { COLD, STALE, G, F, LOOP, MAIN, START };
-	CHECK_EQ_U64(agent_outer_root(&o, all, 7), 0);
-	CHECK_EQ_U64(agent_outer_root(&o, open_fg, SIZE_MAX), 0);
+	const uint64_t all[] = { H, G, F, LOOP, MAIN, START };
+	CHECK_EQ_U64(agent_outer_root(&o, all, 6), 0);
+	CHECK_EQ_U64(agent_outer_root(&o, open_gf, SIZE_MAX), 0);
 	o.n = 0;
-	CHECK_EQ_U64(agent_outer_root(&o, open_fg, 2), 0);
+	CHECK_EQ_U64(agent_outer_root(&o, open_gf, 2), 0);
 }

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include "agent/analysis/outer.h"
 
+#include <elf.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The runtime's own frames, inner to every traced one: the rare path that scanned the
@@ -15,6 +18,144 @@ static bool runtime_frame(const char *name)
 	return false;
 }
 
+/*
+ * What a link from word a to word b, the next frame inward, says of them both, in the
+ * units of agent_outer_chain's score. A direct call that lands in b's function is a chain
+ * (+2). A call into code without a symbol (a PLT: another module, which may call back)
+ * says nothing (0), nor does a call whose code is not here to read. A direct call that
+ * lands elsewhere is a break (-5): a tail call leaves no frame for the function called
+ * first, but a stale word does that too. An indirect call could land anywhere, which is
+ * how stale words get glued into a chain that looks right (pairs of direct calls joined
+ * by jumps anywhere): it costs as much as a break. Two words of one function are never
+ * both frames unless it calls itself (-5). A word of no known function stands for a's
+ * callee (+1 when that is known).
+ */
+static long link_score(const struct agent_outer_word *a, const struct agent_outer_word *b)
+{
+	if (a->call == AGENT_CALL_INDIRECT)
+		return -5;
+	if (!b->func)
+		return a->callee ? 1 : 0;
+	if (a->func == b->func && a->callee != a->func)
+		return -5;
+	if (a->call != AGENT_CALL_DIRECT || !a->callee)
+		return 0;
+	return b->func == a->callee || b->home == a->callee ? 2 : -5;
+}
+
+size_t agent_outer_chain(const struct agent_outer_word *w, size_t n, uint64_t *frame)
+{
+	memset(frame, 0, n * sizeof(*frame));
+	/* The chain ends at the program's innermost frame, the one that called the runtime
+	 * (its trace point's rare path, which scanned): the last word that calls into it.
+	 * Words further in are the runtime's own stack. */
+	size_t end = n;
+	for (size_t i = n; i-- > 0 && end == n;)
+		if (!w[i].runtime && w[i].callee_runtime)
+			end = i;
+	size_t last = end < n ? end + 1 : n;
+	long *best = malloc(n * sizeof(*best));
+	size_t *prev = malloc(n * sizeof(*prev));
+	if (!best || !prev) {
+		free(best);
+		free(prev);
+		return 0;
+	}
+	/*
+	 * best[i]: the score of the best chain whose innermost word is i, times 1024, less its
+	 * words (at equal scores, the chain that claims less); prev[i]: its word before, or n;
+	 * LONG_MIN when i cannot be a frame. jitt's own words never are (a trampoline outside
+	 * the program's frames, words left by the runtime's own calls), nor is a word of no
+	 * known function but at the end. A chain that starts after the outermost word of a
+	 * known function has left out where the thread began: that costs more than a break
+	 * or an indirect call from there would.
+	 */
+	size_t top = n;
+	bool outermost = true;
+	for (size_t i = 0; i < last; i++) {
+		prev[i] = n;
+		best[i] = LONG_MIN;
+		if (w[i].runtime || (!w[i].func && i != end))
+			continue;
+		best[i] = (outermost ? 0 : -6 * 1024) - 1;
+		outermost = false;
+		for (size_t j = 0; j < i; j++) {
+			if (best[j] == LONG_MIN)
+				continue;
+			long v = best[j] + 1024 * link_score(&w[j], &w[i]) - 1;
+			if (v >= best[i]) { /* at a tie, the nearer word: the likelier caller */
+				best[i] = v;
+				prev[i] = j;
+			}
+		}
+		if (end < n ? i == end : top == n || best[i] >= best[top])
+			top = i;
+	}
+	size_t kept = 0;
+	for (size_t i = top; i < n; i = prev[i]) {
+		/* A word of no known function stands for the one the word outside it calls:
+		 * a trace point's block, apart from the function it belongs to. */
+		frame[i] = w[i].func ? w[i].func : prev[i] < n ? w[prev[i]].callee : 0;
+		kept += frame[i] != 0;
+	}
+	free(best);
+	free(prev);
+	return kept;
+}
+
+/*
+ * The call instruction that ends at ra: AGENT_CALL_DIRECT with the virtual address it calls
+ * in *target, AGENT_CALL_INDIRECT for any other instruction (a call through a register or
+ * memory), AGENT_CALL_UNREAD when the code is not here. Only what a compiler emits for a
+ * direct call is decoded, in the forms ringbuf/stack.c accepts.
+ */
+static uint8_t call_at(struct agent_symbols *s, uint64_t ra, uint64_t *target)
+{
+	uint8_t b[5];
+	uint16_t machine;
+	if (ra < 5 || agent_symbols_code(s, 0, ra - 5, b, sizeof(b), &machine) != 0)
+		return AGENT_CALL_UNREAD;
+	int32_t rel;
+	uint32_t i;
+	memcpy(&i, b + 1, 4); /* the last 4 bytes: an ARM instruction, or x86's rel32 */
+	memcpy(&rel, b + 1, 4);
+	switch (machine) {
+	case EM_X86_64:
+	case EM_386:
+		if (b[0] != 0xe8) /* call rel32 */
+			return AGENT_CALL_INDIRECT;
+		*target = ra + (uint64_t)(int64_t)rel;
+		return AGENT_CALL_DIRECT;
+	case EM_AARCH64: /* BL imm26, in words from the BL */
+		if ((i & 0xfc000000u) != 0x94000000u)
+			return AGENT_CALL_INDIRECT;
+		*target = ra - 4 + (uint64_t)((int64_t)((int32_t)(i << 6) >> 6) * 4);
+		return AGENT_CALL_DIRECT;
+	case EM_ARM: /* BL imm24, from the BL plus 8; BLX imm changes to Thumb: not decoded */
+		if ((i & 0x0f000000u) != 0x0b000000u || (i >> 28) == 0xf)
+			return AGENT_CALL_INDIRECT;
+		*target = ra - 4 + 8 + (uint64_t)((int64_t)((int32_t)(i << 8) >> 8) * 4);
+		return AGENT_CALL_DIRECT;
+	default:
+		return AGENT_CALL_UNREAD;
+	}
+}
+
+/* The start of the function whose ".cold" part sym is (GCC's "name.cold", "name.cold.3"),
+ * by name; else sym's own start. */
+static uint64_t home_of(const struct rb_elf *elf, const struct rb_symbol *sym)
+{
+	const char *cold = strstr(sym->name, ".cold");
+	if (!cold)
+		return sym->addr;
+	size_t len = (size_t)(cold - sym->name);
+	for (size_t k = 0; k < elf->nsyms; k++)
+		if (strncmp(elf->syms[k].name, sym->name, len) == 0 &&
+		    elf->syms[k].name[len] == '\0')
+			return elf->syms[k].addr;
+	return sym->addr;
+}
+
 void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th,
 			struct agent_outer *out)
 {
@@ -22,25 +163,55 @@ void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th
 	out->n = 0;
 	if (!th->nstack || !t->nmodules)
 		return;
+	struct agent_outer_word *w = malloc(th->nstack * sizeof(*w));
+	uint64_t *at = malloc(th->nstack * sizeof(*at));
+	uint64_t *frame = malloc(th->nstack * sizeof(*frame));
+	if (!w || !at || !frame)
+		goto out;
+	bool named = agent_symbols_ready(s, 0);
+	const struct rb_elf *elf = named ? &s->elf[0] : NULL;
 	/* Outermost first: the stack holds them innermost first. */
-	for (uint32_t k = th->nstack; k-- > 0 && out->n < AGENT_OUTER_MAX;) {
+	size_t n = 0;
+	for (uint32_t k = th->nstack; k-- > 0;) {
 		uint64_t ra = th->stack[k];
-		if (ra < t->modules[0].bias)
+		if (ra <= t->modules[0].bias)
 			continue;
 		/* The return address follows the call: its caller is the function holding
 		 * the call instruction, one byte back. */
-		char *name = out->name[out->n];
-		uint64_t call = ra - 1 - t->modules[0].bias;
-		agent_symbol_name(s, 0, call, name, AGENT_OUTER_NAME);
-		const struct rb_symbol *sym =
-			agent_symbols_ready(s, 0) ? rb_elf_lookup(&s->elf[0], call) : NULL;
-		out->key[out->n] = (uint64_t)1 << 48 | AGENT_KEY_VADDR(sym ? sym->addr : call);
-		char *plus = strchr(name, '+');
-		if (plus && plus != name && name[0] != '<' && name[0] != '?')
-			*plus = '\0'; /* "function+0x1f": the function */
-		if (!runtime_frame(name))
-			out->n++;
+		ra -= t->modules[0].bias;
+		const struct rb_symbol *sym = elf ? rb_elf_lookup(elf, ra - 1) : NULL;
+		uint64_t target = 0;
+		w[n].call = named ? call_at(s, ra, &target) : AGENT_CALL_UNREAD;
+		const struct rb_symbol *cs = target ? rb_elf_lookup(elf, target) : NULL;
+		at[n] = ra - 1;
+		w[n].func = sym ? sym->addr : 0;
+		w[n].home = sym ? home_of(elf, sym) : 0;
+		w[n].callee = cs ? cs->addr : 0;
+		w[n].runtime = sym && runtime_frame(sym->name);
+		w[n].callee_runtime = cs && runtime_frame(cs->name);
+		n++;
 	}
+	bool code = false; /* the program's code is here: its calls tell frames apart */
+	for (size_t i = 0; i < n && !code; i++)
+		code = w[i].call != AGENT_CALL_UNREAD;
+	if (code) {
+		agent_outer_chain(w, n, frame);
+	} else { /* nothing to tell a frame from a stale word by: every word but jitt's */
+		for (size_t i = 0; i < n; i++)
+			frame[i] = w[i].runtime ? 0 : w[i].func ? w[i].func : at[i];
+	}
+	for (size_t i = 0; i < n && out->n < AGENT_OUTER_MAX; i++) {
+		if (!frame[i])
+			continue;
+		char *name = out->name[out->n];
+		agent_symbol_name(s, 0, frame[i], name, AGENT_OUTER_NAME);
+		out->key[out->n] = (uint64_t)1 << 48 | AGENT_KEY_VADDR(frame[i]);
+		out->n++;
+	}
+out:
+	free(w);
+	free(at);
+	free(frame);
 }
 
 uint64_t agent_outer_root(const struct agent_outer *o, const uint64_t *open, size_t nopen)
@@ -49,6 +220,10 @@ uint64_t agent_outer_root(const struct agent_outer *o, const uint64_t *open, siz
 		return 0;
 	size_t j = 0; /* the open calls matched, innermost first */
 	for (size_t i = o->n; i-- > 0;) {
+		/* The innermost frame is the one whose trace point answered the stop. When
+		 * its call is not open, that was its exit: the call is whole in the ring. */
+		if (i == o->n - 1 && (!nopen || o->key[i] != open[0]))
+			continue;
 		if (j < nopen) {
 			j += o->key[i] == open[j]; /* others: untraced functions, stale words */
 			continue;

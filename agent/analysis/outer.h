@@ -4,8 +4,14 @@
  * return addresses its stack had when it answered the stop (ringbuf/stack.h), named,
  * outermost first. They stand for the calls still running whose entries the ring lost when
  * it wrapped (the command's own function, the event loop above it): recovered, not
- * recorded, so they carry no times, and a word left over on the stack can add a frame
- * that has returned.
+ * recorded, so they carry no times.
+ *
+ * A word left on the stack by a call that has returned passes the scan's test too (it
+ * points right after a call instruction), and on an interpreter's deep stack such words
+ * were half of what the scan found. Where the program's file is here, each word's call
+ * instruction is read from it: a direct call names the function it calls, and the next
+ * frame inward must be in that function; a word that is not, while a later one is, was
+ * left by a returned call and is dropped (agent_outer_chain).
  */
 #ifndef JITT_AGENT_OUTER_H
 #define JITT_AGENT_OUTER_H
@@ -27,6 +33,32 @@ struct agent_outer {
 	uint64_t key[AGENT_OUTER_MAX];
 };
 
+enum { AGENT_CALL_UNREAD, AGENT_CALL_DIRECT, AGENT_CALL_INDIRECT };
+
+/* A return address found on the stack, as the chain check sees it (functions by start). */
+struct agent_outer_word {
+	uint64_t func;	     /* the function holding the call; 0: no symbol (jitt's trace point
+			      * blocks, which the linker puts apart from every function, a PLT) */
+	uint64_t home;	     /* for a function's ".cold" part, the function's start; else func */
+	uint64_t callee;     /* the function a direct call calls; 0: not known (another call, a
+			      * call into a PLT, or the code is not here to read) */
+	uint8_t call;	     /* AGENT_CALL_*: the call instruction before the word */
+	bool runtime;	     /* func is jitt's own (the rare path that scanned, the wrappers) */
+	bool callee_runtime; /* so is callee */
+};
+
+/*
+ * The frames among the words, outermost first: frame[i] is the function word i stands for,
+ * 0 when it is none; the count of frames is returned. Each word's function must be the
+ * callee of the word outside it, or the word is dropped when a word further in is (a stale
+ * word between two real frames); when none is, it is kept (a tail call, which leaves no
+ * frame for the function called first). A word of no known function matches any callee and
+ * stands for it (a trace point's block calls the runtime on behalf of the function it
+ * belongs to). jitt's own frames are not frames, and the first one the program's innermost
+ * frame calls ends the chain: what follows is the runtime's own stack.
+ */
+size_t agent_outer_chain(const struct agent_outer_word *w, size_t n, uint64_t *frame);
+
 /* The thread's outer frames; n is 0 when the trace has none for it (a copy, an older
  * file). jitt's own functions (the trace point's rare path that scanned) are left out. */
 void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th,
@@ -37,9 +69,10 @@ void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th
  * frame outside the calls the ring has open at the freeze (open: their keys, innermost
  * first). Time at the tree's root comes after the calls the ring began inside returned,
  * in the frame that made them, which cannot have returned itself (its exit would be in the
- * ring); so it is still on the stack, just outside the ring's open calls. 0 when the stack
- * does not hold them all, or holds nothing outside them. A word left by a returned call
- * can name a frame that has returned (outer.h's caveat).
+ * ring); so it is still on the stack, just outside the ring's open calls. The innermost
+ * frame, whose trace point answered the stop, is skipped when its call is not open (it
+ * answered at its exit). 0 when the stack does not hold the open calls, or holds nothing
+ * outside them.
  */
 uint64_t agent_outer_root(const struct agent_outer *o, const uint64_t *open, size_t nopen);
 

@@ -1035,7 +1035,8 @@ static void text_outer(FILE *out, const struct summary *s, struct agent_symbols 
 		return;
 	fprintf(out,
 		"%souter frames at the freeze, recovered from the thread's stack (not "
-		"recorded: a word left by a returned call can add one):\n    ",
+		"recorded: each is checked to call the next in the program's code when "
+		"that is here):\n    ",
 		s->ring_cut ? "" : "\n");
 	for (size_t i = 0; i < outer.n; i++) {
 		fputs(i ? " > " : "", out);

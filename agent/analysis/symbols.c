@@ -26,10 +26,13 @@ int agent_symbols_open(struct agent_symbols *s, const struct rb_trace *t)
 	s->budget = AGENT_SYMBOLS_BUDGET;
 	s->elf = calloc(t->nmodules + 1, sizeof(*s->elf));
 	s->state = calloc(t->nmodules + 1, sizeof(*s->state));
-	if (!s->elf || !s->state) {
+	s->code_fd = malloc((t->nmodules + 1) * sizeof(*s->code_fd));
+	if (!s->elf || !s->state || !s->code_fd) {
 		agent_symbols_close(s);
 		return -ENOMEM;
 	}
+	for (uint32_t m = 0; m <= t->nmodules; m++)
+		s->code_fd[m] = -1;
 	return 0;
 }
 
@@ -38,10 +41,16 @@ void agent_symbols_close(struct agent_symbols *s)
 	if (s->elf && s->trace)
 		for (uint32_t m = 0; m < s->trace->nmodules; m++)
 			rb_elf_free(&s->elf[m]);
+	if (s->code_fd && s->trace)
+		for (uint32_t m = 0; m < s->trace->nmodules; m++)
+			if (s->code_fd[m] >= 0)
+				close(s->code_fd[m]);
 	free(s->elf);
 	free(s->state);
+	free(s->code_fd);
 	s->elf = NULL;
 	s->state = NULL;
+	s->code_fd = NULL;
 }
 
 void agent_symbols_set_owner(struct agent_symbols *s, uid_t uid)
@@ -58,7 +67,8 @@ static bool same_id(const struct rb_elf *elf, const struct rb_module *mod)
 /* Load module m's symbols if its file may be used (symbols.h): its own .symtab, else its
  * separate debug file's (agent/analysis/debugfile.h), else its .dynsym. 1 when found,
  * else -1. */
-static int load(struct agent_symbols *s, const struct rb_module *mod, struct rb_elf *elf)
+static int load(struct agent_symbols *s, const struct rb_module *mod, struct rb_elf *elf,
+		int *code_fd)
 {
 	/* Without a build-id in the trace nothing could prove the file is the one that ran:
 	 * it is not even opened. A relative path means nothing on the reader's side. */
@@ -76,9 +86,13 @@ static int load(struct agent_symbols *s, const struct rb_module *mod, struct rb_
 		if (rb_elf_read(fd, (uint64_t)st.st_size, s->budget, &file) != 0 ||
 		    !same_id(&file, mod))
 			rb_elf_free(&file);
-		close(fd);
+		if (file.build_id_len && file.code.n)
+			*code_fd = fd; /* the code that ran, read through this descriptor only */
+		else
+			close(fd);
 	}
 	bool here = file.build_id_len != 0; /* the file that ran is on this machine */
+	struct rb_elf_code code = file.code;
 	if (!here || !file.full_symtab || !file.nsyms) {
 		/* Stripped, or not here at all: its debug file has the full table. */
 		struct rb_elf dbg;
@@ -86,10 +100,14 @@ static int load(struct agent_symbols *s, const struct rb_module *mod, struct rb_
 				     &dbg) == 0) {
 			rb_elf_free(&file);
 			file = dbg;
+			file.code = code; /* a debug file's code is NOBITS */
 		}
 	}
 	if (!file.nsyms) {
 		rb_elf_free(&file);
+		if (*code_fd >= 0)
+			close(*code_fd);
+		*code_fd = -1;
 		return -1;
 	}
 	*elf = file;
@@ -102,8 +120,17 @@ bool agent_symbols_ready(struct agent_symbols *s, int m)
 	if (m < 0 || (uint32_t)m >= s->trace->nmodules)
 		return false;
 	if (s->state[m] == 0)
-		s->state[m] = load(s, &s->trace->modules[m], &s->elf[m]);
+		s->state[m] = load(s, &s->trace->modules[m], &s->elf[m], &s->code_fd[m]);
 	return s->state[m] == 1;
+}
+
+int agent_symbols_code(struct agent_symbols *s, int m, uint64_t vaddr, void *buf, size_t n,
+		       uint16_t *machine)
+{
+	if (!agent_symbols_ready(s, m) || s->code_fd[m] < 0)
+		return -ENOENT;
+	*machine = s->elf[m].code.machine;
+	return rb_elf_code_read(&s->elf[m].code, s->code_fd[m], vaddr, buf, n);
 }
 
 void agent_symbol_name(struct agent_symbols *s, int m, uint64_t vaddr, char *out, size_t size)

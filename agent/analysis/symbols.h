@@ -32,6 +32,8 @@ struct agent_symbols {
 	const struct rb_trace *trace;
 	struct rb_elf *elf; /* per module, loaded on first use */
 	int *state;	    /* 0 not tried, 1 loaded and matching, -1 unusable */
+	int *code_fd;	    /* the module's own file, kept open when it is the one that ran
+			     * (same build-id): its code, for agent_symbols_code; else -1 */
 	uid_t owner;	    /* (uid_t)-1: any file; else only files this uid could read */
 	size_t budget;	    /* bytes of symbol tables still allowed */
 };
@@ -47,6 +49,11 @@ void agent_symbols_close(struct agent_symbols *s);
 /* True when module m has names here: its file with the same build-id and a symbol table,
  * or its debug file (the first call may look for one, and ask a debuginfod server). */
 bool agent_symbols_ready(struct agent_symbols *s, int m);
+/* n bytes of module m's code at virtual address vaddr, from its own file when that is the one
+ * that ran (a debug file has no code): 0, else a negative errno. The instructions'
+ * architecture is the file's e_machine, in *machine. */
+int agent_symbols_code(struct agent_symbols *s, int m, uint64_t vaddr, void *buf, size_t n,
+		       uint16_t *machine);
 /* "name", "name+0x12", "<build-id>+0xoffset"; module < 0 gives "?0x<vaddr>". */
 void agent_symbol_name(struct agent_symbols *s, int module, uint64_t vaddr, char *out, size_t size);
 /*
