@@ -119,7 +119,8 @@ JS
 		# running its script (a control socket means the runtime is up)
 		if wait_for 30 test -S "$work/run/jitt-$duk.sock"; then
 			JITT_CONFIG=$work/duk.conf moment duktape --pid "$duk" --trigger \
-				--outer main --outer duk__js_execute_bytecode_inner
+				--outer main --outer duk_js_execute_bytecode # the executor: its
+				# bytecode loop is not on the stack while a throw unwinds
 		else
 			fail "duktape: the traced interpreter did not start" "$(cat "$work/duk.err")"
 		fi
