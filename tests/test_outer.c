@@ -265,3 +265,81 @@ TEST(symbols_code_reads_the_program_file)
 	agent_symbols_close(&s);
 	rb_elf_free(&self);
 }
+
+/* Functions of this program whose calls the root test reads from its code. */
+__attribute__((noinline)) void outer_test_leaf_x(void)
+{
+	__asm__ __volatile__("");
+}
+
+__attribute__((noinline)) void outer_test_leaf_y(void)
+{
+	__asm__ __volatile__("");
+}
+
+__attribute__((noinline)) void outer_test_leaf_z(void)
+{
+	__asm__ __volatile__("");
+}
+
+__attribute__((noinline)) void outer_test_loop(int n)
+{
+	for (int i = 0; i < n; i++) {
+		outer_test_leaf_x();
+		outer_test_leaf_y();
+	}
+}
+
+__attribute__((noinline)) void outer_test_helper(void)
+{
+	outer_test_leaf_z();
+	__asm__ __volatile__("");
+}
+
+/* The time at the root named by the frame that made the root's calls (an interpreter's
+ * loop), not by the untraced helper just outside the open call, entered a moment ago. */
+TEST(outer_root_of_the_frame_that_made_the_root_calls)
+{
+	struct rb_elf self;
+	if (!CHECK(rb_elf_load("/proc/self/exe", &self) == 0))
+		return;
+	char exe[512];
+	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	exe[len > 0 ? len : 0] = '\0';
+	struct rb_module mod = { .path = exe, .end = ~0ull, .build_id_len = self.build_id_len };
+	memcpy(mod.build_id, self.build_id, self.build_id_len);
+	struct rb_trace t = { .nmodules = 1, .modules = &mod };
+	struct agent_symbols s;
+	if (!CHECK(agent_symbols_open(&s, &t) == 0)) {
+		rb_elf_free(&self);
+		return;
+	}
+#define KEY(fn) ((uint64_t)1 << 48 | (uint64_t)(uintptr_t)(fn))
+	struct agent_outer o = { .n = 4 };
+	o.key[0] = KEY(outer_test_leaf_y); /* any frame further out */
+	o.key[1] = KEY(outer_test_loop);
+	o.key[2] = KEY(outer_test_helper);
+	o.key[3] = KEY(outer_test_leaf_z); /* open at the freeze */
+	const uint64_t open[] = { KEY(outer_test_leaf_z) };
+	struct agent_root_calls rc = { .n = 3 };
+	rc.key[0] = KEY(outer_test_leaf_x);
+	rc.calls[0] = 100;
+	rc.key[1] = KEY(outer_test_leaf_y);
+	rc.calls[1] = 50;
+	rc.key[2] = KEY(outer_test_leaf_z);
+	rc.calls[2] = 1;
+	CHECK_EQ_U64(agent_outer_root(&o, open, 1), KEY(outer_test_helper));
+	CHECK_EQ_U64(agent_outer_root_of(&s, &o, open, 1, &rc), KEY(outer_test_loop));
+	/* The root's calls all made by the helper: the helper. */
+	rc.n = 1;
+	rc.key[0] = KEY(outer_test_leaf_z);
+	CHECK_EQ_U64(agent_outer_root_of(&s, &o, open, 1, &rc), KEY(outer_test_helper));
+	/* None made by any frame's code: the innermost outside the open calls. */
+	rc.key[0] = KEY(agent_hex);
+	CHECK_EQ_U64(agent_outer_root_of(&s, &o, open, 1, &rc), KEY(outer_test_helper));
+	rc.n = 0;
+	CHECK_EQ_U64(agent_outer_root_of(&s, &o, open, 1, &rc), KEY(outer_test_helper));
+#undef KEY
+	agent_symbols_close(&s);
+	rb_elf_free(&self);
+}

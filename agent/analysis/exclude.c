@@ -360,11 +360,17 @@ static int add_tree(struct exclude_set *s, const struct rb_trace *t, struct agen
  * open at the freeze (open[nopen], cct_open_calls), which names the root's time. 0 or
  * -ENOMEM. */
 static int add_outer(struct exclude_set *s, const struct rb_trace *t, struct agent_symbols *syms,
-		     const struct rb_file_thread *th, const uint64_t *open, size_t nopen)
+		     const struct rb_file_thread *th, const struct cct *c, const uint64_t *open,
+		     size_t nopen)
 {
 	struct agent_outer *o = malloc(sizeof(*o));
-	if (!o)
+	struct agent_root_calls *rc = malloc(sizeof(*rc));
+	if (!o || !rc) {
+		free(o);
+		free(rc);
 		return -ENOMEM;
+	}
+	agent_root_calls(c, rc);
 	agent_outer_frames(syms, th, o);
 	int err = 0;
 	long shown = -1;
@@ -379,13 +385,14 @@ static int add_outer(struct exclude_set *s, const struct rb_trace *t, struct age
 	}
 	if (shown >= 0)
 		snprintf(s->outer_shown, sizeof(s->outer_shown), "%s", o->name[shown]);
-	uint64_t root = agent_outer_root(o, open, nopen);
+	uint64_t root = agent_outer_root_of(syms, o, open, nopen, rc);
 	for (size_t k = 0; root && k < o->n; k++)
 		if (o->key[k] == root) {
 			snprintf(s->outer_root, sizeof(s->outer_root), "%s", o->name[k]);
 			break;
 		}
 	free(o);
+	free(rc);
 	return err;
 }
 
@@ -511,7 +518,7 @@ int exclude_add_trace(struct exclude_set *s, const struct rb_trace *t, struct ag
 			s->threads++;
 		}
 		if (!err)
-			err = add_outer(s, t, syms, &t->threads[i], open, nopen);
+			err = add_outer(s, t, syms, &t->threads[i], &c, open, nopen);
 		free(lv.l);
 		cct_free(&c);
 		rb_decoder_free(&dec);

@@ -40,7 +40,12 @@ static long link_score(const struct agent_outer_word *a, const struct agent_oute
 		return -5;
 	if (a->call != AGENT_CALL_DIRECT || !a->callee)
 		return 0;
-	return b->func == a->callee || b->home == a->callee ? 2 : -5;
+	if (b->func == a->callee || b->home == a->callee)
+		return 2;
+	for (unsigned k = 0; k < a->ntails; k++)
+		if (b->func == a->tails[k] || b->home == a->tails[k])
+			return 2; /* called, then jumped to: one frame for both */
+	return -5;
 }
 
 size_t agent_outer_chain(const struct agent_outer_word *w, size_t n, uint64_t *frame)
@@ -141,6 +146,56 @@ static uint8_t call_at(struct agent_symbols *s, uint64_t ra, uint64_t *target)
 	}
 }
 
+/*
+ * The functions fn calls (calls) or jumps to (!calls: its tail calls, GCC's sibling calls
+ * at -O2) by their start, into out[max]; how many. Read from its code as the direct calls
+ * or jumps of the file's architecture that land on a symbol's first byte: a byte pattern
+ * inside another instruction would have to land exactly on a function's start, which
+ * leaves the false ones rare.
+ */
+static size_t branch_targets(struct agent_symbols *s, const struct rb_symbol *fn, bool calls,
+			     uint64_t *out, size_t max)
+{
+	enum { MAX_CODE = 1 << 20 }; /* a function's bytes read at most */
+	uint64_t size = fn->size < MAX_CODE ? fn->size : MAX_CODE;
+	uint8_t *code = size >= 4 ? malloc(size) : NULL;
+	uint16_t machine;
+	size_t n = 0;
+	if (!code || agent_symbols_code(s, 0, fn->addr, code, size, &machine) != 0) {
+		free(code);
+		return 0;
+	}
+	const struct rb_elf *elf = &s->elf[0];
+	/* x86's call and jmp rel32; ARM64's BL and B; ARM's BL and B (condition not 0xf). */
+	uint8_t x86 = calls ? 0xe8 : 0xe9;
+	uint32_t a64 = calls ? 0x94000000u : 0x14000000u, a32 = calls ? 0x0b000000u : 0x0a000000u;
+	for (uint64_t i = 0; i + 4 <= size && n < max; i++) {
+		uint64_t to = 0;
+		int32_t rel;
+		uint32_t insn;
+		memcpy(&insn, code + i, 4);
+		if (machine == EM_X86_64 && code[i] == x86 && i + 5 <= size) {
+			memcpy(&rel, code + i + 1, 4);
+			to = fn->addr + i + 5 + (uint64_t)(int64_t)rel;
+		} else if (machine == EM_AARCH64 && !(i & 3) && (insn & 0xfc000000u) == a64) {
+			to = fn->addr + i + (uint64_t)((int64_t)((int32_t)(insn << 6) >> 6) * 4);
+		} else if (machine == EM_ARM && !(i & 3) && (insn & 0x0f000000u) == a32 &&
+			   (insn >> 28) != 0xf) {
+			to = fn->addr + i + 8 + (uint64_t)((int64_t)((int32_t)(insn << 8) >> 8) * 4);
+		}
+		const struct rb_symbol *t = to && to != fn->addr ? rb_elf_lookup(elf, to) : NULL;
+		if (!t || t->addr != to)
+			continue;
+		bool seen = false;
+		for (size_t k = 0; k < n && !seen; k++)
+			seen = out[k] == to;
+		if (!seen)
+			out[n++] = to;
+	}
+	free(code);
+	return n;
+}
+
 /* The start of the function whose ".cold" part sym is (GCC's "name.cold", "name.cold.3"),
  * by name; else sym's own start. */
 static uint64_t home_of(const struct rb_elf *elf, const struct rb_symbol *sym)
@@ -189,6 +244,15 @@ void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th
 		w[n].callee = cs ? cs->addr : 0;
 		w[n].runtime = sym && runtime_frame(sym->name);
 		w[n].callee_runtime = cs && runtime_frame(cs->name);
+		const struct agent_outer_word *same = NULL; /* read once per callee */
+		for (size_t j = 0; cs && j < n && !same; j++)
+			same = w[j].callee == w[n].callee ? &w[j] : NULL;
+		w[n].ntails = same ? same->ntails
+			  : cs	 ? (uint8_t)branch_targets(s, cs, false, w[n].tails,
+							   AGENT_OUTER_TAILS)
+				 : 0;
+		if (same)
+			memcpy(w[n].tails, same->tails, sizeof(w[n].tails));
 		n++;
 	}
 	bool code = false; /* the program's code is here: its calls tell frames apart */
@@ -214,10 +278,11 @@ out:
 	free(frame);
 }
 
-uint64_t agent_outer_root(const struct agent_outer *o, const uint64_t *open, size_t nopen)
+/* The index of the frame agent_outer_root names, or SIZE_MAX. */
+static size_t root_index(const struct agent_outer *o, const uint64_t *open, size_t nopen)
 {
 	if (nopen > AGENT_OUTER_MAX)
-		return 0;
+		return SIZE_MAX;
 	size_t j = 0; /* the open calls matched, innermost first */
 	for (size_t i = o->n; i-- > 0;) {
 		/* The innermost frame is the one whose trace point answered the stop. When
@@ -228,7 +293,68 @@ uint64_t agent_outer_root(const struct agent_outer *o, const uint64_t *open, siz
 			j += o->key[i] == open[j]; /* others: untraced functions, stale words */
 			continue;
 		}
-		return o->key[i];
+		return i;
 	}
-	return 0;
+	return SIZE_MAX;
+}
+
+uint64_t agent_outer_root(const struct agent_outer *o, const uint64_t *open, size_t nopen)
+{
+	size_t i = root_index(o, open, nopen);
+	return i == SIZE_MAX ? 0 : o->key[i];
+}
+
+void agent_root_calls(const struct cct *c, struct agent_root_calls *rc)
+{
+	rc->n = 0;
+	for (uint32_t k = c->n ? c->node[0].first_child : CCT_NONE; k != CCT_NONE;
+	     k = c->node[k].next_sibling) {
+		uint64_t calls = c->node[k].s[CCT_WHOLE].calls;
+		size_t at = rc->n < AGENT_ROOT_CALLS ? rc->n++ : AGENT_ROOT_CALLS;
+		if (at == AGENT_ROOT_CALLS) { /* full: in place of the least called, if more */
+			at = 0;
+			for (size_t i = 1; i < AGENT_ROOT_CALLS; i++)
+				at = rc->calls[i] < rc->calls[at] ? i : at;
+			if (rc->calls[at] >= calls)
+				continue;
+		}
+		rc->key[at] = c->node[k].func;
+		rc->calls[at] = calls;
+	}
+}
+
+uint64_t agent_outer_root_of(struct agent_symbols *s, const struct agent_outer *o,
+			     const uint64_t *open, size_t nopen, const struct agent_root_calls *rc)
+{
+	enum { LOOK = 16, TARGETS = 4096 }; /* frames weighed; calls and jumps read of each */
+	size_t first = root_index(o, open, nopen), best = first;
+	uint64_t most = 0;
+	uint64_t *to = first != SIZE_MAX && rc->n ? malloc(TARGETS * sizeof(*to)) : NULL;
+	for (size_t i = first, looked = 0; to && i != SIZE_MAX && looked < LOOK; i--, looked++) {
+		int m = AGENT_KEY_MODULE(o->key[i]);
+		const struct rb_symbol *fn =
+			m == 0 && agent_symbols_ready(s, 0)
+				? rb_elf_lookup(&s->elf[0], AGENT_KEY_VADDR(o->key[i]))
+				: NULL;
+		if (!fn)
+			continue;
+		size_t n = branch_targets(s, fn, true, to, TARGETS);
+		n += branch_targets(s, fn, false, to + n, TARGETS - n);
+		uint64_t made = 0; /* the root's calls this frame's code makes itself */
+		for (size_t r = 0; r < rc->n; r++)
+			for (size_t k = 0; k < n; k++)
+				if (AGENT_KEY_MODULE(rc->key[r]) == 0 &&
+				    AGENT_KEY_VADDR(rc->key[r]) == to[k]) {
+					made += rc->calls[r];
+					break;
+				}
+		if (made > most) {
+			most = made;
+			best = i;
+		}
+		if (i == 0)
+			break;
+	}
+	free(to);
+	return best == SIZE_MAX ? 0 : o->key[best];
 }

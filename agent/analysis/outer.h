@@ -16,6 +16,7 @@
 #ifndef JITT_AGENT_OUTER_H
 #define JITT_AGENT_OUTER_H
 
+#include "agent/analysis/cct.h"
 #include "agent/analysis/symbols.h"
 
 #include <stddef.h>
@@ -34,6 +35,7 @@ struct agent_outer {
 };
 
 enum { AGENT_CALL_UNREAD, AGENT_CALL_DIRECT, AGENT_CALL_INDIRECT };
+#define AGENT_OUTER_TAILS 8 /* tail calls kept per callee: a function has a few */
 
 /* A return address found on the stack, as the chain check sees it (functions by start). */
 struct agent_outer_word {
@@ -45,14 +47,18 @@ struct agent_outer_word {
 	uint8_t call;	     /* AGENT_CALL_*: the call instruction before the word */
 	bool runtime;	     /* func is jitt's own (the rare path that scanned, the wrappers) */
 	bool callee_runtime; /* so is callee */
+	/* The functions callee jumps to (its tail calls), which then run in its frame's
+	 * place: a frame of one of them may follow this word. */
+	uint8_t ntails;
+	uint64_t tails[AGENT_OUTER_TAILS];
 };
 
 /*
  * The frames among the words, outermost first: frame[i] is the function word i stands for,
- * 0 when it is none; the count of frames is returned. Each word's function must be the
- * callee of the word outside it, or the word is dropped when a word further in is (a stale
- * word between two real frames); when none is, it is kept (a tail call, which leaves no
- * frame for the function called first). A word of no known function matches any callee and
+ * 0 when it is none; the count of frames is returned. Each word's function should be the
+ * callee of the word outside it (or a function the callee jumps to): the best-scoring
+ * chain of links from the outermost word to the one that called the runtime is kept
+ * (outer.c, link_score). A word of no known function matches any callee and
  * stands for it (a trace point's block calls the runtime on behalf of the function it
  * belongs to). jitt's own frames are not frames, and the first one the program's innermost
  * frame calls ends the chain: what follows is the runtime's own stack.
@@ -75,5 +81,25 @@ void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th
  * outside them.
  */
 uint64_t agent_outer_root(const struct agent_outer *o, const uint64_t *open, size_t nopen);
+
+/* The functions the tree's root called (its children, the most called first kept). */
+#define AGENT_ROOT_CALLS 64
+struct agent_root_calls {
+	size_t n;
+	uint64_t key[AGENT_ROOT_CALLS];
+	uint64_t calls[AGENT_ROOT_CALLS];
+};
+void agent_root_calls(const struct cct *c, struct agent_root_calls *rc);
+
+/*
+ * agent_outer_root, weighed by the calls the root made: an untraced function just outside
+ * the open calls (a helper the interpreter's loop called to reach the open one) was
+ * entered a moment ago, while the window's other calls at the root came from a frame
+ * further out (the loop itself). Of the frames from agent_outer_root's outward (16 at
+ * most), the one whose own code calls (or jumps to) the most of the root's calls in the
+ * trace; agent_outer_root's when none does, or the code is not here.
+ */
+uint64_t agent_outer_root_of(struct agent_symbols *s, const struct agent_outer *o,
+			     const uint64_t *open, size_t nopen, const struct agent_root_calls *rc);
 
 #endif

@@ -853,6 +853,7 @@ int summary_build(struct summary *s, const struct rb_trace *t, unsigned k)
 	if (!err) {
 		memcpy(s->open_end, p.open_end, sizeof(s->open_end));
 		s->nopen = p.nopen;
+		agent_root_calls(&p.c, &s->root_calls);
 		s->span = p.c.t1 - p.c.t0;
 		s->ncontexts_tree = p.c.n - 1;
 		cct_lane_offcpu(&p.c, CCT_WINDOW, &s->window_blocked, &s->window_preempted);

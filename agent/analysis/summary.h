@@ -37,6 +37,7 @@
 #define JITT_AGENT_SUMMARY_H
 
 #include "agent/analysis/cct.h"
+#include "agent/analysis/outer.h"
 #include "hal/cpu.h"
 #include "ringbuf/tracefile.h"
 
@@ -173,6 +174,7 @@ struct summary {
 	 * SIZE_MAX when there were more than SUMMARY_MAX_DEPTH. */
 	uint64_t open_end[SUMMARY_MAX_DEPTH];
 	size_t nopen;
+	struct agent_root_calls root_calls; /* which frame made them (outer.h) */
 	struct summary_path paths[SUMMARY_NPATHS];
 	size_t npaths;
 	/* Of the window, the thread's time blocked (cct.h: asleep off its CPU with the switch

@@ -807,7 +807,7 @@ static const char *root_text(const struct summary *s, struct agent_symbols *syms
 {
 	static struct agent_outer outer; /* 8 KiB: not on the stack of a small thread */
 	agent_outer_frames(syms, &s->trace->threads[s->thread], &outer);
-	uint64_t key = agent_outer_root(&outer, s->open_end, s->nopen);
+	uint64_t key = agent_outer_root_of(syms, &outer, s->open_end, s->nopen, &s->root_calls);
 	if (!key)
 		return NULL;
 	char name[NAME_TEXT];
