@@ -330,10 +330,10 @@ uint64_t agent_outer_root_of(struct agent_symbols *s, const struct agent_outer *
 	size_t first = root_index(o, open, nopen), best = first;
 	uint64_t most = 0;
 	uint64_t *to = first != SIZE_MAX && rc->n ? malloc(TARGETS * sizeof(*to)) : NULL;
-	for (size_t i = first, looked = 0; to && i != SIZE_MAX && looked < LOOK; i--, looked++) {
-		int m = AGENT_KEY_MODULE(o->key[i]);
+	for (size_t back = 0; to && first != SIZE_MAX && back < LOOK && back <= first; back++) {
+		size_t i = first - back;
 		const struct rb_symbol *fn =
-			m == 0 && agent_symbols_ready(s, 0)
+			AGENT_KEY_MODULE(o->key[i]) == 0 && agent_symbols_ready(s, 0)
 				? rb_elf_lookup(&s->elf[0], AGENT_KEY_VADDR(o->key[i]))
 				: NULL;
 		if (!fn)
@@ -348,12 +348,10 @@ uint64_t agent_outer_root_of(struct agent_symbols *s, const struct agent_outer *
 					made += rc->calls[r];
 					break;
 				}
-		if (made > most) {
+		if (made > most) { /* at a tie, the inner frame */
 			most = made;
 			best = i;
 		}
-		if (i == 0)
-			break;
 	}
 	free(to);
 	return best == SIZE_MAX ? 0 : o->key[best];
