@@ -40,7 +40,7 @@ programs=${PROGRAMS:-duktape memcached speedtest1}
 # without the SDK; off: instrumented, no thread traced; on: a thread traced, a `jitt
 # trigger` a quarter second in), and its method: the compile options added to the SDK's
 # defaults (a GCC @file; "-" none; @LIST the `jitt exclude -o` list trained on the other
-# workload; @KEPT `jitt inlined`'s list of what the plain build inlined everywhere, made
+# workload, with `--ratio` the defaults build's traced/plain ratio measured there; @KEPT `jitt inlined`'s list of what the plain build inlined everywhere, made
 # from the plain and the SDK-defaults builds, docs/trace-points.md; @KEPT+LIST both, the
 # list then trained on the KEPT build's traces of the other workload, with `--ratio` its
 # traced/plain ratio measured there). A method is built once per program and cached by
@@ -107,6 +107,36 @@ sampled_method() {
 	esac
 }
 
+# collect_and_ratios BINARY DIR [bench_real_programs.py's options]: traces of the traced
+# BINARY on each workload into DIR/W, and the ratio a list is fitted to (jitt exclude
+# --ratio, docs/exclude.md): BINARY's median traced/plain on the workload it learns from,
+# one round, into $work/$prog.ratios. Without it the trace point's cost is the one the
+# program measured back to back, a few % over what dense trace points cost in the run: on
+# duktape's traces that left no time without them, and exclude refused to make a list.
+collect_and_ratios() {
+	b=$1 dir=$2
+	shift 2
+	printf '%s\ttraced\ton\t%s\t-\n' "$w1" "$b" "$w2" "$b" >"$work/collect.variants"
+	rm -rf "$dir"
+	python3 "$src/tests/bench_real_programs.py" --run "$work" --jitt "$bin/jitt" \
+		--label "$label" --variants "$work/collect.variants" \
+		--collect "$dir" --collect-runs "$([ "$quick" = 1 ] && echo 1 || echo 2)" \
+		"$@" >&2 || return 1
+	pl=$(sampled= binary "$prog" plain -) || return 1
+	printf '%s\tplain\tplain\t%s\t-\n%s\ttraced\ton\t%s\t-\n' "$w1" "$pl" "$w1" "$b" \
+		"$w2" "$pl" "$w2" "$b" >"$work/ratio.variants"
+	rm -f "$work/$prog.ratios"
+	python3 "$src/tests/bench_real_programs.py" --run "$work" --jitt "$bin/jitt" \
+		--label "$label" --variants "$work/ratio.variants" --reps 1 \
+		--ratios "$work/$prog.ratios" "$@" >&2
+}
+
+# ratio_of W: the ratio collect_and_ratios measured on workload W, empty when it is 1 or
+# less (a round too short to tell fits nothing: C is then the traces' own).
+ratio_of() {
+	awk -v w="$1" '$1 == w && $2 == "traced" && $3 > 1 { print $3 }' "$work/$prog.ratios"
+}
+
 # train_kept_list TAG [bench_real_programs.py's options]: the list of @KEPT+LIST (TAG "") or,
 # with sampled=1, of @KEPT+SLIST (TAG s): traces of the kept build (with sampled time for
 # s) on each workload, its traced/plain ratio there, and `jitt exclude --ratio` of them,
@@ -117,25 +147,10 @@ train_kept_list() {
 	tag=$1
 	shift
 	k=$(binary "$prog" on "@$work/$prog-kept.opt") || return 1
-	printf '%s\ttraced\ton\t%s\t-\n' "$w1" "$k" "$w2" "$k" >"$work/collect.variants"
-	rm -rf "$work/$prog-kept-traces"
-	python3 "$src/tests/bench_real_programs.py" --run "$work" --jitt "$bin/jitt" \
-		--label "$label" --variants "$work/collect.variants" \
-		--collect "$work/$prog-kept-traces" --collect-runs "$([ "$quick" = 1 ] && echo 1 || echo 2)" \
-		"$@" >&2 || return 1
-	# The ratio each list is fitted to (jitt exclude --ratio, docs/exclude.md): the
-	# KEPT build's median traced/plain on the workload it learns from, one round.
+	collect_and_ratios "$k" "$work/$prog-kept-traces" "$@" || return 1
 	pl=$(sampled= binary "$prog" plain -) || return 1
-	printf '%s\tplain\tplain\t%s\t-\n%s\ttraced\ton\t%s\t-\n' "$w1" "$pl" "$w1" "$k" \
-		"$w2" "$pl" "$w2" "$k" >"$work/ratio.variants"
-	rm -f "$work/$prog.ratios"
-	python3 "$src/tests/bench_real_programs.py" --run "$work" --jitt "$bin/jitt" \
-		--label "$label" --variants "$work/ratio.variants" --reps 1 \
-		--ratios "$work/$prog.ratios" "$@" >&2 || return 1
 	for w in "$w1" "$w2"; do
-		# (A ratio of 1 or less, a round too short to tell, fits nothing: C is then
-		# the traces' own, measured by the program.)
-		r=$(awk -v w="$w" '$1 == w && $2 == "traced" && $3 > 1 { print $3 }' "$work/$prog.ratios")
+		r=$(ratio_of "$w")
 		# No list when it cannot make one (its message is shown): the row then
 		# measures the kept build alone, and says 0 entries.
 		"$bin/jitt" exclude "$work/$prog-kept-traces/$w"/*.jtr ${r:+--ratio "$r"} \
@@ -156,13 +171,10 @@ program() {
 	# The lists, if a row asks for one: traces of each workload, and `jitt exclude`.
 	if printf '%s\n' "$rows" | grep -q ' @LIST$'; then
 		t=$(binary "$prog" on -) && pl=$(binary "$prog" plain -) || return 1
-		printf '%s\ttraced\ton\t%s\t-\n' "$w1" "$t" "$w2" "$t" >"$work/collect.variants"
-		python3 "$src/tests/bench_real_programs.py" --run "$work" --jitt "$bin/jitt" \
-			--label "$label" --variants "$work/collect.variants" \
-			--collect "$work/$prog-traces" --collect-runs "$([ "$quick" = 1 ] && echo 1 || echo 2)" \
-			"$@" >&2 || return 1
+		collect_and_ratios "$t" "$work/$prog-traces" "$@" || return 1
 		for w in "$w1" "$w2"; do
-			"$bin/jitt" exclude "$work/$prog-traces/$w"/*.jtr --code "$pl" \
+			r=$(ratio_of "$w")
+			"$bin/jitt" exclude "$work/$prog-traces/$w"/*.jtr ${r:+--ratio "$r"} --code "$pl" \
 				-o "$work/list-from-$w.opt" \
 				>"$work/$prog-$w.exclude" || { cat "$work/$prog-$w.exclude"; return 1; }
 		done
