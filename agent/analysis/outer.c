@@ -323,13 +323,40 @@ void agent_root_calls(const struct cct *c, struct agent_root_calls *rc)
 	}
 }
 
+/*
+ * The functions fn's code reaches in two steps of direct calls and jumps (it, and what it
+ * calls, which may be untraced helpers the root's calls came through), into out[max]:
+ * how many. Of the first step's functions, only those that are not root calls themselves
+ * are read: a root call's own calls are inside it, not at the root.
+ */
+static size_t reached(struct agent_symbols *s, const struct rb_symbol *fn,
+		      const struct agent_root_calls *rc, uint64_t *out, size_t max)
+{
+	size_t n = branch_targets(s, fn, true, out, max);
+	n += branch_targets(s, fn, false, out + n, max - n);
+	size_t first = n;
+	for (size_t k = 0; k < first && n < max; k++) {
+		bool root_call = false;
+		for (size_t r = 0; r < rc->n && !root_call; r++)
+			root_call = AGENT_KEY_VADDR(rc->key[r]) == out[k];
+		const struct rb_symbol *g = root_call ? NULL : rb_elf_lookup(&s->elf[0], out[k]);
+		if (!g)
+			continue;
+		n += branch_targets(s, g, true, out + n, max - n);
+		n += branch_targets(s, g, false, out + n, max - n);
+	}
+	return n;
+}
+
 uint64_t agent_outer_root_of(struct agent_symbols *s, const struct agent_outer *o,
 			     const uint64_t *open, size_t nopen, const struct agent_root_calls *rc)
 {
-	enum { LOOK = 16, TARGETS = 4096 }; /* frames weighed; calls and jumps read of each */
+	enum { LOOK = 16, TARGETS = 1 << 16 }; /* frames weighed; functions reached of each */
 	size_t first = root_index(o, open, nopen), best = first;
-	uint64_t most = 0;
-	uint64_t *to = first != SIZE_MAX && rc->n ? malloc(TARGETS * sizeof(*to)) : NULL;
+	uint64_t most = 0, all = 0;
+	for (size_t r = 0; r < rc->n; r++)
+		all += AGENT_KEY_MODULE(rc->key[r]) == 0 ? rc->calls[r] : 0;
+	uint64_t *to = first != SIZE_MAX && all ? malloc(TARGETS * sizeof(*to)) : NULL;
 	for (size_t back = 0; to && first != SIZE_MAX && back < LOOK && back <= first; back++) {
 		size_t i = first - back;
 		const struct rb_symbol *fn =
@@ -338,9 +365,8 @@ uint64_t agent_outer_root_of(struct agent_symbols *s, const struct agent_outer *
 				: NULL;
 		if (!fn)
 			continue;
-		size_t n = branch_targets(s, fn, true, to, TARGETS);
-		n += branch_targets(s, fn, false, to + n, TARGETS - n);
-		uint64_t made = 0; /* the root's calls this frame's code makes itself */
+		size_t n = reached(s, fn, rc, to, TARGETS);
+		uint64_t made = 0; /* the root's calls this frame's code could make */
 		for (size_t r = 0; r < rc->n; r++)
 			for (size_t k = 0; k < n; k++)
 				if (AGENT_KEY_MODULE(rc->key[r]) == 0 &&
@@ -352,6 +378,13 @@ uint64_t agent_outer_root_of(struct agent_symbols *s, const struct agent_outer *
 			most = made;
 			best = i;
 		}
+		/* A frame that could have made (nearly) every call the root made may have
+		 * been there throughout: the innermost such is the root's. Further out, a
+		 * frame's code reaches more of the program in two steps, not by running
+		 * the loop: on duktape's throw the executor (88% of the root's calls) is the
+		 * root's frame, the call handler around it reaches 93%. */
+		if (made >= all - all / 4)
+			break;
 	}
 	free(to);
 	return best == SIZE_MAX ? 0 : o->key[best];

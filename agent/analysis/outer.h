@@ -96,8 +96,10 @@ void agent_root_calls(const struct cct *c, struct agent_root_calls *rc);
  * the open calls (a helper the interpreter's loop called to reach the open one) was
  * entered a moment ago, while the window's other calls at the root came from a frame
  * further out (the loop itself). Of the frames from agent_outer_root's outward (16 at
- * most), the one whose own code calls (or jumps to) the most of the root's calls in the
- * trace; agent_outer_root's when none does, or the code is not here.
+ * most), the innermost whose code reaches three quarters of the root's calls in the trace
+ * (by direct calls and jumps, in two steps: through the untraced helpers between), else
+ * the one that reaches the most; agent_outer_root's when none reaches any, or the code is
+ * not here.
  */
 uint64_t agent_outer_root_of(struct agent_symbols *s, const struct agent_outer *o,
 			     const uint64_t *open, size_t nopen, const struct agent_root_calls *rc);
