@@ -47,6 +47,7 @@ static struct agent_ctl_server ctl;
  * killed jittd took up to 1.4 s to exit beside 4 CPU hogs on 2 cores, 2 to 5 s in a stress
  * run of 50 traced apps; an init that restarts on failure tries again after that. */
 #define RESTART_WAIT_MS 30000
+#define JITTD_WORKER_STACK (1u << 20) /* the worker thread's stack: see its pthread_create */
 
 static volatile sig_atomic_t stop_signal;
 
@@ -567,8 +568,17 @@ int main(int argc, char **argv)
 	d.scan = true; /* work left by an earlier run */
 	d.backoff_ms = BACKOFF_FIRST_MS;
 	pthread_t worker;
-	/* Created with SIGTERM and SIGINT blocked (above), so only the main thread takes them. */
-	if ((e = pthread_create(&worker, NULL, work, &d)) != 0) {
+	/* Created with SIGTERM and SIGINT blocked (above), so only the main thread takes them.
+	 * Its stack is set, not the C library's default: musl gives a thread 128 KiB, and a
+	 * summary whose module is looked for in the debug folders (three PATH_MAX buffers
+	 * deep in the JSON writer's naming) needed all of it on aarch64; a few hundred bytes
+	 * more in the summary overflowed it. 1 MiB is address space, touched only as used. */
+	pthread_attr_t attr;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, JITTD_WORKER_STACK);
+	e = pthread_create(&worker, &attr, work, &d);
+	pthread_attr_destroy(&attr);
+	if (e != 0) {
 		log_err("cannot start the worker thread: %s", strerror(e));
 		unlink(sock);
 		return 1;
