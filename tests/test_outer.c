@@ -195,6 +195,19 @@ TEST(outer_chain_leaves_out_the_runtime)
 	const uint64_t want[] = { THREAD, F, 0 };
 	check_frames(got, want);
 	CHECK_EQ_U64(agent_outer_chain(w, 0, NULL), 0);
+
+	/* A wrapper of jitt's whose trace point answered (memcached's item_get unlocking
+	 * through __wrap_pthread_mutex_unlock): its block is not a frame of the program. */
+	enum { ITEM_GET = 10, WRAP_UNLOCK };
+	const struct agent_outer_word u[] = {
+		calls(THREAD, ITEM_GET),
+		calls_runtime(ITEM_GET, WRAP_UNLOCK),
+		calls_runtime(0, RB),
+		runtime(RB, RB_INNER),
+	};
+	chain(u, sizeof(u) / sizeof(u[0]), got);
+	const uint64_t want_u[] = { THREAD, ITEM_GET, 0 };
+	check_frames(got, want_u);
 }
 
 /* Whatever the words, the frames are some of them, in order, and the chain ends. */

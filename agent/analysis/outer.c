@@ -99,8 +99,11 @@ size_t agent_outer_chain(const struct agent_outer_word *w, size_t n, uint64_t *f
 	size_t kept = 0;
 	for (size_t i = top; i < n; i = prev[i]) {
 		/* A word of no known function stands for the one the word outside it calls:
-		 * a trace point's block, apart from the function it belongs to. */
-		frame[i] = w[i].func ? w[i].func : prev[i] < n ? w[prev[i]].callee : 0;
+		 * a trace point's block, apart from the function it belongs to; none when
+		 * that is jitt's own (a wrapper's trace point). */
+		frame[i] = w[i].func			       ? w[i].func
+			   : prev[i] < n && !w[prev[i]].callee_runtime ? w[prev[i]].callee
+								      : 0;
 		kept += frame[i] != 0;
 	}
 	free(best);
