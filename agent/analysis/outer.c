@@ -50,6 +50,8 @@ static long link_score(const struct agent_outer_word *a, const struct agent_oute
 
 size_t agent_outer_chain(const struct agent_outer_word *w, size_t n, uint64_t *frame)
 {
+	if (!n)
+		return 0;
 	memset(frame, 0, n * sizeof(*frame));
 	/* The chain ends at the program's innermost frame, the one that called the runtime
 	 * (its trace point's rare path, which scanned): the last word that calls into it.
