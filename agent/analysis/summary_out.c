@@ -802,12 +802,10 @@ static const char *grouped(uint64_t v, char *buf, size_t size)
  * bytecode loop, an event loop), is otherwise "(outside any traced function)". NULL when
  * the stack does not tell.
  */
-static const char *root_text(const struct summary *s, struct agent_symbols *syms, char *buf,
-			     size_t size)
+static const char *root_text(const struct summary *s, struct agent_symbols *syms,
+			     const struct agent_outer *outer, char *buf, size_t size)
 {
-	static struct agent_outer outer; /* 8 KiB: not on the stack of a small thread */
-	agent_outer_frames(syms, &s->trace->threads[s->thread], &outer);
-	uint64_t key = agent_outer_root_of(syms, &outer, s->open_end, s->nopen, &s->root_calls);
+	uint64_t key = agent_outer_root_of(syms, outer, s->open_end, s->nopen, &s->root_calls);
 	if (!key)
 		return NULL;
 	char name[NAME_TEXT];
@@ -1020,10 +1018,8 @@ static void text_paths(FILE *out, const struct summary *s, struct agent_symbols 
  * moment began earlier, and the calls still running then are named from the thread's
  * stack (outer.h), outermost first.
  */
-static void text_outer(FILE *out, const struct summary *s, struct agent_symbols *syms)
+static void text_outer(FILE *out, const struct summary *s, const struct agent_outer *outer)
 {
-	static struct agent_outer outer; /* 8 KiB: not on the stack of a small thread */
-	agent_outer_frames(syms, &s->trace->threads[s->thread], &outer);
 	if (s->ring_cut)
 		fprintf(out,
 			"\nthe ring holds only the last %s of this thread (it wrapped %u times): "
@@ -1031,16 +1027,16 @@ static void text_outer(FILE *out, const struct summary *s, struct agent_symbols 
 			"as outside any traced function (named below by the stack when it can "
 			"be)\n",
 			H(s->w1 - s->w0), s->trace->threads[s->thread].laps);
-	if (!outer.n)
+	if (!outer->n)
 		return;
 	fprintf(out,
 		"%souter frames at the freeze, recovered from the thread's stack (not "
 		"recorded: each is checked to call the next in the program's code when "
 		"that is here):\n    ",
 		s->ring_cut ? "" : "\n");
-	for (size_t i = 0; i < outer.n; i++) {
+	for (size_t i = 0; i < outer->n; i++) {
 		fputs(i ? " > " : "", out);
-		agent_escape_fput(out, outer.name[i]);
+		agent_escape_fput(out, outer->name[i]);
 	}
 	fputc('\n', out);
 }
@@ -1103,7 +1099,10 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 		}
 	}
 
-	text_outer(out, s, syms);
+	/* The outer frames, read once: their list, and the root's name in the top lists. */
+	static struct agent_outer outer; /* 8 KiB: not on the stack of a small thread */
+	agent_outer_frames(syms, &s->trace->threads[s->thread], &outer);
+	text_outer(out, s, &outer);
 	fprintf(out, "\nlongest call chains in the window:\n");
 	if (!s->nchains)
 		fprintf(out, "    (no calls)\n");
@@ -1128,7 +1127,7 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 			s->points_share < 1 ? 100 * s->points_share / (1 - s->points_share) : 100.0);
 	fprintf(out, "\ntop self time in the window:\n");
 	char root[NAME_TEXT + 128];
-	const char *rt = root_text(s, syms, root, sizeof(root));
+	const char *rt = root_text(s, syms, &outer, root, sizeof(root));
 	text_funcs(out, s, syms, ls.window, ls.nwindow, wlen, rt);
 	text_paths(out, s, syms);
 
