@@ -151,18 +151,37 @@ static uint8_t call_at(struct agent_symbols *s, uint64_t ra, uint64_t *target)
 	}
 }
 
+/* What branch_targets looks for: direct calls, direct jumps (tail calls: GCC's sibling
+ * calls at -O2), or both. */
+enum { BRANCH_CALLS = 1, BRANCH_JUMPS = 2 };
+
 /*
- * The functions fn calls (calls) or jumps to (!calls: its tail calls, GCC's sibling calls
- * at -O2) by their start, into out[max]; how many. Read from its code as the direct calls
- * or jumps of the file's architecture that land on a symbol's first byte: a byte pattern
- * inside another instruction would have to land exactly on a function's start, which
- * leaves the false ones rare.
+ * Bytes of code one look at the outer frames may read: the program file and its symbol
+ * sizes are the trace writer's (another user's, for jittd), so the work is bounded here
+ * as the ELF reader bounds its tables. A real interpreter's frames and their callees read
+ * about 2 MiB.
  */
-static size_t branch_targets(struct agent_symbols *s, const struct rb_symbol *fn, bool calls,
-			     uint64_t *out, size_t max)
+#define CODE_BUDGET (32u << 20)
+
+static int by_value(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The functions fn's code branches to (kinds: BRANCH_*) by their start, each once, sorted,
+ * into out[max]; how many. Read as the direct calls or jumps of the file's architecture
+ * that land on a symbol's first byte: a byte pattern inside another instruction would
+ * have to land exactly on a function's start, which leaves the false ones rare. At most
+ * *budget bytes are read, and taken from it.
+ */
+static size_t branch_targets(struct agent_symbols *s, const struct rb_symbol *fn,
+			     unsigned kinds, uint64_t *out, size_t max, size_t *budget)
 {
 	enum { MAX_CODE = 1 << 20 }; /* a function's bytes read at most */
 	uint64_t size = fn->size < MAX_CODE ? fn->size : MAX_CODE;
+	size = size < *budget ? size : *budget;
 	uint8_t *code = size >= 4 ? malloc(size) : NULL;
 	uint16_t machine;
 	size_t n = 0;
@@ -170,35 +189,37 @@ static size_t branch_targets(struct agent_symbols *s, const struct rb_symbol *fn
 		free(code);
 		return 0;
 	}
+	*budget -= size;
 	const struct rb_elf *elf = &s->elf[0];
-	/* x86's call and jmp rel32; ARM64's BL and B; ARM's BL and B (condition not 0xf). */
-	uint8_t x86 = calls ? 0xe8 : 0xe9;
-	uint32_t a64 = calls ? 0x94000000u : 0x14000000u, a32 = calls ? 0x0b000000u : 0x0a000000u;
+	bool calls = kinds & BRANCH_CALLS, jumps = kinds & BRANCH_JUMPS;
 	for (uint64_t i = 0; i + 4 <= size && n < max; i++) {
 		uint64_t to = 0;
 		int32_t rel;
 		uint32_t insn;
 		memcpy(&insn, code + i, 4);
-		if (machine == EM_X86_64 && code[i] == x86 && i + 5 <= size) {
+		uint32_t a64 = insn & 0xfc000000u, a32 = insn & 0x0f000000u;
+		if (machine == EM_X86_64 && i + 5 <= size &&
+		    ((calls && code[i] == 0xe8) || (jumps && code[i] == 0xe9))) { /* call, jmp rel32 */
 			memcpy(&rel, code + i + 1, 4);
 			to = fn->addr + i + 5 + (uint64_t)(int64_t)rel;
-		} else if (machine == EM_AARCH64 && !(i & 3) && (insn & 0xfc000000u) == a64) {
+		} else if (machine == EM_AARCH64 && !(i & 3) &&
+			   ((calls && a64 == 0x94000000u) || (jumps && a64 == 0x14000000u))) { /* BL, B */
 			to = fn->addr + i + (uint64_t)((int64_t)((int32_t)(insn << 6) >> 6) * 4);
-		} else if (machine == EM_ARM && !(i & 3) && (insn & 0x0f000000u) == a32 &&
-			   (insn >> 28) != 0xf) {
+		} else if (machine == EM_ARM && !(i & 3) && (insn >> 28) != 0xf &&
+			   ((calls && a32 == 0x0b000000u) || (jumps && a32 == 0x0a000000u))) {
 			to = fn->addr + i + 8 + (uint64_t)((int64_t)((int32_t)(insn << 8) >> 8) * 4);
 		}
 		const struct rb_symbol *t = to && to != fn->addr ? rb_elf_lookup(elf, to) : NULL;
-		if (!t || t->addr != to)
-			continue;
-		bool seen = false;
-		for (size_t k = 0; k < n && !seen; k++)
-			seen = out[k] == to;
-		if (!seen)
+		if (t && t->addr == to)
 			out[n++] = to;
 	}
 	free(code);
-	return n;
+	qsort(out, n, sizeof(*out), by_value);
+	size_t u = 0;
+	for (size_t k = 0; k < n; k++)
+		if (!u || out[u - 1] != out[k])
+			out[u++] = out[k];
+	return u;
 }
 
 /* The start of the function whose ".cold" part sym is (GCC's "name.cold", "name.cold.3"),
@@ -231,7 +252,7 @@ void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th
 	bool named = agent_symbols_ready(s, 0);
 	const struct rb_elf *elf = named ? &s->elf[0] : NULL;
 	/* Outermost first: the stack holds them innermost first. */
-	size_t n = 0;
+	size_t n = 0, budget = CODE_BUDGET;
 	for (uint32_t k = th->nstack; k-- > 0;) {
 		uint64_t ra = th->stack[k];
 		if (ra <= t->modules[0].bias)
@@ -252,12 +273,16 @@ void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th
 		const struct agent_outer_word *same = NULL; /* read once per callee */
 		for (size_t j = 0; cs && j < n && !same; j++)
 			same = w[j].callee == w[n].callee ? &w[j] : NULL;
-		w[n].ntails = same ? same->ntails
-			  : cs	 ? (uint8_t)branch_targets(s, cs, false, w[n].tails,
-							   AGENT_OUTER_TAILS)
-				 : 0;
-		if (same)
+		if (same) {
+			w[n].ntails = same->ntails;
 			memcpy(w[n].tails, same->tails, sizeof(w[n].tails));
+		} else {
+			uint64_t jumps[64]; /* a function's few tail calls, each maybe often */
+			size_t nj = cs ? branch_targets(s, cs, BRANCH_JUMPS, jumps, 64, &budget)
+				       : 0;
+			w[n].ntails = (uint8_t)(nj < AGENT_OUTER_TAILS ? nj : AGENT_OUTER_TAILS);
+			memcpy(w[n].tails, jumps, w[n].ntails * sizeof(*jumps));
+		}
 		n++;
 	}
 	bool code = false; /* the program's code is here: its calls tell frames apart */
@@ -335,20 +360,19 @@ void agent_root_calls(const struct cct *c, struct agent_root_calls *rc)
  * are read: a root call's own calls are inside it, not at the root.
  */
 static size_t reached(struct agent_symbols *s, const struct rb_symbol *fn,
-		      const struct agent_root_calls *rc, uint64_t *out, size_t max)
+		      const struct agent_root_calls *rc, uint64_t *out, size_t max,
+		      size_t *budget)
 {
-	size_t n = branch_targets(s, fn, true, out, max);
-	n += branch_targets(s, fn, false, out + n, max - n);
+	const unsigned both = BRANCH_CALLS | BRANCH_JUMPS;
+	size_t n = branch_targets(s, fn, both, out, max, budget);
 	size_t first = n;
 	for (size_t k = 0; k < first && n < max; k++) {
 		bool root_call = false;
 		for (size_t r = 0; r < rc->n && !root_call; r++)
 			root_call = AGENT_KEY_VADDR(rc->key[r]) == out[k];
 		const struct rb_symbol *g = root_call ? NULL : rb_elf_lookup(&s->elf[0], out[k]);
-		if (!g)
-			continue;
-		n += branch_targets(s, g, true, out + n, max - n);
-		n += branch_targets(s, g, false, out + n, max - n);
+		if (g)
+			n += branch_targets(s, g, both, out + n, max - n, budget);
 	}
 	return n;
 }
@@ -362,6 +386,7 @@ uint64_t agent_outer_root_of(struct agent_symbols *s, const struct agent_outer *
 	for (size_t r = 0; r < rc->n; r++)
 		all += AGENT_KEY_MODULE(rc->key[r]) == 0 ? rc->calls[r] : 0;
 	uint64_t *to = first != SIZE_MAX && all ? malloc(TARGETS * sizeof(*to)) : NULL;
+	size_t budget = CODE_BUDGET;
 	for (size_t back = 0; to && first != SIZE_MAX && back < LOOK && back <= first; back++) {
 		size_t i = first - back;
 		const struct rb_symbol *fn =
@@ -370,15 +395,15 @@ uint64_t agent_outer_root_of(struct agent_symbols *s, const struct agent_outer *
 				: NULL;
 		if (!fn)
 			continue;
-		size_t n = reached(s, fn, rc, to, TARGETS);
+		size_t n = reached(s, fn, rc, to, TARGETS, &budget);
+		qsort(to, n, sizeof(*to), by_value); /* two steps' lists, each sorted */
 		uint64_t made = 0; /* the root's calls this frame's code could make */
-		for (size_t r = 0; r < rc->n; r++)
-			for (size_t k = 0; k < n; k++)
-				if (AGENT_KEY_MODULE(rc->key[r]) == 0 &&
-				    AGENT_KEY_VADDR(rc->key[r]) == to[k]) {
-					made += rc->calls[r];
-					break;
-				}
+		for (size_t r = 0; r < rc->n; r++) {
+			uint64_t at = AGENT_KEY_VADDR(rc->key[r]);
+			if (AGENT_KEY_MODULE(rc->key[r]) == 0 &&
+			    bsearch(&at, to, n, sizeof(*to), by_value))
+				made += rc->calls[r];
+		}
 		if (made > most) { /* at a tie, the inner frame */
 			most = made;
 			best = i;
