@@ -242,27 +242,49 @@ TEST(outer_chain_of_garbage_words_is_some_of_them)
 
 /* The code of a call is read from the program's own file, through the descriptor the
  * symbols came from: here, this test program (not PIE, so addresses are its own). */
+/* This test program as a trace's module 0, its symbols open (not PIE, so addresses are
+ * its own). Stays put while open: the trace points into it. */
+struct self {
+	struct rb_elf elf;
+	char exe[512];
+	struct rb_module mod;
+	struct rb_trace t;
+	struct agent_symbols s;
+};
+
+static bool self_open(struct self *me)
+{
+	memset(me, 0, sizeof(*me));
+	if (!CHECK(rb_elf_load("/proc/self/exe", &me->elf) == 0))
+		return false;
+	ssize_t len = readlink("/proc/self/exe", me->exe, sizeof(me->exe) - 1);
+	CHECK(len > 0);
+	me->exe[len > 0 ? len : 0] = '\0';
+	me->mod = (struct rb_module){ .path = me->exe, .end = ~0ull,
+				      .build_id_len = me->elf.build_id_len };
+	memcpy(me->mod.build_id, me->elf.build_id, me->elf.build_id_len);
+	me->t = (struct rb_trace){ .nmodules = 1, .modules = &me->mod };
+	if (CHECK(agent_symbols_open(&me->s, &me->t) == 0))
+		return true;
+	rb_elf_free(&me->elf);
+	return false;
+}
+
+static void self_close(struct self *me)
+{
+	agent_symbols_close(&me->s);
+	rb_elf_free(&me->elf);
+}
+
 TEST(symbols_code_reads_the_program_file)
 {
-	struct rb_elf self;
-	if (!CHECK(rb_elf_load("/proc/self/exe", &self) == 0))
+	static struct self me;
+	if (!self_open(&me))
 		return;
-	char exe[512];
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	CHECK(len > 0);
-	exe[len > 0 ? len : 0] = '\0';
-	struct rb_module mod = { .path = exe, .end = ~0ull, .build_id_len = self.build_id_len };
-	memcpy(mod.build_id, self.build_id, self.build_id_len);
-	struct rb_trace t = { .nmodules = 1, .modules = &mod };
-	struct agent_symbols s;
-	if (!CHECK(agent_symbols_open(&s, &t) == 0)) {
-		rb_elf_free(&self);
-		return;
-	}
 	uint8_t file[16];
 	uint16_t machine = 0;
 	uint64_t at = (uint64_t)(uintptr_t)agent_hex;
-	CHECK_EQ_INT(agent_symbols_code(&s, 0, at, file, sizeof(file), &machine), 0);
+	CHECK_EQ_INT(agent_symbols_code(&me.s, 0, at, file, sizeof(file), &machine), 0);
 	CHECK(memcmp(file, (const void *)agent_hex, sizeof(file)) == 0);
 #if defined(__x86_64__)
 	CHECK_EQ_INT(machine, EM_X86_64);
@@ -272,11 +294,10 @@ TEST(symbols_code_reads_the_program_file)
 	CHECK_EQ_INT(machine, EM_ARM);
 #endif
 	/* Outside every executable section, and across the end of one: refused. */
-	CHECK(agent_symbols_code(&s, 0, 8, file, sizeof(file), &machine) < 0);
-	CHECK(agent_symbols_code(&s, 0, ~0ull - 4, file, sizeof(file), &machine) < 0);
-	CHECK(agent_symbols_code(&s, 1, at, file, sizeof(file), &machine) < 0);
-	agent_symbols_close(&s);
-	rb_elf_free(&self);
+	CHECK(agent_symbols_code(&me.s, 0, 8, file, sizeof(file), &machine) < 0);
+	CHECK(agent_symbols_code(&me.s, 0, ~0ull - 4, file, sizeof(file), &machine) < 0);
+	CHECK(agent_symbols_code(&me.s, 1, at, file, sizeof(file), &machine) < 0);
+	self_close(&me);
 }
 
 /* Functions of this program whose calls the root test reads from its code. */
@@ -313,20 +334,9 @@ __attribute__((noinline)) void outer_test_helper(void)
  * loop), not by the untraced helper just outside the open call, entered a moment ago. */
 TEST(outer_root_of_the_frame_that_made_the_root_calls)
 {
-	struct rb_elf self;
-	if (!CHECK(rb_elf_load("/proc/self/exe", &self) == 0))
+	static struct self me;
+	if (!self_open(&me))
 		return;
-	char exe[512];
-	ssize_t len = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	exe[len > 0 ? len : 0] = '\0';
-	struct rb_module mod = { .path = exe, .end = ~0ull, .build_id_len = self.build_id_len };
-	memcpy(mod.build_id, self.build_id, self.build_id_len);
-	struct rb_trace t = { .nmodules = 1, .modules = &mod };
-	struct agent_symbols s;
-	if (!CHECK(agent_symbols_open(&s, &t) == 0)) {
-		rb_elf_free(&self);
-		return;
-	}
 #define KEY(fn) ((uint64_t)1 << 48 | (uint64_t)(uintptr_t)(fn))
 	struct agent_outer o = { .n = 4 };
 	o.key[0] = KEY(outer_test_leaf_y); /* any frame further out */
@@ -342,17 +352,16 @@ TEST(outer_root_of_the_frame_that_made_the_root_calls)
 	rc.key[2] = KEY(outer_test_leaf_z);
 	rc.calls[2] = 1;
 	CHECK_EQ_U64(agent_outer_root(&o, open, 1), KEY(outer_test_helper));
-	CHECK_EQ_U64(agent_outer_root_of(&s, &o, open, 1, &rc), KEY(outer_test_loop));
+	CHECK_EQ_U64(agent_outer_root_of(&me.s, &o, open, 1, &rc), KEY(outer_test_loop));
 	/* The root's calls all made by the helper: the helper. */
 	rc.n = 1;
 	rc.key[0] = KEY(outer_test_leaf_z);
-	CHECK_EQ_U64(agent_outer_root_of(&s, &o, open, 1, &rc), KEY(outer_test_helper));
+	CHECK_EQ_U64(agent_outer_root_of(&me.s, &o, open, 1, &rc), KEY(outer_test_helper));
 	/* None made by any frame's code: the innermost outside the open calls. */
 	rc.key[0] = KEY(agent_hex);
-	CHECK_EQ_U64(agent_outer_root_of(&s, &o, open, 1, &rc), KEY(outer_test_helper));
+	CHECK_EQ_U64(agent_outer_root_of(&me.s, &o, open, 1, &rc), KEY(outer_test_helper));
 	rc.n = 0;
-	CHECK_EQ_U64(agent_outer_root_of(&s, &o, open, 1, &rc), KEY(outer_test_helper));
+	CHECK_EQ_U64(agent_outer_root_of(&me.s, &o, open, 1, &rc), KEY(outer_test_helper));
 #undef KEY
-	agent_symbols_close(&s);
-	rb_elf_free(&self);
+	self_close(&me);
 }
