@@ -88,6 +88,7 @@ CFG void agent_config_defaults(struct agent_config *c)
 #endif
 	c->log_level = CONFIG_AGENT_LOG_LEVEL;
 	c->sched_pages = CONFIG_AGENT_SCHED_PAGES;
+	snprintf(c->sleds, sizeof(c->sleds), "sampled");
 	upload_defaults(&c->up);
 }
 
@@ -148,6 +149,10 @@ static const struct {
 	  sizeof(((struct agent_config *)0)->debuginfod_urls), 0 },
 	{ "debuginfod_cache", offsetof(struct agent_config, debuginfod_cache),
 	  sizeof(((struct agent_config *)0)->debuginfod_cache), 1 },
+	{ "sleds", offsetof(struct agent_config, sleds), sizeof(((struct agent_config *)0)->sleds),
+	  0 },
+	{ "sleds_exclude", offsetof(struct agent_config, sleds_exclude),
+	  sizeof(((struct agent_config *)0)->sleds_exclude), 1 },
 };
 
 CFG static int fail(char *err, size_t size, unsigned line, const char *fmt, ...)
@@ -207,6 +212,9 @@ CFG static int set(struct agent_config *c, const char *key, const char *val, uns
 		if (!strcmp(key, "upload_pick") && strcmp(val, "first") && strcmp(val, "severe") &&
 		    strcmp(val, "campaign"))
 			return fail(err, errsize, line, "upload_pick is first, severe or campaign");
+		if (!strcmp(key, "sleds") && strcmp(val, "sampled") && strcmp(val, "timed") &&
+		    strcmp(val, "off"))
+			return fail(err, errsize, line, "sleds is sampled, timed or off");
 		memcpy((char *)c + strings[i].off, val, n + 1);
 		return 0;
 	}

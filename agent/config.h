@@ -28,6 +28,11 @@
  *                                   thread, no socket); so does JITT_DISABLE=1
  *   trace_main    = 0               1: jitt_init() (the constructor) traces the main thread,
  *                                   so an app is traced with no code of its own
+ *   sleds         = sampled         a program built with sleds (jitt-sleds.pc): its functions
+ *                                   records timed about one in 16 (sampled), each (timed),
+ *                                   or its sleds left as NOPs, untraced (off)
+ *   sleds_exclude =                 a `jitt exclude` list (absolute path): the functions it
+ *                                   names stay NOPs (docs/trace-points.md, "Sleds")
  *   sched_pages   = 8               pages of each traced thread's context-switch ring (a
  *                                   power of two); 0: none, schedstat samples instead
  *   debuginfod_urls =               http:// debuginfod servers (space-separated) the `jitt`
@@ -86,6 +91,8 @@ struct agent_config {
 	int enabled;	    /* the runtime starts at all */
 	int trace_main;	    /* jitt_init() on the main thread traces it */
 	uint32_t sched_pages; /* per traced thread's perf switch ring; 0: schedstat */
+	char sleds[8];	      /* sampled | timed | off */
+	char sleds_exclude[AGENT_PATH_MAX]; /* empty: none */
 	struct agent_upload_config up; /* jittd's uploader (uploader/Kconfig's defaults) */
 	char debuginfod_urls[512];		 /* empty: none */
 	char debuginfod_cache[AGENT_PATH_MAX]; /* empty: the user's cache folder */

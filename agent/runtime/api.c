@@ -103,6 +103,9 @@ RT int jitt_init(const char *config_file)
 		atomic_store(&rt->state, 0);
 		return e;
 	}
+	/* Before any thread is traced, and in the constructor before main(): a thunk may run
+	 * as soon as its sled is patched. */
+	agent_sleds_start(&rt->cfg);
 	atomic_store(&rt->state, 2);
 	/* With AUTO_INIT this is the constructor, before main(): the app needs no code. */
 	bool main_traced = false;
@@ -178,6 +181,9 @@ RT int jitt_trace_thread(bool on)
 		return -ENODEV;
 	/* The timer must be probed before the first trace point reads it. */
 	int err = hal_timer_init();
+	if (err)
+		return err;
+	err = agent_sleds_thread_start();
 	if (err)
 		return err;
 	if (!rb_tls.ring) {

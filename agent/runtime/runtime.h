@@ -116,6 +116,15 @@ void agent_sched_stop_all(void);
 void agent_sched_freeze(struct rb_frozen *f, int n, const pid_t *live, int nlive,
 		       struct rb_trace_sched *info, void **mem);
 
+/*
+ * Sleds (sleds.c, ringbuf/sleds.h): start patches the program's sleds as the settings say,
+ * before any thread is traced (nothing in a program built without them); thread_start
+ * gives a thread that starts to be traced its shadow stack (0, or -ENOMEM: not traced).
+ */
+struct agent_config;
+void agent_sleds_start(const struct agent_config *cfg);
+int agent_sleds_thread_start(void);
+
 /* CLOCK_MONOTONIC in ns. */
 uint64_t agent_now_ns(void);
 

@@ -69,6 +69,14 @@ if [ -f "$obj/lib/libjitt-sampled.a" ]; then
 	JITT_SDK_SAMPLED=1
 	export JITT_SDK_SAMPLED
 fi
+# Sleds (x86_64 boards): trace points patched in at start-up, where the compiler kept a
+# function (ringbuf/sleds.h); jitt-sleds.pc.
+if [ -f "$obj/lib/libjitt-sleds.a" ]; then
+	put 0644 "$obj/lib/libjitt-sleds.a" "$libdir/libjitt-sleds.a"
+	pcs="$pcs jitt-sleds"
+	JITT_SDK_SLEDS=1
+	export JITT_SDK_SLEDS
+fi
 tmp=$(mktemp)
 sdk=$(mktemp -d)
 trap 'rm -rf "$tmp" "$sdk"' EXIT

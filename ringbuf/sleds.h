@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ringbuf/sleds.h - trace points patched in at start-up (x86_64, GCC): the program is built
+ * with -fpatchable-function-entry=5 instead of -finstrument-functions (jitt-sleds.pc), so
+ * each function the compiler kept out of line, after inlining, starts with five bytes of
+ * NOPs and nothing else: untraced, it runs at the plain build's speed. At start-up the
+ * runtime turns the NOPs of the functions it traces into a jump to a thunk of their own,
+ * which writes the entry record, calls the function's body, and writes the exit record
+ * when the body returns (docs/trace-points.md, "Sleds").
+ *
+ * How the exit is caught: the thunk moves the caller's return address onto a per-thread
+ * shadow stack, with the stack slot it came from, and calls the body in its place, so the
+ * body's arguments on the stack are where they were; at the return it puts the address back
+ * and returns through it, which the processor's return predictor still expects (the
+ * caller's call pushed it). A longjmp that leaves frames is seen at the next return, by the
+ * slots: entries whose slot lies below the returning frame's are frames the jump left
+ * (their exits are the decoder's, from the longjmp record: docs/runtime.md).
+ */
+#ifndef JITT_RINGBUF_SLEDS_H
+#define JITT_RINGBUF_SLEDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* How a patched function's records are written: each timed (rb_point), or about one in 16
+ * (rb_point_sampled, docs/untimed.md). */
+enum rb_sled_time { RB_SLED_TIMED, RB_SLED_SAMPLED };
+
+struct rb_sleds_stats {
+	size_t sleds;	 /* sleds the program has (its __patchable_function_entries) */
+	size_t patched;	 /* turned into jumps to a thunk */
+	size_t excluded; /* left as NOPs: their address was in the skip list */
+	size_t foreign;	 /* not five NOPs (patched already, or not a sled): left alone */
+};
+
+/*
+ * The program's sleds, as run-time addresses (the entry of each function), in the order
+ * the linker left them; *n their count. NULL and 0 in a program built without sleds.
+ */
+const uintptr_t *rb_sleds_list(size_t *n);
+
+/*
+ * Patch every sled but those whose address is in skip (sorted ascending, nskip entries),
+ * their records written as `time` says. Once per process, before other threads run the
+ * program's code (the runtime's constructor): the text is made writable for the moment it
+ * takes. Returns 0 (st filled), -EALREADY, -ENOENT when the program has no sleds, or the
+ * errno of an mmap or mprotect that failed (nothing is patched then).
+ */
+int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
+		   struct rb_sleds_stats *st);
+
+/*
+ * The return address a thunk moved away from stack slot `slot` of the calling thread, or 0
+ * when slot holds none (for the stack scan at a freeze, ringbuf/stack.h: the slot itself
+ * then holds the thunk's own return address).
+ */
+uintptr_t rb_sleds_return_of(uintptr_t slot);
+
+/* Whether addr lies in the thunks (a return address into one is not a frame of the
+ * program's). */
+int rb_sleds_is_thunk(uintptr_t addr);
+
+#endif
