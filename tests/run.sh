@@ -152,6 +152,10 @@ if [ "$board" = host ]; then
 	counted real-programs.sh sh "$here/real-programs.sh" "$here/.." "$bin" "$bin/../real-moments"
 	# longjmp, siglongjmp, a fortified longjmp and C++ exceptions leave no frame open.
 	counted nonlocal-check.sh sh "$here/nonlocal-check.sh" "$here/.." "$bin"
+	# Sleds (x86_64): a program built with jitt-sleds.pc's flags gives its plain build's
+	# results untraced and traced (every argument and result register, the stack, longjmp,
+	# threads), and its traces name its functions.
+	counted sleds-check.sh sh "$here/sleds-check.sh" "$here/.." "$bin"
 	# make install into a temporary folder: the tree and its modes, the init files, the
 	# settings file, and a service built from the installed SDK (docs/oem.md).
 	counted install-check.sh sh "$here/install-check.sh" "$here/.." host "$(cd "$bin/.." && pwd)"

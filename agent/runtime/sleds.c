@@ -108,7 +108,8 @@ RT static int exclude_names(char *text, const char **names, size_t max, size_t *
 /*
  * The sleds whose function's name contains a name of the list (GCC's rule for the same
  * list, so that it leaves out the same functions in both builds), sorted, into skip; their
- * count, or a negative errno (the program's symbol table unreadable: stripped, say).
+ * count, or a negative errno: -EINVAL for a file that is not a list, -ENODATA for a program
+ * without a symbol table (stripped).
  */
 RT static long exclude_sleds(const char *path, const uintptr_t *sleds, size_t nsleds,
 			     uintptr_t *skip)
@@ -125,7 +126,7 @@ RT static long exclude_sleds(const char *path, const uintptr_t *sleds, size_t ns
 	if (!err)
 		err = rb_elf_load("/proc/self/exe", &elf);
 	if (!err && !elf.full_symtab)
-		err = -ENOENT;
+		err = -ENODATA; /* stripped */
 	uintptr_t bias = 0;
 	if (!err)
 		dl_iterate_phdr(main_bias, &bias);
@@ -168,7 +169,7 @@ RT void agent_sleds_start(const struct agent_config *cfg)
 			/* Every function traced would cost what the list is there to save. */
 			log_err("jitt: sleds: %s: %s: no function traced", cfg->sleds_exclude,
 				nskip == -EINVAL ? "not a `jitt exclude` list"
-				: nskip == -ENOENT ? "the program has no symbol table to match it"
+				: nskip == -ENODATA ? "the program has no symbol table to match it"
 						   : strerror((int)-nskip));
 			free(skip);
 			return;

@@ -1,0 +1,99 @@
+#!/bin/sh
+# Sleds (ringbuf/sleds.h) in a real build: tests/sleds_abi.c, built with jitt-sleds.pc's
+# flags (-fpatchable-function-entry=5, PIE glibc), must print what its plain build prints,
+# untraced (sleds = off), traced with every record timed, and traced with sampled time
+# and a `jitt exclude` list; the traced runs must persist a trace whose summary names its
+# functions and leaves no call jumped over by longjmp open. A list that is not one, and a
+# program that has no sleds, must leave the program running untraced and say why.
+# usage: sleds-check.sh SRCTREE BIN_DIR   (host, x86_64)
+set -u
+src=$(cd "$1" && pwd)
+bin=$(cd "$2" && pwd)
+lib=$bin/../lib
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+. "$src/tests/check-lib.sh"
+
+if [ ! -f "$lib/libjitt-sleds.a" ]; then
+	echo "sleds-check: no libjitt-sleds.a (x86_64 boards only): nothing to check"
+	exit 0
+fi
+flags=$(sed 's/-finstrument-functions/-fpatchable-function-entry=5/' "$lib/libjitt.cflags")
+# shellcheck disable=SC2086,SC2046 # flag lists
+if gcc -O2 -fPIE -pie $flags -I"$src" "$src/tests/sleds_abi.c" -o "$work/abi" \
+	"$lib/libjitt-sleds.a" "$lib/libjitt-glibc.a" $(cat "$lib/libjitt-glibc.ldflags") \
+	-Wl,-u,rb_sleds_patch >"$work/build.log" 2>&1 &&
+	gcc -O2 -fPIE -pie -flto -I"$src" "$src/tests/sleds_abi.c" \
+		-o "$work/plain" "$lib/libjitt-glibc.a" $(cat "$lib/libjitt-glibc.ldflags") \
+		>>"$work/build.log" 2>&1; then
+	ok "builds with sleds, and plain"
+else
+	fail "build" "$(tail -n 5 "$work/build.log")"
+	echo "$passed passed, $failed failed"
+	exit 1
+fi
+sleds=$(readelf -S -W "$work/abi" | grep -c __patchable_function_entries)
+check "the program has its sleds table" is "$sleds" 1
+
+mkdir -p "$work/data/spool" "$work/run"
+conf() { # the settings, then extra lines
+	printf 'data_dir = %s\nrun_dir = %s\nlog_level = info\ncooldown_ms = 0\n' \
+		"$work/data" "$work/run"
+	for l in "$@"; do echo "$l"; done
+}
+want=$(JITT_DISABLE=1 "$work/plain" 2>/dev/null)
+check "the plain build runs ('$want')" matches "$want" "jumps 1000 200 200 200 deep 200010000"
+
+# run NAME SETTINGS...: the program with these settings; its output must be the plain one's
+run() {
+	name=$1
+	shift
+	conf "$@" >"$work/$name.conf"
+	rm -f "$work/data/spool/"*
+	out=$(TRACE_SPOOL=$work/data/spool JITT_CONFIG=$work/$name.conf "$work/abi" \
+		2>"$work/$name.log")
+	check "$name: the same results as the plain build" is "$out" "$want"
+}
+# traced NAME WHAT-THE-LOG-SAYS SETTINGS...: run, then the trace's decode and summary
+traced() {
+	name=$1 said=$2
+	shift 2
+	run "$name" "$@"
+	check "$name: says '$said'" grep -q "$said" "$work/$name.log"
+	check "$name: persisted a trace" grep -q 'traced 0 anomaly 0' "$work/$name.log"
+	trace=$(ls "$work/data/spool/"*.jtr 2>/dev/null | head -n 1)
+	[ -n "$trace" ] || { fail "$name: no trace" "$(cat "$work/$name.log")"; return; }
+	"$bin/jitt" decode "$trace" >"$work/$name.dec" 2>&1
+	open=$(sed -n 's/^ *\([0-9]*\) calls still running when the ring was frozen$/\1/p' \
+		"$work/$name.dec")
+	if [ "${open:-0}" -le 1 ]; then # main
+		ok "$name: no call left open by longjmp (${open:-0} running at the freeze)"
+	else
+		fail "$name: $open calls left open" "$(tail -n 3 "$work/$name.dec")"
+	fi
+	"$bin/jitt" summarize "$trace" >"$work/$name.sum" 2>&1
+	for fn in work many mix depth_sum; do
+		check "$name: the summary names $fn" grep -qw "$fn" "$work/$name.sum"
+	done
+}
+
+run off "sleds = off"
+check "off: says the sleds are off" grep -q 'sleds: off' "$work/off.log"
+traced timed 'functions traced, every record' "sleds = timed"
+printf -- '-finstrument-functions-exclude-function-list=halves,scaled\n' >"$work/list"
+traced sampled-list 'traced, sampled time (2 left out by' "sleds_exclude = $work/list"
+if grep -qw halves "$work/sampled-list.sum"; then
+	fail "sampled-list: the summary names halves, which the list left out"
+else
+	ok "sampled-list: the summary leaves out the functions of the list"
+fi
+
+# Bad lists: said, and nothing traced, never a crash.
+printf 'not a list\n' >"$work/bad"
+run bad-list "sleds_exclude = $work/bad"
+check "bad-list: says it is not a list" grep -q 'not a `jitt exclude` list' "$work/bad-list.log"
+run missing-list "sleds_exclude = $work/none"
+check "missing-list: says the file is missing" grep -q "$work/none: No such file" "$work/missing-list.log"
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

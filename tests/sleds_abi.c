@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tests/sleds_abi.c - what a thunk must carry through unchanged (tests/sleds-check.sh):
+ * the calls of the x86_64 ABI that use every argument register, vector registers, the
+ * stack and the flags a variadic call passes, results in rax:rdx and xmm0:xmm1 and through
+ * memory, recursion, calls through pointers, longjmp out of traced calls, and threads, a
+ * traced one next to untraced ones. It prints one line of results, which must be the same
+ * built plain, with sleds untraced and with sleds traced.
+ */
+#include "agent/jitt.h"
+#include "tests/wait_trace.h"
+
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#define NOINLINE __attribute__((noinline))
+
+struct big {
+	long v[6];
+};
+struct pair {
+	double a, b;
+};
+
+/* Ten integer arguments: six in registers, four on the stack. */
+NOINLINE long many(long a, long b, long c, long d, long e, long f, long g, long h, long i,
+		   long j)
+{
+	return a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f + 7 * g + 8 * h + 9 * i + 10 * j;
+}
+
+/* Vector registers both ways, mixed with integers. */
+NOINLINE double mix(double x, float y, int k, double z)
+{
+	return x * y + k - z / 3.0;
+}
+
+/* A struct returned in two vector registers. */
+NOINLINE struct pair halves(double x)
+{
+	struct pair p = { x / 2, x / 4 };
+	return p;
+}
+
+/* A struct passed on the stack and one returned through memory. */
+NOINLINE struct big scaled(struct big in, long by)
+{
+	for (int i = 0; i < 6; i++)
+		in.v[i] *= by;
+	return in;
+}
+
+/* A 128-bit result in rax:rdx. */
+NOINLINE unsigned __int128 wide(uint64_t a, uint64_t b)
+{
+	return (unsigned __int128)a * b;
+}
+
+/* Variadic: %al says how many vector registers carry arguments. */
+NOINLINE double sum_va(int n, ...)
+{
+	va_list ap;
+	va_start(ap, n);
+	double s = 0;
+	for (int i = 0; i < n; i++)
+		s += va_arg(ap, double);
+	va_end(ap);
+	return s;
+}
+
+NOINLINE long depth_sum(long n)
+{
+	if (n == 0)
+		return 0;
+	long r = n + depth_sum(n - 1);
+	__asm__ __volatile__("" ::: "memory"); /* not a tail call */
+	return r;
+}
+
+static jmp_buf env;
+NOINLINE static void thrower(int depth)
+{
+	if (depth == 0)
+		longjmp(env, 1);
+	thrower(depth - 1);
+	__asm__ __volatile__("" ::: "memory");
+}
+NOINLINE static int protected_call(int depth)
+{
+	if (setjmp(env) == 0) {
+		thrower(depth);
+		return 0;
+	}
+	return 1;
+}
+
+static long (*volatile through_pointer)(long) = depth_sum;
+
+NOINLINE static double work(int rounds)
+{
+	double acc = 0;
+	struct big b = { { 1, 2, 3, 4, 5, 6 } };
+	for (int r = 0; r < rounds; r++) {
+		acc += (double)many(r, 1, 2, 3, 4, 5, 6, 7, 8, 9);
+		acc += mix(1.5 + r, 2.25f, r, 9.0);
+		struct pair p = halves(r);
+		acc += p.a - p.b;
+		struct big s = scaled(b, r % 7);
+		acc += (double)(s.v[0] + s.v[5]);
+		unsigned __int128 w = wide(0xffffffffffffull + (uint64_t)r, 0x10001);
+		acc += (double)(uint64_t)(w >> 64) + (double)(uint64_t)w / 1e12;
+		acc += sum_va(4, 1.0, 2.0, 0.5 * r, 4.0);
+		acc += (double)through_pointer(r % 50);
+	}
+	return acc;
+}
+
+struct job {
+	int traced, rounds;
+	double result;
+	int jumps;
+};
+
+static void *thread_main(void *arg)
+{
+	struct job *j = arg;
+	if (j->traced)
+		(void)jitt_trace_thread(true);
+	j->result = work(j->rounds);
+	for (int i = 0; i < 200; i++)
+		j->jumps += protected_call(i % 30);
+	return NULL;
+}
+
+int main(void)
+{
+	int traced = jitt_trace_thread(true);
+	struct job jobs[3] = { { 1, 3000, 0, 0 }, { 0, 3000, 0, 0 }, { 0, 2000, 0, 0 } };
+	pthread_t t[3];
+	for (int i = 0; i < 3; i++)
+		pthread_create(&t[i], NULL, thread_main, &jobs[i]);
+	double mine = work(5000);
+	int jumps = 0;
+	for (int i = 0; i < 1000; i++)
+		jumps += protected_call(i % 40);
+	long deep = depth_sum(20000);
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	int a = traced ? -1 : jitt_anomaly("sleds");
+	if (!a)
+		wait_for_trace();
+	printf("work %.6f %.6f %.6f %.6f jumps %d %d %d %d deep %ld\n", mine, jobs[0].result,
+	       jobs[1].result, jobs[2].result, jumps, jobs[0].jumps, jobs[1].jumps, jobs[2].jumps,
+	       deep);
+	fprintf(stderr, "traced %d anomaly %d\n", traced, a);
+	return 0;
+}
