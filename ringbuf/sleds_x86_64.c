@@ -43,19 +43,23 @@ struct sled_frame {
 };
 
 /* Reserved, not committed (MAP_NORESERVE): pages are touched only as deep as calls go. A
- * million frames is deeper than an 8 MiB stack of 16-byte frames can hold. */
+ * million frames is deeper than an 8 MiB stack of 16-byte frames can hold; past them lies
+ * a page that is never accessible, so that the sampled thunk, which does not compare, faults
+ * there rather than write past the stack. */
 #define SHADOW_FRAMES (1u << 20)
+#define SHADOW_BYTES (SHADOW_FRAMES * sizeof(struct sled_frame))
 
+/* The thread's shadow stack and its next free frame (the thunks read and write that in one
+ * instruction each). */
 static __thread struct sled_frame *shadow __attribute__((tls_model(RB_TLS_MODEL)));
-static __thread uint32_t shadow_depth __attribute__((tls_model(RB_TLS_MODEL)));
+static __thread struct sled_frame *shadow_top __attribute__((tls_model(RB_TLS_MODEL)));
 static pthread_key_t shadow_key;
 static pthread_once_t shadow_once = PTHREAD_ONCE_INIT;
 
 static void shadow_free(void *p)
 {
-	munmap(p, SHADOW_FRAMES * sizeof(struct sled_frame));
-	shadow = NULL;
-	shadow_depth = 0;
+	munmap(p, SHADOW_BYTES + (size_t)sysconf(_SC_PAGESIZE));
+	shadow = shadow_top = NULL;
 }
 
 static void shadow_key_make(void)
@@ -67,14 +71,19 @@ int rb_sleds_thread_init(void)
 {
 	if (shadow)
 		return 0;
-	void *p = mmap(NULL, SHADOW_FRAMES * sizeof(struct sled_frame), PROT_READ | PROT_WRITE,
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	char *p = mmap(NULL, SHADOW_BYTES + page, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return -errno;
+	if (mprotect(p + SHADOW_BYTES, page, PROT_NONE)) {
+		int err = errno;
+		munmap(p, SHADOW_BYTES + page);
+		return -err;
+	}
 	(void)pthread_once(&shadow_once, shadow_key_make);
 	(void)pthread_setspecific(shadow_key, p);
-	shadow = p;
-	shadow_depth = 0;
+	shadow = shadow_top = (struct sled_frame *)p;
 	return 0;
 }
 
@@ -96,13 +105,12 @@ __attribute__((noreturn, cold)) static void shadow_lost(const char *why)
 #define SLED_ENTER(name, point)                                                            \
 	HOOK void name(uint32_t id, uintptr_t *slot)                                      \
 	{                                                                                  \
-		struct sled_frame *s = shadow;                                             \
-		uint32_t d = shadow_depth;                                                 \
-		if (__builtin_expect(!s || d >= SHADOW_FRAMES, 0))                         \
-			shadow_lost(s ? "calls nested over a million deep" : "no shadow stack"); \
-		s[d].slot = slot;                                                          \
-		s[d].ret = *slot;                                                          \
-		shadow_depth = d + 1;                                                      \
+		struct sled_frame *t = shadow_top;                                         \
+		if (__builtin_expect(!t || t >= shadow + SHADOW_FRAMES, 0))                \
+			shadow_lost(t ? "calls nested over a million deep" : "no shadow stack"); \
+		t->slot = slot;                                                            \
+		t->ret = *slot;                                                            \
+		shadow_top = t + 1;                                                        \
 		point(id);                                                                 \
 	}
 /* The body returned to the thunk, whose return slot is slot again: the caller's address
@@ -110,81 +118,178 @@ __attribute__((noreturn, cold)) static void shadow_lost(const char *why)
 #define SLED_EXIT(name, point)                                                             \
 	HOOK void name(uintptr_t *slot)                                                   \
 	{                                                                                  \
-		struct sled_frame *s = shadow;                                             \
-		uint32_t d = shadow_depth;                                                 \
-		while (d && s[d - 1].slot < slot)                                          \
-			d--;                                                               \
-		if (__builtin_expect(!d || s[d - 1].slot != slot, 0))                      \
+		struct sled_frame *b = shadow, *t = shadow_top;                            \
+		while (t > b && t[-1].slot < slot)                                         \
+			t--;                                                               \
+		if (__builtin_expect(t == b || t[-1].slot != slot, 0))                     \
 			shadow_lost("a return the shadow stack never saw");                \
-		d--;                                                                       \
-		*slot = s[d].ret;                                                          \
-		shadow_depth = d;                                                          \
+		t--;                                                                       \
+		*slot = t->ret;                                                            \
+		shadow_top = t;                                                            \
 		point(RB_EXIT);                                                            \
 	}
 
 SLED_ENTER(rb_sled_enter_timed, rb_point)
 SLED_EXIT(rb_sled_exit_timed, rb_point)
-SLED_ENTER(rb_sled_enter_sampled, rb_point_sampled)
 SLED_EXIT(rb_sled_exit_sampled, rb_point_sampled)
+
+/* The sampled thunk's timed records (about one in 16) and the rare paths behind them. */
+HOOK void rb_sled_point_sampled(uint32_t low)
+{
+	rb_point_sampled(low);
+}
 
 uintptr_t rb_sleds_return_of(uintptr_t slot)
 {
-	const struct sled_frame *s = shadow;
-	for (uint32_t d = shadow_depth; s && d; d--)
-		if ((uintptr_t)s[d - 1].slot == slot)
-			return s[d - 1].ret;
+	for (const struct sled_frame *t = shadow_top; t && t > shadow; t--)
+		if ((uintptr_t)t[-1].slot == slot)
+			return t[-1].ret;
 	return 0;
 }
 
 /* ---- the thunks ---- */
 
 /*
- * One per patched function, THUNK_SIZE bytes, made from this template:
- *   00 cmpq $0, %fs:POS          untraced thread (rb_tls.pos 0): straight to the body
- *   0a je   BODY
- *   10 push %rdi; push %rsi; sub $8, %rsp
- *   16 lea  0x18(%rsp), %rsi     the slot of the caller's return address
- *   1b mov  $ID, %edi            the entry record's low half (trace.h, rb_enter)
- *   20 call ENTER
- *   25 add  $8, %rsp; pop %rsi; pop %rdi
- *   2b lea  8(%rsp), %rsp        the caller's address off the stack, so that the call
- *   30 call BODY                 below puts the thunk's in the same slot
- *   35 sub  $16, %rsp            back to that slot, kept aligned for the call
- *   39 lea  8(%rsp), %rdi
- *   3e call EXIT                 puts the caller's address back in the slot
- *   43 add  $8, %rsp
- *   47 ret                       to the caller, as its call's prediction says
- * BODY is the function's entry + 5, past the sled. The flags are free at a function's
- * entry and after its return; so are %rdi and %rsi after the return.
+ * A thunk per patched function, made from a template below: its code, then a table of the
+ * fields to fill, each a kind (enum field) and the offset of its 4 bytes. The fields hold
+ * placeholders the assembler encodes as disp32/imm32/rel32: a TLS variable's offset from
+ * the thread pointer, the function's id, a call's or jump's target. BODY is the function's
+ * entry + 5, past its sled; the thunk calls it where the caller called the function, so its
+ * stack arguments are where they were.
  */
-static const unsigned char thunk_template[] = {
-	0x64, 0x48, 0x83, 0x3c, 0x25, 0, 0, 0, 0, 0x00,
-	0x0f, 0x84, 0, 0, 0, 0,
-	0x57, 0x56, 0x48, 0x83, 0xec, 0x08,
-	0x48, 0x8d, 0x74, 0x24, 0x18,
-	0xbf, 0, 0, 0, 0,
-	0xe8, 0, 0, 0, 0,
-	0x48, 0x83, 0xc4, 0x08, 0x5e, 0x5f,
-	0x48, 0x8d, 0x64, 0x24, 0x08,
-	0xe8, 0, 0, 0, 0,
-	0x48, 0x83, 0xec, 0x10,
-	0x48, 0x8d, 0x7c, 0x24, 0x08,
-	0xe8, 0, 0, 0, 0,
-	0x48, 0x83, 0xc4, 0x08,
-	0xc3,
-};
-enum {
-	AT_POS = 0x05,
-	AT_JE = 0x0c,
-	AT_ID = 0x1c,
-	AT_ENTER = 0x21,
-	AT_BODY = 0x31,
-	AT_EXIT = 0x3f,
-	THUNK_SIZE = 80,
-};
-_Static_assert(sizeof(thunk_template) == 0x48 && sizeof(thunk_template) <= THUNK_SIZE,
-	       "the template's offsets");
+enum field { F_END, F_POS, F_DUE, F_TOP, F_ID, F_BODY, F_POINT, F_ENTER, F_EXIT };
+#define FIELD(kind, end, back) ".byte " #kind "\n\t.short " #end " - 0b - " #back "\n\t"
 
+/*
+ * Sampled time (the default), all in the thunk but the timed record, about one in 16:
+ *   untraced thread (rb_tls.pos 0): straight to the body, the thunk's only cost a compare
+ *   and a jump;
+ *   entry: the caller's return address and its slot pushed on the shadow stack, an
+ *   untimed record [0 << 32 | id] (rb_point_sampled's), or at the due position a call of
+ *   rb_sled_point_sampled with the id (%rax saved: %al counts a variadic call's vector
+ *   registers); the caller's address taken off the stack, the body called;
+ *   exit: the top frame's slot must be the one the body returned from (else frames a
+ *   longjmp left: rb_sled_exit_sampled sorts that out); the caller's address pushed back
+ *   into its slot and returned to, which the caller's call predicted; the exit record as
+ *   the entry's (%rax and %rdx hold the result; %rcx and %r11 are free after a return).
+ */
+__asm__(".pushsection .rodata.jitt_sleds, \"a\"\n"
+	".globl rb_sled_tmpl_sampled\n\t.hidden rb_sled_tmpl_sampled\n"
+	"rb_sled_tmpl_sampled:\n0:\n\t"
+	"cmpq $0, %fs:0x7ffffff0\n1:\n\t"
+	".byte 0x0f, 0x84\n\t.long 0\n2:\n\t"
+	"push %rax\n\t"
+	"mov %fs:0x7ffffff0, %r11\n3:\n\t"
+	"mov 8(%rsp), %rax\n\t"
+	"mov %rax, 8(%r11)\n\t"
+	"lea 8(%rsp), %rax\n\t"
+	"mov %rax, (%r11)\n\t"
+	"add $16, %r11\n\t"
+	"mov %r11, %fs:0x7ffffff0\n4:\n\t"
+	"mov %fs:0x7ffffff0, %r11\n5:\n\t"
+	"cmp %fs:0x7ffffff0, %r11\n6:\n\t"
+	"jae 20f\n\t"
+	"mov $0x7ffffff0, %eax\n7:\n\t"
+	"mov %rax, (%r11)\n\t"
+	"addq $8, %fs:0x7ffffff0\n8:\n"
+	"10:\n\t"
+	"pop %rax\n\t"
+	"lea 8(%rsp), %rsp\n\t"
+	".byte 0xe8\n\t.long 0\n9:\n\t"
+	"mov %fs:0x7ffffff0, %r11\n11:\n\t"
+	"sub $16, %r11\n\t"
+	"lea -8(%rsp), %rcx\n\t"
+	"cmp %rcx, (%r11)\n\t"
+	"jne 30f\n\t"
+	"mov %r11, %fs:0x7ffffff0\n12:\n\t"
+	"mov 8(%r11), %rcx\n\t"
+	"push %rcx\n\t"
+	"mov %fs:0x7ffffff0, %r11\n13:\n\t"
+	"test %r11, %r11\n\t"
+	"je 15f\n\t"
+	"cmp %fs:0x7ffffff0, %r11\n14:\n\t"
+	"jae 25f\n\t"
+	"movq $0, (%r11)\n\t"
+	"addq $8, %fs:0x7ffffff0\n16:\n"
+	"15:\n\t"
+	"ret\n"
+	"20:\n\t"
+	"push %rdi\n\t"
+	"mov $0x7ffffff0, %edi\n21:\n\t"
+	"sub $8, %rsp\n\t"
+	".byte 0xe8\n\t.long 0\n22:\n\t"
+	"add $8, %rsp\n\t"
+	"pop %rdi\n\t"
+	"jmp 10b\n"
+	"25:\n\t"
+	"xor %edi, %edi\n\t"
+	"sub $8, %rsp\n\t"
+	".byte 0xe8\n\t.long 0\n26:\n\t"
+	"add $8, %rsp\n\t"
+	"ret\n"
+	"30:\n\t"
+	"sub $16, %rsp\n\t"
+	"lea 8(%rsp), %rdi\n\t"
+	".byte 0xe8\n\t.long 0\n31:\n\t"
+	"add $8, %rsp\n\t"
+	"ret\n"
+	".globl rb_sled_tmpl_sampled_end\n\t.hidden rb_sled_tmpl_sampled_end\n"
+	"rb_sled_tmpl_sampled_end:\n\t"
+	".globl rb_sled_fields_sampled\n\t.hidden rb_sled_fields_sampled\n"
+	"rb_sled_fields_sampled:\n\t"
+	FIELD(1, 1b, 5) FIELD(5, 2b, 4) FIELD(3, 3b, 4) FIELD(3, 4b, 4) FIELD(1, 5b, 4)
+	FIELD(2, 6b, 4) FIELD(4, 7b, 4) FIELD(1, 8b, 5) FIELD(5, 9b, 4) FIELD(3, 11b, 4)
+	FIELD(3, 12b, 4) FIELD(1, 13b, 4) FIELD(2, 14b, 4) FIELD(1, 16b, 5) FIELD(4, 21b, 4)
+	FIELD(6, 22b, 4) FIELD(6, 26b, 4) FIELD(8, 31b, 4)
+	".byte 0\n\t.short 0\n\t"
+	".popsection");
+
+/*
+ * Every record timed (sleds = timed): the entry and the exit in the C hooks above, which
+ * keep the shadow stack too.
+ *   untraced thread: straight to the body;
+ *   push %rdi, %rsi and a pad; %rsi the slot of the caller's return address, %edi the id;
+ *   call rb_sled_enter_timed; pop; the caller's address taken off the stack; call the body;
+ *   back to the slot (kept aligned for the call), rb_sled_exit_timed(slot) puts the
+ *   caller's address back there; return to it.
+ */
+__asm__(".pushsection .rodata.jitt_sleds, \"a\"\n"
+	".globl rb_sled_tmpl_timed\n\t.hidden rb_sled_tmpl_timed\n"
+	"rb_sled_tmpl_timed:\n0:\n\t"
+	"cmpq $0, %fs:0x7ffffff0\n1:\n\t"
+	".byte 0x0f, 0x84\n\t.long 0\n2:\n\t"
+	"push %rdi\n\t"
+	"push %rsi\n\t"
+	"sub $8, %rsp\n\t"
+	"lea 0x18(%rsp), %rsi\n\t"
+	"mov $0x7ffffff0, %edi\n3:\n\t"
+	".byte 0xe8\n\t.long 0\n4:\n\t"
+	"add $8, %rsp\n\t"
+	"pop %rsi\n\t"
+	"pop %rdi\n\t"
+	"lea 8(%rsp), %rsp\n\t"
+	".byte 0xe8\n\t.long 0\n5:\n\t"
+	"sub $16, %rsp\n\t"
+	"lea 8(%rsp), %rdi\n\t"
+	".byte 0xe8\n\t.long 0\n6:\n\t"
+	"add $8, %rsp\n\t"
+	"ret\n"
+	".globl rb_sled_tmpl_timed_end\n\t.hidden rb_sled_tmpl_timed_end\n"
+	"rb_sled_tmpl_timed_end:\n\t"
+	".globl rb_sled_fields_timed\n\t.hidden rb_sled_fields_timed\n"
+	"rb_sled_fields_timed:\n\t"
+	FIELD(1, 1b, 5) FIELD(5, 2b, 4) FIELD(4, 3b, 4) FIELD(7, 4b, 4) FIELD(5, 5b, 4)
+	FIELD(8, 6b, 4)
+	".byte 0\n\t.short 0\n\t"
+	".popsection");
+
+struct field_at {
+	uint8_t kind;
+	uint16_t at;
+} __attribute__((packed));
+extern const unsigned char rb_sled_tmpl_sampled[], rb_sled_tmpl_sampled_end[];
+extern const unsigned char rb_sled_tmpl_timed[], rb_sled_tmpl_timed_end[];
+extern const struct field_at rb_sled_fields_sampled[], rb_sled_fields_timed[];
 #define SLED_BYTES 5
 static const unsigned char sled_nops[SLED_BYTES] = { 0x90, 0x90, 0x90, 0x90, 0x90 };
 
@@ -255,33 +360,62 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 		lo = e[i] < lo ? e[i] : lo;
 		hi = e[i] > hi ? e[i] : hi;
 	}
+	const unsigned char *tmpl = rb_sled_tmpl_sampled, *tmpl_end = rb_sled_tmpl_sampled_end;
+	const struct field_at *fields = rb_sled_fields_sampled;
+	if (time == RB_SLED_TIMED) {
+		tmpl = rb_sled_tmpl_timed, tmpl_end = rb_sled_tmpl_timed_end;
+		fields = rb_sled_fields_timed;
+	}
+	size_t len = (size_t)(tmpl_end - tmpl), stride = (len + 15) & ~(size_t)15;
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	size_t size = (n * THUNK_SIZE + page - 1) & ~(page - 1);
+	size_t size = (n * stride + page - 1) & ~(page - 1);
 	unsigned char *t = thunks_map(lo, hi, size);
 	if (!t)
 		return -ENOMEM;
 
-	/* rb_tls.pos as an offset from the thread pointer: the executable's TLS block is at
-	 * the same offset in every thread (local-exec). */
+	/* The control words' offsets from the thread pointer: the executable's TLS block is
+	 * at the same offset in every thread (local-exec). */
 	uintptr_t tp;
 	__asm__("mov %%fs:0, %0" : "=r"(tp));
-	int64_t pos_off = (int64_t)((uintptr_t)&rb_tls.pos - tp);
-	int32_t pos32 = (int32_t)pos_off;
-	uintptr_t enter = (uintptr_t)(time == RB_SLED_SAMPLED ? rb_sled_enter_sampled
-							      : rb_sled_enter_timed);
-	uintptr_t exit = (uintptr_t)(time == RB_SLED_SAMPLED ? rb_sled_exit_sampled
-							     : rb_sled_exit_timed);
-	bool reach = pos_off == pos32;
+	int64_t off[] = {
+		[F_POS] = (int64_t)((uintptr_t)&rb_tls.pos - tp),
+		[F_DUE] = (int64_t)((uintptr_t)&rb_tls.due - tp),
+		[F_TOP] = (int64_t)((uintptr_t)&shadow_top - tp),
+	};
+	bool reach = true;
 	for (size_t i = 0; i < n && reach; i++) {
-		unsigned char *c = t + i * THUNK_SIZE;
-		memcpy(c, thunk_template, sizeof(thunk_template));
-		memset(c + sizeof(thunk_template), 0xcc, THUNK_SIZE - sizeof(thunk_template));
-		memcpy(c + AT_POS, &pos32, 4);
-		uint32_t id = (uint32_t)e[i];
-		memcpy(c + AT_ID, &id, 4);
-		reach = put_rel32(c + AT_JE, e[i] + SLED_BYTES) &&
-			put_rel32(c + AT_ENTER, enter) &&
-			put_rel32(c + AT_BODY, e[i] + SLED_BYTES) && put_rel32(c + AT_EXIT, exit);
+		unsigned char *c = t + i * stride;
+		memcpy(c, tmpl, len);
+		memset(c + len, 0xcc, stride - len); /* int3 */
+		for (const struct field_at *f = fields; f->kind != F_END && reach; f++) {
+			unsigned char *at = c + f->at;
+			uint32_t id = (uint32_t)e[i];
+			switch (f->kind) {
+			case F_POS:
+			case F_DUE:
+			case F_TOP:
+				reach = off[f->kind] == (int32_t)off[f->kind];
+				memcpy(at, &(int32_t){ (int32_t)off[f->kind] }, 4);
+				break;
+			case F_ID:
+				memcpy(at, &id, 4);
+				break;
+			case F_BODY:
+				reach = put_rel32(at, e[i] + SLED_BYTES);
+				break;
+			case F_POINT:
+				reach = put_rel32(at, (uintptr_t)rb_sled_point_sampled);
+				break;
+			case F_ENTER:
+				reach = put_rel32(at, (uintptr_t)rb_sled_enter_timed);
+				break;
+			case F_EXIT:
+				reach = put_rel32(at, (uintptr_t)(time == RB_SLED_TIMED
+									 ? rb_sled_exit_timed
+									 : rb_sled_exit_sampled));
+				break;
+			}
+		}
 	}
 	if (!reach || mprotect(t, size, PROT_READ | PROT_EXEC)) {
 		int err = reach ? errno : ERANGE;
@@ -289,7 +423,7 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 		return -err;
 	}
 	thunks_lo = (uintptr_t)t;
-	thunks_hi = (uintptr_t)t + n * THUNK_SIZE;
+	thunks_hi = (uintptr_t)t + n * stride;
 
 	/* The text, writable for the moment of the patching. Executable too: this code may
 	 * lie in the same pages. */
@@ -307,7 +441,7 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 			continue;
 		}
 		unsigned char jmp[SLED_BYTES] = { 0xe9 }; /* jmp rel32, from f's sled */
-		int32_t rel = (int32_t)((int64_t)((uintptr_t)(t + i * THUNK_SIZE) -
+		int32_t rel = (int32_t)((int64_t)((uintptr_t)(t + i * stride) -
 						  ((uintptr_t)f + SLED_BYTES)));
 		memcpy(jmp + 1, &rel, 4);
 		memcpy(f, jmp, SLED_BYTES);

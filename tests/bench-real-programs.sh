@@ -47,6 +47,12 @@ programs=${PROGRAMS:-duktape memcached speedtest1}
 # the options' contents; a new row is one line here, say "traced+x on @$src/tests/x.opt".
 # A method "sampled:M" is M linked with sampled time (jitt-sampled.pc: about one record in
 # 16 timed, docs/untimed.md); @KEPT+SLIST is @KEPT+LIST trained on the sampled kept build.
+# A method "sleds:M" is M built with jitt-sleds.pc (x86_64: NOPs where GCC kept a
+# function, patched at start-up, docs/trace-points.md "Sleds"), its records sampled (the
+# setting's default); its @SLIST is not compiled in but given at start-up (sleds_exclude:
+# @KEPT+SLIST's list without @KEPT, which sleds need not: they are where GCC kept a
+# function). Its off rows leave the NOPs (sleds = off); untraced+sleds patches them and
+# traces no thread (what the threads jitt does not trace pay).
 rows="plain plain -
 off off -
 traced on -
@@ -57,7 +63,11 @@ traced+kept+list on @KEPT+LIST
 traced+sampled on sampled:-
 traced+kept+list+sampled on sampled:@KEPT+LIST
 off+kept+slist+sampled off sampled:@KEPT+SLIST
-traced+kept+slist+sampled on sampled:@KEPT+SLIST"
+traced+kept+slist+sampled on sampled:@KEPT+SLIST
+off+sleds off sleds:-
+untraced+sleds off sleds:-
+traced+sleds on sleds:-
+traced+sleds+slist on sleds:@SLIST"
 if [ -n "${ROWS:-}" ]; then
 	rows=$(printf '%s\n' "$rows" | awk -v want=" $ROWS " 'index(want, " " $1 " ")')
 fi
@@ -78,6 +88,7 @@ binary() {
 	@*) d=$d-$(md5sum <"${3#@}" | cut -c1-8) ;;
 	esac
 	[ "$sampled" = 1 ] && d=$d-sampled
+	[ "$sleds" = 1 ] && d=$d-sleds
 	if [ ! -x "$d/$exe" ]; then
 		case $3 in -) o= ;; *) o=" with @${3##*/}" ;; esac
 		say "building $(basename "$d")$o"
@@ -99,11 +110,14 @@ method() {
 	*) echo "SDK defaults + @${2##*/}" ;;
 	esac
 }
-# sampled_method EXTRA: sets sampled (1 for "sampled:M", else empty) and prints M
+# sampled_method EXTRA: sets sampled (1 for "sampled:M", else empty) and sleds (1 for
+# "sleds:M") and prints M
 sampled_method() {
+	sampled= sleds=
 	case $1 in
 	sampled:*) sampled=1 && echo "${1#sampled:}" ;;
-	*) sampled= && echo "$1" ;;
+	sleds:*) sleds=1 && echo "${1#sleds:}" ;;
+	*) echo "$1" ;;
 	esac
 }
 
@@ -188,7 +202,7 @@ program() {
 	if printf '%s\n' "$rows" | grep -q ':*@KEPT+LIST$'; then
 		train_kept_list "" "$@" || return 1
 	fi
-	if printf '%s\n' "$rows" | grep -q ':@KEPT+SLIST$'; then
+	if printf '%s\n' "$rows" | grep -q ':@KEPT+SLIST$\|:@SLIST$'; then
 		sampled=1 && train_kept_list s "$@" || return 1
 		sampled=
 	fi
@@ -198,6 +212,12 @@ program() {
 		[ "$w" = "$w1" ] || other=$w1
 		printf '%s\n' "$rows" | while read -r row mode extra; do
 			sampled_method "$extra" >"$work/method" && extra=$(cat "$work/method")
+			settings=
+			if [ "$sleds" = 1 ]; then
+				[ "$row" = off+sleds ] && settings="sleds = off"
+				[ "$extra" = @SLIST ] && extra=- &&
+					settings="sleds_exclude = $work/kept-slist-from-$other.opt"
+			fi
 			[ "$extra" = @LIST ] && extra=@$work/list-from-$other.opt
 			[ "$extra" = @KEPT ] && extra=@$work/$prog-kept.opt
 			[ "$extra" = @KEPT+LIST ] && extra=@$work/$prog-kept+list-from-$other.opt
@@ -220,8 +240,16 @@ program() {
 				;;
 			esac
 			[ "$sampled" = 1 ] && m="$m, sampled time"
-			sampled=
-			printf '%s\t%s\t%s\t%s\t%s\n' "$w" "$row" "$mode" "$b" "$m" >>"$work/$prog.variants"
+			if [ "$sleds" = 1 ]; then
+				m="SDK sleds, sampled time"
+				case $settings in
+				"sleds = off") m="SDK sleds, left as NOPs (sleds = off)" ;;
+				sleds_exclude*) m="$m + slist of $other ($(entries "$work/kept-slist-from-$other.opt")) at start-up" ;;
+				esac
+			fi
+			sampled= sleds=
+			printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "$row" "$mode" "$b" "$m" "$settings" \
+				>>"$work/$prog.variants"
 		done || return 1
 	done
 	python3 "$src/tests/bench_real_programs.py" --run "$work" --jitt "$bin/jitt" \
@@ -288,6 +316,7 @@ JS
 		# Built from the build's lib/ (as speedtest1.sh), not the SDK image: its own key.
 		exe=speedtest1 plain_key=-$(md5sum <"$tar/.version" | cut -c1-8)
 		key=$(cat "$bin/../lib/libjitt.a" "$bin/../lib/libjitt.cflags" "$bin/../lib/libjitt.ldflags" \
+			$(ls "$bin/../lib/libjitt-sleds.a" 2>/dev/null) \
 			"$src/tests/speedtest1_shim.c" "$tar/.version" | md5sum | cut -c1-12)
 		size=50
 		[ "$quick" = 1 ] && size=20

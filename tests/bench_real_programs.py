@@ -24,7 +24,9 @@ With --collect DIR it measures nothing: it runs the row "traced" of each workloa
 trigger every quarter second and keeps the traces in DIR/WORKLOAD/ (what `jitt exclude`
 learns from).
 
-Variants come in a file, one a line, tab-separated: WORKLOAD ROW MODE BINARY METHOD.
+Variants come in a file, one a line, tab-separated: WORKLOAD ROW MODE BINARY METHOD
+[SETTINGS], SETTINGS being settings lines for that row only, separated by ";" (a sleds
+build's list: sleds_exclude = FILE).
 """
 import collections
 import argparse
@@ -70,6 +72,7 @@ run = o.run
 workloads = [w.partition("=")[::2] for w in o.workload + o.workloads]
 clients = dict(c.partition("=")[::2] for c in o.client)
 variants = {}  # workload: [(row, mode, binary, method)]
+row_settings = {}  # (workload, row): settings lines of that row only
 if not o.variants:
     if not (o.plain and o.traced and workloads):
         p.error("--variants, or --plain, --traced and workloads")
@@ -81,10 +84,12 @@ if not o.variants:
 for i, line in enumerate(open(o.variants, errors="replace") if o.variants else [], 1):
     if line.strip():
         fields = line.rstrip("\n").split("\t")
-        if len(fields) != 5:
-            sys.exit("%s:%d: %d fields, not WORKLOAD ROW MODE BINARY METHOD (tab-separated)" %
-                     (o.variants, i, len(fields)))
-        w, row, mode, binary, method = fields
+        if len(fields) not in (5, 6):
+            sys.exit("%s:%d: %d fields, not WORKLOAD ROW MODE BINARY METHOD [SETTINGS] "
+                     "(tab-separated)" % (o.variants, i, len(fields)))
+        w, row, mode, binary, method = fields[:5]
+        if len(fields) == 6 and fields[5].strip():
+            row_settings[(w, row)] = [x.strip() for x in fields[5].split(";") if x.strip()]
         if mode not in ("plain", "off", "on"):
             sys.exit("%s:%d: %s: mode %r is not plain, off or on" % (o.variants, i, row, mode))
         if w not in dict(workloads):
@@ -119,6 +124,11 @@ def one(w, row, mode, binary, every=None, prefix=(), keep=None, watch=False):
     conf = None
     if mode != "plain":
         conf = env["JITT_CONFIG"] = "%s/%s.conf" % (run, mode)
+        if (w, row) in row_settings:
+            conf = env["JITT_CONFIG"] = "%s/%s-%s-%s.conf" % (run, mode, w, row)
+            bench_cpu.settings(conf, "%s/data-%s" % (run, mode), "%s/sock" % run,
+                               (o.off_conf if mode == "off" else o.on_conf) +
+                               row_settings[(w, row)])
     if mode == "off":
         env.update(e.partition("=")[::2] for e in o.off_env)
     out, cout = "%s/%s.out" % (run, row), "%s/%s.client" % (run, row)

@@ -21,14 +21,22 @@ real_sdk() {
 	cc=$(pc --variable=compiler jitt)
 	sdk_hash=$(cat "$dest/usr/lib/jitt/libjitt-glibc.a" "$dest/usr/lib/jitt/libjitt-glibc.ldflags" \
 		"$dest/usr/lib/jitt/libjitt.cflags" $(ls "$dest/usr/lib/jitt/libjitt-sampled.a" \
-		2>/dev/null) | md5sum | cut -c1-12)
+		"$dest/usr/lib/jitt/libjitt-sleds.a" 2>/dev/null) | md5sum | cut -c1-12)
 }
 pc() { pkg-config --define-prefix "$@"; }
 # The SDK a jitt build links: jitt (each record timed), or jitt-sampled when the caller sets
 # sampled=1 (about one record in 16 timed, docs/untimed.md; speedtest1, linked without
 # pkg-config, then adds libjitt-sampled.a before libjitt.a).
-sampled=
-sdk_pc() { if [ "$sampled" = 1 ]; then echo jitt-sampled; else echo jitt; fi; }
+# With sleds=1, jitt-sleds (x86_64, glibc: trace points patched in at start-up where the
+# compiler kept a function, ringbuf/sleds.h), its flags too; speedtest1 then has the same
+# flags with libjitt-sleds.a before libjitt.a.
+sampled= sleds=
+sdk_pc() {
+	if [ "$sleds" = 1 ]; then echo jitt-sleds
+	elif [ "$sampled" = 1 ]; then echo jitt-sampled
+	else echo jitt; fi
+}
+sdk_cflags() { pc --cflags "$(if [ "$sleds" = 1 ]; then echo jitt-sleds; else echo jitt; fi)"; }
 
 # fetch PKG: the upstream tarball of Debian's source package, downloaded once.
 fetch() {
@@ -53,7 +61,7 @@ unpack() {
 build_duktape() {
 	[ -x "$2/duk" ] && return 0
 	if [ "${4:-}" = jitt ]; then
-		set -- "$1" "$2" "$3" CFLAGS="$(pc --cflags jitt)${5:+ $5}" CCLIBS="-lm $(pc --libs "$(sdk_pc)")"
+		set -- "$1" "$2" "$3" CFLAGS="$(sdk_cflags)${5:+ $5}" CCLIBS="-lm $(pc --libs "$(sdk_pc)")"
 	else
 		set -- "$1" "$2" "$3"
 	fi
@@ -84,7 +92,7 @@ build_memcached() {
 			sed -i '0,/^#include "memcached.h"$/s//&\n#include <jitt\/jitt.h>/' thread.c \
 				memcached.c &&
 			./configure -q && nice make -j2 memcached sizes timedrun \
-				memcached_CPPFLAGS="-DNDEBUG $(pc --cflags jitt)${5:+ $5}" \
+				memcached_CPPFLAGS="-DNDEBUG $(sdk_cflags)${5:+ $5}" \
 				memcached_LDADD="$(pc --libs "$(sdk_pc)")") >"$3" 2>&1
 	else
 		(cd "$2" && ./configure -q && nice make -j2 memcached sizes timedrun) >"$3" 2>&1
@@ -105,9 +113,13 @@ build_speedtest1() {
 		"$1/amalg/sqlite3.c"
 	if [ "$_rl_how" = jitt ]; then
 		# shellcheck disable=SC2046,SC2086 # the flags files and EXTRA are lists of words
-		nice ${CC_MUSL:-musl-gcc} "$@" $(cat "$_rl_lib/libjitt.cflags") $_rl_extra -I"$src" \
+		_rl_flags=$(cat "$_rl_lib/libjitt.cflags")
+		[ "$sleds" = 1 ] && _rl_flags=$(echo "$_rl_flags" |
+			sed 's/-finstrument-functions/-fpatchable-function-entry=5/')
+		nice ${CC_MUSL:-musl-gcc} "$@" $_rl_flags $_rl_extra -I"$src" \
 			"$src/tests/speedtest1_shim.c" \
-			${sampled:+"$_rl_lib/libjitt-sampled.a"} "$_rl_lib/libjitt.a" \
+			${sampled:+"$_rl_lib/libjitt-sampled.a"} \
+			${sleds:+"$_rl_lib/libjitt-sleds.a" -Wl,-u,rb_sleds_patch} "$_rl_lib/libjitt.a" \
 			$(cat "$_rl_lib/libjitt.ldflags") -o "$_rl_out"
 	else
 		# shellcheck disable=SC2086 # CC_MUSL may be a command and its options
