@@ -118,6 +118,13 @@ NO_INSTR static int after_call(uintptr_t ra, uintptr_t text_lo)
 #endif
 }
 
+/* Sleds (sleds.h): a patched function's thunk keeps the caller's return address on the
+ * thread's shadow stack, its own in the stack slot. Weak: only programs linked with
+ * libjitt-sleds.a have them. On another thread's stack (a blocked thread's, scanned by the
+ * control thread) the lookup finds nothing and the word is passed over, as before. */
+extern int rb_sleds_is_thunk(uintptr_t addr) __attribute__((weak));
+extern uintptr_t rb_sleds_return_of(uintptr_t slot) __attribute__((weak));
+
 NO_INSTR SCAN_READS size_t rb_stack_scan(uintptr_t sp, uintptr_t top, uintptr_t text_lo, uintptr_t text_hi,
 			      uintptr_t *out, size_t max)
 {
@@ -129,6 +136,8 @@ NO_INSTR SCAN_READS size_t rb_stack_scan(uintptr_t sp, uintptr_t top, uintptr_t 
 		top = sp + SCAN_MAX_BYTES;
 	for (uintptr_t a = sp; a + sizeof(uintptr_t) <= top && n < max; a += sizeof(uintptr_t)) {
 		uintptr_t w = *(volatile const uintptr_t *)a;
+		if (rb_sleds_is_thunk && rb_sleds_is_thunk(w))
+			w = rb_sleds_return_of(a);
 		if (w > text_lo && w < text_hi && after_call(w, text_lo))
 			out[n++] = w;
 	}

@@ -300,23 +300,35 @@ def summary_top(trace):
     return names
 
 
-def instrumented(binary):
+def instrumented(binary, settings=()):
     """The functions of a binary that hold trace points. The SDK's hooks are inlined, and
     each begins with a load of the thread's ring position, the binary's most frequent
     %fs:-relative load (its rdtsc may be elsewhere: the sampled-time hooks keep their on
     path in a section of its own). The others (a static libc's memcpy, say) can never be in
-    a summary."""
-    loads, cur = [], None
+    a summary. A build with sleds (jitt-sleds.pc) has them where a function starts with its
+    five NOPs, but those its row's sleds_exclude list names (as GCC matches: a substring)."""
+    loads, cur, sleds, nops = [], None, set(), 0
     dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binary], capture_output=True,
                          text=True).stdout
     for line in dis.splitlines():
         g = re.match(r"[0-9a-f]+ <(.+)>:$", line)
         if g:
-            cur = base(g.group(1))
+            cur, nops = base(g.group(1)), 0
             continue
+        if cur and nops >= 0:
+            nops = nops + 1 if re.search(r":\s+nop\s*$", line) else -1
+            if nops == 5:
+                sleds.add(cur)
         m = re.search(r"\bmov\s+%fs:(0x[0-9a-f]+),%r", line)
         if cur and m:
             loads.append((m.group(1), cur))
+    if len(sleds) > 10:
+        lists = [x.split("=", 1)[1].strip() for x in settings if x.startswith("sleds_exclude")]
+        names = set()
+        for path in lists:
+            for opt in open(path).read().split():
+                names.update(n for n in opt.split("=", 1)[-1].split(",") if n)
+        return {f for f in sleds if not any(n in f for n in names)}
     if not loads:
         return set()
     pos = collections.Counter(a for a, _ in loads).most_common(1)[0][0]
@@ -420,7 +432,8 @@ for w, _ in workloads:
     for row, files in others:
         ten = {k for _, k in (stop if row == top_traced[0] else
                               exclude_top([t for t, _ in files], fitted[row])[0])[:10]}
-        points = instrumented([v[2] for v in vs if v[0] == row][0])
+        points = instrumented([v[2] for v in vs if v[0] == row][0],
+                              row_settings.get((w, row), ()))
         missing = [k + ("" if k in points or not points else " (no trace points)")
                    for k in three if k not in ten]
         print("    perf's top 3 in the top 10 of %s: %d of %d%s" % (

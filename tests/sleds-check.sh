@@ -88,6 +88,21 @@ else
 	ok "sampled-list: the summary leaves out the functions of the list"
 fi
 
+# A long call whose entries the ring lost: its frames come back from the stack, where the
+# thunks left their own return addresses and the callers' are on the shadow stack.
+conf "ring_kb = 16" >"$work/long.conf"
+rm -f "$work/data/spool/"*
+out=$(TRACE_SPOOL=$work/data/spool JITT_CONFIG=$work/long.conf "$work/abi" long 2>"$work/long.log")
+check "long: runs ('$out')" is "$out" "long 1"
+trace=$(ls "$work/data/spool/"*.jtr 2>/dev/null | head -n 1)
+if [ -n "$trace" ]; then
+	"$bin/jitt" decode "$trace" >"$work/long.dec" 2>&1
+	check "long: the outer frames come back from the stack ($(grep -m1 'outer frames' "$work/long.dec"))" \
+		grep -q 'outer frames at the freeze.*long_outer > long_inner' "$work/long.dec"
+else
+	fail "long: no trace" "$(cat "$work/long.log")"
+fi
+
 # Bad lists: said, and nothing traced, never a crash.
 printf 'not a list\n' >"$work/bad"
 run bad-list "sleds_exclude = $work/bad"
