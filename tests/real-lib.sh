@@ -114,8 +114,7 @@ build_speedtest1() {
 	if [ "$_rl_how" = jitt ]; then
 		# shellcheck disable=SC2046,SC2086 # the flags files and EXTRA are lists of words
 		_rl_flags=$(cat "$_rl_lib/libjitt.cflags")
-		[ "$sleds" = 1 ] && _rl_flags=$(echo "$_rl_flags" |
-			sed 's/-finstrument-functions/-fpatchable-function-entry=5/')
+		[ "$sleds" = 1 ] && _rl_flags=$(cat "$_rl_lib/libjitt-sleds.cflags")
 		nice ${CC_MUSL:-musl-gcc} "$@" $_rl_flags $_rl_extra -I"$src" \
 			"$src/tests/speedtest1_shim.c" \
 			${sampled:+"$_rl_lib/libjitt-sampled.a"} \

@@ -18,12 +18,12 @@ if [ ! -f "$lib/libjitt-sleds.a" ]; then
 	echo "sleds-check: no libjitt-sleds.a (x86_64 boards only): nothing to check"
 	exit 0
 fi
-flags=$(sed 's/-finstrument-functions/-fpatchable-function-entry=5/' "$lib/libjitt.cflags")
+flags=$(cat "$lib/libjitt-sleds.cflags")
 # shellcheck disable=SC2086,SC2046 # flag lists
 if gcc -O2 -fPIE -pie $flags -I"$src" "$src/tests/sleds_abi.c" -o "$work/abi" \
-	"$lib/libjitt-sleds.a" "$lib/libjitt-glibc.a" $(cat "$lib/libjitt-glibc.ldflags") \
+	"$lib/libjitt-sleds.a" -flto "$lib/libjitt-glibc.a" $(cat "$lib/libjitt-glibc.ldflags") \
 	-Wl,-u,rb_sleds_patch >"$work/build.log" 2>&1 &&
-	gcc -O2 -fPIE -pie -flto -I"$src" "$src/tests/sleds_abi.c" \
+	gcc -O2 -fPIE -pie -I"$src" "$src/tests/sleds_abi.c" \
 		-o "$work/plain" "$lib/libjitt-glibc.a" $(cat "$lib/libjitt-glibc.ldflags") \
 		>>"$work/build.log" 2>&1; then
 	ok "builds with sleds, and plain"

@@ -73,8 +73,9 @@ fi
 # function (ringbuf/sleds.h); jitt-sleds.pc.
 if [ -f "$obj/lib/libjitt-sleds.a" ]; then
 	put 0644 "$obj/lib/libjitt-sleds.a" "$libdir/libjitt-sleds.a"
+	put 0644 "$obj/lib/libjitt-sleds.cflags" "$libdir/libjitt-sleds.cflags"
 	pcs="$pcs jitt-sleds"
-	JITT_SDK_SLEDS=1
+	JITT_SDK_SLEDS=$(cat "$obj/lib/libjitt-sleds.cflags")
 	export JITT_SDK_SLEDS
 fi
 tmp=$(mktemp)

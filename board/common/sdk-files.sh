@@ -7,7 +7,7 @@
 #   OUT/pkgconfig/jitt-dso.pc   an instrumented shared library (any libc)
 #   OUT/pkgconfig/jitt-sampled.pc  jitt.pc with sampled time (JITT_SDK_SAMPLED=1: x86_64)
 #   OUT/pkgconfig/jitt-sleds.pc  a program on glibc whose trace points are patched in at
-#                               start-up (JITT_SDK_SLEDS=1: x86_64)
+#                               start-up (JITT_SDK_SLEDS: its compile flags; x86_64)
 #   OUT/pkgconfig/jitt-clang.pc a program on glibc built by CLANG_CC, with trace points
 #                               only where clang kept a function after inlining (when the
 #                               build made the clang flavour: CLANG_CC given)
@@ -77,15 +77,15 @@ Requires: jitt
 Libs: \${libdir}/libjitt-sampled.a
 PC
 fi
-# Sleds (install.sh sets JITT_SDK_SLEDS where the board built libjitt-sleds.a): jitt.pc's
-# program, compiled with five NOPs at the entry of each function GCC kept out of line
-# instead of -finstrument-functions' hooks; the runtime patches them at start-up
-# (ringbuf/sleds.h). -u pulls the patcher, which the runtime only names weakly.
-if [ "${JITT_SDK_SLEDS:-}" = 1 ]; then
+# Sleds (install.sh sets JITT_SDK_SLEDS to their compile flags where the board built
+# libjitt-sleds.a): jitt.pc's program, compiled with five NOPs at the entry of each function
+# GCC kept out of line instead of -finstrument-functions' hooks, and without -flto (the
+# program's own inlining); the runtime patches them at start-up (ringbuf/sleds.h). The
+# link keeps -flto for libjitt's archive; -u pulls the patcher, which the runtime only
+# names weakly.
+if [ -n "${JITT_SDK_SLEDS:-}" ]; then
 	pc jitt-sleds glibc "$glibc_cc" "libjitt-sleds.a \${libdir}/libjitt-glibc.a" \
-		"$glibc_ld -Wl,-u,rb_sleds_patch" \
-		"$(echo "$cflags" | sed 's/-finstrument-functions/-fpatchable-function-entry=5/')" \
-		>"$out/pkgconfig/jitt-sleds.pc"
+		"$glibc_ld -Wl,-u,rb_sleds_patch" "$JITT_SDK_SLEDS" >"$out/pkgconfig/jitt-sleds.pc"
 fi
 cat >"$out/pkgconfig/jitt-dso.pc" <<PC
 # jitt's hooks for an instrumented shared library (docs/oem.md): its functions are traced
