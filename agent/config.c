@@ -89,6 +89,7 @@ CFG void agent_config_defaults(struct agent_config *c)
 	c->log_level = CONFIG_AGENT_LOG_LEVEL;
 	c->sched_pages = CONFIG_AGENT_SCHED_PAGES;
 	snprintf(c->sleds, sizeof(c->sleds), "sampled");
+	c->sleds_learn_ns = 250;
 	upload_defaults(&c->up);
 }
 
@@ -116,6 +117,7 @@ static const struct {
 	{ "enabled", offsetof(struct agent_config, enabled), 0, 1, 0 },
 	{ "trace_main", offsetof(struct agent_config, trace_main), 0, 1, 0 },
 	{ "sched_pages", offsetof(struct agent_config, sched_pages), 0, 256, 0 },
+	{ "sleds_learn_ns", offsetof(struct agent_config, sleds_learn_ns), 0, 1000000, 0 },
 	{ "system_uid", offsetof(struct agent_config, system_uid), -1, 2147483647, 1 },
 	{ "upload_budget", offsetof(struct agent_config, up.budget), 0, 1000, 0 },
 	{ "upload_budget_days", offsetof(struct agent_config, up.budget_days), 1, 365, 0 },

@@ -33,6 +33,9 @@
  *                                   or its sleds left as NOPs, untraced (off)
  *   sleds_exclude =                 a `jitt exclude` list (absolute path): the functions it
  *                                   names stay NOPs (docs/trace-points.md, "Sleds")
+ *   sleds_learn_ns = 250            without a list: once a traced thread's ring is full,
+ *                                   the functions whose calls last under this on average
+ *                                   (and hold under 5% of the time) are taken out; 0: never
  *   sched_pages   = 8               pages of each traced thread's context-switch ring (a
  *                                   power of two); 0: none, schedstat samples instead
  *   debuginfod_urls =               http:// debuginfod servers (space-separated) the `jitt`
@@ -93,6 +96,7 @@ struct agent_config {
 	uint32_t sched_pages; /* per traced thread's perf switch ring; 0: schedstat */
 	char sleds[8];	      /* sampled | timed | off */
 	char sleds_exclude[AGENT_PATH_MAX]; /* empty: none */
+	uint32_t sleds_learn_ns;	    /* 0: no learning */
 	struct agent_upload_config up; /* jittd's uploader (uploader/Kconfig's defaults) */
 	char debuginfod_urls[512];		 /* empty: none */
 	char debuginfod_cache[AGENT_PATH_MAX]; /* empty: the user's cache folder */

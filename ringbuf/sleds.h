@@ -50,6 +50,15 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 		   struct rb_sleds_stats *st);
 
 /*
+ * Take the functions of sleds idx[0..n) (indexes into rb_sleds_list) out of the trace while
+ * the program runs: each one's thunk starts with a jump straight to its body from then on
+ * (an aligned 8-byte store over the thunk's first instruction, which a thread reads whole,
+ * old or new; a call already inside the thunk returns through it as it entered). Returns
+ * how many were taken out, or the errno of an mprotect that failed.
+ */
+long rb_sleds_unpatch(const size_t *idx, size_t n);
+
+/*
  * The return address a thunk moved away from stack slot `slot` of the calling thread, or 0
  * when slot holds none (for the stack scan at a freeze, ringbuf/stack.h: the slot itself
  * then holds the thunk's own return address).

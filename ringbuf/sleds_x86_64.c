@@ -294,6 +294,7 @@ extern const struct field_at rb_sled_fields_sampled[], rb_sled_fields_timed[];
 static const unsigned char sled_nops[SLED_BYTES] = { 0x90, 0x90, 0x90, 0x90, 0x90 };
 
 static uintptr_t thunks_lo, thunks_hi;
+static size_t thunk_stride, thunk_count;
 static atomic_int patched_once;
 
 int rb_sleds_is_thunk(uintptr_t addr)
@@ -424,6 +425,7 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 	}
 	thunks_lo = (uintptr_t)t;
 	thunks_hi = (uintptr_t)t + n * stride;
+	thunk_stride = stride, thunk_count = n;
 
 	/* The text, writable for the moment of the patching. Executable too: this code may
 	 * lie in the same pages. */
@@ -450,4 +452,36 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 	if (mprotect((void *)plo, phi - plo, PROT_READ | PROT_EXEC))
 		return -errno;
 	return 0;
+}
+
+long rb_sleds_unpatch(const size_t *idx, size_t n)
+{
+	size_t count;
+	const uintptr_t *e = rb_sleds_list(&count);
+	if (!thunks_lo || !n)
+		return 0;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = thunks_lo & ~(page - 1), hi = (thunks_hi + page - 1) & ~(page - 1);
+	/* Writable and still executable: other threads run these thunks meanwhile. */
+	if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE | PROT_EXEC))
+		return -errno;
+	long done = 0;
+	for (size_t k = 0; k < n; k++) {
+		if (idx[k] >= thunk_count || idx[k] >= count)
+			continue;
+		unsigned char *c = (unsigned char *)thunks_lo + idx[k] * thunk_stride;
+		uint64_t word;
+		memcpy(&word, c, 8);
+		unsigned char bytes[8];
+		memcpy(bytes, &word, 8);
+		bytes[0] = 0xe9; /* jmp rel32 to the body */
+		int32_t rel = (int32_t)((int64_t)(e[idx[k]] + SLED_BYTES - ((uintptr_t)c + 5)));
+		memcpy(bytes + 1, &rel, 4);
+		memcpy(&word, bytes, 8);
+		__atomic_store_n((uint64_t *)(void *)c, word, __ATOMIC_RELEASE);
+		done++;
+	}
+	if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_EXEC))
+		return -errno;
+	return done;
 }

@@ -77,9 +77,9 @@ traced() {
 	done
 }
 
-run off "sleds = off"
+run off "sleds = off" "sleds_learn_ns = 0"
 check "off: says the sleds are off" grep -q 'sleds: off' "$work/off.log"
-traced timed 'functions traced, every record' "sleds = timed"
+traced timed 'functions traced, every record' "sleds = timed" "sleds_learn_ns = 0"
 printf -- '-finstrument-functions-exclude-function-list=halves,scaled\n' >"$work/list"
 traced sampled-list 'traced, sampled time (2 left out by' "sleds_exclude = $work/list"
 if grep -qw halves "$work/sampled-list.sum"; then
@@ -90,7 +90,7 @@ fi
 
 # A long call whose entries the ring lost: its frames come back from the stack, where the
 # thunks left their own return addresses and the callers' are on the shadow stack.
-conf "ring_kb = 16" >"$work/long.conf"
+conf "ring_kb = 16" "sleds_learn_ns = 0" >"$work/long.conf"
 rm -f "$work/data/spool/"*
 out=$(TRACE_SPOOL=$work/data/spool JITT_CONFIG=$work/long.conf "$work/abi" long 2>"$work/long.log")
 check "long: runs ('$out')" is "$out" "long 1"
@@ -102,6 +102,24 @@ if [ -n "$trace" ]; then
 else
 	fail "long: no trace" "$(cat "$work/long.log")"
 fi
+
+# Learning (no list): once the ring is full, the short functions are taken out while the
+# program runs (leaf, called in a loop, at least); the results stay the plain build's.
+conf "ring_kb = 64" >"$work/learn.conf"
+rm -rf "$work/data" && mkdir -p "$work/data/spool"
+JITT_CONFIG=$work/learn.conf "$work/abi" learn "$work/stop" >"$work/learn.out" 2>"$work/learn.log" &
+pid=$!
+if wait_for 60 grep -q 'sleds: learned from' "$work/learn.log"; then
+	ok "learn: the runtime learnt ($(sed -n 's/.*sleds: learned from //p' "$work/learn.log"))"
+else
+	fail "learn: nothing learnt" "$(tail -n 3 "$work/learn.log")"
+fi
+touch "$work/stop"
+wait "$pid"
+check "learn: the same results as the plain build" is "$(cat "$work/learn.out")" "$want"
+check "learn: functions left out" grep -q 'learned from .*: [1-9][0-9]* functions left out' \
+	"$work/learn.log"
+rm -rf "$work/data" && mkdir -p "$work/data/spool"
 
 # Bad lists: said, and nothing traced, never a crash.
 printf 'not a list\n' >"$work/bad"

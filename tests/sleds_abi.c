@@ -177,6 +177,28 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
+/* "learn STOPFILE": until STOPFILE exists (the check script makes it once the runtime said
+ * it learnt which functions to leave out), a long call and a short one, which holds a few %
+ * of the time at most; then the work of the default run. */
+static volatile long learn_sink; /* the calls' results are used: they are not optimised away */
+NOINLINE static long slow(long x)
+{
+	for (int k = 0; k < 4000; k++)
+		learn_sink = x + k;
+	return x;
+}
+static int learn_until(const char *stop)
+{
+	long s = 0;
+	for (long i = 0; i < 600000000; i++) {
+		s += leaf(i) + slow(i);
+		learn_sink = s;
+		if (i % 10000 == 0 && access(stop, F_OK) == 0)
+			break;
+	}
+	return s != 0;
+}
+
 int main(int argc, char **argv)
 {
 	int traced = jitt_trace_thread(true);
@@ -184,6 +206,8 @@ int main(int argc, char **argv)
 		printf("long %ld\n", long_outer() > 0);
 		return 0;
 	}
+	if (argc > 2 && !strcmp(argv[1], "learn"))
+		(void)learn_until(argv[2]);
 	struct job jobs[3] = { { 1, 3000, 0, 0 }, { 0, 3000, 0, 0 }, { 0, 2000, 0, 0 } };
 	pthread_t t[3];
 	for (int i = 0; i < 3; i++)

@@ -238,6 +238,50 @@ RT static int persist(const char *reason, pid_t anomaly_tid, uint64_t t0, char *
 	return 0;
 }
 
+/*
+ * Sleds learning what to leave out (sleds.c): once a traced thread's ring is full, the rings
+ * are frozen a moment and copied, run again, and the copies learnt from.
+ */
+RT static void learn_sleds(void)
+{
+	struct rb_ring *rings[MAX_RINGS];
+	struct rb_frozen frozen[MAX_RINGS];
+	struct rb_ring_view views[MAX_RINGS];
+	int errs[MAX_RINGS], nviews = 0;
+	uint64_t slots = rb_ring_bytes() / 8; /* takes rb_lock itself */
+	rb_lock();
+	int n = rb_rings(rings, MAX_RINGS);
+	bool full = false;
+	for (int i = 0; i < n; i++)
+		full |= rb_ring_on(rings[i]) && rb_ring_records(rings[i]) >= slots;
+	if (!full) {
+		rb_unlock();
+		return;
+	}
+	if (nrestart)
+		restart(rings, n);
+	rb_stop_many(rings, n, STOP_WAIT_MS, frozen, errs);
+	for (int i = 0; i < n; i++) {
+		if (errs[i] == -EINVAL)
+			continue;
+		if (!errs[i]) {
+			struct rb_ring_view v = rb_frozen_view(&frozen[i]);
+			uint64_t *copy = malloc(v.stored * sizeof(*copy));
+			if (copy) {
+				memcpy(copy, v.slots, v.stored * sizeof(*copy));
+				v.slots = copy;
+				views[nviews++] = v;
+			}
+			rb_frozen_release(&frozen[i]);
+		}
+		restart_or_list(rings[i]);
+	}
+	rb_unlock();
+	agent_sleds_learn(views, nviews);
+	for (int i = 0; i < nviews; i++)
+		free((void *)views[i].slots);
+}
+
 /* Take the pending request, if any, and persist it. */
 RT static int handle_request(char *path, size_t path_size)
 {
@@ -455,6 +499,9 @@ RT static int next_timeout(struct agent_runtime *rt)
 		int chores_ms = chores_timeout(agent_now_ns());
 		if (chores_ms >= 0 && (timeout < 0 || chores_ms < timeout))
 			timeout = chores_ms;
+		int learn_ms = agent_sleds_learn_timeout(agent_now_ns());
+		if (learn_ms >= 0 && (timeout < 0 || learn_ms < timeout))
+			timeout = learn_ms;
 		int64_t client = rt->listen_fd >= 0 ? agent_ctl_server_deadline(&ctl) : INT64_MAX;
 		if (client != INT64_MAX) {
 			int64_t left = client - agent_ctl_now_ms();
@@ -587,6 +634,8 @@ RT static void *control_main(void *arg)
 		}
 		if (nrestart)
 			retry_restarts();
+		if (agent_sleds_learn_due(agent_now_ns()))
+			learn_sleds();
 		chores(rt, agent_now_ns());
 	}
 	return NULL;

@@ -122,8 +122,18 @@ void agent_sched_freeze(struct rb_frozen *f, int n, const pid_t *live, int nlive
  * gives a thread that starts to be traced its shadow stack (0, or -ENOMEM: not traced).
  */
 struct agent_config;
+struct rb_ring_view;
 void agent_sleds_start(const struct agent_config *cfg);
 int agent_sleds_thread_start(void);
+/*
+ * Learning what to leave out (sleds.c, sleds_learn_ns), on the control thread: timeout is
+ * the ms until the next look (-1: none pending); due says it is time to look (and sets the
+ * next); learn takes the copied rings of the traced threads, once one was full, and takes
+ * the functions too short to matter out of the trace (and learns no more).
+ */
+int agent_sleds_learn_timeout(uint64_t now_ns);
+bool agent_sleds_learn_due(uint64_t now_ns);
+void agent_sleds_learn(const struct rb_ring_view *views, int n);
 
 /* CLOCK_MONOTONIC in ns. */
 uint64_t agent_now_ns(void);

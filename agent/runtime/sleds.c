@@ -9,7 +9,10 @@
 #include "agent/runtime/runtime.h"
 #include "agent/log.h"
 #include "hal/fs.h"
+#include "hal/timer.h"
+#include "ringbuf/decode.h"
 #include "ringbuf/elf.h"
+#include "ringbuf/ring.h"
 #include "ringbuf/sleds.h"
 
 #include <errno.h>
@@ -24,12 +27,33 @@ extern const uintptr_t *rb_sleds_list(size_t *n) __attribute__((weak));
 extern int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 			  struct rb_sleds_stats *st) __attribute__((weak));
 extern int rb_sleds_thread_init(void) __attribute__((weak));
+extern long rb_sleds_unpatch(const size_t *idx, size_t n) __attribute__((weak));
 
 /* A list names a few thousand functions at most; what is past this is not a list. */
 #define EXCLUDE_MAX_BYTES (1u << 20)
 #define EXCLUDE_OPTION "-finstrument-functions-exclude-function-list="
 
 static bool sleds_on;
+
+/*
+ * Learning which functions to leave out, when no list is given (sleds_learn_ns): once a
+ * traced thread's ring is full, the control thread freezes the rings for a moment, copies
+ * them, and takes out of the trace every function whose calls last under sleds_learn_ns on
+ * average and that holds under 5% of the traced time by itself (a profile's top is never
+ * left out). Looked at every LEARN_FIRST_MS at first, then less and less often (an idle
+ * app does not wake the control thread for nothing).
+ */
+#define LEARN_FIRST_MS 100
+#define LEARN_MAX_MS 10000
+#define LEARN_MIN_CALLS 64 /* fewer calls than this say nothing of a function's length */
+#define LEARN_PROTECT_PCT 5
+#define LEARN_DEPTH 1024 /* deeper calls are followed for depth only */
+static struct {
+	bool on;
+	uint32_t min_ns;
+	unsigned every_ms;
+	uint64_t next_ns;
+} learn;
 
 /* The whole of a regular file of at most max bytes, NUL-terminated, in *text (malloc). */
 RT static int read_small_file(const char *path, size_t max, char **text)
@@ -184,6 +208,13 @@ RT void agent_sleds_start(const struct agent_config *cfg)
 		return;
 	}
 	sleds_on = true;
+	if (!cfg->sleds_exclude[0] && cfg->sleds_learn_ns) {
+		learn.on = true;
+		learn.min_ns = cfg->sleds_learn_ns;
+		learn.every_ms = LEARN_FIRST_MS;
+		learn.next_ns = agent_now_ns() + LEARN_FIRST_MS * 1000000ull;
+		agent_wake_control(); /* started already: its poll has no deadline yet */
+	}
 	log_info("jitt: sleds: %zu of %zu functions traced, %s time (%zu left out by %s)",
 		 st.patched, st.sleds, time == RB_SLED_TIMED ? "every record's" : "sampled",
 		 st.excluded, cfg->sleds_exclude[0] ? cfg->sleds_exclude : "no list");
@@ -192,4 +223,139 @@ RT void agent_sleds_start(const struct agent_config *cfg)
 RT int agent_sleds_thread_start(void)
 {
 	return sleds_on && rb_sleds_thread_init ? rb_sleds_thread_init() : 0;
+}
+
+RT int agent_sleds_learn_timeout(uint64_t now_ns)
+{
+	if (!learn.on)
+		return -1;
+	return learn.next_ns <= now_ns ? 0 : (int)((learn.next_ns - now_ns + 999999) / 1000000);
+}
+
+RT bool agent_sleds_learn_due(uint64_t now_ns)
+{
+	if (!learn.on || now_ns < learn.next_ns)
+		return false;
+	learn.every_ms = learn.every_ms * 2 > LEARN_MAX_MS ? LEARN_MAX_MS : learn.every_ms * 2;
+	learn.next_ns = now_ns + (uint64_t)learn.every_ms * 1000000u;
+	return true;
+}
+
+struct learn_id {
+	uint32_t id; /* the entry record's low half: the function's address's (trace.h) */
+	uint32_t idx;
+};
+struct learn_fn {
+	uint64_t calls, incl, self; /* ticks */
+};
+
+RT static int cmp_id(const void *a, const void *b)
+{
+	uint32_t x = ((const struct learn_id *)a)->id, y = ((const struct learn_id *)b)->id;
+	return x < y ? -1 : x > y;
+}
+
+RT static long find_id(const struct learn_id *ids, size_t n, uint32_t id)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ids[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && ids[lo].id == id ? (long)ids[lo].idx : -1;
+}
+
+/* One ring's calls into fn[], by sled; returns the ticks its records span. */
+RT static uint64_t learn_ring(const struct rb_ring_view *v, const struct learn_id *ids,
+			      size_t nids, struct learn_fn *fn)
+{
+	struct rb_decoder d;
+	if (rb_decoder_init(&d, v, hal_timer_now(), NULL, NULL))
+		return 0;
+	static struct {
+		long idx;
+		uint64_t ts, child;
+	} stack[LEARN_DEPTH];
+	size_t depth = 0;
+	struct rb_event ev[256];
+	size_t got;
+	while ((got = rb_decoder_read(&d, ev, 256)) > 0) {
+		for (size_t i = 0; i < got; i++) {
+			if (ev[i].kind == RB_EV_ENTRY) {
+				if (depth < LEARN_DEPTH) {
+					stack[depth].idx = find_id(ids, nids, (uint32_t)ev[i].id);
+					stack[depth].ts = ev[i].ts;
+					stack[depth].child = 0;
+				}
+				depth++;
+			} else if (ev[i].kind == RB_EV_EXIT && depth) {
+				depth--;
+				if (depth >= LEARN_DEPTH)
+					continue;
+				uint64_t dur = ev[i].ts - stack[depth].ts;
+				if (depth)
+					stack[depth - 1].child += dur;
+				long k = stack[depth].idx;
+				if (k >= 0) {
+					fn[k].calls++;
+					fn[k].incl += dur;
+					fn[k].self += dur > stack[depth].child ? dur - stack[depth].child : 0;
+				}
+			}
+		}
+	}
+	uint64_t span = d.end_ts - d.start_ts;
+	rb_decoder_free(&d);
+	return span;
+}
+
+RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
+{
+	learn.on = false;
+	size_t nsleds = 0;
+	const uintptr_t *sleds = rb_sleds_list ? rb_sleds_list(&nsleds) : NULL;
+	struct learn_id *ids = calloc(nsleds, sizeof(*ids));
+	struct learn_fn *fn = calloc(nsleds, sizeof(*fn));
+	size_t *out = calloc(nsleds, sizeof(*out));
+	if (!ids || !fn || !out || !rb_sleds_unpatch) {
+		free(ids), free(fn), free(out);
+		return;
+	}
+	for (size_t i = 0; i < nsleds; i++)
+		ids[i] = (struct learn_id){ (uint32_t)sleds[i], (uint32_t)i };
+	qsort(ids, nsleds, sizeof(*ids), cmp_id);
+	uint64_t span = 0;
+	for (int i = 0; i < n; i++)
+		span += learn_ring(&views[i], ids, nsleds, fn);
+	uint64_t freq = hal_timer_freq(), calls = 0;
+	size_t nout = 0, kept = 0;
+	for (size_t i = 0; i < nsleds && span; i++) {
+		if (fn[i].calls < LEARN_MIN_CALLS)
+			continue;
+		uint64_t mean_ns = hal_ticks_to_ns(fn[i].incl / fn[i].calls, freq);
+		if (mean_ns >= learn.min_ns)
+			continue;
+		if (fn[i].self * 100 >= span * LEARN_PROTECT_PCT) {
+			kept++; /* short calls, but a profile's top */
+			continue;
+		}
+		out[nout++] = i;
+		calls += fn[i].calls;
+		log_dbg("jitt: sleds: left out %#llx: %llu calls, %llu ns each, self %llu ns",
+			(unsigned long long)sleds[i], (unsigned long long)fn[i].calls,
+			(unsigned long long)mean_ns,
+			(unsigned long long)hal_ticks_to_ns(fn[i].self, freq));
+	}
+	long done = nout ? rb_sleds_unpatch(out, nout) : 0;
+	if (done < 0)
+		log_err("jitt: sleds: cannot take functions out: %s", strerror((int)-done));
+	else
+		log_info("jitt: sleds: learned from %llu ms of %d thread(s): %ld functions left out "
+			 "(%llu calls under %u ns each), %zu as short kept for their time",
+			 (unsigned long long)hal_ticks_to_ns(span, freq) / 1000000u, n, done,
+			 (unsigned long long)calls, learn.min_ns, kept);
+	free(ids), free(fn), free(out);
 }
