@@ -108,9 +108,10 @@ __attribute__((noreturn, cold)) static void shadow_lost(const char *why)
 		struct sled_frame *t = shadow_top;                                         \
 		if (__builtin_expect(!t || t >= shadow + SHADOW_FRAMES, 0))                \
 			shadow_lost(t ? "calls nested over a million deep" : "no shadow stack"); \
+		shadow_top = t + 1; /* taken first: a signal handler's calls go above */  \
+		__atomic_signal_fence(__ATOMIC_SEQ_CST);                                   \
 		t->slot = slot;                                                            \
 		t->ret = *slot;                                                            \
-		shadow_top = t + 1;                                                        \
 		point(id);                                                                 \
 	}
 /* The body returned to the thunk, whose return slot is slot again: the caller's address
@@ -125,6 +126,7 @@ __attribute__((noreturn, cold)) static void shadow_lost(const char *why)
 			shadow_lost("a return the shadow stack never saw");                \
 		t--;                                                                       \
 		*slot = t->ret;                                                            \
+		__atomic_signal_fence(__ATOMIC_SEQ_CST); /* read before it is given back */ \
 		shadow_top = t;                                                            \
 		point(RB_EXIT);                                                            \
 	}
@@ -164,12 +166,15 @@ enum field { F_END, F_POS, F_DUE, F_TOP, F_ID, F_BODY, F_POINT, F_ENTER, F_EXIT 
  * Sampled time (the default), all in the thunk but the timed record, about one in 16:
  *   untraced thread (rb_tls.pos 0): straight to the body, the thunk's only cost a compare
  *   and a jump;
- *   entry: the caller's return address and its slot pushed on the shadow stack, an
+ *   entry: a frame of the shadow stack taken, then filled with the caller's return
+ *   address and its slot (in this order: a signal handler's calls, which may come
+ *   between any two instructions, take the frames above it), an
  *   untimed record [0 << 32 | id] (rb_point_sampled's), or at the due position a call of
  *   rb_sled_point_sampled with the id (%rax saved: %al counts a variadic call's vector
  *   registers); the caller's address taken off the stack, the body called;
  *   exit: the top frame's slot must be the one the body returned from (else frames a
- *   longjmp left: rb_sled_exit_sampled sorts that out); the caller's address pushed back
+ *   longjmp left: rb_sled_exit_sampled sorts that out); the frame read, then given
+ *   back (a signal handler's calls may take it from then on); the caller's address pushed back
  *   into its slot and returned to, which the caller's call predicted; the exit record as
  *   the entry's (%rax and %rdx hold the result; %rcx and %r11 are free after a return).
  */
@@ -180,12 +185,12 @@ __asm__(".pushsection .rodata.jitt_sleds, \"a\"\n"
 	".byte 0x0f, 0x84\n\t.long 0\n2:\n\t"
 	"push %rax\n\t"
 	"mov %fs:0x7ffffff0, %r11\n3:\n\t"
-	"mov 8(%rsp), %rax\n\t"
-	"mov %rax, 8(%r11)\n\t"
-	"lea 8(%rsp), %rax\n\t"
-	"mov %rax, (%r11)\n\t"
 	"add $16, %r11\n\t"
 	"mov %r11, %fs:0x7ffffff0\n4:\n\t"
+	"mov 8(%rsp), %rax\n\t"
+	"mov %rax, -8(%r11)\n\t"
+	"lea 8(%rsp), %rax\n\t"
+	"mov %rax, -16(%r11)\n\t"
 	"mov %fs:0x7ffffff0, %r11\n5:\n\t"
 	"cmp %fs:0x7ffffff0, %r11\n6:\n\t"
 	"jae 20f\n\t"
@@ -201,8 +206,8 @@ __asm__(".pushsection .rodata.jitt_sleds, \"a\"\n"
 	"lea -8(%rsp), %rcx\n\t"
 	"cmp %rcx, (%r11)\n\t"
 	"jne 30f\n\t"
-	"mov %r11, %fs:0x7ffffff0\n12:\n\t"
 	"mov 8(%r11), %rcx\n\t"
+	"mov %r11, %fs:0x7ffffff0\n12:\n\t"
 	"push %rcx\n\t"
 	"mov %fs:0x7ffffff0, %r11\n13:\n\t"
 	"test %r11, %r11\n\t"

@@ -183,7 +183,7 @@ static void *thread_main(void *arg)
 static volatile long learn_sink; /* the calls' results are used: they are not optimised away */
 NOINLINE static long slow(long x)
 {
-	for (int k = 0; k < 4000; k++)
+	for (int k = 0; k < 20000; k++)
 		learn_sink = x + k;
 	return x;
 }

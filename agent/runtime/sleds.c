@@ -48,6 +48,7 @@ static bool sleds_on;
 #define LEARN_MIN_CALLS 64 /* fewer calls than this say nothing of a function's length */
 #define LEARN_PROTECT_PCT 5
 #define LEARN_DEPTH 1024 /* deeper calls are followed for depth only */
+#define LEARN_CAP_TIMES 64 /* a call counts for at most 64 times the threshold */
 static struct {
 	bool on;
 	uint32_t min_ns;
@@ -268,9 +269,14 @@ RT static long find_id(const struct learn_id *ids, size_t n, uint32_t id)
 	return lo < n && ids[lo].id == id ? (long)ids[lo].idx : -1;
 }
 
-/* One ring's calls into fn[], by sled; returns the ticks its records span. */
+/*
+ * One ring's calls into fn[], by sled; returns the ticks its records span. A call counts
+ * for at most cap ticks: one that was preempted (or whose untimed neighbours were given the
+ * gap, untimed.h) would otherwise make a short function look like a profile's top, and a
+ * function whose calls are long is not short at any cap far above the threshold.
+ */
 RT static uint64_t learn_ring(const struct rb_ring_view *v, const struct learn_id *ids,
-			      size_t nids, struct learn_fn *fn)
+			      size_t nids, struct learn_fn *fn, uint64_t cap)
 {
 	struct rb_decoder d;
 	if (rb_decoder_init(&d, v, hal_timer_now(), NULL, NULL))
@@ -300,9 +306,10 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, const struct learn_i
 					stack[depth - 1].child += dur;
 				long k = stack[depth].idx;
 				if (k >= 0) {
+					uint64_t self = dur > stack[depth].child ? dur - stack[depth].child : 0;
 					fn[k].calls++;
-					fn[k].incl += dur;
-					fn[k].self += dur > stack[depth].child ? dur - stack[depth].child : 0;
+					fn[k].incl += dur < cap ? dur : cap;
+					fn[k].self += self < cap ? self : cap;
 				}
 			}
 		}
@@ -327,10 +334,10 @@ RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 	for (size_t i = 0; i < nsleds; i++)
 		ids[i] = (struct learn_id){ (uint32_t)sleds[i], (uint32_t)i };
 	qsort(ids, nsleds, sizeof(*ids), cmp_id);
-	uint64_t span = 0;
+	uint64_t freq = hal_timer_freq(), calls = 0, span = 0;
+	uint64_t cap = hal_muldiv_u64((uint64_t)learn.min_ns * LEARN_CAP_TIMES, freq, 1000000000u);
 	for (int i = 0; i < n; i++)
-		span += learn_ring(&views[i], ids, nsleds, fn);
-	uint64_t freq = hal_timer_freq(), calls = 0;
+		span += learn_ring(&views[i], ids, nsleds, fn, cap ? cap : 1);
 	size_t nout = 0, kept = 0;
 	for (size_t i = 0; i < nsleds && span; i++) {
 		if (fn[i].calls < LEARN_MIN_CALLS)
