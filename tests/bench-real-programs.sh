@@ -52,7 +52,9 @@ programs=${PROGRAMS:-duktape memcached speedtest1}
 # setting's default); its @SLIST is not compiled in but given at start-up (sleds_exclude:
 # @KEPT+SLIST's list without @KEPT, which sleds need not: they are where GCC kept a
 # function). Its off rows leave the NOPs (sleds = off); untraced+sleds patches them and
-# traces no thread (what the threads jitt does not trace pay).
+# traces no thread (what the threads jitt does not trace pay); traced+sleds is the
+# settings' defaults, which learn what to leave out at run time (sleds_learn_ns), and
+# traced+sleds+all keeps every function traced (sleds_learn_ns = 0).
 rows="plain plain -
 off off -
 traced on -
@@ -66,6 +68,7 @@ off+kept+slist+sampled off sampled:@KEPT+SLIST
 traced+kept+slist+sampled on sampled:@KEPT+SLIST
 off+sleds off sleds:-
 untraced+sleds off sleds:-
+traced+sleds+all on sleds:-
 traced+sleds on sleds:-
 traced+sleds+slist on sleds:@SLIST"
 if [ -n "${ROWS:-}" ]; then
@@ -215,6 +218,7 @@ program() {
 			settings=
 			if [ "$sleds" = 1 ]; then
 				[ "$row" = off+sleds ] && settings="sleds = off"
+				[ "$row" = traced+sleds+all ] && settings="sleds_learn_ns = 0"
 				[ "$extra" = @SLIST ] && extra=- &&
 					settings="sleds_exclude = $work/kept-slist-from-$other.opt"
 			fi
@@ -242,9 +246,11 @@ program() {
 			[ "$sampled" = 1 ] && m="$m, sampled time"
 			if [ "$sleds" = 1 ]; then
 				m="SDK sleds, sampled time"
+				[ "$mode" = on ] && m="$m, learnt at run time"
 				case $settings in
 				"sleds = off") m="SDK sleds, left as NOPs (sleds = off)" ;;
-				sleds_exclude*) m="$m + slist of $other ($(entries "$work/kept-slist-from-$other.opt")) at start-up" ;;
+				"sleds_learn_ns = 0") m="SDK sleds, sampled time, every function" ;;
+				sleds_exclude*) m="SDK sleds, sampled time + slist of $other ($(entries "$work/kept-slist-from-$other.opt")) at start-up" ;;
 				esac
 			fi
 			sampled= sleds=
