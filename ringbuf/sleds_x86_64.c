@@ -3,10 +3,10 @@
  * ringbuf/sleds_x86_64.c - the sleds of a program built with -fpatchable-function-entry=5
  * patched at start-up into jumps to thunks that trace the call (ringbuf/sleds.h says how).
  *
- * Compiled without LTO and with -mgeneral-regs-only (agent/runtime/Kbuild): the two hooks
- * the thunks call save every register they touch (no_caller_saved_registers), because a
- * thunk runs between a caller and its callee, with the arguments live in any register, and
- * they must never touch a vector register (floating-point arguments and return values).
+ * Compiled without LTO and with -mgeneral-regs-only (agent/runtime/Kbuild): the hooks the
+ * thunks call save every register they touch (no_caller_saved_registers), because a thunk
+ * runs between a caller and its callee, with the arguments live in any register, and they
+ * must never touch a vector register (floating-point arguments and return values).
  */
 #define _GNU_SOURCE
 #include "ringbuf/sleds.h"
