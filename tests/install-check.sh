@@ -45,6 +45,8 @@ expected="0755 etc/init.d/jittd
 0644 usr/lib/jitt/libjitt-glibc.a
 0644 usr/lib/jitt/libjitt-glibc.ldflags
 0644 usr/lib/jitt/libjitt-sampled.a
+0644 usr/lib/jitt/libjitt-sleds.a
+0644 usr/lib/jitt/libjitt-sleds.cflags
 0644 usr/lib/jitt/libjitt.a
 0644 usr/lib/jitt/libjitt.cc
 0644 usr/lib/jitt/libjitt.cflags
@@ -53,6 +55,7 @@ expected="0755 etc/init.d/jittd
 0644 usr/lib/pkgconfig/jitt-dso.pc
 0644 usr/lib/pkgconfig/jitt-musl.pc
 0644 usr/lib/pkgconfig/jitt-sampled.pc
+0644 usr/lib/pkgconfig/jitt-sleds.pc
 0644 usr/lib/pkgconfig/jitt.pc
 0644 usr/lib/systemd/system/jittd.service
 0644 usr/lib/sysusers.d/jitt.conf
