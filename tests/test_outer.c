@@ -98,6 +98,27 @@ TEST(outer_chain_drops_the_words_of_returned_calls)
 	check_frames(got, want);
 }
 
+/* CI's duktape moment: a stale word left in the runtime's own frames by an earlier answer
+ * calls into the runtime too (GET_VARMAP's trace point); the chain ends at the frame that
+ * answered (FIND_PTR), not at the stale word, which it cannot call. */
+TEST(outer_chain_ends_at_the_answering_frame_not_a_stale_runtime_caller)
+{
+	enum { START = 1, MAIN, LOOP, FIND_STRIDX, FIND_PTR, GET_VARMAP, RB_SAVEALL, RB_PUT };
+	const struct agent_outer_word w[] = {
+		calls(START, MAIN),
+		calls(MAIN, LOOP),
+		calls(LOOP, FIND_STRIDX),
+		calls(FIND_STRIDX, FIND_PTR),
+		calls_runtime(FIND_PTR, RB_SAVEALL), /* answered here */
+		runtime(RB_SAVEALL, RB_PUT),
+		calls_runtime(GET_VARMAP, RB_SAVEALL), /* stale, in the runtime's frames */
+	};
+	uint64_t got[64];
+	chain(w, sizeof(w) / sizeof(w[0]), got);
+	const uint64_t want[] = { START, MAIN, LOOP, FIND_STRIDX, FIND_PTR, 0 };
+	check_frames(got, want);
+}
+
 /* A tail call leaves no frame for the function called first: a break, kept when the
  * frames on both sides of it hold together. A call into another module's PLT (an event
  * loop's library, which calls back) can land anywhere, so it can reach past a break: the

@@ -54,8 +54,10 @@ size_t agent_outer_chain(const struct agent_outer_word *w, size_t n, uint64_t *f
 		return 0;
 	memset(frame, 0, n * sizeof(*frame));
 	/* The chain ends at the program's innermost frame, the one that called the runtime
-	 * (its trace point's rare path, which scanned): the last word that calls into it.
-	 * Words further in are the runtime's own stack. */
+	 * (its trace point's rare path, which scanned): a word that calls into it. Words
+	 * further in are the runtime's own stack, where a stale word left by an earlier
+	 * answer may call into it too: the chain may end at any such word, and the best one
+	 * is kept (a stale one inside the answering frame links to it at a loss). */
 	size_t end = n;
 	for (size_t i = n; i-- > 0 && end == n;)
 		if (!w[i].runtime && w[i].callee_runtime)
@@ -73,7 +75,7 @@ size_t agent_outer_chain(const struct agent_outer_word *w, size_t n, uint64_t *f
 	 * words (at equal scores, the chain that claims less); prev[i]: its word before, or n;
 	 * LONG_MIN when i cannot be a frame. jitt's own words never are (a trampoline outside
 	 * the program's frames, words left by the runtime's own calls), nor is a word of no
-	 * known function but at the end. A chain that starts after the outermost word of a
+	 * known function but one that can end the chain. A chain that starts after the outermost word of a
 	 * known function has left out where the thread began: that costs more than a break
 	 * or an indirect call from there would.
 	 */
@@ -82,7 +84,8 @@ size_t agent_outer_chain(const struct agent_outer_word *w, size_t n, uint64_t *f
 	for (size_t i = 0; i < last; i++) {
 		prev[i] = n;
 		best[i] = LONG_MIN;
-		if (w[i].runtime || (!w[i].func && i != end))
+		bool ends = end < n && !w[i].runtime && w[i].callee_runtime;
+		if (w[i].runtime || (!w[i].func && !ends))
 			continue;
 		best[i] = (outermost ? 0 : -6 * 1024) - 1;
 		outermost = false;
@@ -95,7 +98,7 @@ size_t agent_outer_chain(const struct agent_outer_word *w, size_t n, uint64_t *f
 				prev[i] = j;
 			}
 		}
-		if (end < n ? i == end : top == n || best[i] >= best[top])
+		if ((end == n || ends) && (top == n || best[i] >= best[top]))
 			top = i;
 	}
 	size_t kept = 0;
