@@ -33,9 +33,10 @@
  *                                   or its sleds left as NOPs, untraced (off)
  *   sleds_exclude =                 a `jitt exclude` list (absolute path): the functions it
  *                                   names stay NOPs (docs/trace-points.md, "Sleds")
- *   sleds_learn_ns = 250            without a list: once a traced thread's ring is full,
- *                                   the functions whose calls last under this on average
- *                                   (and hold under 5% of the time) are taken out; 0: never
+ *   sleds_learn_ns = 0              without a list: once a traced thread's ring is full,
+ *                                   the functions whose calls last under this many ns on
+ *                                   average (and hold under 5% of the time) are taken
+ *                                   out; 0: never (docs/trace-points.md, "Sleds")
  *   sched_pages   = 8               pages of each traced thread's context-switch ring (a
  *                                   power of two); 0: none, schedstat samples instead
  *   debuginfod_urls =               http:// debuginfod servers (space-separated) the `jitt`

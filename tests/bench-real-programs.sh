@@ -53,8 +53,8 @@ programs=${PROGRAMS:-duktape memcached speedtest1}
 # @KEPT+SLIST's list without @KEPT, which sleds need not: they are where GCC kept a
 # function). Its off rows leave the NOPs (sleds = off); untraced+sleds patches them and
 # traces no thread (what the threads jitt does not trace pay); traced+sleds is the
-# settings' defaults, which learn what to leave out at run time (sleds_learn_ns), and
-# traced+sleds+all keeps every function traced (sleds_learn_ns = 0).
+# settings' defaults, every function the compiler kept traced, and traced+sleds+learn
+# learns what to leave out at run time (sleds_learn_ns = 250).
 rows="plain plain -
 off off -
 traced on -
@@ -68,8 +68,8 @@ off+kept+slist+sampled off sampled:@KEPT+SLIST
 traced+kept+slist+sampled on sampled:@KEPT+SLIST
 off+sleds off sleds:-
 untraced+sleds off sleds:-
-traced+sleds+all on sleds:-
 traced+sleds on sleds:-
+traced+sleds+learn on sleds:-
 traced+sleds+slist on sleds:@SLIST"
 if [ -n "${ROWS:-}" ]; then
 	rows=$(printf '%s\n' "$rows" | awk -v want=" $ROWS " 'index(want, " " $1 " ")')
@@ -218,7 +218,7 @@ program() {
 			settings=
 			if [ "$sleds" = 1 ]; then
 				[ "$row" = off+sleds ] && settings="sleds = off"
-				[ "$row" = traced+sleds+all ] && settings="sleds_learn_ns = 0"
+				[ "$row" = traced+sleds+learn ] && settings="sleds_learn_ns = 250"
 				[ "$extra" = @SLIST ] && extra=- &&
 					settings="sleds_exclude = $work/kept-slist-from-$other.opt"
 			fi
@@ -246,10 +246,10 @@ program() {
 			[ "$sampled" = 1 ] && m="$m, sampled time"
 			if [ "$sleds" = 1 ]; then
 				m="SDK sleds, sampled time"
-				[ "$mode" = on ] && m="$m, learnt at run time"
+				[ "$mode" = on ] && m="$m, every function"
 				case $settings in
 				"sleds = off") m="SDK sleds, left as NOPs (sleds = off)" ;;
-				"sleds_learn_ns = 0") m="SDK sleds, sampled time, every function" ;;
+				"sleds_learn_ns = 250") m="SDK sleds, sampled time, learnt at run time" ;;
 				sleds_exclude*) m="SDK sleds, sampled time + slist of $other ($(entries "$work/kept-slist-from-$other.opt")) at start-up" ;;
 				esac
 			fi

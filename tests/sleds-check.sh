@@ -106,7 +106,7 @@ fi
 # Learning (no list): once the ring is full, the short functions are taken out while the
 # program runs (leaf, called in a loop, at least); the results stay the plain build's.
 # Every record timed: the durations the rule reads are then measured, not estimated.
-conf "ring_kb = 64" "sleds = timed" >"$work/learn.conf"
+conf "ring_kb = 64" "sleds = timed" "sleds_learn_ns = 250" >"$work/learn.conf"
 rm -rf "$work/data" && mkdir -p "$work/data/spool"
 JITT_CONFIG=$work/learn.conf "$work/abi" learn "$work/stop" >"$work/learn.out" 2>"$work/learn.log" &
 pid=$!

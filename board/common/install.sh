@@ -146,7 +146,7 @@ up='' # the uploader's active lines; commented out in a build without the upload
 # functions whose calls last under sleds_learn_ns on average are left out once learnt.
 # sleds = sampled
 # sleds_exclude = /etc/jitt/app.exclude
-# sleds_learn_ns = 250
+# sleds_learn_ns = 0
 
 # Who besides root may trigger, grant and revoke (-1: nobody).
 # system_uid = $CONFIG_AGENT_SYSTEM_UID
