@@ -122,6 +122,21 @@ check "learn: functions left out" grep -q 'learned from .*: [1-9][0-9]* function
 	"$work/learn.log"
 rm -rf "$work/data" && mkdir -p "$work/data/spool"
 
+# The runtime shut down and started again (jitt_shutdown, jitt_init): the sleds stay as the
+# first start patched them, and the thread is traced again.
+rm -rf "$work/data" && mkdir -p "$work/data/spool"
+conf "sleds_learn_ns = 0" >"$work/restart.conf"
+out=$(TRACE_SPOOL=$work/data/spool JITT_CONFIG=$work/restart.conf "$work/abi" restart \
+	2>"$work/restart.log")
+check "restart: the same results as the plain build" is "$out" "$want"
+check "restart: traced again, a trace persisted" grep -q 'traced 0 anomaly 0' "$work/restart.log"
+if grep -q 'sleds: cannot patch' "$work/restart.log"; then
+	fail "restart: the second start says it cannot patch" "$(grep 'sleds:' "$work/restart.log")"
+else
+	ok "restart: the second start leaves the sleds as they are, quietly"
+fi
+rm -rf "$work/data" && mkdir -p "$work/data/spool"
+
 # Bad lists: said, and nothing traced, never a crash.
 printf 'not a list\n' >"$work/bad"
 run bad-list "sleds_exclude = $work/bad"

@@ -208,6 +208,10 @@ int main(int argc, char **argv)
 	}
 	if (argc > 2 && !strcmp(argv[1], "learn"))
 		(void)learn_until(argv[2]);
+	if (argc > 1 && !strcmp(argv[1], "restart")) { /* the runtime again, the sleds as they are */
+		jitt_shutdown();
+		traced = jitt_init(NULL) ? -1 : jitt_trace_thread(true);
+	}
 	struct job jobs[3] = { { 1, 3000, 0, 0 }, { 0, 3000, 0, 0 }, { 0, 2000, 0, 0 } };
 	pthread_t t[3];
 	for (int i = 0; i < 3; i++)

@@ -204,6 +204,8 @@ RT void agent_sleds_start(const struct agent_config *cfg)
 	enum rb_sled_time time = strcmp(cfg->sleds, "timed") ? RB_SLED_SAMPLED : RB_SLED_TIMED;
 	int err = rb_sleds_patch(skip, (size_t)nskip, time, &st);
 	free(skip);
+	if (err == -EALREADY)
+		return; /* a jitt_init after a jitt_shutdown: patched by the first, as it chose */
 	if (err) {
 		log_err("jitt: sleds: cannot patch: %s: no function traced", strerror(-err));
 		return;
