@@ -475,13 +475,12 @@ long rb_sleds_unpatch(const size_t *idx, size_t n)
 		if (idx[k] >= thunk_count || idx[k] >= count)
 			continue;
 		unsigned char *c = (unsigned char *)thunks_lo + idx[k] * thunk_stride;
-		uint64_t word;
-		memcpy(&word, c, 8);
-		unsigned char bytes[8];
-		memcpy(bytes, &word, 8);
+		unsigned char bytes[8]; /* the first 8: the jump over 5, the old 3 after it */
+		memcpy(bytes, c, 8);
 		bytes[0] = 0xe9; /* jmp rel32 to the body */
 		int32_t rel = (int32_t)((int64_t)(e[idx[k]] + SLED_BYTES - ((uintptr_t)c + 5)));
 		memcpy(bytes + 1, &rel, 4);
+		uint64_t word;
 		memcpy(&word, bytes, 8);
 		__atomic_store_n((uint64_t *)(void *)c, word, __ATOMIC_RELEASE);
 		done++;

@@ -16,7 +16,6 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <dirent.h>
 #include <string.h>
 
 #define NOINLINE __attribute__((noinline))
@@ -108,20 +107,6 @@ static long (*volatile through_pointer)(long) = depth_sum;
 NOINLINE static long leaf(long x)
 {
 	return x * 3 + 1;
-}
-static int trace_saved(void)
-{
-	const char *dir = getenv("TRACE_SPOOL");
-	DIR *d = dir ? opendir(dir) : NULL;
-	struct dirent *e;
-	int found = 0;
-	while (d && (e = readdir(d))) {
-		size_t n = strlen(e->d_name);
-		found |= n > 4 && e->d_name[0] != '.' && !strcmp(e->d_name + n - 4, ".jtr");
-	}
-	if (d)
-		closedir(d);
-	return found;
 }
 NOINLINE static long long_inner(void)
 {
