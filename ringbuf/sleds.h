@@ -51,10 +51,12 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 
 /*
  * Take the functions of sleds idx[0..n) (indexes into rb_sleds_list) out of the trace while
- * the program runs: each one's thunk starts with a jump straight to its body from then on
- * (an aligned 8-byte store over the thunk's first instruction, which a thread reads whole,
- * old or new; a call already inside the thunk returns through it as it entered). Returns
- * how many were taken out, or the errno of an mprotect that failed.
+ * the program runs: each one's sled is NOPs again, as if never patched (an aligned 8-byte
+ * store of the NOPs and the 3 bytes after them as they are, which a thread fetches whole,
+ * old or new; a call already inside the thunk returns through it as it entered). A sled
+ * that spans two aligned words gets a jump from its thunk's start straight to its body
+ * instead (the same store, over the thunk's first instruction). Returns how many were
+ * taken out, or the errno of an mprotect that failed.
  */
 long rb_sleds_unpatch(const size_t *idx, size_t n);
 

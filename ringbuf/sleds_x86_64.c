@@ -459,33 +459,79 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 	return 0;
 }
 
+/* The thunk of sled i starts with a jump straight to its body: for a sled that does not lie
+ * within one aligned 8-byte word (entry % 8 > 3), which its NOPs cannot be put back over
+ * whole. */
+static void thunk_skip(size_t i, uintptr_t entry)
+{
+	unsigned char *c = (unsigned char *)thunks_lo + i * thunk_stride;
+	unsigned char bytes[8]; /* the first 8: the jump over 5, the old 3 after it */
+	memcpy(bytes, c, 8);
+	bytes[0] = 0xe9; /* jmp rel32 to the body */
+	int32_t rel = (int32_t)((int64_t)(entry + SLED_BYTES - ((uintptr_t)c + 5)));
+	memcpy(bytes + 1, &rel, 4);
+	uint64_t word;
+	memcpy(&word, bytes, 8);
+	__atomic_store_n((uint64_t *)(void *)c, word, __ATOMIC_RELEASE);
+}
+
+/* The sled's NOPs back over its jump, with the 3 bytes of the body after them as they are,
+ * in one aligned 8-byte store; false when the sled spans two words. */
+static bool sled_restore(uintptr_t entry)
+{
+	if ((entry & 7) > 8 - SLED_BYTES)
+		return false;
+	uint64_t *w = (uint64_t *)(void *)(entry & ~(uintptr_t)7);
+	unsigned char bytes[8];
+	memcpy(bytes, w, 8);
+	memcpy(bytes + (entry & 7), sled_nops, SLED_BYTES);
+	uint64_t word;
+	memcpy(&word, bytes, 8);
+	__atomic_store_n(w, word, __ATOMIC_RELEASE);
+	return true;
+}
+
+/* Pages [lo, hi) rounded out to whole pages, given prot. */
+static int protect(uintptr_t lo, uintptr_t hi, int prot)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	lo &= ~(page - 1);
+	hi = (hi + page - 1) & ~(page - 1);
+	return mprotect((void *)lo, hi - lo, prot) ? -errno : 0;
+}
+
 long rb_sleds_unpatch(const size_t *idx, size_t n)
 {
 	size_t count;
 	const uintptr_t *e = rb_sleds_list(&count);
 	if (!thunks_lo || !n)
 		return 0;
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t lo = thunks_lo & ~(page - 1), hi = (thunks_hi + page - 1) & ~(page - 1);
-	/* Writable and still executable: other threads run these thunks meanwhile. */
-	if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE | PROT_EXEC))
-		return -errno;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (size_t k = 0; k < n; k++) {
+		if (idx[k] >= thunk_count || idx[k] >= count)
+			continue;
+		lo = e[idx[k]] < lo ? e[idx[k]] : lo;
+		hi = e[idx[k]] + 8 > hi ? e[idx[k]] + 8 : hi;
+	}
+	if (!hi)
+		return 0;
+	/* Writable and still executable: other threads run this code meanwhile (and this
+	 * function may lie in the same pages). */
+	const int rwx = PROT_READ | PROT_WRITE | PROT_EXEC, rx = PROT_READ | PROT_EXEC;
+	int err = protect(lo, hi, rwx);
+	if (!err)
+		err = protect(thunks_lo, thunks_hi, rwx);
+	if (err)
+		return err;
 	long done = 0;
 	for (size_t k = 0; k < n; k++) {
 		if (idx[k] >= thunk_count || idx[k] >= count)
 			continue;
-		unsigned char *c = (unsigned char *)thunks_lo + idx[k] * thunk_stride;
-		unsigned char bytes[8]; /* the first 8: the jump over 5, the old 3 after it */
-		memcpy(bytes, c, 8);
-		bytes[0] = 0xe9; /* jmp rel32 to the body */
-		int32_t rel = (int32_t)((int64_t)(e[idx[k]] + SLED_BYTES - ((uintptr_t)c + 5)));
-		memcpy(bytes + 1, &rel, 4);
-		uint64_t word;
-		memcpy(&word, bytes, 8);
-		__atomic_store_n((uint64_t *)(void *)c, word, __ATOMIC_RELEASE);
+		if (!sled_restore(e[idx[k]]))
+			thunk_skip(idx[k], e[idx[k]]);
 		done++;
 	}
-	if (mprotect((void *)lo, hi - lo, PROT_READ | PROT_EXEC))
-		return -errno;
-	return done;
+	err = protect(lo, hi, rx);
+	int err2 = protect(thunks_lo, thunks_hi, rx);
+	return err ? err : err2 ? err2 : done;
 }

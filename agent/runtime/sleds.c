@@ -36,24 +36,42 @@ extern long rb_sleds_unpatch(const size_t *idx, size_t n) __attribute__((weak));
 static bool sleds_on;
 
 /*
- * Learning which functions to leave out, when no list is given (sleds_learn_ns): once a
- * traced thread's ring is full, the control thread freezes the rings for a moment, copies
- * them, and takes out of the trace every function whose calls last under sleds_learn_ns on
- * average and that holds under 5% of the traced time by itself (a profile's top is never
- * left out). Looked at every LEARN_FIRST_MS at first, then less and less often (an idle
- * app does not wake the control thread for nothing).
+ * Learning which functions to leave out, when no list is given (sleds_learn_ns): each time
+ * a traced thread's ring is full, the control thread freezes the rings for a moment, copies
+ * them and restarts them; over every window so far, each function whose calls last under
+ * sleds_learn_ns on average is taken out of the trace, unless it holds LEARN_PROTECT_PCT of
+ * the time by itself (a profile's top is never left out). Both with the trace points' own
+ * cost taken out, as well as the windows can tell it (learn_decide). Looked at every
+ * LEARN_FIRST_MS at first, then less and less often (an idle app does not wake the control
+ * thread for nothing), for LEARN_ROUNDS windows spread over the run: a program's phases
+ * call different functions (SQLite's inserts, then its queries).
  */
 #define LEARN_FIRST_MS 100
 #define LEARN_MAX_MS 10000
+#define LEARN_ROUNDS 6
 #define LEARN_MIN_CALLS 64 /* fewer calls than this say nothing of a function's length */
 #define LEARN_PROTECT_PCT 5
 #define LEARN_DEPTH 1024 /* deeper calls are followed for depth only */
 #define LEARN_CAP_TIMES 64 /* a call counts for at most 64 times the threshold */
+
+struct learn_id {
+	uint32_t id; /* the entry record's low half: the function's address's (trace.h) */
+	uint32_t idx;
+};
+struct learn_fn {
+	uint64_t calls, incl, self; /* ticks */
+	uint64_t inner; /* traced calls made inside its calls, at any depth */
+	bool out;	/* taken out of the trace */
+};
+
 static struct {
 	bool on;
 	uint32_t min_ns;
-	unsigned every_ms;
+	unsigned every_ms, rounds;
 	uint64_t next_ns;
+	uint64_t span; /* ticks: the windows' records, all rings */
+	struct learn_id *ids; /* sorted by id */
+	struct learn_fn *fn;  /* by sled, over every window so far */
 } learn;
 
 /* The whole of a regular file of at most max bytes, NUL-terminated, in *text (malloc). */
@@ -244,14 +262,6 @@ RT bool agent_sleds_learn_due(uint64_t now_ns)
 	return true;
 }
 
-struct learn_id {
-	uint32_t id; /* the entry record's low half: the function's address's (trace.h) */
-	uint32_t idx;
-};
-struct learn_fn {
-	uint64_t calls, incl, self; /* ticks */
-};
-
 RT static int cmp_id(const void *a, const void *b)
 {
 	uint32_t x = ((const struct learn_id *)a)->id, y = ((const struct learn_id *)b)->id;
@@ -285,7 +295,7 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, const struct learn_i
 		return 0;
 	static struct {
 		long idx;
-		uint64_t ts, child;
+		uint64_t ts, child, inner;
 	} stack[LEARN_DEPTH];
 	size_t depth = 0;
 	struct rb_event ev[256];
@@ -296,7 +306,7 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, const struct learn_i
 				if (depth < LEARN_DEPTH) {
 					stack[depth].idx = find_id(ids, nids, (uint32_t)ev[i].id);
 					stack[depth].ts = ev[i].ts;
-					stack[depth].child = 0;
+					stack[depth].child = stack[depth].inner = 0;
 				}
 				depth++;
 			} else if (ev[i].kind == RB_EV_EXIT && depth) {
@@ -304,14 +314,17 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, const struct learn_i
 				if (depth >= LEARN_DEPTH)
 					continue;
 				uint64_t dur = ev[i].ts - stack[depth].ts;
-				if (depth)
+				if (depth) {
 					stack[depth - 1].child += dur;
+					stack[depth - 1].inner += 1 + stack[depth].inner;
+				}
 				long k = stack[depth].idx;
 				if (k >= 0) {
 					uint64_t self = dur > stack[depth].child ? dur - stack[depth].child : 0;
 					fn[k].calls++;
 					fn[k].incl += dur < cap ? dur : cap;
 					fn[k].self += self < cap ? self : cap;
+					fn[k].inner += stack[depth].inner;
 				}
 			}
 		}
@@ -321,50 +334,108 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, const struct learn_i
 	return span;
 }
 
-RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
+RT static uint64_t minus(uint64_t a, uint64_t b)
 {
-	learn.on = false;
-	size_t nsleds = 0;
-	const uintptr_t *sleds = rb_sleds_list ? rb_sleds_list(&nsleds) : NULL;
-	struct learn_id *ids = calloc(nsleds, sizeof(*ids));
-	struct learn_fn *fn = calloc(nsleds, sizeof(*fn));
-	size_t *out = calloc(nsleds, sizeof(*out));
-	if (!ids || !fn || !out || !rb_sleds_unpatch) {
-		free(ids), free(fn), free(out);
-		return;
+	return a > b ? a - b : 0;
+}
+
+/*
+ * Which functions to take out, from the windows so far, into out (sled indexes); their
+ * count. The trace points' own cost inflates every traced time: a helper of 1% of the
+ * program's time can hold a quarter of the traced time (issue 25), and a profile's top then
+ * looks small. It is taken out of each call as well as the windows tell it: the shortest
+ * mean call of a function that calls no traced function is at most one call's points
+ * (point), and each call's time holds that much for itself and for each traced call inside
+ * it; its self time, that much once.
+ */
+RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out,
+			      uint64_t *calls_out, size_t *kept, uint64_t *point_ns)
+{
+	uint64_t freq = hal_timer_freq(), point = UINT64_MAX, calls = 0;
+	for (size_t i = 0; i < nsleds; i++) {
+		const struct learn_fn *f = &learn.fn[i];
+		calls += f->calls;
+		if (f->calls >= LEARN_MIN_CALLS && !f->inner && f->incl / f->calls < point)
+			point = f->incl / f->calls;
 	}
-	for (size_t i = 0; i < nsleds; i++)
-		ids[i] = (struct learn_id){ (uint32_t)sleds[i], (uint32_t)i };
-	qsort(ids, nsleds, sizeof(*ids), cmp_id);
-	uint64_t freq = hal_timer_freq(), calls = 0, span = 0;
-	uint64_t cap = hal_muldiv_u64((uint64_t)learn.min_ns * LEARN_CAP_TIMES, freq, 1000000000u);
-	for (int i = 0; i < n; i++)
-		span += learn_ring(&views[i], ids, nsleds, fn, cap ? cap : 1);
-	size_t nout = 0, kept = 0;
-	for (size_t i = 0; i < nsleds && span; i++) {
-		if (fn[i].calls < LEARN_MIN_CALLS)
+	if (point == UINT64_MAX)
+		point = 0;
+	*point_ns = hal_ticks_to_ns(point, freq);
+	uint64_t total = minus(learn.span, calls * point);
+	size_t nout = 0;
+	*kept = 0;
+	*calls_out = 0;
+	for (size_t i = 0; i < nsleds && total; i++) {
+		const struct learn_fn *f = &learn.fn[i];
+		if (f->out || f->calls < LEARN_MIN_CALLS)
 			continue;
-		uint64_t mean_ns = hal_ticks_to_ns(fn[i].incl / fn[i].calls, freq);
+		uint64_t incl = minus(f->incl, (f->calls + f->inner) * point);
+		uint64_t self = minus(f->self, f->calls * point);
+		uint64_t mean_ns = hal_ticks_to_ns(incl / f->calls, freq);
 		if (mean_ns >= learn.min_ns)
 			continue;
-		if (fn[i].self * 100 >= span * LEARN_PROTECT_PCT) {
-			kept++; /* short calls, but a profile's top */
+		if (self * 100 >= total * LEARN_PROTECT_PCT) {
+			++*kept; /* short calls, but a profile's top */
 			continue;
 		}
 		out[nout++] = i;
-		calls += fn[i].calls;
+		*calls_out += f->calls;
 		log_dbg("jitt: sleds: left out %#llx: %llu calls, %llu ns each, self %llu ns",
-			(unsigned long long)sleds[i], (unsigned long long)fn[i].calls,
-			(unsigned long long)mean_ns,
-			(unsigned long long)hal_ticks_to_ns(fn[i].self, freq));
+			(unsigned long long)sleds[i],
+			(unsigned long long)f->calls, (unsigned long long)mean_ns,
+			(unsigned long long)hal_ticks_to_ns(self, freq));
 	}
+	return nout;
+}
+
+RT static void learn_stop(void)
+{
+	learn.on = false;
+	free(learn.ids), free(learn.fn);
+	learn.ids = NULL, learn.fn = NULL;
+}
+
+RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
+{
+	size_t nsleds = 0;
+	const uintptr_t *sleds = rb_sleds_list ? rb_sleds_list(&nsleds) : NULL;
+	if (!learn.ids && nsleds) {
+		learn.ids = calloc(nsleds, sizeof(*learn.ids));
+		learn.fn = calloc(nsleds, sizeof(*learn.fn));
+		for (size_t i = 0; learn.ids && i < nsleds; i++)
+			learn.ids[i] = (struct learn_id){ (uint32_t)sleds[i], (uint32_t)i };
+		if (learn.ids)
+			qsort(learn.ids, nsleds, sizeof(*learn.ids), cmp_id);
+	}
+	size_t *out = calloc(nsleds, sizeof(*out));
+	if (!learn.ids || !learn.fn || !out || !rb_sleds_unpatch) {
+		free(out);
+		learn_stop();
+		return;
+	}
+	uint64_t freq = hal_timer_freq(), span = 0;
+	uint64_t cap = hal_muldiv_u64((uint64_t)learn.min_ns * LEARN_CAP_TIMES, freq, 1000000000u);
+	for (int i = 0; i < n; i++)
+		span += learn_ring(&views[i], learn.ids, nsleds, learn.fn, cap ? cap : 1);
+	learn.span += span;
+	learn.rounds++;
+	uint64_t calls, point_ns;
+	size_t kept, nout = learn_decide(sleds, nsleds, out, &calls, &kept, &point_ns);
 	long done = nout ? rb_sleds_unpatch(out, nout) : 0;
-	if (done < 0)
+	if (done < 0) {
 		log_err("jitt: sleds: cannot take functions out: %s", strerror((int)-done));
-	else
-		log_info("jitt: sleds: learned from %llu ms of %d thread(s): %ld functions left out "
-			 "(%llu calls under %u ns each), %zu as short kept for their time",
-			 (unsigned long long)hal_ticks_to_ns(span, freq) / 1000000u, n, done,
+		learn_stop();
+	} else {
+		for (size_t k = 0; k < nout; k++)
+			learn.fn[out[k]].out = true;
+		log_info("jitt: sleds: learned from %llu ms of %d thread(s) (window %u of %u, "
+			 "a call's points %llu ns): %ld functions left out (%llu calls under %u ns "
+			 "each), %zu as short kept for their time",
+			 (unsigned long long)hal_ticks_to_ns(span, freq) / 1000000u, n,
+			 learn.rounds, LEARN_ROUNDS, (unsigned long long)point_ns, done,
 			 (unsigned long long)calls, learn.min_ns, kept);
-	free(ids), free(fn), free(out);
+		if (learn.rounds >= LEARN_ROUNDS)
+			learn_stop();
+	}
+	free(out);
 }
