@@ -693,6 +693,19 @@ NO_INSTR int rb_stop(struct rb_ring *r, unsigned wait_ms, struct rb_frozen *out)
 	return err;
 }
 
+NO_INSTR int rb_peek(struct rb_ring *r, struct rb_frozen *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->nslots = r->nslots;
+	out->tid = r->tid;
+	memcpy(out->name, r->name, sizeof(out->name));
+	if (r->state != RB_RUNNING)
+		return -EINVAL;
+	int err = validated_copy(r, out);
+	out->frozen_ticks = hal_timer_now();
+	return err == -EINPROGRESS ? -EAGAIN : err; /* stopping itself meanwhile */
+}
+
 NO_INSTR void rb_frozen_release(struct rb_frozen *f)
 {
 	free(f->copy);

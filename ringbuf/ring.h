@@ -123,6 +123,14 @@ int rb_stop(struct rb_ring *r, unsigned wait_ms, struct rb_frozen *out);
  * returns how many failed. */
 int rb_stop_many(struct rb_ring **rs, int n, unsigned wait_ms, struct rb_frozen *out,
 		 int *errs);
+/*
+ * A copy of a running ring, taken while its thread goes on writing (the validated copy of
+ * a stop that got no answer, without the stop): for statistics, which need no exact end
+ * and must not cost the ring its records (the sleds' learning, agent/runtime/sleds.c).
+ * 0, -EINVAL when the ring is not running, -EAGAIN when it changed too fast to copy, or
+ * -ENOMEM; rb_frozen_release frees it.
+ */
+int rb_peek(struct rb_ring *r, struct rb_frozen *out);
 void rb_frozen_release(struct rb_frozen *f);
 
 /* A shared library's trace points (ringbuf/hooks_dso.c), exported by the program. */

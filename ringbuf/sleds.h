@@ -51,12 +51,11 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 
 /*
  * Take the functions of sleds idx[0..n) (indexes into rb_sleds_list) out of the trace while
- * the program runs: each one's sled is NOPs again, as if never patched (an aligned 8-byte
- * store of the NOPs and the 3 bytes after them as they are, which a thread fetches whole,
- * old or new; a call already inside the thunk returns through it as it entered). A sled
- * that spans two aligned words gets a jump from its thunk's start straight to its body
- * instead (the same store, over the thunk's first instruction). Returns how many were
- * taken out, or the errno of an mprotect that failed.
+ * the program runs, each by one store that another thread fetches whole, old or new (a
+ * call already inside the thunk returns through it as it entered): the sled's NOPs back,
+ * where it lies within an aligned 8-byte word; else a 2-byte jump over it; where even that
+ * would cross a cache line, a jump from its thunk's start straight to its body. Returns how
+ * many were taken out, or the errno of an mprotect that failed.
  */
 long rb_sleds_unpatch(const size_t *idx, size_t n);
 
@@ -66,6 +65,10 @@ long rb_sleds_unpatch(const size_t *idx, size_t n);
  * then holds the thunk's own return address).
  */
 uintptr_t rb_sleds_return_of(uintptr_t slot);
+
+/* A function that does nothing, with a sled of the runtime's own: patched with the program's,
+ * its calls on a traced thread cost what a traced call's trace points do. */
+void rb_sleds_probe(void);
 
 /* Whether addr lies in the thunks (a return address into one is not a frame of the
  * program's). */

@@ -35,6 +35,8 @@ const uintptr_t *rb_sleds_list(size_t *n)
 	return b;
 }
 
+#define SLED_BYTES 5 /* -fpatchable-function-entry=5: room for a jmp rel32 */
+
 /* ---- the shadow stack: each traced call's return address, and the slot it came from ---- */
 
 struct sled_frame {
@@ -139,6 +141,13 @@ SLED_EXIT(rb_sled_exit_sampled, rb_point_sampled)
 HOOK void rb_sled_point_sampled(uint32_t low)
 {
 	rb_point_sampled(low);
+}
+
+/* A function of the runtime's own with a sled, patched as the program's are: what a traced
+ * call costs is timed on its calls (agent/runtime/sleds.c). */
+__attribute__((patchable_function_entry(SLED_BYTES, 0), noipa)) void rb_sleds_probe(void)
+{
+	__asm__ volatile("");
 }
 
 uintptr_t rb_sleds_return_of(uintptr_t slot)
@@ -295,7 +304,6 @@ struct field_at {
 extern const unsigned char rb_sled_tmpl_sampled[], rb_sled_tmpl_sampled_end[];
 extern const unsigned char rb_sled_tmpl_timed[], rb_sled_tmpl_timed_end[];
 extern const struct field_at rb_sled_fields_sampled[], rb_sled_fields_timed[];
-#define SLED_BYTES 5
 static const unsigned char sled_nops[SLED_BYTES] = { 0x90, 0x90, 0x90, 0x90, 0x90 };
 
 static uintptr_t thunks_lo, thunks_hi;
@@ -459,9 +467,8 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 	return 0;
 }
 
-/* The thunk of sled i starts with a jump straight to its body: for a sled that does not lie
- * within one aligned 8-byte word (entry % 8 > 3), which its NOPs cannot be put back over
- * whole. */
+/* The thunk of sled i starts with a jump straight to its body: for a sled that crosses a
+ * cache line, which sled_restore cannot change in one store. */
 static void thunk_skip(size_t i, uintptr_t entry)
 {
 	unsigned char *c = (unsigned char *)thunks_lo + i * thunk_stride;
@@ -475,19 +482,30 @@ static void thunk_skip(size_t i, uintptr_t entry)
 	__atomic_store_n((uint64_t *)(void *)c, word, __ATOMIC_RELEASE);
 }
 
-/* The sled's NOPs back over its jump, with the 3 bytes of the body after them as they are,
- * in one aligned 8-byte store; false when the sled spans two words. */
+/*
+ * The sled's jump to its thunk undone in one store, which another thread fetches whole, old
+ * or new (x86 stores within a cache line are atomic): where the sled lies within one
+ * aligned 8-byte word, its NOPs back, with the 3 bytes of the body after them as they are;
+ * else, within a cache line, a 2-byte jump over the sled (EB 03) over the jump's first two
+ * bytes, as XRay's sleds are turned off. False for a sled whose first two bytes cross a
+ * cache line (an -Os build does not align functions).
+ */
 static bool sled_restore(uintptr_t entry)
 {
-	if ((entry & 7) > 8 - SLED_BYTES)
+	if ((entry & 7) <= 8 - SLED_BYTES) {
+		uint64_t *w = (uint64_t *)(void *)(entry & ~(uintptr_t)7);
+		unsigned char bytes[8];
+		memcpy(bytes, w, 8);
+		memcpy(bytes + (entry & 7), sled_nops, SLED_BYTES);
+		uint64_t word;
+		memcpy(&word, bytes, 8);
+		__atomic_store_n(w, word, __ATOMIC_RELEASE);
+		return true;
+	}
+	if ((entry & 63) == 63)
 		return false;
-	uint64_t *w = (uint64_t *)(void *)(entry & ~(uintptr_t)7);
-	unsigned char bytes[8];
-	memcpy(bytes, w, 8);
-	memcpy(bytes + (entry & 7), sled_nops, SLED_BYTES);
-	uint64_t word;
-	memcpy(&word, bytes, 8);
-	__atomic_store_n(w, word, __ATOMIC_RELEASE);
+	uint16_t jmp_over = 0xeb | (SLED_BYTES - 2) << 8; /* jmp rel8 +3, little-endian */
+	__asm__ volatile("movw %1, %0" : "=m"(*(uint16_t *)(void *)entry) : "r"(jmp_over) : "memory");
 	return true;
 }
 

@@ -255,6 +255,38 @@ TEST(ring_a_stop_caught_halfway_through_the_answer_stays_pending)
 	CHECK_EQ_INT(rb_thread_unregister(), 0);
 }
 
+/* A peek (the sleds' learning) copies the ring as its thread goes on: nothing stops, and the
+ * records stay for the next trace; an off ring is refused. */
+TEST(ring_peek_copies_without_stopping_the_thread)
+{
+	hal_timer_init();
+	CHECK_EQ_INT(rb_thread_register("peeked"), 0);
+	rb_lock();
+	struct rb_ring *r = the_ring();
+	struct rb_frozen f;
+	CHECK_EQ_INT(rb_peek(r, &f), -EINVAL);
+	CHECK_EQ_INT(rb_start(r), 0);
+	rb_unlock();
+	traced_empty();
+	traced_empty();
+	rb_lock();
+	CHECK_EQ_INT(rb_peek(r, &f), 0);
+	CHECK(f.copied);
+	CHECK_EQ_U64(f.valid, 6); /* the start's sync record, two entries and two exits */
+	CHECK(f.slots != NULL && f.copy != NULL);
+	rb_frozen_release(&f);
+	CHECK(rb_ring_on(r));
+	rb_unlock();
+	CHECK(atomic_load(&rb_tls.pos) != 0); /* still tracing */
+	traced_empty();
+	rb_lock();
+	CHECK_EQ_U64(rb_ring_records(r), 6); /* kept, not restarted: 4 before the peek, 2 after */
+	CHECK_EQ_INT(rb_stop(r, 0, &f), 0);
+	rb_frozen_release(&f);
+	rb_unlock();
+	CHECK_EQ_INT(rb_thread_unregister(), 0);
+}
+
 /* Returns the decoded ring's last timestamp. */
 static uint64_t wrap_round_trip(void)
 {

@@ -239,47 +239,45 @@ RT static int persist(const char *reason, pid_t anomaly_tid, uint64_t t0, char *
 }
 
 /*
- * Sleds learning what to leave out (sleds.c): once a traced thread's ring is full, the rings
- * are frozen a moment and copied, run again, and the copies learnt from.
+ * Sleds learning what to leave out (sleds.c): from each traced thread whose ring holds a
+ * ring's worth of records it has not learnt from, a copy taken as it goes on writing
+ * (rb_peek: the ring keeps its records for the next trace).
  */
 RT static void learn_sleds(void)
 {
+	static struct {
+		pid_t tid;
+		uint64_t records; /* its ring's records when last learnt from */
+	} seen[MAX_RINGS];
 	struct rb_ring *rings[MAX_RINGS];
 	struct rb_frozen frozen[MAX_RINGS];
 	struct rb_ring_view views[MAX_RINGS];
-	int errs[MAX_RINGS], nviews = 0;
+	int nviews = 0;
 	uint64_t slots = rb_ring_bytes() / 8; /* takes rb_lock itself */
 	rb_lock();
 	int n = rb_rings(rings, MAX_RINGS);
-	bool full = false;
-	for (int i = 0; i < n; i++)
-		full |= rb_ring_on(rings[i]) && rb_ring_records(rings[i]) >= slots;
-	if (!full) {
-		rb_unlock();
-		return;
-	}
-	if (nrestart)
-		restart(rings, n);
-	rb_stop_many(rings, n, STOP_WAIT_MS, frozen, errs);
 	for (int i = 0; i < n; i++) {
-		if (errs[i] == -EINVAL)
+		uint64_t records = rb_ring_records(rings[i]);
+		int k = 0;
+		while (k < MAX_RINGS && seen[k].tid && seen[k].tid != rb_ring_tid(rings[i]))
+			k++;
+		if (k == MAX_RINGS)
 			continue;
-		if (!errs[i]) {
-			struct rb_ring_view v = rb_frozen_view(&frozen[i]);
-			uint64_t *copy = malloc(v.stored * sizeof(*copy));
-			if (copy) {
-				memcpy(copy, v.slots, v.stored * sizeof(*copy));
-				v.slots = copy;
-				views[nviews++] = v;
-			}
-			rb_frozen_release(&frozen[i]);
-		}
-		restart_or_list(rings[i]);
+		if (seen[k].tid && records < seen[k].records)
+			seen[k].records = 0; /* restarted since (a trace persisted) */
+		if (!rb_ring_on(rings[i]) || records < seen[k].records + slots ||
+		    rb_peek(rings[i], &frozen[nviews]))
+			continue;
+		seen[k].tid = rb_ring_tid(rings[i]);
+		seen[k].records = records;
+		views[nviews] = rb_frozen_view(&frozen[nviews]);
+		nviews++;
 	}
 	rb_unlock();
-	agent_sleds_learn(views, nviews);
+	if (nviews)
+		agent_sleds_learn(views, nviews);
 	for (int i = 0; i < nviews; i++)
-		free((void *)views[i].slots);
+		rb_frozen_release(&frozen[i]);
 }
 
 /* Take the pending request, if any, and persist it. */

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -28,6 +29,7 @@ extern int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time
 			  struct rb_sleds_stats *st) __attribute__((weak));
 extern int rb_sleds_thread_init(void) __attribute__((weak));
 extern long rb_sleds_unpatch(const size_t *idx, size_t n) __attribute__((weak));
+extern void rb_sleds_probe(void) __attribute__((weak));
 
 /* A list names a few thousand functions at most; what is past this is not a list. */
 #define EXCLUDE_MAX_BYTES (1u << 20)
@@ -60,6 +62,7 @@ struct learn_id {
 };
 struct learn_fn {
 	uint64_t calls, incl, self; /* ticks */
+	uint64_t kids;	/* traced calls its calls made */
 	uint64_t inner; /* traced calls made inside its calls, at any depth */
 	bool out;	/* taken out of the trace */
 };
@@ -69,9 +72,12 @@ static struct {
 	uint32_t min_ns;
 	unsigned every_ms, rounds;
 	uint64_t next_ns;
-	uint64_t span; /* ticks: the windows' records, all rings */
+	uint64_t span;	/* ticks: the windows' records, all rings */
+	uint64_t point; /* ticks: what a traced call's trace points cost (probe_ticks) */
 	struct learn_id *ids; /* sorted by id */
 	struct learn_fn *fn;  /* by sled, over every window so far */
+	struct rb_elf elf;    /* the program's symbols, for the log's names */
+	uintptr_t bias;	      /* its load address */
 } learn;
 
 /* The whole of a regular file of at most max bytes, NUL-terminated, in *text (malloc). */
@@ -295,7 +301,7 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, const struct learn_i
 		return 0;
 	static struct {
 		long idx;
-		uint64_t ts, child, inner;
+		uint64_t ts, child, kids, inner;
 	} stack[LEARN_DEPTH];
 	size_t depth = 0;
 	struct rb_event ev[256];
@@ -306,7 +312,8 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, const struct learn_i
 				if (depth < LEARN_DEPTH) {
 					stack[depth].idx = find_id(ids, nids, (uint32_t)ev[i].id);
 					stack[depth].ts = ev[i].ts;
-					stack[depth].child = stack[depth].inner = 0;
+					stack[depth].child = 0;
+					stack[depth].kids = stack[depth].inner = 0;
 				}
 				depth++;
 			} else if (ev[i].kind == RB_EV_EXIT && depth) {
@@ -316,6 +323,7 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, const struct learn_i
 				uint64_t dur = ev[i].ts - stack[depth].ts;
 				if (depth) {
 					stack[depth - 1].child += dur;
+					stack[depth - 1].kids++;
 					stack[depth - 1].inner += 1 + stack[depth].inner;
 				}
 				long k = stack[depth].idx;
@@ -324,6 +332,7 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, const struct learn_i
 					fn[k].calls++;
 					fn[k].incl += dur < cap ? dur : cap;
 					fn[k].self += self < cap ? self : cap;
+					fn[k].kids += stack[depth].kids;
 					fn[k].inner += stack[depth].inner;
 				}
 			}
@@ -334,33 +343,76 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, const struct learn_i
 	return span;
 }
 
+#define PROBE_CALLS 2048 /* a batch: 4,096 records, 32 KiB of scratch */
+#define PROBE_BATCHES 8
+
+/*
+ * What a traced call's trace points cost, in ticks: the entry and exit records and the
+ * thunk's path around them, timed on calls of rb_sleds_probe (a sled of the runtime's own,
+ * patched as the program's are) on a scratch ring, the fastest of PROBE_BATCHES batches, as
+ * control.c's measure_point_cost times the hooks'. On the control thread, which gets a
+ * shadow stack for it; 0 where it cannot be measured (then nothing is taken out of the
+ * times).
+ */
+RT static uint64_t probe_ticks(void)
+{
+	if (!rb_sleds_probe || !rb_sleds_thread_init || rb_sleds_thread_init())
+		return 0;
+	size_t nslots = 2 * PROBE_CALLS + 8;
+	uint64_t *slots = calloc(nslots, sizeof(*slots)), best = UINT64_MAX;
+	for (int b = 0; slots && b < PROBE_BATCHES; b++) {
+		/* No record's value (an untimed exit is 0): what was written can be told */
+		memset(slots, 0xff, nslots * sizeof(*slots));
+		if (rb_scratch_begin(slots, nslots))
+			break;
+		uint64_t t0 = hal_counter_read();
+		for (int i = 0; i < PROBE_CALLS; i++)
+			rb_sleds_probe();
+		uint64_t t1 = hal_counter_read();
+		rb_scratch_end();
+		size_t written = 0;
+		for (size_t k = 0; k < nslots; k++)
+			written += slots[k] != UINT64_MAX;
+		if (written < 2 * PROBE_CALLS) /* the probe's sled was not patched */
+			break;
+		if (t1 - t0 < best)
+			best = t1 - t0;
+	}
+	free(slots);
+	return best == UINT64_MAX ? 0 : best / PROBE_CALLS;
+}
+
 RT static uint64_t minus(uint64_t a, uint64_t b)
 {
 	return a > b ? a - b : 0;
+}
+
+/* Function idx's name, for the log: its symbol's, or its address. */
+RT static const char *learn_name(const uintptr_t *sleds, size_t idx, char *buf, size_t size)
+{
+	const struct rb_symbol *sym = rb_elf_lookup(&learn.elf, sleds[idx] - learn.bias);
+	if (sym && sym->addr == sleds[idx] - learn.bias)
+		return sym->name;
+	snprintf(buf, size, "%#llx", (unsigned long long)sleds[idx]);
+	return buf;
 }
 
 /*
  * Which functions to take out, from the windows so far, into out (sled indexes); their
  * count. The trace points' own cost inflates every traced time: a helper of 1% of the
  * program's time can hold a quarter of the traced time (issue 25), and a profile's top then
- * looks small. It is taken out of each call as well as the windows tell it: the shortest
- * mean call of a function that calls no traced function is at most one call's points
- * (point), and each call's time holds that much for itself and for each traced call inside
- * it; its self time, that much once.
+ * looks small. It is taken out as the times hold it: a traced call's points (learn.point)
+ * lie half inside the call's time and half in its caller's (the records are written
+ * midway through the thunk), so a function's calls hold half of theirs and all of those
+ * of the traced calls inside them; its self time, half of its calls' and half of its
+ * direct callees'.
  */
 RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out,
-			      uint64_t *calls_out, size_t *kept, uint64_t *point_ns)
+			      uint64_t *calls_out, size_t *kept)
 {
-	uint64_t freq = hal_timer_freq(), point = UINT64_MAX, calls = 0;
-	for (size_t i = 0; i < nsleds; i++) {
-		const struct learn_fn *f = &learn.fn[i];
-		calls += f->calls;
-		if (f->calls >= LEARN_MIN_CALLS && !f->inner && f->incl / f->calls < point)
-			point = f->incl / f->calls;
-	}
-	if (point == UINT64_MAX)
-		point = 0;
-	*point_ns = hal_ticks_to_ns(point, freq);
+	uint64_t freq = hal_timer_freq(), point = learn.point, calls = 0;
+	for (size_t i = 0; i < nsleds; i++)
+		calls += learn.fn[i].calls;
 	uint64_t total = minus(learn.span, calls * point);
 	size_t nout = 0;
 	*kept = 0;
@@ -369,21 +421,25 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
 		const struct learn_fn *f = &learn.fn[i];
 		if (f->out || f->calls < LEARN_MIN_CALLS)
 			continue;
-		uint64_t incl = minus(f->incl, (f->calls + f->inner) * point);
-		uint64_t self = minus(f->self, f->calls * point);
+		uint64_t incl = minus(f->incl, f->calls * point / 2 + f->inner * point);
+		uint64_t self = minus(f->self, (f->calls + f->kids) * point / 2);
 		uint64_t mean_ns = hal_ticks_to_ns(incl / f->calls, freq);
 		if (mean_ns >= learn.min_ns)
 			continue;
-		if (self * 100 >= total * LEARN_PROTECT_PCT) {
-			++*kept; /* short calls, but a profile's top */
+		char buf[32];
+		bool top = self * 100 >= total * LEARN_PROTECT_PCT; /* a profile's top */
+		log_dbg("jitt: sleds: %s %s: %llu calls, %llu ns each, self %llu us of %llu",
+			top ? "short, kept for its time" : "left out",
+			learn_name(sleds, i, buf, sizeof(buf)), (unsigned long long)f->calls,
+			(unsigned long long)mean_ns,
+			(unsigned long long)hal_ticks_to_ns(self, freq) / 1000u,
+			(unsigned long long)hal_ticks_to_ns(total, freq) / 1000u);
+		if (top) {
+			++*kept;
 			continue;
 		}
 		out[nout++] = i;
 		*calls_out += f->calls;
-		log_dbg("jitt: sleds: left out %#llx: %llu calls, %llu ns each, self %llu ns",
-			(unsigned long long)sleds[i],
-			(unsigned long long)f->calls, (unsigned long long)mean_ns,
-			(unsigned long long)hal_ticks_to_ns(self, freq));
 	}
 	return nout;
 }
@@ -391,6 +447,7 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
 RT static void learn_stop(void)
 {
 	learn.on = false;
+	rb_elf_free(&learn.elf);
 	free(learn.ids), free(learn.fn);
 	learn.ids = NULL, learn.fn = NULL;
 }
@@ -406,6 +463,10 @@ RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 			learn.ids[i] = (struct learn_id){ (uint32_t)sleds[i], (uint32_t)i };
 		if (learn.ids)
 			qsort(learn.ids, nsleds, sizeof(*learn.ids), cmp_id);
+		learn.point = probe_ticks();
+		if (rb_elf_load("/proc/self/exe", &learn.elf)) /* the log's names: not needed */
+			memset(&learn.elf, 0, sizeof(learn.elf));
+		dl_iterate_phdr(main_bias, &learn.bias);
 	}
 	size_t *out = calloc(nsleds, sizeof(*out));
 	if (!learn.ids || !learn.fn || !out || !rb_sleds_unpatch) {
@@ -419,8 +480,8 @@ RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 		span += learn_ring(&views[i], learn.ids, nsleds, learn.fn, cap ? cap : 1);
 	learn.span += span;
 	learn.rounds++;
-	uint64_t calls, point_ns;
-	size_t kept, nout = learn_decide(sleds, nsleds, out, &calls, &kept, &point_ns);
+	uint64_t calls;
+	size_t kept, nout = learn_decide(sleds, nsleds, out, &calls, &kept);
 	long done = nout ? rb_sleds_unpatch(out, nout) : 0;
 	if (done < 0) {
 		log_err("jitt: sleds: cannot take functions out: %s", strerror((int)-done));
@@ -432,7 +493,8 @@ RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 			 "a call's points %llu ns): %ld functions left out (%llu calls under %u ns "
 			 "each), %zu as short kept for their time",
 			 (unsigned long long)hal_ticks_to_ns(span, freq) / 1000000u, n,
-			 learn.rounds, LEARN_ROUNDS, (unsigned long long)point_ns, done,
+			 learn.rounds, LEARN_ROUNDS,
+			 (unsigned long long)hal_ticks_to_ns(learn.point, freq), done,
 			 (unsigned long long)calls, learn.min_ns, kept);
 		if (learn.rounds >= LEARN_ROUNDS)
 			learn_stop();
