@@ -175,12 +175,14 @@ enum field { F_END, F_POS, F_DUE, F_TOP, F_ID, F_BODY, F_POINT, F_ENTER, F_EXIT 
  * Sampled time (the default), all in the thunk but the timed record, about one in 16:
  *   untraced thread (rb_tls.pos 0): straight to the body, the thunk's only cost a compare
  *   and a jump;
- *   entry: a frame of the shadow stack taken, then filled with the caller's return
- *   address and its slot (in this order: a signal handler's calls, which may come
- *   between any two instructions, take the frames above it), an
- *   untimed record [0 << 32 | id] (rb_point_sampled's), or at the due position a call of
- *   rb_sled_point_sampled with the id (%rax saved: %al counts a variadic call's vector
- *   registers); the caller's address taken off the stack, the body called;
+ *   entry: a frame of the shadow stack taken, then filled with the slot of the caller's
+ *   return address and the address, popped off the stack into it (in this order: a
+ *   signal handler's calls, which may come between any two instructions, take the frames
+ *   above it; the popped slot lies in the red zone, which a signal frame skips); an
+ *   untimed record [0 << 32 | id] in two 4-byte stores as rb_point_sampled's (%r11 is the
+ *   only register free at a function's entry: %rax holds a variadic call's count of vector
+ *   registers, %r10 a nested function's static chain), or at the due position a call of
+ *   rb_sled_point_sampled with the id; the body called;
  *   exit: the top frame's slot must be the one the body returned from (else frames a
  *   longjmp left: rb_sled_exit_sampled sorts that out); the frame read, then given
  *   back (a signal handler's calls may take it from then on); the caller's address pushed back
@@ -192,23 +194,18 @@ __asm__(".pushsection .rodata.jitt_sleds, \"a\"\n"
 	"rb_sled_tmpl_sampled:\n0:\n\t"
 	"cmpq $0, %fs:0x7ffffff0\n1:\n\t"
 	".byte 0x0f, 0x84\n\t.long 0\n2:\n\t"
-	"push %rax\n\t"
 	"mov %fs:0x7ffffff0, %r11\n3:\n\t"
 	"add $16, %r11\n\t"
 	"mov %r11, %fs:0x7ffffff0\n4:\n\t"
-	"mov 8(%rsp), %rax\n\t"
-	"mov %rax, -8(%r11)\n\t"
-	"lea 8(%rsp), %rax\n\t"
-	"mov %rax, -16(%r11)\n\t"
+	"mov %rsp, -16(%r11)\n\t"
+	"popq -8(%r11)\n\t"
 	"mov %fs:0x7ffffff0, %r11\n5:\n\t"
 	"cmp %fs:0x7ffffff0, %r11\n6:\n\t"
 	"jae 20f\n\t"
-	"mov $0x7ffffff0, %eax\n7:\n\t"
-	"mov %rax, (%r11)\n\t"
+	"movl $0x7ffffff0, (%r11)\n7:\n\t"
+	"movl $0, 4(%r11)\n\t"
 	"addq $8, %fs:0x7ffffff0\n8:\n"
 	"10:\n\t"
-	"pop %rax\n\t"
-	"lea 8(%rsp), %rsp\n\t"
 	".byte 0xe8\n\t.long 0\n9:\n\t"
 	"mov %fs:0x7ffffff0, %r11\n11:\n\t"
 	"sub $16, %r11\n\t"
