@@ -19,6 +19,7 @@
 #ifndef JITT_RINGBUF_SLEDS_H
 #define JITT_RINGBUF_SLEDS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,13 +52,19 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 
 /*
  * Take the functions of sleds idx[0..n) (indexes into rb_sleds_list) out of the trace while
- * the program runs, each by one store that another thread fetches whole, old or new (a
- * call already inside the thunk returns through it as it entered): the sled's NOPs back,
- * where it lies within an aligned 8-byte word; else a 2-byte jump over it; where even that
- * would cross a cache line, a jump from its thunk's start straight to its body. Returns how
- * many were taken out, or the errno of an mprotect that failed.
+ * the program runs (traced false), or back into it (true), each by one store that another
+ * thread fetches whole, old or new (a call already inside the thunk returns through it as
+ * it entered): where the sled lies within an aligned 8-byte word its NOPs come back, else
+ * a 2-byte jump over it, else (crossing a cache line) a jump from its thunk's start
+ * straight to its body. Returns how many were set, or the errno of an mprotect that
+ * failed.
  */
-long rb_sleds_unpatch(const size_t *idx, size_t n);
+long rb_sleds_trace(const size_t *idx, size_t n, bool traced);
+
+/* Every record of the sampled thunks timed (on), or about one in 16 again (off): while the
+ * runtime learns which functions to trace, the times it reads are then measured. */
+void rb_sleds_time_all(bool on);
+
 
 /*
  * The return address a thunk moved away from stack slot `slot` of the calling thread, or 0

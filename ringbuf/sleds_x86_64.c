@@ -133,14 +133,31 @@ __attribute__((noreturn, cold)) static void shadow_lost(const char *why)
 		point(RB_EXIT);                                                            \
 	}
 
+/* While the runtime learns which functions to trace (rb_sleds_time_all), every record of a
+ * sampled thunk is timed: after each timed one, due goes back to 0 (the next one timed, as
+ * at a ring's start), so the durations it learns from are measured, not estimated. */
+static atomic_bool time_all;
+
+void rb_sleds_time_all(bool on)
+{
+	atomic_store_explicit(&time_all, on, memory_order_relaxed);
+}
+
+static inline void point_sampled(uint32_t low)
+{
+	rb_point_sampled(low);
+	if (atomic_load_explicit(&time_all, memory_order_relaxed))
+		atomic_store_explicit(&rb_tls.due, 0, memory_order_relaxed);
+}
+
 SLED_ENTER(rb_sled_enter_timed, rb_point)
 SLED_EXIT(rb_sled_exit_timed, rb_point)
-SLED_EXIT(rb_sled_exit_sampled, rb_point_sampled)
+SLED_EXIT(rb_sled_exit_sampled, point_sampled)
 
 /* The sampled thunk's timed records (about one in 16) and the rare paths behind them. */
 HOOK void rb_sled_point_sampled(uint32_t low)
 {
-	rb_point_sampled(low);
+	point_sampled(low);
 }
 
 /* A function of the runtime's own with a sled, patched as the program's are: what a traced
@@ -305,6 +322,7 @@ static const unsigned char sled_nops[SLED_BYTES] = { 0x90, 0x90, 0x90, 0x90, 0x9
 
 static uintptr_t thunks_lo, thunks_hi;
 static size_t thunk_stride, thunk_count;
+static uint64_t thunk_head; /* the first 8 bytes of every thunk, as made */
 static atomic_int patched_once;
 
 int rb_sleds_is_thunk(uintptr_t addr)
@@ -435,6 +453,7 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 	}
 	thunks_lo = (uintptr_t)t;
 	thunks_hi = (uintptr_t)t + n * stride;
+	memcpy(&thunk_head, t, 8);
 	thunk_stride = stride, thunk_count = n;
 
 	/* The text, writable for the moment of the patching. Executable too: this code may
@@ -464,46 +483,52 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 	return 0;
 }
 
-/* The thunk of sled i starts with a jump straight to its body: for a sled that crosses a
- * cache line, which sled_restore cannot change in one store. */
-static void thunk_skip(size_t i, uintptr_t entry)
+/* One aligned 8-byte store, which another thread fetches whole, old or new (x86 stores
+ * within a cache line are atomic). */
+static void store8(uint64_t *w, const unsigned char bytes[8])
 {
-	unsigned char *c = (unsigned char *)thunks_lo + i * thunk_stride;
-	unsigned char bytes[8]; /* the first 8: the jump over 5, the old 3 after it */
-	memcpy(bytes, c, 8);
-	bytes[0] = 0xe9; /* jmp rel32 to the body */
-	int32_t rel = (int32_t)((int64_t)(entry + SLED_BYTES - ((uintptr_t)c + 5)));
-	memcpy(bytes + 1, &rel, 4);
 	uint64_t word;
 	memcpy(&word, bytes, 8);
-	__atomic_store_n((uint64_t *)(void *)c, word, __ATOMIC_RELEASE);
+	__atomic_store_n(w, word, __ATOMIC_RELEASE);
 }
 
 /*
- * The sled's jump to its thunk undone in one store, which another thread fetches whole, old
- * or new (x86 stores within a cache line are atomic): where the sled lies within one
- * aligned 8-byte word, its NOPs back, with the 3 bytes of the body after them as they are;
- * else, within a cache line, a 2-byte jump over the sled (EB 03) over the jump's first two
- * bytes, as XRay's sleds are turned off. False for a sled whose first two bytes cross a
- * cache line (an -Os build does not align functions).
+ * Sled i traced (a jump to its thunk, as rb_sleds_patch left it) or not, each way in one
+ * store, by the sled's place:
+ *   within one aligned 8-byte word: its NOPs, or its jump, with the 3 bytes of the body
+ *   after them as they are;
+ *   else, its first two bytes within a cache line: a 2-byte jump over the sled (EB 03)
+ *   over the first two bytes of the jump to the thunk, whose other three stay, or those
+ *   two bytes back (as XRay's sleds are turned off and on);
+ *   else (an -Os build does not align functions): its thunk's first 8 bytes, a jump
+ *   straight to the body, or the thunk's own again.
  */
-static bool sled_restore(uintptr_t entry)
+static void sled_set(size_t i, uintptr_t entry, bool traced)
 {
+	unsigned char *thunk = (unsigned char *)thunks_lo + i * thunk_stride;
+	unsigned char jmp[SLED_BYTES] = { 0xe9 }; /* jmp rel32 to the thunk */
+	int32_t rel = (int32_t)((int64_t)((uintptr_t)thunk - (entry + SLED_BYTES)));
+	memcpy(jmp + 1, &rel, 4);
+	unsigned char bytes[8];
 	if ((entry & 7) <= 8 - SLED_BYTES) {
 		uint64_t *w = (uint64_t *)(void *)(entry & ~(uintptr_t)7);
-		unsigned char bytes[8];
 		memcpy(bytes, w, 8);
-		memcpy(bytes + (entry & 7), sled_nops, SLED_BYTES);
-		uint64_t word;
-		memcpy(&word, bytes, 8);
-		__atomic_store_n(w, word, __ATOMIC_RELEASE);
-		return true;
+		memcpy(bytes + (entry & 7), traced ? jmp : sled_nops, SLED_BYTES);
+		store8(w, bytes);
+	} else if ((entry & 63) != 63) {
+		uint16_t two = 0xeb | (SLED_BYTES - 2) << 8; /* jmp rel8 +3, little-endian */
+		if (traced)
+			memcpy(&two, jmp, 2);
+		__asm__ volatile("movw %1, %0" : "=m"(*(uint16_t *)(void *)entry) : "r"(two) : "memory");
+	} else if (traced) {
+		store8((uint64_t *)(void *)thunk, (const unsigned char *)&thunk_head);
+	} else {
+		memcpy(bytes, &thunk_head, 8);
+		bytes[0] = 0xe9; /* jmp rel32 to the body */
+		rel = (int32_t)((int64_t)(entry + SLED_BYTES - ((uintptr_t)thunk + 5)));
+		memcpy(bytes + 1, &rel, 4);
+		store8((uint64_t *)(void *)thunk, bytes);
 	}
-	if ((entry & 63) == 63)
-		return false;
-	uint16_t jmp_over = 0xeb | (SLED_BYTES - 2) << 8; /* jmp rel8 +3, little-endian */
-	__asm__ volatile("movw %1, %0" : "=m"(*(uint16_t *)(void *)entry) : "r"(jmp_over) : "memory");
-	return true;
 }
 
 /* Pages [lo, hi) rounded out to whole pages, given prot. */
@@ -515,7 +540,7 @@ static int protect(uintptr_t lo, uintptr_t hi, int prot)
 	return mprotect((void *)lo, hi - lo, prot) ? -errno : 0;
 }
 
-long rb_sleds_unpatch(const size_t *idx, size_t n)
+long rb_sleds_trace(const size_t *idx, size_t n, bool traced)
 {
 	size_t count;
 	const uintptr_t *e = rb_sleds_list(&count);
@@ -542,8 +567,7 @@ long rb_sleds_unpatch(const size_t *idx, size_t n)
 	for (size_t k = 0; k < n; k++) {
 		if (idx[k] >= thunk_count || idx[k] >= count)
 			continue;
-		if (!sled_restore(e[idx[k]]))
-			thunk_skip(idx[k], e[idx[k]]);
+		sled_set(idx[k], e[idx[k]], traced);
 		done++;
 	}
 	err = protect(lo, hi, rx);

@@ -53,8 +53,8 @@ programs=${PROGRAMS:-duktape memcached speedtest1}
 # @KEPT+SLIST's list without @KEPT, which sleds need not: they are where GCC kept a
 # function). Its off rows leave the NOPs (sleds = off); untraced+sleds patches them and
 # traces no thread (what the threads jitt does not trace pay); traced+sleds is the
-# settings' defaults, every function the compiler kept traced, and traced+sleds+learn
-# learns what to leave out at run time (sleds_learn_ns = 250).
+# every function the compiler kept traced (sleds_learn_ns = 0), and traced+sleds+learn
+# learns what to leave out at run time (sleds_learn_ns = 250; traced+sleds+learnN: N).
 rows="plain plain -
 off off -
 traced on -
@@ -70,6 +70,7 @@ off+sleds off sleds:-
 untraced+sleds off sleds:-
 traced+sleds on sleds:-
 traced+sleds+learn on sleds:-
+traced+sleds+learn1000 on sleds:-
 traced+sleds+slist on sleds:@SLIST"
 if [ -n "${ROWS:-}" ]; then
 	rows=$(printf '%s\n' "$rows" | awk -v want=" $ROWS " 'index(want, " " $1 " ")')
@@ -218,7 +219,11 @@ program() {
 			settings=
 			if [ "$sleds" = 1 ]; then
 				[ "$row" = off+sleds ] && settings="sleds = off"
-				[ "$row" = traced+sleds+learn ] && settings="sleds_learn_ns = 250"
+				[ "$row" = traced+sleds ] && settings="sleds_learn_ns = 0"
+				case $row in
+				traced+sleds+learn) settings="sleds_learn_ns = 250" ;;
+				traced+sleds+learn*) settings="sleds_learn_ns = ${row#traced+sleds+learn}" ;;
+				esac
 				[ "$extra" = @SLIST ] && extra=- &&
 					settings="sleds_exclude = $work/kept-slist-from-$other.opt"
 			fi
@@ -249,7 +254,8 @@ program() {
 				[ "$mode" = on ] && m="$m, every function"
 				case $settings in
 				"sleds = off") m="SDK sleds, left as NOPs (sleds = off)" ;;
-				"sleds_learn_ns = 250") m="SDK sleds, sampled time, learnt at run time" ;;
+				"sleds_learn_ns = 0") m="$m (sleds_learn_ns = 0)" ;;
+				sleds_learn_ns*) m="SDK sleds, sampled time, learnt at run time (${settings#sleds_learn_ns = } ns)" ;;
 				sleds_exclude*) m="SDK sleds, sampled time + slist of $other ($(entries "$work/kept-slist-from-$other.opt")) at start-up" ;;
 				esac
 			fi

@@ -111,7 +111,7 @@ rm -rf "$work/data" && mkdir -p "$work/data/spool"
 JITT_CONFIG=$work/learn.conf "$work/abi" learn "$work/stop" >"$work/learn.out" 2>"$work/learn.log" &
 pid=$!
 # It goes on learning from the windows after (slow keeps filling the ring).
-if wait_for 60 grep -q 'sleds: learned from .*window 2 of' "$work/learn.log"; then
+if wait_for 60 grep -q 'sleds: learned from .*window 2,' "$work/learn.log"; then
 	ok "learn: the runtime learnt ($(sed -n 's/.*sleds: learned from //p' "$work/learn.log" |
 		head -n 1)), and again from a second window"
 else

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define NOINLINE __attribute__((noinline))
 
@@ -162,9 +163,21 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
+/* What leaf's sled holds: "patched" (a jump to its thunk), or, taken out of the trace, "NOPs"
+ * again or "a jump over it" (ringbuf/sleds.h). */
+static const char *leaf_sled(void)
+{
+	const unsigned char *sled = (const unsigned char *)(uintptr_t)leaf;
+	return !memcmp(sled, "\x90\x90\x90\x90\x90", 5) ? "NOPs"
+	       : !memcmp(sled, "\xeb\x03", 2)		  ? "a jump over it"
+							  : "patched";
+}
+
 /* "learn STOPFILE": until STOPFILE exists (the check script makes it once the runtime said
- * it learnt which functions to leave out), a long call and a short one, which holds a few %
- * of the time at most; then the work of the default run. */
+ * it learnt which functions to leave out), and then until leaf is out of the trace (a
+ * window that put it back closes as these calls fill the ring; 60 s at most), a long call
+ * and a short one, which holds a few % of the time at most; then the work of the default
+ * run. */
 static volatile long learn_sink; /* the calls' results are used: they are not optimised away */
 NOINLINE static long slow(long x)
 {
@@ -175,12 +188,18 @@ NOINLINE static long slow(long x)
 static int learn_until(const char *stop)
 {
 	long s = 0;
-	for (long i = 0; i < 600000000; i++) {
+	time_t give_up = 0;
+	for (long i = 0;; i++) {
 		s += leaf(i) + slow(i);
 		learn_sink = s;
-		if (i % 10000 == 0 && access(stop, F_OK) == 0)
+		if (i % 1000)
+			continue;
+		if (!give_up && access(stop, F_OK) == 0)
+			give_up = time(NULL) + 60;
+		if (give_up && (strcmp(leaf_sled(), "patched") || time(NULL) > give_up))
 			break;
 	}
+	fprintf(stderr, "leaf's sled: %s\n", leaf_sled());
 	return s != 0;
 }
 
@@ -191,16 +210,8 @@ int main(int argc, char **argv)
 		printf("long %ld\n", long_outer() > 0);
 		return 0;
 	}
-	if (argc > 2 && !strcmp(argv[1], "learn")) {
+	if (argc > 2 && !strcmp(argv[1], "learn"))
 		(void)learn_until(argv[2]);
-		/* Taken out, leaf's sled no longer jumps to its thunk: NOPs again, or a short
-		 * jump over them (ringbuf/sleds.h) */
-		const unsigned char *sled = (const unsigned char *)(uintptr_t)leaf;
-		fprintf(stderr, "leaf's sled: %s\n",
-			!memcmp(sled, "\x90\x90\x90\x90\x90", 5) ? "NOPs"
-			: !memcmp(sled, "\xeb\x03", 2)		 ? "a jump over it"
-								 : "patched");
-	}
 	if (argc > 1 && !strcmp(argv[1], "restart")) { /* the runtime again, the sleds as they are */
 		jitt_shutdown();
 		traced = jitt_init(NULL) ? -1 : jitt_trace_thread(true);

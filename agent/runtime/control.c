@@ -239,15 +239,16 @@ RT static int persist(const char *reason, pid_t anomaly_tid, uint64_t t0, char *
 }
 
 /*
- * Sleds learning what to leave out (sleds.c): from each traced thread whose ring holds a
- * ring's worth of records it has not learnt from, a copy taken as it goes on writing
- * (rb_peek: the ring keeps its records for the next trace).
+ * Sleds learning what to leave out (sleds.c): a window opens (BEGIN): each ring's records
+ * now are noted; then (READ) from each traced thread whose ring holds a ring's worth of
+ * records since, a copy taken as it goes on writing (rb_peek: the ring keeps its records
+ * for the next trace).
  */
-RT static void learn_sleds(void)
+RT static void learn_sleds(enum agent_learn_step step)
 {
 	static struct {
 		pid_t tid;
-		uint64_t records; /* its ring's records when last learnt from */
+		uint64_t records; /* its ring's records when its window opened */
 	} seen[MAX_RINGS];
 	struct rb_ring *rings[MAX_RINGS];
 	struct rb_frozen frozen[MAX_RINGS];
@@ -258,18 +259,22 @@ RT static void learn_sleds(void)
 	int n = rb_rings(rings, MAX_RINGS);
 	for (int i = 0; i < n; i++) {
 		uint64_t records = rb_ring_records(rings[i]);
+		pid_t tid = rb_ring_tid(rings[i]);
 		int k = 0;
-		while (k < MAX_RINGS && seen[k].tid && seen[k].tid != rb_ring_tid(rings[i]))
+		while (k < MAX_RINGS && seen[k].tid && seen[k].tid != tid)
 			k++;
 		if (k == MAX_RINGS)
 			continue;
-		if (seen[k].tid && records < seen[k].records)
-			seen[k].records = 0; /* restarted since (a trace persisted) */
+		if (!seen[k].tid || records < seen[k].records) /* new, or restarted since */
+			seen[k].records = 0;
+		seen[k].tid = tid;
+		if (step == AGENT_LEARN_BEGIN) {
+			seen[k].records = records;
+			continue;
+		}
 		if (!rb_ring_on(rings[i]) || records < seen[k].records + slots ||
 		    rb_peek(rings[i], &frozen[nviews]))
 			continue;
-		seen[k].tid = rb_ring_tid(rings[i]);
-		seen[k].records = records;
 		views[nviews] = rb_frozen_view(&frozen[nviews]);
 		nviews++;
 	}
@@ -632,8 +637,9 @@ RT static void *control_main(void *arg)
 		}
 		if (nrestart)
 			retry_restarts();
-		if (agent_sleds_learn_due(agent_now_ns()))
-			learn_sleds();
+		enum agent_learn_step step = agent_sleds_learn_step(agent_now_ns());
+		if (step != AGENT_LEARN_NONE)
+			learn_sleds(step);
 		chores(rt, agent_now_ns());
 	}
 	return NULL;

@@ -28,7 +28,8 @@ extern const uintptr_t *rb_sleds_list(size_t *n) __attribute__((weak));
 extern int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 			  struct rb_sleds_stats *st) __attribute__((weak));
 extern int rb_sleds_thread_init(void) __attribute__((weak));
-extern long rb_sleds_unpatch(const size_t *idx, size_t n) __attribute__((weak));
+extern long rb_sleds_trace(const size_t *idx, size_t n, bool traced) __attribute__((weak));
+extern void rb_sleds_time_all(bool on) __attribute__((weak));
 extern void rb_sleds_probe(void) __attribute__((weak));
 
 /* A list names a few thousand functions at most; what is past this is not a list. */
@@ -38,21 +39,28 @@ extern void rb_sleds_probe(void) __attribute__((weak));
 static bool sleds_on;
 
 /*
- * Learning which functions to leave out, when no list is given (sleds_learn_ns): each time
- * a traced thread's ring is full, the control thread freezes the rings for a moment, copies
- * them and restarts them; over every window so far, each function whose calls last under
- * sleds_learn_ns on average is taken out of the trace, unless it holds LEARN_PROTECT_PCT of
- * the time by itself (a profile's top is never left out). Both with the trace points' own
- * cost taken out, as well as the windows can tell it (learn_decide). Looked at every
- * LEARN_FIRST_MS at first, then less and less often (an idle app does not wake the control
- * thread for nothing), for LEARN_ROUNDS windows spread over the run: a program's phases
- * call different functions (SQLite's inserts, then its queries).
+ * Learning which functions to leave out, when no list is given (sleds_learn_ns), from
+ * windows of the run in which every function is traced and every record timed: the first
+ * from the start, each later one opened by putting back the functions taken out. A window
+ * is a ring's worth of records of a traced thread, copied as it goes on writing (control.c);
+ * it costs what full tracing costs for that long, a few ms. From all the windows so far,
+ * each function whose calls last under sleds_learn_ns on average is taken out of the trace,
+ * unless it holds LEARN_PROTECT_PCT of the time by itself or is among the LEARN_PROTECT_TOP
+ * short ones that hold the most (a profile's top is never left out), both with the trace points' own
+ * cost taken out of the times (learn_decide); the others stay in. Windows open LEARN_PROBE_FIRST_MS after the first decision, then twice as
+ * late each time, up to LEARN_PROBE_MAX_MS: a program's phases call different functions
+ * (SQLite's inserts, then its queries), and one that was short at the start may hold the
+ * time later. While a window is open the rings are looked at every LEARN_POLL_MS at first,
+ * then less and less often (an idle app does not wake the control thread for nothing).
  */
-#define LEARN_FIRST_MS 100
-#define LEARN_MAX_MS 10000
-#define LEARN_ROUNDS 6
+#define LEARN_POLL_MS 20
+#define LEARN_POLL_MAX_MS 1000
+#define LEARN_PROBE_FIRST_MS 500
+#define LEARN_PROBE_MAX_MS 60000
+#define LEARN_LOG_WINDOWS 3 /* logged at info; later ones only when what is out changed */
 #define LEARN_MIN_CALLS 64 /* fewer calls than this say nothing of a function's length */
-#define LEARN_PROTECT_PCT 5
+#define LEARN_PROTECT_PCT 5 /* a short function holding this much by itself stays traced, */
+#define LEARN_PROTECT_TOP 3 /* as do the 3 short ones that hold the most */
 #define LEARN_DEPTH 1024 /* deeper calls are followed for depth only */
 #define LEARN_CAP_TIMES 64 /* a call counts for at most 64 times the threshold */
 
@@ -64,18 +72,19 @@ struct learn_fn {
 	uint64_t calls, incl, self; /* ticks */
 	uint64_t kids;	/* traced calls its calls made */
 	uint64_t inner; /* traced calls made inside its calls, at any depth */
-	bool out;	/* taken out of the trace */
 };
 
 static struct {
 	bool on;
+	bool window;	/* open: every function traced, every record timed */
 	uint32_t min_ns;
-	unsigned every_ms, rounds;
+	unsigned poll_ms, probe_ms, windows;
 	uint64_t next_ns;
 	uint64_t span;	/* ticks: the windows' records, all rings */
 	uint64_t point; /* ticks: what a traced call's trace points cost (probe_ticks) */
 	struct learn_id *ids; /* sorted by id */
 	struct learn_fn *fn;  /* by sled, over every window so far */
+	size_t *out, nout;    /* the sleds taken out of the trace now */
 	struct rb_elf elf;    /* the program's symbols, for the log's names */
 	uintptr_t bias;	      /* its load address */
 } learn;
@@ -235,11 +244,13 @@ RT void agent_sleds_start(const struct agent_config *cfg)
 		return;
 	}
 	sleds_on = true;
-	if (!cfg->sleds_exclude[0] && cfg->sleds_learn_ns) {
-		learn.on = true;
+	if (!cfg->sleds_exclude[0] && cfg->sleds_learn_ns && rb_sleds_trace && rb_sleds_time_all) {
+		learn.on = learn.window = true; /* the first window: from the start */
+		rb_sleds_time_all(true);
 		learn.min_ns = cfg->sleds_learn_ns;
-		learn.every_ms = LEARN_FIRST_MS;
-		learn.next_ns = agent_now_ns() + LEARN_FIRST_MS * 1000000ull;
+		learn.poll_ms = LEARN_POLL_MS;
+		learn.probe_ms = LEARN_PROBE_FIRST_MS;
+		learn.next_ns = agent_now_ns() + LEARN_POLL_MS * 1000000ull;
 		agent_wake_control(); /* started already: its poll has no deadline yet */
 	}
 	log_info("jitt: sleds: %zu of %zu functions traced, %s time (%zu left out by %s)",
@@ -259,13 +270,26 @@ RT int agent_sleds_learn_timeout(uint64_t now_ns)
 	return learn.next_ns <= now_ns ? 0 : (int)((learn.next_ns - now_ns + 999999) / 1000000);
 }
 
-RT bool agent_sleds_learn_due(uint64_t now_ns)
+RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns)
 {
 	if (!learn.on || now_ns < learn.next_ns)
-		return false;
-	learn.every_ms = learn.every_ms * 2 > LEARN_MAX_MS ? LEARN_MAX_MS : learn.every_ms * 2;
-	learn.next_ns = now_ns + (uint64_t)learn.every_ms * 1000000u;
-	return true;
+		return AGENT_LEARN_NONE;
+	if (!learn.window) {
+		long err = rb_sleds_trace(learn.out, learn.nout, true);
+		if (err < 0) {
+			log_err("jitt: sleds: cannot put functions back: %s", strerror((int)-err));
+			learn.next_ns = now_ns + (uint64_t)learn.probe_ms * 1000000u;
+			return AGENT_LEARN_NONE;
+		}
+		rb_sleds_time_all(true);
+		learn.window = true;
+		learn.poll_ms = LEARN_POLL_MS;
+		learn.next_ns = now_ns + (uint64_t)learn.poll_ms * 1000000u;
+		return AGENT_LEARN_BEGIN;
+	}
+	learn.poll_ms = learn.poll_ms * 2 > LEARN_POLL_MAX_MS ? LEARN_POLL_MAX_MS : learn.poll_ms * 2;
+	learn.next_ns = now_ns + (uint64_t)learn.poll_ms * 1000000u;
+	return AGENT_LEARN_READ;
 }
 
 RT static int cmp_id(const void *a, const void *b)
@@ -399,40 +423,64 @@ RT static const char *learn_name(const uintptr_t *sleds, size_t idx, char *buf, 
 
 /*
  * Which functions to take out, from the windows so far, into out (sled indexes); their
- * count. The trace points' own cost inflates every traced time: a helper of 1% of the
- * program's time can hold a quarter of the traced time (issue 25), and a profile's top then
- * looks small. It is taken out as the times hold it: a traced call's points (learn.point)
- * lie half inside the call's time and half in its caller's (the records are written
- * midway through the thunk), so a function's calls hold half of theirs and all of those
- * of the traced calls inside them; its self time, half of its calls' and half of its
- * direct callees'.
+ * count (each window decides afresh: what was out was traced again in it). The trace
+ * points' own cost inflates every traced time: a helper of 1% of the program's time can
+ * hold a quarter of the traced time (issue 25), and a profile's top then looks small. It
+ * is taken out as the times hold it: a traced call's points (learn.point) lie half inside
+ * the call's time and half in its caller's (the records are written midway through the
+ * thunk), so a function's calls hold half of theirs and all of those of the traced calls
+ * inside them; its self time, half of its calls' and half of its direct callees'. Where a
+ * call's work is shorter than its points, that estimate errs by as much as the work (the
+ * probe is timed back to back, the program's calls overlap with its code): a profile's top
+ * of 10% came out at 2% on duktape, so the LEARN_PROTECT_TOP short ones that hold the most
+ * stay too, an order the error moves less (duktape's were perf's, both workloads).
  */
+
+RT static int cmp_desc(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x > y ? -1 : x < y;
+}
+
 RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out,
 			      uint64_t *calls_out, size_t *kept)
 {
 	uint64_t freq = hal_timer_freq(), point = learn.point, calls = 0;
-	for (size_t i = 0; i < nsleds; i++)
-		calls += learn.fn[i].calls;
-	uint64_t total = minus(learn.span, calls * point);
-	size_t nout = 0;
 	*kept = 0;
 	*calls_out = 0;
+	uint64_t *selfs = malloc(nsleds * sizeof(*selfs)), *ranked = malloc(nsleds * sizeof(*ranked));
+	if (!selfs || !ranked) {
+		free(selfs), free(ranked);
+		return 0; /* nothing out: every function stays traced */
+	}
+	/* The short ones (the candidates), their self times ranked. */
+	size_t nshort = 0;
+	for (size_t i = 0; i < nsleds; i++) {
+		const struct learn_fn *f = &learn.fn[i];
+		calls += f->calls;
+		selfs[i] = minus(f->self, (f->calls + f->kids) * point / 2);
+		uint64_t incl = minus(f->incl, f->calls * point / 2 + f->inner * point);
+		if (f->calls >= LEARN_MIN_CALLS &&
+		    hal_ticks_to_ns(incl / f->calls, freq) < learn.min_ns)
+			ranked[nshort++] = selfs[i];
+		else
+			selfs[i] = UINT64_MAX; /* not short: stays */
+	}
+	qsort(ranked, nshort, sizeof(*ranked), cmp_desc);
+	uint64_t top_rank = nshort > LEARN_PROTECT_TOP ? ranked[LEARN_PROTECT_TOP - 1] : 0;
+	uint64_t total = minus(learn.span, calls * point);
+	size_t nout = 0;
 	for (size_t i = 0; i < nsleds && total; i++) {
 		const struct learn_fn *f = &learn.fn[i];
-		if (f->out || f->calls < LEARN_MIN_CALLS)
-			continue;
-		uint64_t incl = minus(f->incl, f->calls * point / 2 + f->inner * point);
-		uint64_t self = minus(f->self, (f->calls + f->kids) * point / 2);
-		uint64_t mean_ns = hal_ticks_to_ns(incl / f->calls, freq);
-		if (mean_ns >= learn.min_ns)
+		if (selfs[i] == UINT64_MAX)
 			continue;
 		char buf[32];
-		bool top = self * 100 >= total * LEARN_PROTECT_PCT; /* a profile's top */
-		log_dbg("jitt: sleds: %s %s: %llu calls, %llu ns each, self %llu us of %llu",
+		bool top = selfs[i] >= top_rank || /* a profile's top */
+			   selfs[i] * 100 >= total * LEARN_PROTECT_PCT;
+		log_dbg("jitt: sleds: %s %s: %llu calls, self %llu us of %llu",
 			top ? "short, kept for its time" : "left out",
 			learn_name(sleds, i, buf, sizeof(buf)), (unsigned long long)f->calls,
-			(unsigned long long)mean_ns,
-			(unsigned long long)hal_ticks_to_ns(self, freq) / 1000u,
+			(unsigned long long)hal_ticks_to_ns(selfs[i], freq) / 1000u,
 			(unsigned long long)hal_ticks_to_ns(total, freq) / 1000u);
 		if (top) {
 			++*kept;
@@ -441,36 +489,39 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
 		out[nout++] = i;
 		*calls_out += f->calls;
 	}
+	free(selfs), free(ranked);
 	return nout;
 }
 
 RT static void learn_stop(void)
 {
 	learn.on = false;
+	rb_sleds_time_all(false);
 	rb_elf_free(&learn.elf);
-	free(learn.ids), free(learn.fn);
-	learn.ids = NULL, learn.fn = NULL;
+	free(learn.ids), free(learn.fn), free(learn.out);
+	learn.ids = NULL, learn.fn = NULL, learn.out = NULL;
 }
 
 RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 {
 	size_t nsleds = 0;
 	const uintptr_t *sleds = rb_sleds_list ? rb_sleds_list(&nsleds) : NULL;
+	if (!learn.on || !learn.window)
+		return;
 	if (!learn.ids && nsleds) {
 		learn.ids = calloc(nsleds, sizeof(*learn.ids));
 		learn.fn = calloc(nsleds, sizeof(*learn.fn));
+		learn.out = calloc(nsleds, sizeof(*learn.out));
 		for (size_t i = 0; learn.ids && i < nsleds; i++)
 			learn.ids[i] = (struct learn_id){ (uint32_t)sleds[i], (uint32_t)i };
 		if (learn.ids)
 			qsort(learn.ids, nsleds, sizeof(*learn.ids), cmp_id);
-		learn.point = probe_ticks();
+		learn.point = probe_ticks(); /* as the windows' records are: every one timed */
 		if (rb_elf_load("/proc/self/exe", &learn.elf)) /* the log's names: not needed */
 			memset(&learn.elf, 0, sizeof(learn.elf));
 		dl_iterate_phdr(main_bias, &learn.bias);
 	}
-	size_t *out = calloc(nsleds, sizeof(*out));
-	if (!learn.ids || !learn.fn || !out || !rb_sleds_unpatch) {
-		free(out);
+	if (!learn.ids || !learn.fn || !learn.out) {
 		learn_stop();
 		return;
 	}
@@ -479,25 +530,29 @@ RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 	for (int i = 0; i < n; i++)
 		span += learn_ring(&views[i], learn.ids, nsleds, learn.fn, cap ? cap : 1);
 	learn.span += span;
-	learn.rounds++;
+	learn.windows++;
 	uint64_t calls;
-	size_t kept, nout = learn_decide(sleds, nsleds, out, &calls, &kept);
-	long done = nout ? rb_sleds_unpatch(out, nout) : 0;
+	size_t kept, before = learn.nout;
+	learn.nout = learn_decide(sleds, nsleds, learn.out, &calls, &kept);
+	long done = learn.nout ? rb_sleds_trace(learn.out, learn.nout, false) : 0;
 	if (done < 0) {
 		log_err("jitt: sleds: cannot take functions out: %s", strerror((int)-done));
-		learn_stop();
-	} else {
-		for (size_t k = 0; k < nout; k++)
-			learn.fn[out[k]].out = true;
-		log_info("jitt: sleds: learned from %llu ms of %d thread(s) (window %u of %u, "
-			 "a call's points %llu ns): %ld functions left out (%llu calls under %u ns "
-			 "each), %zu as short kept for their time",
-			 (unsigned long long)hal_ticks_to_ns(span, freq) / 1000000u, n,
-			 learn.rounds, LEARN_ROUNDS,
-			 (unsigned long long)hal_ticks_to_ns(learn.point, freq), done,
-			 (unsigned long long)calls, learn.min_ns, kept);
-		if (learn.rounds >= LEARN_ROUNDS)
-			learn_stop();
+		learn_stop(); /* every function stays traced */
+		return;
 	}
-	free(out);
+	rb_sleds_time_all(false);
+	learn.window = false;
+	uint64_t now = agent_now_ns();
+	learn.next_ns = now + (uint64_t)learn.probe_ms * 1000000u;
+	learn.probe_ms = learn.probe_ms * 2 > LEARN_PROBE_MAX_MS ? LEARN_PROBE_MAX_MS
+								 : learn.probe_ms * 2;
+	agent_log(learn.windows <= LEARN_LOG_WINDOWS || learn.nout != before ? AGENT_LOG_INFO
+									     : AGENT_LOG_DEBUG,
+		  "jitt: sleds: learned from %llu ms of %d thread(s) (window %u, %llu ms in all, "
+		  "a call's points %llu ns): %ld functions left out (%llu calls under %u ns "
+		  "each), %zu as short kept for their time",
+		  (unsigned long long)hal_ticks_to_ns(span, freq) / 1000000u, n, learn.windows,
+		  (unsigned long long)hal_ticks_to_ns(learn.span, freq) / 1000000u,
+		  (unsigned long long)hal_ticks_to_ns(learn.point, freq), done,
+		  (unsigned long long)calls, learn.min_ns, kept);
 }
