@@ -106,7 +106,7 @@ fi
 # Learning (no list): once the ring is full, the short functions are taken out while the
 # program runs (leaf, called in a loop, at least); the results stay the plain build's.
 # Every record timed: the durations the rule reads are then measured, not estimated.
-conf "ring_kb = 64" "sleds = timed" "sleds_learn_ns = 250" >"$work/learn.conf"
+conf "ring_kb = 64" "sleds = timed" "sleds_learn_ns = 250" "log_level = debug" >"$work/learn.conf"
 rm -rf "$work/data" && mkdir -p "$work/data/spool"
 JITT_CONFIG=$work/learn.conf "$work/abi" learn "$work/stop" >"$work/learn.out" 2>"$work/learn.log" &
 pid=$!
@@ -122,6 +122,8 @@ wait "$pid"
 check "learn: the same results as the plain build" is "$(cat "$work/learn.out")" "$want"
 check "learn: functions left out" grep -q 'learned from .*: [1-9][0-9]* functions left out' \
 	"$work/learn.log"
+check "learn: hot, short but most of the time, stays traced" \
+	grep -q 'sleds: short, kept for its time hot:' "$work/learn.log"
 check "learn: leaf's sled no longer jumps to its thunk ($(grep "leaf's sled" "$work/learn.log"))" \
 	grep -q "leaf's sled: NOPs\|leaf's sled: a jump over it" "$work/learn.log"
 rm -rf "$work/data" && mkdir -p "$work/data/spool"

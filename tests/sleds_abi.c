@@ -175,13 +175,21 @@ static const char *leaf_sled(void)
 
 /* "learn STOPFILE": until STOPFILE exists (the check script makes it once the runtime said
  * it learnt which functions to leave out), and then until leaf is out of the trace (a
- * window that put it back closes as these calls fill the ring; 60 s at most), a long call
- * and a short one, which holds a few % of the time at most; then the work of the default
- * run. */
+ * window that put it back closes as these calls fill the ring; 60 s at most), a long call,
+ * a short one, which holds a few % of the time at most, and a short one that holds much of
+ * it; then the work of the default run. */
 static volatile long learn_sink; /* the calls' results are used: they are not optimised away */
 NOINLINE static long slow(long x)
 {
 	for (int k = 0; k < 20000; k++)
+		learn_sink = x + k;
+	return x;
+}
+/* Short too, but called so often that it holds a good part of the time: a profile's top,
+ * which learning keeps traced. */
+NOINLINE static long hot(long x)
+{
+	for (int k = 0; k < 30; k++)
 		learn_sink = x + k;
 	return x;
 }
@@ -191,6 +199,8 @@ static int learn_until(const char *stop)
 	time_t give_up = 0;
 	for (long i = 0;; i++) {
 		s += leaf(i) + slow(i);
+		for (int j = 0; j < 200; j++)
+			s += hot(j);
 		learn_sink = s;
 		if (i % 1000)
 			continue;

@@ -46,21 +46,26 @@ static bool sleds_on;
  * it costs what full tracing costs for that long, a few ms. From all the windows so far,
  * each function whose calls last under sleds_learn_ns on average is taken out of the trace,
  * unless it holds LEARN_PROTECT_PCT of the time by itself or is among the LEARN_PROTECT_TOP
- * short ones that hold the most (a profile's top is never left out), both with the trace points' own
+ * short ones that hold the most, with LEARN_PROTECT_MIN_PCT at least (a profile's top is
+ * never left out), both with the trace points' own
  * cost taken out of the times (learn_decide); the others stay in. Windows open LEARN_PROBE_FIRST_MS after the first decision, then twice as
  * late each time, up to LEARN_PROBE_MAX_MS: a program's phases call different functions
  * (SQLite's inserts, then its queries), and one that was short at the start may hold the
- * time later. While a window is open the rings are looked at every LEARN_POLL_MS at first,
- * then less and less often (an idle app does not wake the control thread for nothing).
+ * time later. While a window is open the rings are looked at every LEARN_POLL_MS for
+ * LEARN_POLL_FAST_MS (a busy thread fills its ring in a few ms, and until the first window
+ * closes every function is traced), then less and less often (an idle app does not wake
+ * the control thread for nothing).
  */
-#define LEARN_POLL_MS 20
+#define LEARN_POLL_MS 10
+#define LEARN_POLL_FAST_MS 2000 /* for this long after a window opens; then less and less */
 #define LEARN_POLL_MAX_MS 1000
 #define LEARN_PROBE_FIRST_MS 500
 #define LEARN_PROBE_MAX_MS 60000
 #define LEARN_LOG_WINDOWS 3 /* logged at info; later ones only when what is out changed */
 #define LEARN_MIN_CALLS 64 /* fewer calls than this say nothing of a function's length */
 #define LEARN_PROTECT_PCT 5 /* a short function holding this much by itself stays traced, */
-#define LEARN_PROTECT_TOP 3 /* as do the 3 short ones that hold the most */
+#define LEARN_PROTECT_TOP 3 /* as do the 3 short ones that hold the most, */
+#define LEARN_PROTECT_MIN_PCT 1 /* if they hold this much */
 #define LEARN_DEPTH 1024 /* deeper calls are followed for depth only */
 #define LEARN_CAP_TIMES 64 /* a call counts for at most 64 times the threshold */
 
@@ -79,7 +84,7 @@ static struct {
 	bool window;	/* open: every function traced, every record timed */
 	uint32_t min_ns;
 	unsigned poll_ms, probe_ms, windows;
-	uint64_t next_ns;
+	uint64_t next_ns, opened_ns;
 	uint64_t span;	/* ticks: the windows' records, all rings */
 	uint64_t point; /* ticks: what a traced call's trace points cost (probe_ticks) */
 	struct learn_id *ids; /* sorted by id */
@@ -250,7 +255,8 @@ RT void agent_sleds_start(const struct agent_config *cfg)
 		learn.min_ns = cfg->sleds_learn_ns;
 		learn.poll_ms = LEARN_POLL_MS;
 		learn.probe_ms = LEARN_PROBE_FIRST_MS;
-		learn.next_ns = agent_now_ns() + LEARN_POLL_MS * 1000000ull;
+		learn.opened_ns = agent_now_ns();
+		learn.next_ns = learn.opened_ns + LEARN_POLL_MS * 1000000ull;
 		agent_wake_control(); /* started already: its poll has no deadline yet */
 	}
 	log_info("jitt: sleds: %zu of %zu functions traced, %s time (%zu left out by %s)",
@@ -284,10 +290,13 @@ RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns)
 		rb_sleds_time_all(true);
 		learn.window = true;
 		learn.poll_ms = LEARN_POLL_MS;
+		learn.opened_ns = now_ns;
 		learn.next_ns = now_ns + (uint64_t)learn.poll_ms * 1000000u;
 		return AGENT_LEARN_BEGIN;
 	}
-	learn.poll_ms = learn.poll_ms * 2 > LEARN_POLL_MAX_MS ? LEARN_POLL_MAX_MS : learn.poll_ms * 2;
+	if (now_ns - learn.opened_ns >= LEARN_POLL_FAST_MS * 1000000ull)
+		learn.poll_ms = learn.poll_ms * 2 > LEARN_POLL_MAX_MS ? LEARN_POLL_MAX_MS
+								      : learn.poll_ms * 2;
 	learn.next_ns = now_ns + (uint64_t)learn.poll_ms * 1000000u;
 	return AGENT_LEARN_READ;
 }
@@ -475,8 +484,8 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
 		if (selfs[i] == UINT64_MAX)
 			continue;
 		char buf[32];
-		bool top = selfs[i] >= top_rank || /* a profile's top */
-			   selfs[i] * 100 >= total * LEARN_PROTECT_PCT;
+		bool top = selfs[i] * 100 >= total * LEARN_PROTECT_PCT || /* a profile's top */
+			   (selfs[i] >= top_rank && selfs[i] * 100 >= total * LEARN_PROTECT_MIN_PCT);
 		log_dbg("jitt: sleds: %s %s: %llu calls, self %llu us of %llu",
 			top ? "short, kept for its time" : "left out",
 			learn_name(sleds, i, buf, sizeof(buf)), (unsigned long long)f->calls,
