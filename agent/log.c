@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* The levelled logger of agent/log.h. */
 #include "agent/log.h"
+
+#include <stdbool.h>
 #include "agent/escape.h"
 
 #include <errno.h>
@@ -15,6 +17,11 @@
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
 static int log_level = AGENT_LOG_INFO;
 static int log_syslog;
+
+LOG bool agent_log_enabled(int level)
+{
+	return level <= log_level;
+}
 
 LOG void agent_log_open(const char *ident, int use_syslog, int level)
 {

@@ -238,6 +238,20 @@ RT static int persist(const char *reason, pid_t anomaly_tid, uint64_t t0, char *
 	return 0;
 }
 
+/* The records of the rings that trace, in all (the sleds' learning watches their rate). */
+RT static uint64_t traced_records(void)
+{
+	struct rb_ring *rings[MAX_RINGS];
+	uint64_t sum = 0;
+	rb_lock();
+	int n = rb_rings(rings, MAX_RINGS);
+	for (int i = 0; i < n; i++)
+		if (rb_ring_on(rings[i]))
+			sum += rb_ring_records(rings[i]);
+	rb_unlock();
+	return sum;
+}
+
 /*
  * Sleds learning what to leave out (sleds.c): a window opens (BEGIN): each ring's records
  * now are noted; then (READ) from each traced thread whose ring holds a ring's worth of
@@ -637,9 +651,12 @@ RT static void *control_main(void *arg)
 		}
 		if (nrestart)
 			retry_restarts();
-		enum agent_learn_step step = agent_sleds_learn_step(agent_now_ns());
-		if (step != AGENT_LEARN_NONE)
-			learn_sleds(step);
+		if (agent_sleds_learn_timeout(agent_now_ns()) == 0) {
+			enum agent_learn_step step =
+				agent_sleds_learn_step(agent_now_ns(), traced_records());
+			if (step != AGENT_LEARN_NONE)
+				learn_sleds(step);
+		}
 		chores(rt, agent_now_ns());
 	}
 	return NULL;

@@ -51,7 +51,11 @@ static bool sleds_on;
  * cost taken out of the times (learn_decide); the others stay in. Windows open LEARN_PROBE_FIRST_MS after the first decision, then twice as
  * late each time, up to LEARN_PROBE_MAX_MS: a program's phases call different functions
  * (SQLite's inserts, then its queries), and one that was short at the start may hold the
- * time later. While a window is open the rings are looked at every LEARN_POLL_MS for
+ * time later. Between windows the traced threads' records a second are looked at: a new
+ * phase of the program brings functions no window judged, and where the rate comes to
+ * LEARN_RATE_RISE times what it was after the last decision, a window opens then (SQLite's
+ * speedtest1 runs 30 tests of tens of ms each), but not before a LEARN_RATE_GAP'th of the
+ * time to the scheduled one has passed (a server's bursts would open one each). While a window is open the rings are looked at every LEARN_POLL_MS for
  * LEARN_POLL_FAST_MS (a busy thread fills its ring in a few ms, and until the first window
  * closes every function is traced), then less and less often (an idle app does not wake
  * the control thread for nothing).
@@ -61,6 +65,10 @@ static bool sleds_on;
 #define LEARN_POLL_MAX_MS 1000
 #define LEARN_PROBE_FIRST_MS 500
 #define LEARN_PROBE_MAX_MS 60000
+#define LEARN_RATE_POLL_MS 50 /* between windows, the records' rate looked at this often */
+#define LEARN_RATE_MIN 1000000 /* records a second: under this, less and less often */
+#define LEARN_RATE_RISE 2      /* this many times the rate after the last decision: a window, */
+#define LEARN_RATE_GAP 4       /* a quarter of the time to the next scheduled one after it */
 #define LEARN_LOG_WINDOWS 3 /* logged at info; later ones only when what is out changed */
 #define LEARN_MIN_CALLS 64 /* fewer calls than this say nothing of a function's length */
 #define LEARN_PROTECT_PCT 5 /* a short function holding this much by itself stays traced, */
@@ -85,6 +93,9 @@ static struct {
 	uint32_t min_ns;
 	unsigned poll_ms, probe_ms, windows;
 	uint64_t next_ns, opened_ns;
+	uint64_t probe_ns;   /* the next window's, at the latest */
+	uint64_t decided_ns; /* the last window's decision */
+	uint64_t rate_ns, rate_records, base_rate; /* the last look; records/s after a decision */
 	uint64_t span;	/* ticks: the windows' records, all rings */
 	uint64_t point; /* ticks: what a traced call's trace points cost (probe_ticks) */
 	struct learn_id *ids; /* sorted by id */
@@ -276,15 +287,52 @@ RT int agent_sleds_learn_timeout(uint64_t now_ns)
 	return learn.next_ns <= now_ns ? 0 : (int)((learn.next_ns - now_ns + 999999) / 1000000);
 }
 
-RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns)
+RT static void learn_stop(void)
+{
+	learn.on = false;
+	rb_sleds_time_all(false);
+	rb_elf_free(&learn.elf);
+	free(learn.ids), free(learn.fn), free(learn.out);
+	learn.ids = NULL, learn.fn = NULL, learn.out = NULL;
+}
+
+/* Between windows: whether the records' rate says a new phase began (see above); sets the
+ * next look. */
+RT static bool new_phase(uint64_t now_ns, uint64_t records)
+{
+	uint64_t rate = 0;
+	bool measured = learn.rate_ns && now_ns > learn.rate_ns;
+	if (measured && records >= learn.rate_records)
+		rate = hal_muldiv_u64(records - learn.rate_records, 1000000000u, now_ns - learn.rate_ns);
+	learn.rate_ns = now_ns, learn.rate_records = records;
+	if (measured && !learn.base_rate)
+		learn.base_rate = rate ? rate : 1;
+	else if (measured && rate >= LEARN_RATE_MIN && rate >= learn.base_rate * LEARN_RATE_RISE &&
+		 now_ns >= learn.decided_ns + (uint64_t)learn.probe_ms * 1000000u / LEARN_RATE_GAP) {
+		log_dbg("jitt: sleds: %llu records a second against %llu after the last window: "
+			"a new window", (unsigned long long)rate, (unsigned long long)learn.base_rate);
+		return true;
+	}
+	learn.poll_ms = rate >= LEARN_RATE_MIN ? LEARN_RATE_POLL_MS
+		      : learn.poll_ms * 2 > LEARN_POLL_MAX_MS ? LEARN_POLL_MAX_MS
+							  : learn.poll_ms * 2;
+	learn.next_ns = now_ns + (uint64_t)learn.poll_ms * 1000000u;
+	if (learn.next_ns > learn.probe_ns)
+		learn.next_ns = learn.probe_ns;
+	return false;
+}
+
+RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t records)
 {
 	if (!learn.on || now_ns < learn.next_ns)
 		return AGENT_LEARN_NONE;
 	if (!learn.window) {
+		if (now_ns < learn.probe_ns && !new_phase(now_ns, records))
+			return AGENT_LEARN_NONE;
 		long err = rb_sleds_trace(learn.out, learn.nout, true);
 		if (err < 0) {
 			log_err("jitt: sleds: cannot put functions back: %s", strerror((int)-err));
-			learn.next_ns = now_ns + (uint64_t)learn.probe_ms * 1000000u;
+			learn_stop();
 			return AGENT_LEARN_NONE;
 		}
 		rb_sleds_time_all(true);
@@ -502,15 +550,6 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
 	return nout;
 }
 
-RT static void learn_stop(void)
-{
-	learn.on = false;
-	rb_sleds_time_all(false);
-	rb_elf_free(&learn.elf);
-	free(learn.ids), free(learn.fn), free(learn.out);
-	learn.ids = NULL, learn.fn = NULL, learn.out = NULL;
-}
-
 RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 {
 	size_t nsleds = 0;
@@ -526,7 +565,8 @@ RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 		if (learn.ids)
 			qsort(learn.ids, nsleds, sizeof(*learn.ids), cmp_id);
 		learn.point = probe_ticks(); /* as the windows' records are: every one timed */
-		if (rb_elf_load("/proc/self/exe", &learn.elf)) /* the log's names: not needed */
+		/* The debug log's names: read only for it (a few ms of the control thread) */
+		if (agent_log_enabled(AGENT_LOG_DEBUG) && rb_elf_load("/proc/self/exe", &learn.elf))
 			memset(&learn.elf, 0, sizeof(learn.elf));
 		dl_iterate_phdr(main_bias, &learn.bias);
 	}
@@ -552,9 +592,13 @@ RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 	rb_sleds_time_all(false);
 	learn.window = false;
 	uint64_t now = agent_now_ns();
-	learn.next_ns = now + (uint64_t)learn.probe_ms * 1000000u;
+	learn.decided_ns = now;
+	learn.probe_ns = now + (uint64_t)learn.probe_ms * 1000000u;
 	learn.probe_ms = learn.probe_ms * 2 > LEARN_PROBE_MAX_MS ? LEARN_PROBE_MAX_MS
 								 : learn.probe_ms * 2;
+	learn.rate_ns = learn.base_rate = 0; /* measured anew from the next look */
+	learn.poll_ms = LEARN_RATE_POLL_MS;
+	learn.next_ns = now + (uint64_t)learn.poll_ms * 1000000u;
 	agent_log(learn.windows <= LEARN_LOG_WINDOWS || learn.nout != before ? AGENT_LOG_INFO
 									     : AGENT_LOG_DEBUG,
 		  "jitt: sleds: learned from %llu ms of %d thread(s) (window %u, %llu ms in all, "
