@@ -82,9 +82,7 @@ struct learn_id {
 	uint32_t idx;
 };
 struct learn_fn {
-	uint64_t calls, incl, self; /* ticks */
-	uint64_t kids;	/* traced calls its calls made */
-	uint64_t inner; /* traced calls made inside its calls, at any depth */
+	uint64_t calls, incl, self; /* ticks, the trace points' own cost taken out */
 };
 
 static struct {
@@ -368,14 +366,20 @@ RT static long find_id(const struct learn_id *ids, size_t n, uint32_t id)
 	return lo < n && ids[lo].id == id ? (long)ids[lo].idx : -1;
 }
 
+RT static uint64_t minus(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
 /*
- * One ring's calls into fn[], by sled; returns the ticks its records span. A call counts
- * for at most cap ticks: one that was preempted (or whose untimed neighbours were given the
+ * One ring's calls into fn[], by sled, each call's times without its trace points' own
+ * cost (point a call, learn_decide says how it is shared); returns the ticks its records
+ * span. A call counts for at most cap ticks: one that was preempted (or whose untimed neighbours were given the
  * gap, untimed.h) would otherwise make a short function look like a profile's top, and a
  * function whose calls are long is not short at any cap far above the threshold.
  */
 RT static uint64_t learn_ring(const struct rb_ring_view *v, const struct learn_id *ids,
-			      size_t nids, struct learn_fn *fn, uint64_t cap)
+			      size_t nids, struct learn_fn *fn, uint64_t point, uint64_t cap)
 {
 	struct rb_decoder d;
 	if (rb_decoder_init(&d, v, hal_timer_now(), NULL, NULL))
@@ -409,12 +413,13 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, const struct learn_i
 				}
 				long k = stack[depth].idx;
 				if (k >= 0) {
-					uint64_t self = dur > stack[depth].child ? dur - stack[depth].child : 0;
+					/* Without the trace points' own cost (learn_decide) */
+					uint64_t self = minus(minus(dur, stack[depth].child),
+							      (1 + stack[depth].kids) * point / 2);
+					uint64_t incl = minus(dur, point / 2 + stack[depth].inner * point);
 					fn[k].calls++;
-					fn[k].incl += dur < cap ? dur : cap;
+					fn[k].incl += incl < cap ? incl : cap;
 					fn[k].self += self < cap ? self : cap;
-					fn[k].kids += stack[depth].kids;
-					fn[k].inner += stack[depth].inner;
 				}
 			}
 		}
@@ -463,11 +468,6 @@ RT static uint64_t probe_ticks(void)
 	return best == UINT64_MAX ? 0 : best / PROBE_CALLS;
 }
 
-RT static uint64_t minus(uint64_t a, uint64_t b)
-{
-	return a > b ? a - b : 0;
-}
-
 /* Function idx's name, for the log: its symbol's, or its address. */
 RT static const char *learn_name(const uintptr_t *sleds, size_t idx, char *buf, size_t size)
 {
@@ -483,7 +483,7 @@ RT static const char *learn_name(const uintptr_t *sleds, size_t idx, char *buf, 
  * count (each window decides afresh: what was out was traced again in it). The trace
  * points' own cost inflates every traced time: a helper of 1% of the program's time can
  * hold a quarter of the traced time (issue 25), and a profile's top then looks small. It
- * is taken out as the times hold it: a traced call's points (learn.point) lie half inside
+ * is taken out of each call (learn_ring, before the cap) as the times hold it: a traced call's points (learn.point) lie half inside
  * the call's time and half in its caller's (the records are written midway through the
  * thunk), so a function's calls hold half of theirs and all of those of the traced calls
  * inside them; its self time, half of its calls' and half of its direct callees'. Where a
@@ -515,10 +515,9 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
 	for (size_t i = 0; i < nsleds; i++) {
 		const struct learn_fn *f = &learn.fn[i];
 		calls += f->calls;
-		selfs[i] = minus(f->self, (f->calls + f->kids) * point / 2);
-		uint64_t incl = minus(f->incl, f->calls * point / 2 + f->inner * point);
+		selfs[i] = f->self;
 		if (f->calls >= LEARN_MIN_CALLS &&
-		    hal_ticks_to_ns(incl / f->calls, freq) < learn.min_ns)
+		    hal_ticks_to_ns(f->incl / f->calls, freq) < learn.min_ns)
 			ranked[nshort++] = selfs[i];
 		else
 			selfs[i] = UINT64_MAX; /* not short: stays */
@@ -577,7 +576,7 @@ RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 	uint64_t freq = hal_timer_freq(), span = 0;
 	uint64_t cap = hal_muldiv_u64((uint64_t)learn.min_ns * LEARN_CAP_TIMES, freq, 1000000000u);
 	for (int i = 0; i < n; i++)
-		span += learn_ring(&views[i], learn.ids, nsleds, learn.fn, cap ? cap : 1);
+		span += learn_ring(&views[i], learn.ids, nsleds, learn.fn, learn.point, cap ? cap : 1);
 	learn.span += span;
 	learn.windows++;
 	uint64_t calls;
