@@ -94,9 +94,14 @@ def run(argv, env, cwd, stdout, jitt=None, conf=None, every=None, client=None,
     _, r.status, ru = done
     r.cpu = ru.ru_utime + ru.ru_stime
     if cl:
-        if cl.poll() is None:
+        # A server that ends on the client's shutdown request may end before the client
+        # does (memcached's -A: it once exited while its client was still closing): the
+        # client gets a minute to end, as the server got after it.
+        try:
+            r.client = cl.wait(timeout=60)
+        except subprocess.TimeoutExpired:
             cl.send_signal(signal.SIGTERM)
-        r.client = cl.wait()
+            r.client = cl.wait()
         if r.client != 0 and not r.problem:
             r.problem = "the client failed (exit status %d)" % r.client
     return r
