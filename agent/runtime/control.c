@@ -254,9 +254,9 @@ RT static uint64_t traced_records(void)
 
 /*
  * Sleds learning what to leave out (sleds.c): a window opens (BEGIN): each ring's records
- * now are noted; then (READ) from each traced thread whose ring holds a ring's worth of
+ * now are noted; then (READ) from each traced thread whose ring holds a window's worth of
  * records since, a copy taken as it goes on writing (rb_peek: the ring keeps its records
- * for the next trace).
+ * for the next trace), cut to the window's records.
  */
 RT static void learn_sleds(enum agent_learn_step step)
 {
@@ -286,10 +286,15 @@ RT static void learn_sleds(enum agent_learn_step step)
 			seen[k].records = records;
 			continue;
 		}
-		if (!rb_ring_on(rings[i]) || records < seen[k].records + slots ||
+		uint64_t window = records - seen[k].records;
+		if (!rb_ring_on(rings[i]) || window < slots / AGENT_LEARN_WINDOW_PART ||
 		    rb_peek(rings[i], &frozen[nviews]))
 			continue;
 		views[nviews] = rb_frozen_view(&frozen[nviews]);
+		/* The window's records only (a slot each at least; what came before it was
+		 * traced and timed as the last decision left it) */
+		if (views[nviews].valid > window)
+			views[nviews].valid = window;
 		nviews++;
 	}
 	rb_unlock();

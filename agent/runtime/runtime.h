@@ -128,12 +128,17 @@ int agent_sleds_thread_start(void);
 /*
  * Learning what to leave out (sleds.c, sleds_learn_ns), on the control thread: timeout is
  * the ms until the next step (-1: none pending); step, given the traced rings' records in
- * all, says what to do now (and sets the next): BEGIN, a window opens (note each ring's records: the window is the next ring's
- * worth), READ, look at the rings (learn from those with a full window); learn takes the
- * copied windows of the traced threads, and takes the functions too short to matter out
- * of the trace until the next window.
+ * all, says what to do now (and sets the next): BEGIN, a window opens (note each ring's
+ * records: the window is the next AGENT_LEARN_WINDOW_PART'th of a ring), READ, look at
+ * the rings (learn from those with a full window); learn takes the copied windows of the
+ * traced threads, and takes the functions too short to matter out of the trace until the
+ * next window.
  */
 enum agent_learn_step { AGENT_LEARN_NONE, AGENT_LEARN_BEGIN, AGENT_LEARN_READ };
+/* A window is this part of a ring's records: 32,768 calls of a 1 MiB ring tell the hot
+ * functions' lengths, and the window's full tracing and its decoding cost a quarter of a
+ * whole ring's (a server's short run paid 30% for whole rings). */
+#define AGENT_LEARN_WINDOW_PART 4
 int agent_sleds_learn_timeout(uint64_t now_ns);
 enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t records);
 void agent_sleds_learn(const struct rb_ring_view *views, int n);
