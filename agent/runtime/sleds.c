@@ -42,23 +42,25 @@ static bool sleds_on;
  * Learning which functions to leave out, when no list is given (sleds_learn_ns), from
  * windows of the run in which every function is traced and every record timed: the first
  * from the start, each later one opened by putting back the functions taken out. A window
- * is a ring's worth of records of a traced thread, copied as it goes on writing (control.c);
- * it costs what full tracing costs for that long, a few ms. From all the windows so far,
- * each function whose calls last under sleds_learn_ns on average is taken out of the trace,
- * unless it holds LEARN_PROTECT_PCT of the time by itself or is among the LEARN_PROTECT_TOP
- * short ones that hold the most, with LEARN_PROTECT_MIN_PCT at least (a profile's top is
- * never left out), both with the trace points' own
- * cost taken out of the times (learn_decide); the others stay in. Windows open LEARN_PROBE_FIRST_MS after the first decision, then twice as
- * late each time, up to LEARN_PROBE_MAX_MS: a program's phases call different functions
- * (SQLite's inserts, then its queries), and one that was short at the start may hold the
- * time later. Between windows the traced threads' records a second are looked at: a new
- * phase of the program brings functions no window judged, and where the rate comes to
- * LEARN_RATE_RISE times what it was after the last decision, a window opens then (SQLite's
- * speedtest1 runs 30 tests of tens of ms each), but not before a LEARN_RATE_GAP'th of the
- * time to the scheduled one has passed (a server's bursts would open one each). While a window is open the rings are looked at every LEARN_POLL_MS for
- * LEARN_POLL_FAST_MS (a busy thread fills its ring in a few ms, and until the first window
- * closes every function is traced), then less and less often (an idle app does not wake
- * the control thread for nothing).
+ * is a part of a traced thread's ring (AGENT_LEARN_WINDOW_PART), copied as the thread goes
+ * on writing (control.c); it costs what full tracing costs for that long, a few ms. From
+ * all the windows so far, each function whose calls last under sleds_learn_ns on average
+ * is taken out of the trace, unless it holds LEARN_PROTECT_PCT of the time by itself or is
+ * among the LEARN_PROTECT_TOP short ones that hold the most, with LEARN_PROTECT_MIN_PCT at
+ * least (a profile's top is never left out), both with the trace points' own cost taken out
+ * of the times (learn_decide); the others stay in.
+ *
+ * Windows open LEARN_PROBE_FIRST_MS after the first decision, then twice as late each time,
+ * up to LEARN_PROBE_MAX_MS: a program's phases call different functions (SQLite's inserts,
+ * then its queries), and one that was short at the start may hold the time later. Between
+ * windows the traced threads' records a second are looked at: a new phase brings functions
+ * no window judged, and where the rate comes to LEARN_RATE_RISE times what it was after the
+ * last decision, a window opens then (SQLite's speedtest1 runs 30 tests of tens of ms
+ * each), but not before a LEARN_RATE_GAP'th of the time to the scheduled one has passed (a
+ * server's bursts would open one each). While a window is open the rings are looked at
+ * every LEARN_POLL_MS for LEARN_POLL_FAST_MS (a busy thread fills its window in a few ms,
+ * and until the first one closes every function is traced), then less and less often (an
+ * idle app does not wake the control thread for nothing).
  */
 #define LEARN_POLL_MS 10
 #define LEARN_POLL_FAST_MS 2000 /* for this long after a window opens; then less and less */
@@ -373,10 +375,10 @@ RT static uint64_t minus(uint64_t a, uint64_t b)
 
 /*
  * One ring's calls into fn[], by sled, each call's times without its trace points' own
- * cost (point a call, learn_decide says how it is shared); returns the ticks its records
- * span. A call counts for at most cap ticks: one that was preempted (or whose untimed neighbours were given the
- * gap, untimed.h) would otherwise make a short function look like a profile's top, and a
- * function whose calls are long is not short at any cap far above the threshold.
+ * cost (point a call; learn_decide says how it is shared); returns the ticks its records
+ * span. A call counts for at most cap ticks: one that was preempted would otherwise make a
+ * short function look like a profile's top, and a function whose calls are long is not
+ * short at any cap far above the threshold.
  */
 RT static uint64_t learn_ring(const struct rb_ring_view *v, const struct learn_id *ids,
 			      size_t nids, struct learn_fn *fn, uint64_t point, uint64_t cap)
@@ -478,27 +480,27 @@ RT static const char *learn_name(const uintptr_t *sleds, size_t idx, char *buf, 
 	return buf;
 }
 
-/*
- * Which functions to take out, from the windows so far, into out (sled indexes); their
- * count (each window decides afresh: what was out was traced again in it). The trace
- * points' own cost inflates every traced time: a helper of 1% of the program's time can
- * hold a quarter of the traced time (issue 25), and a profile's top then looks small. It
- * is taken out of each call (learn_ring, before the cap) as the times hold it: a traced call's points (learn.point) lie half inside
- * the call's time and half in its caller's (the records are written midway through the
- * thunk), so a function's calls hold half of theirs and all of those of the traced calls
- * inside them; its self time, half of its calls' and half of its direct callees'. Where a
- * call's work is shorter than its points, that estimate errs by as much as the work (the
- * probe is timed back to back, the program's calls overlap with its code): a profile's top
- * of 10% came out at 2% on duktape, so the LEARN_PROTECT_TOP short ones that hold the most
- * stay too, an order the error moves less (duktape's were perf's, both workloads).
- */
-
 RT static int cmp_desc(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 	return x > y ? -1 : x < y;
 }
 
+/*
+ * Which functions to take out, from the windows so far, into out (sled indexes); their
+ * count (each window decides afresh: what was out was traced again in it). The trace
+ * points' own cost inflates every traced time: a helper of 1% of the program's time can
+ * hold a quarter of the traced time (issue 25), and a profile's top then looks small. It
+ * is taken out of each call (learn_ring, before the cap) as the times hold it: a traced
+ * call's points (learn.point) lie half inside the call's time and half in its caller's
+ * (the records are written midway through the thunk), so a call holds half of its own and
+ * all of those of the traced calls inside it; its self time, half of its own and half of
+ * its direct callees'. Where a call's work is shorter than its points, that estimate errs
+ * by as much as the work (the probe is timed back to back, the program's calls overlap
+ * with its code): a profile's top of 10% came out at 2% on duktape, so the
+ * LEARN_PROTECT_TOP short ones that hold the most stay too, an order the error moves less
+ * (duktape's were perf's, both workloads).
+ */
 RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out,
 			      uint64_t *calls_out, size_t *kept)
 {
