@@ -89,9 +89,6 @@ CFG void agent_config_defaults(struct agent_config *c)
 	c->log_level = CONFIG_AGENT_LOG_LEVEL;
 	c->sched_pages = CONFIG_AGENT_SCHED_PAGES;
 	snprintf(c->sleds, sizeof(c->sleds), "sampled");
-	/* Learnt by default: every function traced costs an interpreter 3x (docs/trace-points.md,
-	 * "Learning in windows") */
-	c->sleds_learn_ns = 250;
 	upload_defaults(&c->up);
 }
 

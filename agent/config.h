@@ -33,7 +33,7 @@
  *                                   or its sleds left as NOPs, untraced (off)
  *   sleds_exclude =                 a `jitt exclude` list (absolute path): the functions it
  *                                   names stay NOPs (docs/trace-points.md, "Sleds")
- *   sleds_learn_ns = 250            without a list: from windows of the run traced in
+ *   sleds_learn_ns = 0              without a list: from windows of the run traced in
  *                                   full, the functions whose calls last under this many
  *                                   ns on average are taken out, but for the 3 of them
  *                                   that hold the most time (and any holding 5%); 0:
