@@ -80,8 +80,16 @@ TEST(sched_records_a_sleep_and_a_preemption_of_this_thread)
 	struct hal_sched_ring r;
 	int e = hal_sched_open(&r, self_tid(), 8);
 	if (e) {
-		uint64_t on_cpu, wait, slices;
+		/* The kernel accounts a thread's time when it leaves the CPU: a thread that has
+		 * not left it since it started may read 0 (CI once did, under qemu-user). So
+		 * it sleeps a moment and reads again, until the time shows (10 s at most). */
+		uint64_t on_cpu = 0, wait, slices = 0;
 		int s = hal_sched_stat(self_tid(), &on_cpu, &wait, &slices);
+		for (int i = 0; !s && (!on_cpu || !slices) && i < 10000; i++) {
+			struct timespec ms = { 0, 1000000 };
+			nanosleep(&ms, NULL);
+			s = hal_sched_stat(self_tid(), &on_cpu, &wait, &slices);
+		}
 		printf("    perf refused here (%s): the fallback, schedstat: %s\n", strerror(-e),
 		       s ? strerror(-s) : "read");
 		CHECK(e == -EACCES || e == -EPERM || e == -ENOSYS || e == -ENOENT ||
