@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * hal/sample.c - a thread's sampled addresses (sample.h): perf's task clock, its samples in
+ * a forward ring that the reader drains and hands back (data_tail).
+ */
+#include "hal/sample.h"
+#include "hal/perf_abi.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int hal_sample_open(struct hal_sample_ring *r, pid_t tid, unsigned data_pages,
+		    uint64_t period_ns)
+{
+	memset(r, 0, sizeof(*r));
+	r->fd = -1;
+	long page = sysconf(_SC_PAGESIZE);
+	if (page <= 0 || !data_pages || (data_pages & (data_pages - 1)) || !period_ns)
+		return -EINVAL;
+	struct perf_attr a;
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_TASK_CLOCK; /* the thread's own CPU time, in ns */
+	a.sample_period = period_ns;
+	a.sample_type = PERF_SAMPLE_IP;
+	a.flags = ATTR_EXCLUDE_KERNEL | ATTR_EXCLUDE_HV; /* what paranoid 2 allows */
+	int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* Writable: the reader hands drained bytes back through data_tail (a forward ring:
+	 * the kernel never overwrites what is unread, it drops new samples). */
+	size_t map = (size_t)(1 + data_pages) * (size_t)page;
+	void *base = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	r->fd = fd;
+	r->base = base;
+	r->map_size = map;
+	r->data_size = (uint64_t)data_pages * (uint64_t)page;
+	return 0;
+}
+
+void hal_sample_close(struct hal_sample_ring *r)
+{
+	if (r->base)
+		munmap(r->base, r->map_size);
+	if (r->fd >= 0)
+		close(r->fd);
+	memset(r, 0, sizeof(*r));
+	r->fd = -1;
+}
+
+int hal_sample_period(struct hal_sample_ring *r, uint64_t period_ns)
+{
+	if (r->fd < 0 || !period_ns)
+		return -EINVAL;
+	return ioctl(r->fd, IOC_PERIOD, &period_ns) == 0 ? 0 : -errno;
+}
+
+long hal_sample_drain(struct hal_sample_ring *r, void *buf, size_t size)
+{
+	if (r->fd < 0 || !r->base)
+		return -EBADF;
+	uint8_t *page = r->base;
+	uint64_t offset;
+	memcpy(&offset, page + MMAP_PAGE_DATA_OFFSET, sizeof(offset));
+	if (!offset) /* a kernel before 4.1: the data follows the control page */
+		offset = r->map_size - r->data_size;
+	const uint8_t *data = page + offset;
+	uint64_t *head_p = (uint64_t *)(page + MMAP_PAGE_DATA_HEAD);
+	uint64_t *tail_p = (uint64_t *)(page + MMAP_PAGE_DATA_TAIL);
+	/* The records up to head are written once head is read (acquire); the kernel may
+	 * reuse what is before tail once tail is stored (release). */
+	uint64_t head = __atomic_load_n(head_p, __ATOMIC_ACQUIRE);
+	uint64_t tail = *tail_p, mask = r->data_size - 1;
+	size_t done = 0;
+	while (tail < head && head - tail <= r->data_size) {
+		struct perf_header h;
+		uint8_t *out = (uint8_t *)buf + done;
+		for (size_t i = 0; i < sizeof(h); i++)
+			((uint8_t *)&h)[i] = data[(tail + i) & mask];
+		if (h.size < sizeof(h) || h.size > head - tail) {
+			tail = head; /* not a record: what follows cannot be found */
+			break;
+		}
+		if (h.size > size - done)
+			break;
+		for (size_t i = 0; i < h.size; i++)
+			out[i] = data[(tail + i) & mask];
+		done += h.size;
+		tail += h.size;
+	}
+	if (tail > head || head - tail > r->data_size)
+		tail = head; /* a head the reader cannot follow: start again from it */
+	__atomic_store_n(tail_p, tail, __ATOMIC_RELEASE);
+	return (long)done;
+}
+
+size_t hal_sample_parse(const void *buf, size_t size, uint64_t *ips, size_t max,
+			uint64_t *skipped, uint64_t *lost)
+{
+	const uint8_t *p = buf;
+	size_t n = 0, at = 0;
+	*skipped = 0;
+	while (at + sizeof(struct perf_header) <= size) {
+		struct perf_header h;
+		memcpy(&h, p + at, sizeof(h));
+		if (h.size < sizeof(h) || h.size > size - at) {
+			(*skipped)++; /* malformed: nothing after it can be found */
+			break;
+		}
+		if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof(h) + 8 && n < max) {
+			memcpy(&ips[n++], p + at + sizeof(h), 8);
+		} else if (h.type == PERF_RECORD_LOST && h.size >= sizeof(h) + 16) {
+			uint64_t count;
+			memcpy(&count, p + at + sizeof(h) + 8, sizeof(count)); /* after its id */
+			*lost += count;
+		} else {
+			(*skipped)++;
+		}
+		at += h.size;
+	}
+	return n;
+}
