@@ -124,6 +124,15 @@ check "learn: functions left out" grep -q 'learned from .*: [1-9][0-9]* function
 	"$work/learn.log"
 check "learn: hot, short but most of the time, stays traced" \
 	grep -q 'sleds: short, kept for its time hot:' "$work/learn.log"
+# The top is perf's samples' where perf is allowed (agent/runtime/learn_samples.c), the
+# windows' estimate where it is refused (then the log says why).
+if refused=$(grep -o 'no samples of the traced threads ([^)]*)' "$work/learn.log"); then
+	ok "learn: $refused: the top estimated from the windows' times"
+else
+	check "learn: the top from perf's samples ($(grep -o 'a profile of [0-9]* samples' \
+		"$work/learn.log" | tail -n 1))" \
+		grep -q 'learned from .*(a profile of [0-9]* samples)' "$work/learn.log"
+fi
 check "learn: leaf's sled no longer jumps to its thunk ($(grep "leaf's sled" "$work/learn.log"))" \
 	grep -q "leaf's sled: NOPs\|leaf's sled: a jump over it" "$work/learn.log"
 rm -rf "$work/data" && mkdir -p "$work/data/spool"

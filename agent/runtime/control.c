@@ -238,16 +238,20 @@ RT static int persist(const char *reason, pid_t anomaly_tid, uint64_t t0, char *
 	return 0;
 }
 
-/* The records of the rings that trace, in all (the sleds' learning watches their rate). */
-RT static uint64_t traced_records(void)
+/* The records of the rings that trace, in all (the sleds' learning watches their rate),
+ * and their threads (it samples them): *ntids of them into tids (MAX_RINGS at most). */
+RT static uint64_t traced_threads(pid_t *tids, int *ntids)
 {
 	struct rb_ring *rings[MAX_RINGS];
 	uint64_t sum = 0;
+	*ntids = 0;
 	rb_lock();
 	int n = rb_rings(rings, MAX_RINGS);
 	for (int i = 0; i < n; i++)
-		if (rb_ring_on(rings[i]))
+		if (rb_ring_on(rings[i])) {
 			sum += rb_ring_records(rings[i]);
+			tids[(*ntids)++] = rb_ring_tid(rings[i]);
+		}
 	rb_unlock();
 	return sum;
 }
@@ -657,8 +661,11 @@ RT static void *control_main(void *arg)
 		if (nrestart)
 			retry_restarts();
 		if (agent_sleds_learn_timeout(agent_now_ns()) == 0) {
+			pid_t tids[MAX_RINGS];
+			int ntids;
+			uint64_t records = traced_threads(tids, &ntids);
 			enum agent_learn_step step =
-				agent_sleds_learn_step(agent_now_ns(), traced_records());
+				agent_sleds_learn_step(agent_now_ns(), records, tids, ntids);
 			if (step != AGENT_LEARN_NONE)
 				learn_sleds(step);
 		}

@@ -140,8 +140,23 @@ enum agent_learn_step { AGENT_LEARN_NONE, AGENT_LEARN_BEGIN, AGENT_LEARN_READ };
  * whole ring's (a server's short run paid 30% for whole rings). */
 #define AGENT_LEARN_WINDOW_PART 4
 int agent_sleds_learn_timeout(uint64_t now_ns);
-enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t records);
+enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t records,
+					     const pid_t *tids, int ntids);
 void agent_sleds_learn(const struct rb_ring_view *views, int n);
+/*
+ * Learning's profile (learn_samples.c): perf's samples of the traced threads, by sled.
+ * start maps each sled's function (its symbol's size in elf, or up to the next sled);
+ * follow samples the threads tids every period_ns of their CPU time (0, or the error that
+ * turned sampling off: perf refused); read adds each sled's new samples to hits and
+ * returns their sum (a sample in no function of the program, in the C library or the
+ * trace points' code, is not counted: a profile of the program's own code).
+ */
+struct rb_elf;
+int agent_samples_start(const uintptr_t *sleds, size_t nsleds, uintptr_t bias,
+			const struct rb_elf *elf);
+int agent_samples_follow(const pid_t *tids, int n, uint64_t period_ns);
+uint64_t agent_samples_read(uint64_t *hits);
+void agent_samples_stop(void);
 
 /* CLOCK_MONOTONIC in ns. */
 uint64_t agent_now_ns(void);

@@ -76,6 +76,12 @@ static bool sleds_on;
 #define LEARN_PROTECT_PCT 5 /* a short function holding this much by itself stays traced, */
 #define LEARN_PROTECT_TOP 3 /* as do the 3 short ones that hold the most, */
 #define LEARN_PROTECT_MIN_PCT 1 /* if they hold this much */
+#define LEARN_HOT_TOP 4 /* with samples: a short function among the 4 that hold the most */
+#define LEARN_SAMPLES_MIN 100 /* fewer rank nothing: the windows' estimate instead */
+#define LEARN_SAMPLE_FAST_NS 50000 /* a sample every 50 us of CPU time in a window and until */
+				   /* there are LEARN_SAMPLES_MIN, */
+#define LEARN_SAMPLE_NS 1000000	   /* else every ms */
+#define LEARN_SAMPLES_KEEP (1u << 14) /* past this many, every count is halved */
 #define LEARN_DEPTH 1024 /* deeper calls are followed for depth only */
 #define LEARN_CAP_TIMES 64 /* a call counts for at most 64 times the threshold */
 
@@ -101,8 +107,11 @@ static struct {
 	struct learn_id *ids; /* sorted by id */
 	struct learn_fn *fn;  /* by sled, over every window so far */
 	size_t *out, nout;    /* the sleds taken out of the trace now */
-	struct rb_elf elf;    /* the program's symbols, for the log's names */
+	struct rb_elf elf;    /* the program's symbols: the samples' functions, the log's names */
 	uintptr_t bias;	      /* its load address */
+	bool sampled;	      /* perf's samples of the traced threads come (learn_samples.c) */
+	uint64_t *hits;	      /* by sled: its samples, halved now and then (LEARN_SAMPLES_KEEP) */
+	uint64_t samples;     /* all of them (samples in the program's functions) */
 } learn;
 
 /* The whole of a regular file of at most max bytes, NUL-terminated, in *text (malloc). */
@@ -292,8 +301,10 @@ RT static void learn_stop(void)
 	learn.on = false;
 	rb_sleds_time_all(false);
 	rb_elf_free(&learn.elf);
-	free(learn.ids), free(learn.fn), free(learn.out);
-	learn.ids = NULL, learn.fn = NULL, learn.out = NULL;
+	agent_samples_stop();
+	free(learn.ids), free(learn.fn), free(learn.out), free(learn.hits);
+	learn.ids = NULL, learn.fn = NULL, learn.out = NULL, learn.hits = NULL;
+	learn.sampled = false;
 }
 
 /* Between windows: whether the records' rate says a new phase began (see above); sets the
@@ -320,33 +331,6 @@ RT static bool new_phase(uint64_t now_ns, uint64_t records)
 	if (learn.next_ns > learn.probe_ns)
 		learn.next_ns = learn.probe_ns;
 	return false;
-}
-
-RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t records)
-{
-	if (!learn.on || now_ns < learn.next_ns)
-		return AGENT_LEARN_NONE;
-	if (!learn.window) {
-		if (now_ns < learn.probe_ns && !new_phase(now_ns, records))
-			return AGENT_LEARN_NONE;
-		long err = rb_sleds_trace(learn.out, learn.nout, true);
-		if (err < 0) {
-			log_err("jitt: sleds: cannot put functions back: %s", strerror((int)-err));
-			learn_stop();
-			return AGENT_LEARN_NONE;
-		}
-		rb_sleds_time_all(true);
-		learn.window = true;
-		learn.poll_ms = LEARN_POLL_MS;
-		learn.opened_ns = now_ns;
-		learn.next_ns = now_ns + (uint64_t)learn.poll_ms * 1000000u;
-		return AGENT_LEARN_BEGIN;
-	}
-	if (now_ns - learn.opened_ns >= LEARN_POLL_FAST_MS * 1000000ull)
-		learn.poll_ms = learn.poll_ms * 2 > LEARN_POLL_MAX_MS ? LEARN_POLL_MAX_MS
-								      : learn.poll_ms * 2;
-	learn.next_ns = now_ns + (uint64_t)learn.poll_ms * 1000000u;
-	return AGENT_LEARN_READ;
 }
 
 RT static int cmp_id(const void *a, const void *b)
@@ -486,6 +470,62 @@ RT static int cmp_desc(const void *a, const void *b)
 	return x > y ? -1 : x < y;
 }
 
+/* The state learning needs from its first step on: each sled's counts, the trace points'
+ * cost, the program's symbols and perf's samples of the traced threads. false: no memory. */
+RT static bool learn_init(const uintptr_t *sleds, size_t nsleds)
+{
+	learn.ids = calloc(nsleds, sizeof(*learn.ids));
+	learn.fn = calloc(nsleds, sizeof(*learn.fn));
+	learn.out = calloc(nsleds, sizeof(*learn.out));
+	learn.hits = calloc(nsleds, sizeof(*learn.hits));
+	if (!learn.ids || !learn.fn || !learn.out || !learn.hits)
+		return false;
+	for (size_t i = 0; i < nsleds; i++)
+		learn.ids[i] = (struct learn_id){ (uint32_t)sleds[i], (uint32_t)i };
+	qsort(learn.ids, nsleds, sizeof(*learn.ids), cmp_id);
+	learn.point = probe_ticks(); /* as the windows' records are: every one timed */
+	/* The functions' extents for the samples, their names for the log (a few ms of the
+	 * control thread, once); a stripped program's samples go by its sleds alone. */
+	if (rb_elf_load("/proc/self/exe", &learn.elf))
+		memset(&learn.elf, 0, sizeof(learn.elf));
+	dl_iterate_phdr(main_bias, &learn.bias);
+	learn.sampled = !agent_samples_start(sleds, nsleds, learn.bias, &learn.elf);
+	return true;
+}
+
+/*
+ * With samples: the fewest a function needs to count as a profile's top, which stays
+ * traced however short its calls: as many as the LEARN_HOT_TOP'th most sampled function
+ * has, LEARN_PROTECT_MIN_PCT of all at least; or LEARN_PROTECT_PCT of all, whatever its
+ * rank. UINT64_MAX: too few samples to tell.
+ */
+RT static void hot_floors(size_t nsleds, uint64_t *rank_floor, uint64_t *share_floor)
+{
+	uint64_t top[LEARN_HOT_TOP] = { 0 }; /* the most sampled, in decreasing order */
+	for (size_t i = 0; i < nsleds; i++) {
+		uint64_t h = learn.hits[i];
+		for (int k = 0; k < LEARN_HOT_TOP; k++)
+			if (h > top[k]) {
+				uint64_t t = top[k];
+				top[k] = h;
+				h = t;
+			}
+	}
+	*rank_floor = *share_floor = UINT64_MAX;
+	if (learn.samples < LEARN_SAMPLES_MIN)
+		return;
+	uint64_t min = learn.samples * LEARN_PROTECT_MIN_PCT / 100;
+	*rank_floor = top[LEARN_HOT_TOP - 1] > min ? top[LEARN_HOT_TOP - 1] : min;
+	if (!*rank_floor)
+		*rank_floor = 1;
+	*share_floor = learn.samples * LEARN_PROTECT_PCT / 100;
+}
+
+RT static bool hot(size_t i, uint64_t rank_floor, uint64_t share_floor)
+{
+	return learn.hits[i] >= rank_floor || learn.hits[i] >= share_floor;
+}
+
 /*
  * Which functions to take out, from the windows so far, into out (sled indexes); their
  * count (each window decides afresh: what was out was traced again in it). The trace
@@ -527,19 +567,27 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
 	qsort(ranked, nshort, sizeof(*ranked), cmp_desc);
 	uint64_t top_rank = nshort > LEARN_PROTECT_TOP ? ranked[LEARN_PROTECT_TOP - 1] : 0;
 	uint64_t total = minus(learn.span, calls * point);
+	uint64_t rank_floor = UINT64_MAX, share_floor = UINT64_MAX;
+	if (learn.sampled)
+		hot_floors(nsleds, &rank_floor, &share_floor);
+	bool by_samples = rank_floor != UINT64_MAX;
 	size_t nout = 0;
 	for (size_t i = 0; i < nsleds && total; i++) {
 		const struct learn_fn *f = &learn.fn[i];
 		if (selfs[i] == UINT64_MAX)
 			continue;
 		char buf[32];
-		bool top = selfs[i] * 100 >= total * LEARN_PROTECT_PCT || /* a profile's top */
-			   (selfs[i] >= top_rank && selfs[i] * 100 >= total * LEARN_PROTECT_MIN_PCT);
-		log_dbg("jitt: sleds: %s %s: %llu calls, self %llu us of %llu",
-			top ? "short, kept for its time" : "left out",
+		/* A profile's top: by perf's samples, or failing them by the times' estimate */
+		bool top = by_samples ? hot(i, rank_floor, share_floor)
+				      : selfs[i] * 100 >= total * LEARN_PROTECT_PCT ||
+						(selfs[i] >= top_rank &&
+						 selfs[i] * 100 >= total * LEARN_PROTECT_MIN_PCT);
+		log_dbg("jitt: sleds: %s %s: %llu calls, self %llu us of %llu, %llu of %llu "
+			"samples", top ? "short, kept for its time" : "left out",
 			learn_name(sleds, i, buf, sizeof(buf)), (unsigned long long)f->calls,
 			(unsigned long long)hal_ticks_to_ns(selfs[i], freq) / 1000u,
-			(unsigned long long)hal_ticks_to_ns(total, freq) / 1000u);
+			(unsigned long long)hal_ticks_to_ns(total, freq) / 1000u,
+			(unsigned long long)learn.hits[i], (unsigned long long)learn.samples);
 		if (top) {
 			++*kept;
 			continue;
@@ -551,30 +599,94 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
 	return nout;
 }
 
+/*
+ * The samples since the last step: perf follows the traced threads (a sample every
+ * LEARN_SAMPLE_FAST_NS of CPU time in a window and until the profile can rank, about 2% of
+ * it; every LEARN_SAMPLE_NS after, 0.1%), the new ones are counted, and between windows a
+ * function taken out that is now among a profile's top is put back at once (a window
+ * decided without enough samples, or a new phase's hot helper: the next window may be a
+ * minute away).
+ */
+RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *tids, int ntids)
+{
+	if (!learn.sampled)
+		return;
+	bool fast = learn.window || learn.samples < LEARN_SAMPLES_MIN;
+	int e = agent_samples_follow(tids, ntids, fast ? LEARN_SAMPLE_FAST_NS : LEARN_SAMPLE_NS);
+	if (e) {
+		log_info("jitt: sleds: no samples of the traced threads (%s): a profile's top is "
+			 "estimated from the windows' times", strerror(-e));
+		agent_samples_stop();
+		learn.sampled = false;
+		return;
+	}
+	uint64_t got = agent_samples_read(learn.hits);
+	learn.samples += got;
+	if (learn.samples > LEARN_SAMPLES_KEEP) { /* the recent past weighs more */
+		for (size_t i = 0; i < nsleds; i++)
+			learn.hits[i] /= 2;
+		learn.samples /= 2;
+	}
+	if (learn.window || !learn.nout || !got)
+		return;
+	uint64_t rank_floor, share_floor;
+	hot_floors(nsleds, &rank_floor, &share_floor);
+	for (size_t k = 0; k < learn.nout; k++) {
+		size_t i = learn.out[k];
+		if (!hot(i, rank_floor, share_floor))
+			continue;
+		char buf[32];
+		if (rb_sleds_trace(&i, 1, true) < 0)
+			continue; /* stays out: the next window tries them all again */
+		log_dbg("jitt: sleds: put back %s: %llu of %llu samples",
+			learn_name(sleds, i, buf, sizeof(buf)), (unsigned long long)learn.hits[i],
+			(unsigned long long)learn.samples);
+		learn.out[k--] = learn.out[--learn.nout];
+	}
+}
+
+RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t records,
+					     const pid_t *tids, int ntids)
+{
+	size_t nsleds = 0;
+	const uintptr_t *sleds = rb_sleds_list ? rb_sleds_list(&nsleds) : NULL;
+	if (!learn.on || now_ns < learn.next_ns)
+		return AGENT_LEARN_NONE;
+	if (!learn.ids && !learn_init(sleds, nsleds)) {
+		learn_stop();
+		return AGENT_LEARN_NONE;
+	}
+	learn_sample(sleds, nsleds, tids, ntids);
+	if (!learn.window) {
+		if (now_ns < learn.probe_ns && !new_phase(now_ns, records))
+			return AGENT_LEARN_NONE;
+		long err = rb_sleds_trace(learn.out, learn.nout, true);
+		if (err < 0) {
+			log_err("jitt: sleds: cannot put functions back: %s", strerror((int)-err));
+			learn_stop();
+			return AGENT_LEARN_NONE;
+		}
+		rb_sleds_time_all(true);
+		learn.window = true;
+		(void)agent_samples_follow(tids, ntids, LEARN_SAMPLE_FAST_NS);
+		learn.poll_ms = LEARN_POLL_MS;
+		learn.opened_ns = now_ns;
+		learn.next_ns = now_ns + (uint64_t)learn.poll_ms * 1000000u;
+		return AGENT_LEARN_BEGIN;
+	}
+	if (now_ns - learn.opened_ns >= LEARN_POLL_FAST_MS * 1000000ull)
+		learn.poll_ms = learn.poll_ms * 2 > LEARN_POLL_MAX_MS ? LEARN_POLL_MAX_MS
+								      : learn.poll_ms * 2;
+	learn.next_ns = now_ns + (uint64_t)learn.poll_ms * 1000000u;
+	return AGENT_LEARN_READ;
+}
+
 RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 {
 	size_t nsleds = 0;
 	const uintptr_t *sleds = rb_sleds_list ? rb_sleds_list(&nsleds) : NULL;
-	if (!learn.on || !learn.window)
+	if (!learn.on || !learn.window || !learn.ids)
 		return;
-	if (!learn.ids && nsleds) {
-		learn.ids = calloc(nsleds, sizeof(*learn.ids));
-		learn.fn = calloc(nsleds, sizeof(*learn.fn));
-		learn.out = calloc(nsleds, sizeof(*learn.out));
-		for (size_t i = 0; learn.ids && i < nsleds; i++)
-			learn.ids[i] = (struct learn_id){ (uint32_t)sleds[i], (uint32_t)i };
-		if (learn.ids)
-			qsort(learn.ids, nsleds, sizeof(*learn.ids), cmp_id);
-		learn.point = probe_ticks(); /* as the windows' records are: every one timed */
-		/* The debug log's names: read only for it (a few ms of the control thread) */
-		if (agent_log_enabled(AGENT_LOG_DEBUG) && rb_elf_load("/proc/self/exe", &learn.elf))
-			memset(&learn.elf, 0, sizeof(learn.elf));
-		dl_iterate_phdr(main_bias, &learn.bias);
-	}
-	if (!learn.ids || !learn.fn || !learn.out) {
-		learn_stop();
-		return;
-	}
 	uint64_t freq = hal_timer_freq(), span = 0;
 	uint64_t cap = hal_muldiv_u64((uint64_t)learn.min_ns * LEARN_CAP_TIMES, freq, 1000000000u);
 	for (int i = 0; i < n; i++)
@@ -604,9 +716,11 @@ RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 									     : AGENT_LOG_DEBUG,
 		  "jitt: sleds: learned from %llu ms of %d thread(s) (window %u, %llu ms in all, "
 		  "a call's points %llu ns): %ld functions left out (%llu calls under %u ns "
-		  "each), %zu as short kept for their time",
+		  "each), %zu as short kept for their time (%s%llu samples)",
 		  (unsigned long long)hal_ticks_to_ns(span, freq) / 1000000u, n, learn.windows,
 		  (unsigned long long)hal_ticks_to_ns(learn.span, freq) / 1000000u,
 		  (unsigned long long)hal_ticks_to_ns(learn.point, freq), done,
-		  (unsigned long long)calls, learn.min_ns, kept);
+		  (unsigned long long)calls, learn.min_ns, kept,
+		  learn.samples >= LEARN_SAMPLES_MIN ? "a profile of " : "too few to rank: ",
+		  (unsigned long long)learn.samples);
 }
