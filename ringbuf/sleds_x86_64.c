@@ -172,6 +172,13 @@ uintptr_t rb_sleds_return_of(uintptr_t slot)
 	for (const struct sled_frame *t = shadow_top; t && t > shadow; t--)
 		if ((uintptr_t)t[-1].slot == slot)
 			return t[-1].ret;
+	/* The sampled thunk's call of its timed entry record (at 20: in the template), where
+	 * a trace is frozen: the caller's address is in the top frame only, popped off its
+	 * slot, which now holds the saved %rdi, 16 bytes above this call's own return
+	 * address. Without it the stack lost the entered function's caller, and with it the
+	 * open calls' match to the stack (agent/analysis/outer.c). */
+	if (shadow_top && shadow_top > shadow && (uintptr_t)shadow_top[-1].slot == slot + 16)
+		return shadow_top[-1].ret;
 	return 0;
 }
 
