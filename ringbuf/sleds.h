@@ -54,7 +54,7 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
  * Take the functions of sleds idx[0..n) (indexes into rb_sleds_list) out of the trace while
  * the program runs (traced false), or back into it (true), each by one store that another
  * thread fetches whole, old or new (a call already inside the thunk returns through it as
- * it entered): where the sled lies within an aligned 8-byte word its NOPs come back, else
+ * it entered): where the sled lies within an aligned 8-byte word a 5-byte NOP, else
  * a 2-byte jump over it, else (crossing a cache line) a jump from its thunk's start
  * straight to its body. Returns how many were set, or the errno of an mprotect that
  * failed.

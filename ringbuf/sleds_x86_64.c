@@ -325,7 +325,14 @@ struct field_at {
 extern const unsigned char rb_sled_tmpl_sampled[], rb_sled_tmpl_sampled_end[];
 extern const unsigned char rb_sled_tmpl_timed[], rb_sled_tmpl_timed_end[];
 extern const struct field_at rb_sled_fields_sampled[], rb_sled_fields_timed[];
+/* What GCC's -fpatchable-function-entry leaves: five 1-byte NOPs, which the patch-up
+ * at start-up (before other threads run) finds and replaces. */
 static const unsigned char sled_nops[SLED_BYTES] = { 0x90, 0x90, 0x90, 0x90, 0x90 };
+/* What a function taken out of the trace gets instead: one 5-byte NOP. A thread may be
+ * between the five 1-byte ones when the jump is stored back (sled_set), and would go on
+ * in the middle of it: duktape crashed so, once in some 80 runs, when learning put
+ * functions back. One instruction, it is either before it or past it. */
+static const unsigned char sled_nop5[SLED_BYTES] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
 
 static uintptr_t thunks_lo, thunks_hi;
 static size_t thunk_stride, thunk_count;
@@ -502,8 +509,8 @@ static void store8(uint64_t *w, const unsigned char bytes[8])
 /*
  * Sled i traced (a jump to its thunk, as rb_sleds_patch left it) or not, each way in one
  * store, by the sled's place:
- *   within one aligned 8-byte word: its NOPs, or its jump, with the 3 bytes of the body
- *   after them as they are;
+ *   within one aligned 8-byte word: one 5-byte NOP (sled_nop5), or its jump, with the 3
+ *   bytes of the body after them as they are;
  *   else, its first two bytes within a cache line: a 2-byte jump over the sled (EB 03)
  *   over the first two bytes of the jump to the thunk, whose other three stay, or those
  *   two bytes back (as XRay's sleds are turned off and on);
@@ -520,7 +527,7 @@ static void sled_set(size_t i, uintptr_t entry, bool traced)
 	if ((entry & 7) <= 8 - SLED_BYTES) {
 		uint64_t *w = (uint64_t *)(void *)(entry & ~(uintptr_t)7);
 		memcpy(bytes, w, 8);
-		memcpy(bytes + (entry & 7), traced ? jmp : sled_nops, SLED_BYTES);
+		memcpy(bytes + (entry & 7), traced ? jmp : sled_nop5, SLED_BYTES);
 		store8(w, bytes);
 	} else if ((entry & 63) != 63) {
 		uint16_t two = 0xeb | (SLED_BYTES - 2) << 8; /* jmp rel8 +3, little-endian */

@@ -11,6 +11,8 @@
 #include "tests/wait_trace.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -163,12 +165,12 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
-/* What leaf's sled holds: "patched" (a jump to its thunk), or, taken out of the trace, "NOPs"
- * again or "a jump over it" (ringbuf/sleds.h). */
+/* What leaf's sled holds: "patched" (a jump to its thunk), or, taken out of the trace, "a
+ * NOP" (one of 5 bytes) or "a jump over it" (ringbuf/sleds.h). */
 static const char *leaf_sled(void)
 {
 	const unsigned char *sled = (const unsigned char *)(uintptr_t)leaf;
-	return !memcmp(sled, "\x90\x90\x90\x90\x90", 5) ? "NOPs"
+	return !memcmp(sled, "\x0f\x1f\x44\x00\x00", 5) ? "a NOP"
 	       : !memcmp(sled, "\xeb\x03", 2)		  ? "a jump over it"
 							  : "patched";
 }
@@ -213,8 +215,50 @@ static int learn_until(const char *stop)
 	return s != 0;
 }
 
+/* "toggle N": leaf's sled taken out of the trace and put back N times each way, by this
+ * thread, while another runs through it as fast as it can (untraced: through the thunk's
+ * compare when patched, through the NOP when not). A thread between the sled's NOPs when
+ * the jump is stored back would go on inside the jump (the runtime's learning does this
+ * while the program runs: ringbuf/sleds_x86_64.c, sled_nop5); it must never crash.
+ * Weak: the plain build has no sleds. */
+extern const uintptr_t *rb_sleds_list(size_t *n) __attribute__((weak));
+extern long rb_sleds_trace(const size_t *idx, size_t n, bool traced) __attribute__((weak));
+static atomic_int toggle_stop;
+static long (*volatile leaf_ptr)(long) = leaf;
+static void *toggle_runner(void *arg)
+{
+	long s = 0;
+	while (!atomic_load_explicit(&toggle_stop, memory_order_relaxed))
+		for (int i = 0; i < 1000; i++)
+			s += leaf_ptr(i);
+	*(long *)arg = s;
+	return NULL;
+}
+static int toggle(long n)
+{
+	size_t count = 0, idx = 0;
+	const uintptr_t *sleds = rb_sleds_list ? rb_sleds_list(&count) : NULL;
+	while (idx < count && sleds[idx] != (uintptr_t)leaf)
+		idx++;
+	if (idx == count || !rb_sleds_trace) {
+		fprintf(stderr, "toggle: leaf has no sled\n");
+		return 1;
+	}
+	pthread_t t;
+	long sum = 0, done = 0;
+	pthread_create(&t, NULL, toggle_runner, &sum);
+	for (long i = 0; i < n; i++)
+		done += rb_sleds_trace(&idx, 1, false) == 1 && rb_sleds_trace(&idx, 1, true) == 1;
+	atomic_store(&toggle_stop, 1);
+	pthread_join(t, NULL);
+	printf("toggled %ld of %ld, leaf at %lu mod 8\n", done, n, (unsigned long)((uintptr_t)leaf & 7));
+	return done != n;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 2 && !strcmp(argv[1], "toggle"))
+		return toggle(atol(argv[2]));
 	int traced = jitt_trace_thread(true);
 	if (argc > 1 && !strcmp(argv[1], "long")) {
 		printf("long %ld\n", long_outer() > 0);
