@@ -81,6 +81,7 @@ static bool sleds_on;
 #define LEARN_SAMPLE_FAST_NS 50000 /* a sample every 50 us of CPU time in a window and until */
 				   /* there are LEARN_SAMPLES_MIN, */
 #define LEARN_SAMPLE_NS 1000000	   /* else every ms */
+#define LEARN_PENDING_MAX_MS 2000 /* a decision waits this long for them at most */
 #define LEARN_SAMPLES_KEEP (1u << 14) /* past this many, every count is halved */
 #define LEARN_DEPTH 1024 /* deeper calls are followed for depth only */
 #define LEARN_CAP_TIMES 64 /* a call counts for at most 64 times the threshold */
@@ -112,6 +113,9 @@ static struct {
 	bool sampled;	      /* perf's samples of the traced threads come (learn_samples.c) */
 	uint64_t *hits;	      /* by sled: its samples, halved now and then (LEARN_SAMPLES_KEEP) */
 	uint64_t samples;     /* all of them (samples in the program's functions) */
+	uint64_t pending_ns;  /* a window closed then, its decision waiting for samples */
+	uint64_t last_span;   /* ticks: the last window's records, all rings */
+	int last_threads;     /* and their threads */
 } learn;
 
 /* The whole of a regular file of at most max bytes, NUL-terminated, in *text (malloc). */
@@ -645,6 +649,41 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 	}
 }
 
+/* The decision from the windows so far (learn_decide), applied: the short functions out of
+ * the trace until the next window, which is scheduled. */
+RT static void learn_apply(const uintptr_t *sleds, size_t nsleds, uint64_t now)
+{
+	uint64_t freq = hal_timer_freq(), calls;
+	size_t kept, before = learn.nout;
+	learn.pending_ns = 0;
+	learn.nout = learn_decide(sleds, nsleds, learn.out, &calls, &kept);
+	long done = learn.nout ? rb_sleds_trace(learn.out, learn.nout, false) : 0;
+	if (done < 0) {
+		log_err("jitt: sleds: cannot take functions out: %s", strerror((int)-done));
+		learn_stop(); /* every function stays traced */
+		return;
+	}
+	learn.decided_ns = now;
+	learn.probe_ns = now + (uint64_t)learn.probe_ms * 1000000u;
+	learn.probe_ms = learn.probe_ms * 2 > LEARN_PROBE_MAX_MS ? LEARN_PROBE_MAX_MS
+								 : learn.probe_ms * 2;
+	learn.rate_ns = learn.base_rate = 0; /* measured anew from the next look */
+	learn.poll_ms = LEARN_RATE_POLL_MS;
+	learn.next_ns = now + (uint64_t)learn.poll_ms * 1000000u;
+	agent_log(learn.windows <= LEARN_LOG_WINDOWS || learn.nout != before ? AGENT_LOG_INFO
+									     : AGENT_LOG_DEBUG,
+		  "jitt: sleds: learned from %llu ms of %d thread(s) (window %u, %llu ms in all, "
+		  "a call's points %llu ns): %ld functions left out (%llu calls under %u ns "
+		  "each), %zu as short kept for their time (%s%llu samples)",
+		  (unsigned long long)hal_ticks_to_ns(learn.last_span, freq) / 1000000u,
+		  learn.last_threads, learn.windows,
+		  (unsigned long long)hal_ticks_to_ns(learn.span, freq) / 1000000u,
+		  (unsigned long long)hal_ticks_to_ns(learn.point, freq), done,
+		  (unsigned long long)calls, learn.min_ns, kept,
+		  learn.samples >= LEARN_SAMPLES_MIN ? "a profile of " : "too few to rank: ",
+		  (unsigned long long)learn.samples);
+}
+
 RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t records,
 					     const pid_t *tids, int ntids)
 {
@@ -657,6 +696,14 @@ RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t record
 		return AGENT_LEARN_NONE;
 	}
 	learn_sample(sleds, nsleds, tids, ntids);
+	if (learn.pending_ns) { /* a window's decision, waiting for samples */
+		if (!learn.sampled || learn.samples >= LEARN_SAMPLES_MIN ||
+		    now_ns - learn.pending_ns >= LEARN_PENDING_MAX_MS * 1000000ull)
+			learn_apply(sleds, nsleds, now_ns);
+		else
+			learn.next_ns = now_ns + (uint64_t)learn.poll_ms * 1000000u;
+		return AGENT_LEARN_NONE;
+	}
 	if (!learn.window) {
 		if (now_ns < learn.probe_ns && !new_phase(now_ns, records))
 			return AGENT_LEARN_NONE;
@@ -692,35 +739,20 @@ RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 	for (int i = 0; i < n; i++)
 		span += learn_ring(&views[i], learn.ids, nsleds, learn.fn, learn.point, cap ? cap : 1);
 	learn.span += span;
+	learn.last_span = span;
+	learn.last_threads = n;
 	learn.windows++;
-	uint64_t calls;
-	size_t kept, before = learn.nout;
-	learn.nout = learn_decide(sleds, nsleds, learn.out, &calls, &kept);
-	long done = learn.nout ? rb_sleds_trace(learn.out, learn.nout, false) : 0;
-	if (done < 0) {
-		log_err("jitt: sleds: cannot take functions out: %s", strerror((int)-done));
-		learn_stop(); /* every function stays traced */
-		return;
-	}
 	rb_sleds_time_all(false);
 	learn.window = false;
 	uint64_t now = agent_now_ns();
-	learn.decided_ns = now;
-	learn.probe_ns = now + (uint64_t)learn.probe_ms * 1000000u;
-	learn.probe_ms = learn.probe_ms * 2 > LEARN_PROBE_MAX_MS ? LEARN_PROBE_MAX_MS
-								 : learn.probe_ms * 2;
-	learn.rate_ns = learn.base_rate = 0; /* measured anew from the next look */
-	learn.poll_ms = LEARN_RATE_POLL_MS;
-	learn.next_ns = now + (uint64_t)learn.poll_ms * 1000000u;
-	agent_log(learn.windows <= LEARN_LOG_WINDOWS || learn.nout != before ? AGENT_LOG_INFO
-									     : AGENT_LOG_DEBUG,
-		  "jitt: sleds: learned from %llu ms of %d thread(s) (window %u, %llu ms in all, "
-		  "a call's points %llu ns): %ld functions left out (%llu calls under %u ns "
-		  "each), %zu as short kept for their time (%s%llu samples)",
-		  (unsigned long long)hal_ticks_to_ns(span, freq) / 1000000u, n, learn.windows,
-		  (unsigned long long)hal_ticks_to_ns(learn.span, freq) / 1000000u,
-		  (unsigned long long)hal_ticks_to_ns(learn.point, freq), done,
-		  (unsigned long long)calls, learn.min_ns, kept,
-		  learn.samples >= LEARN_SAMPLES_MIN ? "a profile of " : "too few to rank: ",
-		  (unsigned long long)learn.samples);
+	/* Too few samples to rank a profile's top yet (a thread that spends most of its time in
+	 * the kernel, as a server's does, gives few of its own code): every function stays
+	 * traced, as the window left them, until they come (agent_sleds_learn_step). */
+	if (learn.sampled && learn.samples < LEARN_SAMPLES_MIN) {
+		learn.pending_ns = now;
+		learn.poll_ms = LEARN_POLL_MS;
+		learn.next_ns = now + (uint64_t)learn.poll_ms * 1000000u;
+		return;
+	}
+	learn_apply(sleds, nsleds, now);
 }
