@@ -89,6 +89,10 @@ CFG void agent_config_defaults(struct agent_config *c)
 	c->log_level = CONFIG_AGENT_LOG_LEVEL;
 	c->sched_pages = CONFIG_AGENT_SCHED_PAGES;
 	snprintf(c->sleds, sizeof(c->sleds), "sampled");
+	/* Learnt by default: every function traced costs an interpreter 3x to 4x, and the
+	 * learnt summaries name perf's top as often or more (docs/trace-points.md, "A
+	 * profile's top from perf's samples") */
+	c->sleds_learn_ns = 250;
 	upload_defaults(&c->up);
 }
 

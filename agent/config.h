@@ -33,11 +33,11 @@
  *                                   or its sleds left as NOPs, untraced (off)
  *   sleds_exclude =                 a `jitt exclude` list (absolute path): the functions it
  *                                   names stay NOPs (docs/trace-points.md, "Sleds")
- *   sleds_learn_ns = 0              without a list: from windows of the run traced in
+ *   sleds_learn_ns = 250            without a list: from windows of the run traced in
  *                                   full, the functions whose calls last under this many
- *                                   ns on average are taken out, but for the 3 of them
- *                                   that hold the most time (and any holding 5%); 0:
- *                                   never (docs/oem.md, "Sleds")
+ *                                   ns on average are taken out, but for a profile's top
+ *                                   (the 4 functions perf's samples find most, any with
+ *                                   5%); 0: never (docs/oem.md, "Sleds")
  *   sched_pages   = 8               pages of each traced thread's context-switch ring (a
  *                                   power of two); 0: none, schedstat samples instead
  *   debuginfod_urls =               http:// debuginfod servers (space-separated) the `jitt`

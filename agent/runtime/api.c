@@ -141,6 +141,7 @@ RT void jitt_shutdown(void)
 		return;
 	agent_control_stop();
 	agent_sched_stop_all();
+	agent_sleds_learn_stop();
 	atomic_store(&agent_rt.state, 0);
 }
 

@@ -143,6 +143,9 @@ int agent_sleds_learn_timeout(uint64_t now_ns);
 enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t records,
 					     const pid_t *tids, int ntids);
 void agent_sleds_learn(const struct rb_ring_view *views, int n);
+/* At shutdown, the control thread stopped: learning ends (its samples too), the sleds stay
+ * as it left them. */
+void agent_sleds_learn_stop(void);
 /*
  * Learning's profile (learn_samples.c): perf's samples of the traced threads, by sled.
  * start maps each sled's function (its symbol's size in elf, or up to the next sled);

@@ -45,10 +45,13 @@ static bool sleds_on;
  * is a part of a traced thread's ring (AGENT_LEARN_WINDOW_PART), copied as the thread goes
  * on writing (control.c); it costs what full tracing costs for that long, a few ms. From
  * all the windows so far, each function whose calls last under sleds_learn_ns on average
- * is taken out of the trace, unless it holds LEARN_PROTECT_PCT of the time by itself or is
- * among the LEARN_PROTECT_TOP short ones that hold the most, with LEARN_PROTECT_MIN_PCT at
- * least (a profile's top is never left out), both with the trace points' own cost taken out
- * of the times (learn_decide); the others stay in.
+ * is taken out of the trace, unless it is a profile's top, which is never left out: among
+ * the LEARN_HOT_TOP functions perf's samples of the traced threads find most often (with
+ * LEARN_PROTECT_MIN_PCT of them at least), or with LEARN_PROTECT_PCT of them
+ * (learn_samples.c, hot_floors). Where perf is refused, the top is estimated from the
+ * windows' times, with the trace points' own cost taken out: any short function holding
+ * LEARN_PROTECT_PCT of the time, and the LEARN_PROTECT_TOP short ones that hold the most
+ * (learn_decide). The others stay in.
  *
  * Windows open LEARN_PROBE_FIRST_MS after the first decision, then twice as late each time,
  * up to LEARN_PROBE_MAX_MS: a program's phases call different functions (SQLite's inserts,
@@ -77,7 +80,7 @@ static bool sleds_on;
 #define LEARN_PROTECT_TOP 3 /* as do the 3 short ones that hold the most, */
 #define LEARN_PROTECT_MIN_PCT 1 /* if they hold this much */
 #define LEARN_HOT_TOP 4 /* with samples: a short function among the 4 that hold the most */
-#define LEARN_SAMPLES_MIN 100 /* fewer rank nothing: the windows' estimate instead */
+#define LEARN_SAMPLES_MIN 100 /* fewer rank nothing: a decision waits for them */
 #define LEARN_SAMPLE_FAST_NS 50000 /* a sample every 50 us of CPU time in a window and until */
 				   /* there are LEARN_SAMPLES_MIN, */
 #define LEARN_SAMPLE_NS 1000000	   /* else every ms */
@@ -302,6 +305,8 @@ RT int agent_sleds_learn_timeout(uint64_t now_ns)
 
 RT static void learn_stop(void)
 {
+	if (!learn.on)
+		return;
 	learn.on = false;
 	rb_sleds_time_all(false);
 	rb_elf_free(&learn.elf);
@@ -605,10 +610,10 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
 
 /*
  * The samples since the last step: perf follows the traced threads (a sample every
- * LEARN_SAMPLE_FAST_NS of CPU time in a window and until the profile can rank, about 2% of
- * it; every LEARN_SAMPLE_NS after, 0.1%), the new ones are counted, and between windows a
- * function taken out that is now among a profile's top is put back at once (a window
- * decided without enough samples, or a new phase's hot helper: the next window may be a
+ * LEARN_SAMPLE_FAST_NS of CPU time in a window and until the profile can rank, 12% of it
+ * in a VM where a sample costs 6 us; every LEARN_SAMPLE_NS after, 0.6%: docs/runtime.md),
+ * the new ones are counted, and between windows a function taken out that is now among
+ * a profile's top is put back at once (a new phase's hot helper: the next window may be a
  * minute away).
  */
 RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *tids, int ntids)
@@ -726,6 +731,11 @@ RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t record
 								      : learn.poll_ms * 2;
 	learn.next_ns = now_ns + (uint64_t)learn.poll_ms * 1000000u;
 	return AGENT_LEARN_READ;
+}
+
+RT void agent_sleds_learn_stop(void)
+{
+	learn_stop();
 }
 
 RT void agent_sleds_learn(const struct rb_ring_view *views, int n)

@@ -144,10 +144,10 @@ up='' # the uploader's active lines; commented out in a build without the upload
 # A program built with sleds (jitt-sleds.pc, x86_64; docs/oem.md "Sleds"): sampled,
 # timed or off; a \`jitt exclude\` list of functions left untraced; without a list, the
 # functions whose calls last under sleds_learn_ns on average are left out as the runtime
-# learns them (0, the default: every function traced; 250 is what bench-real measures).
+# learns them, a profile's top kept (0: every function traced).
 # sleds = sampled
 # sleds_exclude = /etc/jitt/app.exclude
-# sleds_learn_ns = 0
+# sleds_learn_ns = 250
 
 # Who besides root may trigger, grant and revoke (-1: nobody).
 # system_uid = $CONFIG_AGENT_SYSTEM_UID
