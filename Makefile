@@ -367,6 +367,7 @@ bench: $(obj)/bin/bench-timer $(obj)/bin/bench-trace $(obj)/bin/bench-sched $(ob
 	$(Q)echo; $(if $(QEMU_USER),echo "bench-sim: host only",sh tests/bench_sim.sh $(obj)/bin)
 	$(Q)echo; $(if $(QEMU_USER),echo "callgrind: host only",sh tests/callgrind-trace.sh $(obj)/bin/bench-trace $(CALLGRIND_MAX_PER_POINT))
 	$(Q)echo; $(if $(QEMU_USER),echo "bench-upload: host only",sh tests/bench-upload.sh $(obj)/bin)
+	$(Q)echo; $(if $(QEMU_USER),echo "bench-sleds: host only",sh tests/bench-sleds.sh . $(obj)/bin)
 	$(Q)fail=0; for b in $(INSN_BOARDS); do \
 		$(MAKE) BOARD=$$b O=build/$$b all >/dev/null || exit 1; \
 		prefix=$$(sed -n 's/^CROSS_COMPILE *:= *//p' board/$$b/board.mk); \

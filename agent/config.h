@@ -29,7 +29,7 @@
  *   trace_main    = 0               1: jitt_init() (the constructor) traces the main thread,
  *                                   so an app is traced with no code of its own
  *   sleds         = sampled         a program built with sleds (jitt-sleds.pc): its functions
- *                                   records timed about one in 16 (sampled), each (timed),
+ *                                   records timed about one in 32 (sampled), each (timed),
  *                                   or its sleds left as NOPs, untraced (off)
  *   sleds_exclude =                 a `jitt exclude` list (absolute path): the functions it
  *                                   names stay NOPs (docs/trace-points.md, "Sleds")

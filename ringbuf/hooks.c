@@ -23,7 +23,7 @@ extern void __cyg_profile_func_exit(void *fn, void *call_site);
 
 /* clang's trace point is one asm statement where the architecture has one (RB_ARCH_POINT,
  * trace_x86_64.h says why); GCC's and the rest are rb_put1 (trace.h). The hooks of
- * libjitt-sampled.a (RB_TIME_SAMPLED) time about one record in 16 (rb_point_sampled). */
+ * libjitt-sampled.a (RB_TIME_SAMPLED) time about one record in 32 (rb_point_sampled). */
 #if defined(RB_TIME_SAMPLED)
 #if !defined(RB_ARCH_POINT_SAMPLED)
 #error "sampled time (RB_TIME_SAMPLED) has a trace point on x86_64 only"

@@ -62,6 +62,11 @@ enum rb_kind {
 	RB_FIRST_ID = 0x10,  /* the smallest function id */
 };
 
+/* Sampled time (docs/untimed.md): the records between two timed ones are written untimed,
+ * [0 << 32 | id]; each timed record puts the next one 1..RB_SAMPLED_GAP_MAX records on, so
+ * about one record in 32 reads the timer (trace_x86_64.h says why 64). */
+#define RB_SAMPLED_GAP_MAX 64
+
 /* Inlined everywhere, and never instrumented itself (an OEM may compile these headers with
  * -finstrument-functions). */
 #define RB_INLINE static inline __attribute__((always_inline, no_instrument_function))

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* How a patched function's records are written: each timed (rb_point), or about one in 16
+/* How a patched function's records are written: each timed (rb_point), or about one in 32
  * (rb_point_sampled, docs/untimed.md). */
 enum rb_sled_time { RB_SLED_TIMED, RB_SLED_SAMPLED };
 
@@ -61,7 +61,7 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
  */
 long rb_sleds_trace(const size_t *idx, size_t n, bool traced);
 
-/* Every record of the sampled thunks timed (on), or about one in 16 again (off): while the
+/* Every record of the sampled thunks timed (on), or about one in 32 again (off): while the
  * runtime learns which functions to trace, the times it reads are then measured. */
 void rb_sleds_time_all(bool on);
 

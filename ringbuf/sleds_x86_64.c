@@ -154,7 +154,7 @@ SLED_ENTER(rb_sled_enter_timed, rb_point)
 SLED_EXIT(rb_sled_exit_timed, rb_point)
 SLED_EXIT(rb_sled_exit_sampled, point_sampled)
 
-/* The sampled thunk's timed records (about one in 16) and the rare paths behind them. */
+/* The sampled thunk's timed records (about one in 32) and the rare paths behind them. */
 HOOK void rb_sled_point_sampled(uint32_t low)
 {
 	point_sampled(low);
@@ -196,7 +196,7 @@ enum field { F_END, F_POS, F_DUE, F_TOP, F_ID, F_BODY, F_POINT, F_ENTER, F_EXIT 
 #define FIELD(kind, end, back) ".byte " #kind "\n\t.short " #end " - 0b - " #back "\n\t"
 
 /*
- * Sampled time (the default), all in the thunk but the timed record, about one in 16:
+ * Sampled time (the default), all in the thunk but the timed record, about one in 32:
  *   untraced thread (rb_tls.pos 0): straight to the body, the thunk's only cost a compare
  *   and a jump;
  *   entry: a frame of the shadow stack taken, then filled with the slot of the caller's

@@ -105,15 +105,17 @@ RB_INLINE void rb_point(uintptr_t low)
 
 /*
  * Sampled time (RB_TIME_SAMPLED: libjitt-sampled.a's hooks, docs/untimed.md): the trace
- * point of a program whose calls are too many for a timer read each. rdtsc is about 8 ns
- * of a 9 ns trace point on this kind of machine; here about one record in 16 reads it, and
- * the others are written untimed, [0 << 32 | id] (record.h; the decoder estimates their
- * times between their timed neighbours). Which record is timed is decided by position, not
- * by function: rb_tls.due is the position of the next timed record, set by each timed one
- * to 1..32 slots on from bits 7..11 of the counter it read (what the program did since
- * the last one decides, so no loop of the program's can fall into step with it), and
- * never past limit, so the untimed path needs no other compare; a stop request (limit 0)
- * is answered at the next timed record, within 32.
+ * point of a program whose calls are too many for a timer read each. rdtsc is 8 to 20 ns
+ * (20 in the VMs of 2026-11-27) of a trace point that is otherwise a store; here about one
+ * record in 32 reads it, and the others are written untimed, [0 << 32 | id] (record.h; the
+ * decoder estimates their times between their timed neighbours). Which record is timed is
+ * decided by position, not by function: rb_tls.due is the position of the next timed
+ * record, set by each timed one to 1..RB_SAMPLED_GAP_MAX (64) slots on from bits 6..11 of
+ * the counter it read (what the program did since the last one decides, so no loop of the
+ * program's can fall into step with it), and never past limit, so the untimed path needs
+ * no other compare; a stop request (limit 0) is answered at the next timed record, within
+ * 64. One in 16 (1..32) cost a sleds thunk's traced call 1.1 ns more at rdtsc's 20 ns
+ * (docs/trace-points.md, "One timer read in 32").
  *
  *   off      mov pos, test, jne                       (not taken)
  *   untimed  + cmp due, jae, two 4-byte stores (the id, a zero upper half), add, jmp back
@@ -137,6 +139,7 @@ RB_INLINE void rb_point(uintptr_t low)
  */
 #if !defined(RB_CLOCK_ONLY)
 #define RB_ARCH_POINT_SAMPLED 1
+_Static_assert(RB_SAMPLED_GAP_MAX == 64, "rb_point_sampled takes 6 bits of the counter");
 RB_INLINE void rb_point_sampled(uintptr_t low)
 {
 	uintptr_t p, t;
@@ -166,8 +169,8 @@ RB_INLINE void rb_point_sampled(uintptr_t low)
 			     "mov (%%rsp), %k[t]\n\t"
 			     "lea 136(%%rsp), %%rsp\n\t"
 			     "mov %k[t], 4(%[p])\n\t"
-			     "shr $4, %k[t]\n\t"
-			     "and $0xf8, %k[t]\n\t"
+			     "shr $3, %k[t]\n\t" /* bits 6..11, as 8-byte slots */
+			     "and $0x1f8, %k[t]\n\t"
 			     "lea 8(%[p],%[t]), %[t]\n\t"
 			     "cmp %[limit], %[t]\n\t"
 			     "cmova %[limit], %[t]\n\t"

@@ -4,7 +4,7 @@
  *
  * Sampled time: on x86_64 the timer read is most of a trace point's cost, so the hot path
  * may write most one-slot records with no timestamp, as [0 << 32 | low], and give a real
- * one to about one record in 16 (the gap to the next timed record, 1..32 records, is taken
+ * one to about one record in 32 (the gap to the next timed record, 1..64 records, is taken
  * from the counter's own bits). Wide entries and special records always carry their time.
  * The rule: a one-slot record (low half 0, or 0x10 and above) whose upper half is 0 is
  * UNTIMED. There is no flag: a timed record whose ts32 happens to be 0 (once in 2^32

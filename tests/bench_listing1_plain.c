@@ -32,7 +32,7 @@ static __thread uint32_t limit_idx;
 
 LISTING1(listing1_limit, LIMIT_POINT(listing1_limit), LIMIT_POINT(0))
 
-/* The least sampled time can do: the same, the timer read for one record in 16 (the others
+/* The least sampled time can do: the same, the timer read for one record in 32 (the others
  * untimed). Volatile, which keeps the stores without a reader (a volatile store is the same
  * one MOV). */
 static volatile uint64_t store_ring[1 << 16] __attribute__((aligned(64)));
@@ -40,7 +40,7 @@ static __thread uint32_t store_idx;
 #define STORE_POINT(low)                                  \
 	do {                                              \
 		uint32_t i_ = store_idx;                  \
-		store_ring[i_] = (i_ & 15) ? (uint32_t)(uintptr_t)(low) \
+		store_ring[i_] = (i_ & 31) ? (uint32_t)(uintptr_t)(low) \
 					   : hal_counter_read() << 32 | (uint32_t)(uintptr_t)(low); \
 		store_idx = (i_ + 1) & ((1 << 16) - 1);   \
 	} while (0)

@@ -38,7 +38,7 @@ static uint32_t next(void)
 }
 
 /* Sampled time (ringbuf/untimed.h), with a third argument "sampled": one-slot records are
- * written untimed but about one in 16 (the gap to the next timed one 1..32), as the x86_64
+ * written untimed but about one in 32 (the gap to the next timed one 1..64), as the x86_64
  * hot path does; the decoder estimates their times. */
 static int sampled;
 static uint32_t timed_in = 1;
@@ -49,7 +49,7 @@ static void put(uint64_t v)
 	if (sampled && (low == RB_EXIT || low >= RB_FIRST_ID) && --timed_in)
 		v = low;
 	else if (sampled && (low == RB_EXIT || low >= RB_FIRST_ID))
-		timed_in = 1 + (uint32_t)(v >> 32) % 32;
+		timed_in = 1 + (uint32_t)(v >> 32) % RB_SAMPLED_GAP_MAX;
 	ring[pos++ & (nslots - 1)] = v;
 }
 

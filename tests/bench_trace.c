@@ -167,7 +167,7 @@ static void bench_class(const char *label)
 		if (work <= 10)
 			printf("%-24s %6d %12s %13.2fx\n", "on / physical limit", work, "",
 			       (med[ON] - med[PLAIN]) / (med[LIMIT] - med[PLAIN]));
-		/* Sampled time against both limits: a timed record's, and one timed record in 16's. */
+		/* Sampled time against both limits: a timed record's, and one timed record in 32's. */
 		if (work <= 10 && bench_have_sampled) {
 			printf("%-24s %6d %12s %13.2fx\n", "sampled / physical limit", work, "",
 			       (med[SAMPLED_ON] - med[PLAIN]) / (med[LIMIT] - med[PLAIN]));

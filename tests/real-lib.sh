@@ -25,7 +25,7 @@ real_sdk() {
 }
 pc() { pkg-config --define-prefix "$@"; }
 # The SDK a jitt build links: jitt (each record timed), or jitt-sampled when the caller sets
-# sampled=1 (about one record in 16 timed, docs/untimed.md; speedtest1, linked without
+# sampled=1 (about one record in 32 timed, docs/untimed.md; speedtest1, linked without
 # pkg-config, then adds libjitt-sampled.a before libjitt.a).
 # With sleds=1, jitt-sleds (x86_64, glibc: trace points patched in at start-up where the
 # compiler kept a function, ringbuf/sleds.h), its flags too; speedtest1 then has the same

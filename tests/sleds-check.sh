@@ -168,5 +168,10 @@ check "bad-list: says it is not a list" grep -q 'not a `jitt exclude` list' "$wo
 run missing-list "sleds_exclude = $work/none"
 check "missing-list: says the file is missing" grep -q "$work/none: No such file" "$work/missing-list.log"
 
+# make bench's bench-sleds, small: it builds, and every variant computes the plain sum.
+out=$(CALLS=10000 ROUNDS=1 CALLGRIND=0 sh "$src/tests/bench-sleds.sh" "$src" "$bin" 2>&1)
+rows=$(printf '%s\n' "$out" | grep -c -E '^  (plain|limit|off|untraced|sampled|timed) +[0-9]')
+check "bench-sleds runs every variant ($rows of 6 rows)" is "$rows" 6
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

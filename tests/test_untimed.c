@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Sampled time (ringbuf/untimed.h): a timeline whose every time is known is written twice,
- * fully timed (the truth) and with about 15 of 16 one-slot records untimed, as the x86_64
- * hot path writes them (the gap to the next timed record 1..32 records, pseudo-random);
+ * fully timed (the truth) and with about 31 of 32 one-slot records untimed, as the x86_64
+ * hot path writes them (the gap to the next timed record 1..64 records, pseudo-random);
  * both are decoded. The events must be the same, the timed ones at their exact times, every
  * estimate between its timed neighbours, and each dominant function's self time close to
  * the truth: the fitted split, not an equal one (which the f/g case shows wrong).
@@ -53,7 +53,7 @@ static void add(struct tl *t, uint32_t low, uint64_t id)
 	bool one_slot = low == RB_EXIT || low >= RB_FIRST_ID;
 	bool timed = !one_slot || --t->left == 0;
 	if (one_slot && timed)
-		t->left = 1 + next() % 32;
+		t->left = 1 + next() % RB_SAMPLED_GAP_MAX;
 	t->r[t->n++] = (struct rec){ t->now, id, low, timed };
 }
 
@@ -95,7 +95,7 @@ static void timeline(struct tl *t, int scale)
 {
 	memset(t, 0, sizeof(*t));
 	t->now = 0x2fff00000ull;
-	t->left = 1 + next() % 32;
+	t->left = 1 + next() % RB_SAMPLED_GAP_MAX;
 	add(t, RB_SYNC, 0);
 	enter(t, MAIN);
 	spend(t, 100);
@@ -389,8 +389,9 @@ static void check_long_call(const struct run *r)
  * Self time of the functions of the timeline: the fit within 10% of the truth, or within
  * 0.5% of the thread's time for those of little time (g, h: what is left of a window's
  * jitter once it is split); f, the long call and r within 3%. The equal split is far off on
- * the f/g loop (it gives g several times its time), and so is the owners' fit (one mean for
- * f's gap before it calls g and its 10 us after).
+ * the f/g loop (it gives g several times its time), and the owners' fit (one mean for f's
+ * gap before it calls g and its 10 us after) is further off on g than the fit: 21% to 189%
+ * against 8% to 16% with the hot path's gaps of 1..64 records (more than 50% with 1..32).
  */
 TEST(untimed_fit_recovers_self_times_and_equal_split_does_not)
 {
@@ -424,7 +425,7 @@ TEST(untimed_fit_recovers_self_times_and_equal_split_does_not)
 		uint64_t g = self_of(&r.self[0], G), f = self_of(&r.self[0], F);
 		CHECK(rel_err(self_of(&r.self[3], G), g) > 1.0);
 		CHECK(rel_err(self_of(&r.self[3], F), f) > 0.2);
-		CHECK(rel_err(self_of(&r.self[2], G), g) > 0.5);
+		CHECK(rel_err(self_of(&r.self[2], G), g) > rel_err(self_of(&r.self[1], G), g));
 		check_long_call(&r);
 		run_free(&r);
 	}

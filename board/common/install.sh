@@ -61,7 +61,7 @@ if [ -n "$clang_cc" ]; then
 	pcs="$pcs jitt-clang"
 	clang="$clang_cc $obj/lib/libjitt-clang.cflags $obj/lib/libjitt-clang.ldflags"
 fi
-# Sampled time (x86_64 boards): hooks that time about one record in 16, linked before
+# Sampled time (x86_64 boards): hooks that time about one record in 32, linked before
 # libjitt (docs/untimed.md); jitt-sampled.pc puts them there.
 if [ -f "$obj/lib/libjitt-sampled.a" ]; then
 	put 0644 "$obj/lib/libjitt-sampled.a" "$libdir/libjitt-sampled.a"

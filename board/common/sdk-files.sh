@@ -59,19 +59,19 @@ if [ -n "$clang_cc" ]; then
 		>"$out/pkgconfig/jitt-clang.pc"
 fi
 # Sampled time (install.sh sets JITT_SDK_SAMPLED where the board built libjitt-sampled.a):
-# jitt.pc's program with hooks that read the timer for about one record in 16. pkg-config
+# jitt.pc's program with hooks that read the timer for about one record in 32. pkg-config
 # puts a package's Libs before those of what it requires, so these hooks come before
 # libjitt's and are the ones the linker takes.
 if [ "${JITT_SDK_SAMPLED:-}" = 1 ]; then
 	cat >"$out/pkgconfig/jitt-sampled.pc" <<PC
 # jitt for a call-heavy program on glibc, x86_64 (docs/untimed.md): as jitt.pc, but about
-# one record in 16 is timed and the others' times are estimated by the decoder.
+# one record in 32 is timed and the others' times are estimated by the decoder.
 prefix=$prefix
 libdir=\${prefix}/lib/jitt
 compiler=$glibc_cc
 
 Name: jitt-sampled
-Description: jitt with sampled time: the timer read for about one record in 16
+Description: jitt with sampled time: the timer read for about one record in 32
 Version: $version
 Requires: jitt
 Libs: \${libdir}/libjitt-sampled.a

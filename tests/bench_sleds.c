@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench-sleds: what one call costs through a sled (ringbuf/sleds.h), built twice by
+ * tests/bench-sleds.sh: with jitt-sleds.pc's flags (every function starts with a sled) and
+ * plain. Each run times N calls of a leaf that does almost nothing, in the thread's CPU
+ * time, and prints the fastest of REPS repetitions as ns a call: the caller's loop, the
+ * call and the leaf, plus whatever the sled costs in the way the runtime left it (NOPs,
+ * a thunk for an untraced thread, a traced thunk).
+ *
+ *   bench-sleds [calls] [limit]
+ *
+ * "limit" runs the plain build's loop with what a traced call must write at least, inline
+ * around the call: an entry and an exit record, untimed but about one in 32 timed
+ * (RB_SAMPLED_GAP_MAX), into a ring of the same size: the same-run physical limit of a
+ * traced call with sampled time, which the thunk's return interception and shadow stack
+ * are measured against.
+ */
+#include "hal/timer.h"
+#include "ringbuf/record.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define REPS 7
+
+__attribute__((noinline)) int bench_leaf(int x)
+{
+	__asm__ volatile("");
+	return x * 3 + 1;
+}
+
+__attribute__((noinline)) long bench_loop(long n)
+{
+	long s = 0;
+	for (long i = 0; i < n; i++)
+		s += bench_leaf((int)i);
+	return s;
+}
+
+/* The limit: the records a traced call writes, stored inline (volatile: kept without a
+ * reader), the timer read where the position is due. */
+static volatile uint64_t ring[1 << 16] __attribute__((aligned(64)));
+static uint32_t pos, due;
+
+static inline __attribute__((always_inline)) void put(uint32_t low)
+{
+	uint32_t p = pos;
+	if (p == due) {
+		uint64_t t = hal_counter_read();
+		ring[p] = t << 32 | low;
+		due = (p + 1 + (uint32_t)(t >> 6) % RB_SAMPLED_GAP_MAX) & ((1 << 16) - 1);
+	} else {
+		ring[p] = low;
+	}
+	pos = (p + 1) & ((1 << 16) - 1);
+}
+
+__attribute__((noinline)) long bench_loop_limit(long n)
+{
+	long s = 0;
+	for (long i = 0; i < n; i++) {
+		put((uint32_t)(uintptr_t)bench_leaf);
+		s += bench_leaf((int)i);
+		put(RB_EXIT);
+	}
+	return s;
+}
+
+static double cpu_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv)
+{
+	long n = argc > 1 ? atol(argv[1]) : 20000000;
+	int limit = argc > 2 && !strcmp(argv[2], "limit");
+	if (n <= 0) {
+		fprintf(stderr, "usage: bench-sleds [calls] [limit]\n");
+		return 2;
+	}
+	double best = 1e9;
+	long sum = 0;
+	for (int r = 0; r < REPS; r++) {
+		double a = cpu_now();
+		sum += limit ? bench_loop_limit(n) : bench_loop(n);
+		double b = cpu_now() - a;
+		if (b < best)
+			best = b;
+	}
+	/* The sum, so that no build can drop the calls; the same in every variant. */
+	printf("%.2f ns a call (sum %ld)\n", best * 1e9 / (double)n, sum);
+	return 0;
+}
