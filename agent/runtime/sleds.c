@@ -47,7 +47,7 @@ static bool sleds_on;
  * all the windows so far, each function whose calls last under sleds_learn_ns on average
  * is taken out of the trace, unless it is a profile's top, which is never left out: among
  * the LEARN_HOT_TOP functions perf's samples of the traced threads find most often (with
- * LEARN_PROTECT_MIN_PCT of them at least), or with LEARN_PROTECT_PCT of them
+ * LEARN_PROTECT_MIN_PCT of them at least), or with LEARN_HOT_PCT of them
  * (learn_samples.c, hot_floors). Where perf is refused, the top is estimated from the
  * windows' times, with the trace points' own cost taken out: any short function holding
  * LEARN_PROTECT_PCT of the time, and the LEARN_PROTECT_TOP short ones that hold the most
@@ -80,6 +80,8 @@ static bool sleds_on;
 #define LEARN_PROTECT_TOP 3 /* as do the 3 short ones that hold the most, */
 #define LEARN_PROTECT_MIN_PCT 1 /* if they hold this much */
 #define LEARN_HOT_TOP 4 /* with samples: a short function among the 4 that hold the most */
+#define LEARN_HOT_PCT 10 /* or holding this much by itself (at 5%, duktape's 5th, 4 to 6% */
+			 /* run to run, was kept in half the runs, at 1.3x the cost) */
 #define LEARN_SAMPLES_MIN 100 /* fewer rank nothing: a decision waits for them */
 #define LEARN_SAMPLE_FAST_NS 50000 /* a sample every 50 us of CPU time in a window and until */
 				   /* there are LEARN_SAMPLES_MIN, */
@@ -505,7 +507,7 @@ RT static bool learn_init(const uintptr_t *sleds, size_t nsleds)
 /*
  * With samples: the fewest a function needs to count as a profile's top, which stays
  * traced however short its calls: as many as the LEARN_HOT_TOP'th most sampled function
- * has, LEARN_PROTECT_MIN_PCT of all at least; or LEARN_PROTECT_PCT of all, whatever its
+ * has, LEARN_PROTECT_MIN_PCT of all at least; or LEARN_HOT_PCT of all, whatever its
  * rank. UINT64_MAX: too few samples to tell.
  */
 RT static void hot_floors(size_t nsleds, uint64_t *rank_floor, uint64_t *share_floor)
@@ -527,7 +529,7 @@ RT static void hot_floors(size_t nsleds, uint64_t *rank_floor, uint64_t *share_f
 	*rank_floor = top[LEARN_HOT_TOP - 1] > min ? top[LEARN_HOT_TOP - 1] : min;
 	if (!*rank_floor)
 		*rank_floor = 1;
-	*share_floor = learn.samples * LEARN_PROTECT_PCT / 100;
+	*share_floor = learn.samples * LEARN_HOT_PCT / 100;
 }
 
 RT static bool hot(size_t i, uint64_t rank_floor, uint64_t share_floor)
