@@ -9,7 +9,10 @@
 #ifndef JITT_HAL_PERF_ABI_H
 #define JITT_HAL_PERF_ABI_H
 
+#include "hal/perf_ring.h"
+
 #include <stdint.h>
+#include <sys/types.h>
 
 struct perf_attr {
 	uint32_t type, size;
@@ -55,5 +58,14 @@ struct perf_header {
 	uint32_t type;
 	uint16_t misc, size;
 };
+
+/* perf_event_open(a) for tid (its size set here), and its ring of data_pages pages (a power
+ * of two) mapped with prot: PROT_READ for a backward ring the kernel overwrites, with
+ * PROT_WRITE for a forward one whose reader hands bytes back (data_tail). 0, or a negative
+ * errno, the ring then closed (fd -1). */
+int perf_ring_open(struct hal_perf_ring *r, struct perf_attr *a, pid_t tid,
+		   unsigned data_pages, int prot);
+/* The start of r's data area. */
+const uint8_t *perf_ring_data(const struct hal_perf_ring *r);
 
 #endif

@@ -10,71 +10,39 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
-int hal_sample_open(struct hal_sample_ring *r, pid_t tid, unsigned data_pages,
+int hal_sample_open(struct hal_perf_ring *r, pid_t tid, unsigned data_pages,
 		    uint64_t period_ns)
 {
-	memset(r, 0, sizeof(*r));
-	r->fd = -1;
-	long page = sysconf(_SC_PAGESIZE);
-	if (page <= 0 || !data_pages || (data_pages & (data_pages - 1)) || !period_ns)
-		return -EINVAL;
 	struct perf_attr a;
 	memset(&a, 0, sizeof(a));
-	a.size = sizeof(a);
 	a.type = PERF_TYPE_SOFTWARE;
 	a.config = PERF_COUNT_SW_TASK_CLOCK; /* the thread's own CPU time, in ns */
 	a.sample_period = period_ns;
 	a.sample_type = PERF_SAMPLE_IP;
 	a.flags = ATTR_EXCLUDE_KERNEL | ATTR_EXCLUDE_HV; /* what paranoid 2 allows */
-	int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	if (fd < 0)
-		return -errno;
+	if (!period_ns) {
+		*r = (struct hal_perf_ring){ .fd = -1 };
+		return -EINVAL;
+	}
 	/* Writable: the reader hands drained bytes back through data_tail (a forward ring:
 	 * the kernel never overwrites what is unread, it drops new samples). */
-	size_t map = (size_t)(1 + data_pages) * (size_t)page;
-	void *base = mmap(NULL, map, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (base == MAP_FAILED) {
-		int e = -errno;
-		close(fd);
-		return e;
-	}
-	r->fd = fd;
-	r->base = base;
-	r->map_size = map;
-	r->data_size = (uint64_t)data_pages * (uint64_t)page;
-	return 0;
+	return perf_ring_open(r, &a, tid, data_pages, PROT_READ | PROT_WRITE);
 }
 
-void hal_sample_close(struct hal_sample_ring *r)
-{
-	if (r->base)
-		munmap(r->base, r->map_size);
-	if (r->fd >= 0)
-		close(r->fd);
-	memset(r, 0, sizeof(*r));
-	r->fd = -1;
-}
-
-int hal_sample_period(struct hal_sample_ring *r, uint64_t period_ns)
+int hal_sample_period(struct hal_perf_ring *r, uint64_t period_ns)
 {
 	if (r->fd < 0 || !period_ns)
 		return -EINVAL;
 	return ioctl(r->fd, IOC_PERIOD, &period_ns) == 0 ? 0 : -errno;
 }
 
-long hal_sample_drain(struct hal_sample_ring *r, void *buf, size_t size)
+long hal_sample_drain(struct hal_perf_ring *r, void *buf, size_t size)
 {
 	if (r->fd < 0 || !r->base)
 		return -EBADF;
 	uint8_t *page = r->base;
-	uint64_t offset;
-	memcpy(&offset, page + MMAP_PAGE_DATA_OFFSET, sizeof(offset));
-	if (!offset) /* a kernel before 4.1: the data follows the control page */
-		offset = r->map_size - r->data_size;
-	const uint8_t *data = page + offset;
+	const uint8_t *data = perf_ring_data(r);
 	uint64_t *head_p = (uint64_t *)(page + MMAP_PAGE_DATA_HEAD);
 	uint64_t *tail_p = (uint64_t *)(page + MMAP_PAGE_DATA_TAIL);
 	/* The records up to head are written once head is read (acquire); the kernel may

@@ -14,37 +14,32 @@
 #ifndef JITT_HAL_SAMPLE_H
 #define JITT_HAL_SAMPLE_H
 
+#include "hal/perf_ring.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-/* One thread's sample ring. */
-struct hal_sample_ring {
-	int fd;
-	void *base; /* the control page, then the data */
-	size_t map_size;
-	uint64_t data_size; /* a power of two */
-};
 
 /*
  * Start sampling tid (any thread of this process) every period_ns of its CPU time, into a
  * ring of data_pages pages (a power of two; a sample takes 16 bytes, so 8 pages of 4 KiB
  * hold 2,048). 0, or a negative errno: -EACCES / -EPERM (perf_event_paranoid, seccomp,
  * SELinux), -ENOSYS, -ENOENT, -ESRCH, -ENOMEM, -EINVAL. On error the ring is closed (fd -1).
+ * hal_perf_ring_close closes it.
  */
-int hal_sample_open(struct hal_sample_ring *r, pid_t tid, unsigned data_pages,
+int hal_sample_open(struct hal_perf_ring *r, pid_t tid, unsigned data_pages,
 		    uint64_t period_ns);
-void hal_sample_close(struct hal_sample_ring *r);
 
 /* A new period, from the next sample on. 0 or a negative errno. */
-int hal_sample_period(struct hal_sample_ring *r, uint64_t period_ns);
+int hal_sample_period(struct hal_perf_ring *r, uint64_t period_ns);
 
 /*
  * Move the ring's unread records into buf, oldest first, whole records only, at most size
  * bytes; what did not fit stays for the next call. The kernel drops samples while the ring
  * is full (and says so with a lost record). Returns the bytes moved, or a negative errno.
  */
-long hal_sample_drain(struct hal_sample_ring *r, void *buf, size_t size);
+long hal_sample_drain(struct hal_perf_ring *r, void *buf, size_t size);
 
 /*
  * The sampled addresses of drained records into ips: at most max. Any other record is

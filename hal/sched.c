@@ -14,7 +14,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,16 +28,10 @@ struct sample_id {
 #define SWITCH_OUT	   (1u << 13) /* PERF_RECORD_MISC_SWITCH_OUT */
 #define SWITCH_OUT_PREEMPT (1u << 14) /* PERF_RECORD_MISC_SWITCH_OUT_PREEMPT, Linux 4.17 */
 
-int hal_sched_open(struct hal_sched_ring *r, pid_t tid, unsigned data_pages)
+int hal_sched_open(struct hal_perf_ring *r, pid_t tid, unsigned data_pages)
 {
-	memset(r, 0, sizeof(*r));
-	r->fd = -1;
-	long page = sysconf(_SC_PAGESIZE);
-	if (page <= 0 || !data_pages || (data_pages & (data_pages - 1)))
-		return -EINVAL;
 	struct perf_attr a;
 	memset(&a, 0, sizeof(a));
-	a.size = sizeof(a);
 	a.type = PERF_TYPE_SOFTWARE;
 	a.config = PERF_COUNT_SW_DUMMY; /* counts nothing: only its side records */
 	a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
@@ -50,41 +43,13 @@ int hal_sched_open(struct hal_sched_ring *r, pid_t tid, unsigned data_pages)
 		  ATTR_WRITE_BACKWARD |
 		  /* What perf_event_paranoid 2 allows an unprivileged thread. */
 		  ATTR_EXCLUDE_KERNEL | ATTR_EXCLUDE_HV;
-	int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	size_t map = (size_t)(1 + data_pages) * (size_t)page;
-	void *base = mmap(NULL, map, PROT_READ, MAP_SHARED, fd, 0);
-	if (base == MAP_FAILED) {
-		int e = -errno;
-		close(fd);
-		return e;
-	}
-	r->fd = fd;
-	r->base = base;
-	r->map_size = map;
-	r->data_size = (uint64_t)data_pages * (uint64_t)page;
-	return 0;
-}
-
-void hal_sched_close(struct hal_sched_ring *r)
-{
-	if (r->base)
-		munmap(r->base, r->map_size);
-	if (r->fd >= 0)
-		close(r->fd);
-	memset(r, 0, sizeof(*r));
-	r->fd = -1;
+	return perf_ring_open(r, &a, tid, data_pages, PROT_READ);
 }
 
 /* n bytes of the data area from offset `at` (any value: taken modulo its size) into out. */
-static void ring_read(const struct hal_sched_ring *r, uint64_t at, void *out, size_t n)
+static void ring_read(const struct hal_perf_ring *r, uint64_t at, void *out, size_t n)
 {
-	uint64_t offset;
-	memcpy(&offset, (const uint8_t *)r->base + MMAP_PAGE_DATA_OFFSET, sizeof(offset));
-	if (!offset) /* a kernel before 4.1: the data follows the control page */
-		offset = r->map_size - r->data_size;
-	const uint8_t *data = (const uint8_t *)r->base + offset;
+	const uint8_t *data = perf_ring_data(r);
 	uint64_t mask = r->data_size - 1;
 	size_t first = (size_t)(r->data_size - (at & mask));
 	if (first > n)
@@ -93,7 +58,7 @@ static void ring_read(const struct hal_sched_ring *r, uint64_t at, void *out, si
 	memcpy((uint8_t *)out + first, data, n - first);
 }
 
-long hal_sched_copy(struct hal_sched_ring *r, void *buf, size_t size)
+long hal_sched_copy(struct hal_perf_ring *r, void *buf, size_t size)
 {
 	if (r->fd < 0 || !r->base)
 		return -EBADF;

@@ -23,6 +23,8 @@
 #ifndef JITT_HAL_SCHED_H
 #define JITT_HAL_SCHED_H
 
+#include "hal/perf_ring.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -39,29 +41,21 @@ struct hal_sched_event {
 	uint32_t kind; /* enum hal_sched_kind */
 };
 
-/* One thread's perf ring. */
-struct hal_sched_ring {
-	int fd;
-	void *base;	   /* the control page, then the data */
-	size_t map_size;
-	uint64_t data_size; /* a power of two */
-};
-
 /*
  * Start recording tid's context switches into a ring of data_pages pages (a power of two;
  * 8 pages of 4 KiB hold 1,024 switch records). 0, or a negative errno: -EACCES / -EPERM
  * (perf_event_paranoid, seccomp, SELinux), -ENOSYS, -ENOENT / -EOPNOTSUPP (a kernel
  * without these records), -ESRCH, -ENOMEM. On error the ring is left closed (fd -1).
+ * hal_perf_ring_close closes it.
  */
-int hal_sched_open(struct hal_sched_ring *r, pid_t tid, unsigned data_pages);
-void hal_sched_close(struct hal_sched_ring *r);
+int hal_sched_open(struct hal_perf_ring *r, pid_t tid, unsigned data_pages);
 
 /*
  * Copy the ring's records, newest first as the kernel wrote them, into buf: at most size
  * bytes, whole records only. Pauses the ring while it copies (the kernel drops what comes
  * meanwhile), then resumes it. Returns the bytes copied, or a negative errno.
  */
-long hal_sched_copy(struct hal_sched_ring *r, void *buf, size_t size);
+long hal_sched_copy(struct hal_perf_ring *r, void *buf, size_t size);
 
 /*
  * The switch records of a copy (newest first) into ev, oldest first: at most max events.

@@ -37,7 +37,7 @@ struct side {
 	int in, out;
 	int cpu, starter;
 	int with_ring;
-	struct hal_sched_ring ring;
+	struct hal_perf_ring ring;
 	int ring_err;
 	uint64_t cpu_used;
 	pid_t tid;
@@ -103,7 +103,7 @@ static double run(int with_ring, int cpu, uint64_t *records)
 			*records += n > 0 ? hal_sched_parse(buf, (size_t)n, ev, sizeof(buf) / 32,
 							    &skipped, &lost)
 					  : 0;
-			hal_sched_close(&sides[k]->ring);
+			hal_perf_ring_close(&sides[k]->ring);
 		}
 	}
 	close(ab[0]), close(ab[1]), close(ba[0]), close(ba[1]);
@@ -160,7 +160,7 @@ int main(void)
 	else
 		printf("  per frame, schedstat fallback: unreadable here, no figure\n");
 	/* The freeze's part: copying a full ring. */
-	struct hal_sched_ring ring;
+	struct hal_perf_ring ring;
 	if (hal_sched_open(&ring, tid, 8) == 0) {
 		for (int i = 0; i < 2000; i++)
 			sched_yield(), usleep(1);
@@ -175,7 +175,7 @@ int main(void)
 		}
 		printf("  at a freeze: copying the 8-page ring (%ld bytes) %llu ns\n", n,
 		       (unsigned long long)t_best);
-		hal_sched_close(&ring);
+		hal_perf_ring_close(&ring);
 	}
 	return 0;
 }

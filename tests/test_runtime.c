@@ -1506,9 +1506,9 @@ TEST(runtime_records_the_traced_threads_scheduling)
 {
 	/* Whether this kernel lets a thread record its own switches (not under qemu-user, not
 	 * at perf_event_paranoid 3): then perf is what the runtime must use. */
-	struct hal_sched_ring r;
+	struct hal_perf_ring r;
 	bool perf = hal_sched_open(&r, (pid_t)syscall(SYS_gettid), 1) == 0;
-	hal_sched_close(&r);
+	hal_perf_ring_close(&r);
 	sched_records("", perf);
 }
 

@@ -52,7 +52,7 @@ TEST(sample_finds_the_function_another_thread_spins_in)
 		return;
 	while (!atomic_load(&spin_tid))
 		sched_yield();
-	struct hal_sample_ring r;
+	struct hal_perf_ring r;
 	int e = hal_sample_open(&r, atomic_load(&spin_tid), 8, 100000); /* every 100 us */
 	if (e) {
 		printf("    perf refused here (%s): the runtime does without samples\n",
@@ -89,7 +89,7 @@ TEST(sample_finds_the_function_another_thread_spins_in)
 	printf("    %zu samples, %zu in spin_here, %llu lost\n", n, near, (unsigned long long)lost);
 	CHECK(n >= 200);
 	CHECK(near * 10 >= n * 9); /* the thread did nothing else (a sample or two elsewhere) */
-	hal_sample_close(&r);
+	hal_perf_ring_close(&r);
 	CHECK_EQ_INT(r.fd, -1);
 	CHECK_EQ_INT(hal_sample_period(&r, 1000), -EINVAL);
 	CHECK(hal_sample_drain(&r, buf, sizeof(buf)) < 0);

@@ -56,7 +56,7 @@ static int pin(pthread_t t, int cpu)
 }
 
 /* How many events of each kind a copy of the ring holds; checks their order. */
-static void count_kinds(struct hal_sched_ring *r, uint8_t *buf, struct hal_sched_event *ev,
+static void count_kinds(struct hal_perf_ring *r, uint8_t *buf, struct hal_sched_event *ev,
 			size_t *kinds, size_t *n)
 {
 	long got = hal_sched_copy(r, buf, BUF);
@@ -77,7 +77,7 @@ static void count_kinds(struct hal_sched_ring *r, uint8_t *buf, struct hal_sched
 
 TEST(sched_records_a_sleep_and_a_preemption_of_this_thread)
 {
-	struct hal_sched_ring r;
+	struct hal_perf_ring r;
 	int e = hal_sched_open(&r, self_tid(), 8);
 	if (e) {
 		/* The kernel accounts a thread's time when it leaves the CPU: a thread that has
@@ -139,13 +139,13 @@ TEST(sched_records_a_sleep_and_a_preemption_of_this_thread)
 out:
 	free(buf);
 	free(ev);
-	hal_sched_close(&r);
+	hal_perf_ring_close(&r);
 	CHECK_EQ_INT(r.fd, -1);
 }
 
 TEST(sched_ring_keeps_the_newest_switches_when_it_wraps)
 {
-	struct hal_sched_ring r;
+	struct hal_perf_ring r;
 	if (hal_sched_open(&r, self_tid(), 1) != 0)
 		return; /* refused here: said by the test above */
 	uint8_t *buf = malloc(BUF);
@@ -164,7 +164,7 @@ TEST(sched_ring_keeps_the_newest_switches_when_it_wraps)
 	}
 	free(buf);
 	free(ev);
-	hal_sched_close(&r);
+	hal_perf_ring_close(&r);
 }
 
 /* A switch record as the kernel writes one: header, then pid, tid, time, cpu, reserved. */

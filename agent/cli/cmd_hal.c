@@ -128,9 +128,9 @@ static void print_net(void)
  * this thread tries the same perf ring, and its own schedstat. */
 static void print_sched(void)
 {
-	struct hal_sched_ring r;
+	struct hal_perf_ring r;
 	int e = hal_sched_open(&r, (pid_t)syscall(SYS_gettid), 1);
-	hal_sched_close(&r);
+	hal_perf_ring_close(&r);
 	uint64_t run, wait, slices;
 	int s = hal_sched_stat((pid_t)syscall(SYS_gettid), &run, &wait, &slices);
 	if (!e)

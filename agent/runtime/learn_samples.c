@@ -36,7 +36,7 @@ static struct {
 	int refused; /* the error the last open got: sampling is off */
 	struct {
 		pid_t tid; /* 0: free */
-		struct hal_sample_ring ring;
+		struct hal_perf_ring ring;
 	} t[SAMPLE_THREADS];
 } smp;
 
@@ -94,7 +94,7 @@ RT int agent_samples_follow(const pid_t *tids, int n, uint64_t period_ns)
 		for (int k = 0; k < n && !live && smp.t[i].tid; k++)
 			live = tids[k] == smp.t[i].tid;
 		if (smp.t[i].tid && !live) {
-			hal_sample_close(&smp.t[i].ring);
+			hal_perf_ring_close(&smp.t[i].ring);
 			smp.t[i].tid = 0;
 		}
 	}
@@ -154,7 +154,7 @@ RT void agent_samples_stop(void)
 {
 	for (int i = 0; i < SAMPLE_THREADS; i++)
 		if (smp.t[i].tid) {
-			hal_sample_close(&smp.t[i].ring);
+			hal_perf_ring_close(&smp.t[i].ring);
 			smp.t[i].tid = 0;
 		}
 	free(smp.fns);

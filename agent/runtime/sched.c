@@ -31,7 +31,7 @@
 
 struct sched_slot {
 	pid_t tid; /* 0: free */
-	struct hal_sched_ring ring;
+	struct hal_perf_ring ring;
 };
 
 static struct sched_slot slots[SCHED_SLOTS];
@@ -52,7 +52,7 @@ RT static void reap(const pid_t *live, int nlive)
 		for (int k = 0; k < nlive && !found; k++)
 			found = live[k] == slots[i].tid;
 		if (!found) {
-			hal_sched_close(&slots[i].ring);
+			hal_perf_ring_close(&slots[i].ring);
 			slots[i].tid = 0;
 		}
 	}
