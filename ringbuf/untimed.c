@@ -102,6 +102,7 @@ struct fit {
 	struct table fn;    /* function ids to dense functions 1.. (OUTER: 0) */
 	struct table types; /* gap keys to dense types 1.. (0: the last record's, none) */
 	double *d;	    /* per type: the fitted mean gap, in ticks */
+	double fixed;	    /* what each window holds besides its gaps (fit_means) */
 };
 
 /* The physical slot before i, in a ring of n slots. */
@@ -409,6 +410,18 @@ static unsigned solve(const struct em *e, const double *npin, double *d, double 
 }
 
 /*
+ * FIXED_NOTE: a window's fixed part. A timed record costs more than an untimed one (on
+ * x86_64 the timer read, 20 ns in a VM, and a call around it in a sleds thunk), and half of
+ * that lies in the gap before its time, half in the gap after: every window holds about
+ * one such cost besides its gaps, whatever their number. Fitted as gaps, it made the
+ * windows of one gap (as many as 1 in 64) look as long as a timer read, and in a learnt
+ * interpreter trace, where one short helper's calls alternate with its caller's code, the
+ * fit gave the helper 56% of the thread where perf's profile gives it 10%
+ * (tests/test_untimed.c's helper loop: 47% to 59% for a true 15.5%). So each window (but
+ * with the equal split) holds one more pair, (fixed, 1), and the fit finds its mean with
+ * the others': 0 where the windows cannot tell it, and what each window is given of it
+ * lies half in its first gap, half in its last (fill).
+ *
  * The fit (untimed.h): d[type], the mean gap of each type. A window of one type gives it
  * its delta whatever the means (pin); the others are split in proportion to the means.
  * RB_UNTIMED_PATH first fits the owners (RB_UNTIMED_OWNER), and starts each path from its
@@ -420,7 +433,9 @@ static unsigned solve(const struct em *e, const double *npin, double *d, double 
  */
 static int fit_means(struct fit *f, struct rb_untimed_stats *st)
 {
-	uint32_t nt = f->types.n + 1, no = f->fn.n + 1;
+	/* The types, then one more at each level: the windows' fixed part (FIXED_NOTE). */
+	const uint32_t fixed = f->types.n + 1, fixed1 = f->fn.n + 1;
+	uint32_t nt = fixed + 1, no = fixed1 + 1;
 	uint32_t big = nt > no ? nt : no;
 	double *pin = calloc(nt, sizeof(*pin)), *count = calloc(nt, sizeof(*count));
 	double *pin1 = calloc(no, sizeof(*pin1)), *count1 = calloc(no, sizeof(*count1));
@@ -429,10 +444,11 @@ static int fit_means(struct fit *f, struct rb_untimed_stats *st)
 	double *w = malloc((6 * (size_t)big + f->ntimed + 1) * sizeof(*w));
 	uint32_t *stamp = calloc(big, sizeof(*stamp)), *at = malloc(big * sizeof(*at));
 	uint32_t *owner = calloc(nt, sizeof(*owner));
-	uint32_t *ptype = malloc((f->nrec + 1) * sizeof(*ptype));
-	uint32_t *ptype1 = malloc((f->nrec + 1) * sizeof(*ptype1));
-	uint32_t *pcount = malloc((f->nrec + 1) * sizeof(*pcount));
-	uint32_t *pcount1 = malloc((f->nrec + 1) * sizeof(*pcount1));
+	uint64_t maxpairs = f->nrec + f->ntimed + 1; /* a pair per gap and a fixed one a window */
+	uint32_t *ptype = malloc(maxpairs * sizeof(*ptype));
+	uint32_t *ptype1 = malloc(maxpairs * sizeof(*ptype1));
+	uint32_t *pcount = malloc(maxpairs * sizeof(*pcount));
+	uint32_t *pcount1 = malloc(maxpairs * sizeof(*pcount1));
 	struct window *win = malloc((f->ntimed + 1) * sizeof(*win));
 	struct window *win1 = malloc((f->ntimed + 1) * sizeof(*win1));
 	uint64_t wcap = 1;
@@ -461,6 +477,11 @@ static int fit_means(struct fit *f, struct rb_untimed_stats *st)
 				pcount[npairs++] = 0;
 			}
 			pcount[at[t]]++;
+		}
+		if (f->model != RB_UNTIMED_EQUAL) { /* the window's fixed part, FIXED_NOTE */
+			ptype[npairs] = fixed;
+			pcount[npairs++] = 1;
+			count[fixed]++;
 		}
 		st->windows += b - a > 1;
 		total += delta;
@@ -500,6 +521,7 @@ static int fit_means(struct fit *f, struct rb_untimed_stats *st)
 	double mean = gaps ? total / gaps : 0;
 	for (uint32_t t = 0; t < nt; t++)
 		f->d[t] = mean;
+	f->d[fixed] = 0; /* 0 where the windows cannot tell it (all of one length) */
 	if (f->model == RB_UNTIMED_EQUAL)
 		goto done; /* one mean for all: each window split equally */
 	/* The owners' level: each type's owner, from its key (walk). */
@@ -507,6 +529,7 @@ static int fit_means(struct fit *f, struct rb_untimed_stats *st)
 		if (f->types.val[i])
 			owner[f->types.val[i]] =
 				(uint32_t)(f->types.a[i] >> (f->model == RB_UNTIMED_PATH ? 32 : 0));
+	owner[fixed] = fixed1;
 	for (uint32_t t = 0; t < nt; t++) {
 		pin1[owner[t]] += pin[t];
 		npin1[owner[t]] += npin[t];
@@ -534,6 +557,7 @@ static int fit_means(struct fit *f, struct rb_untimed_stats *st)
 	}
 	for (uint32_t o = 0; o < no; o++)
 		d1[o] = mean;
+	d1[fixed1] = 0;
 	struct em e1 = { no, nwin, win1, ptype1, pcount1, pin1, count1, acc, 0 };
 	st->rounds = solve(&e1, npin1, d1, w);
 	for (uint32_t t = 0; t < nt; t++)
@@ -542,6 +566,7 @@ static int fit_means(struct fit *f, struct rb_untimed_stats *st)
 		struct em e2 = { nt, nwin, win, ptype, pcount, pin, count, acc, MIN_PATH_GAPS };
 		st->rounds += solve(&e2, npin, f->d, w);
 	}
+	f->fixed = f->d[fixed];
 done:
 	err = 0;
 out:
@@ -605,7 +630,10 @@ static void fill(struct fit *f, uint64_t *copy, uint32_t ref32)
 		if (j < f->ntimed && k == f->tidx[j]) { /* a window, or the tail, begins */
 			a = k;
 			ts = f->tts[j++];
-			cum = sum = prev = 0;
+			/* A window's fixed part (FIXED_NOTE) lies half in its first gap, half in
+			 * its last; the tail has none. */
+			double fx = j < f->ntimed ? f->fixed : 0;
+			cum = fx / 2, sum = fx, prev = 0;
 			uint64_t b = j < f->ntimed ? f->tidx[j] : f->nrec - 1;
 			for (uint64_t g = k; g < b; g++)
 				sum += d[f->own[g] & ~TIMED];

@@ -36,7 +36,8 @@ struct tl {
 	struct rec *r;
 	size_t n, cap;
 	uint64_t now;
-	uint32_t left; /* one-slot records until the next timed one */
+	uint32_t left;	     /* one-slot records until the next timed one */
+	uint32_t timed_cost; /* what a timed one-slot record takes, half before its time */
 };
 
 static void add(struct tl *t, uint32_t low, uint64_t id)
@@ -52,9 +53,13 @@ static void add(struct tl *t, uint32_t low, uint64_t id)
 		t->now++;
 	bool one_slot = low == RB_EXIT || low >= RB_FIRST_ID;
 	bool timed = !one_slot || --t->left == 0;
-	if (one_slot && timed)
+	if (one_slot && timed) {
 		t->left = 1 + next() % RB_SAMPLED_GAP_MAX;
+		t->now += t->timed_cost / 2;
+	}
 	t->r[t->n++] = (struct rec){ t->now, id, low, timed };
+	if (one_slot && timed)
+		t->now += t->timed_cost - t->timed_cost / 2;
 }
 
 static void enter(struct tl *t, uint64_t id)
@@ -318,11 +323,12 @@ static void run_free(struct run *r)
 	free(r->t.r);
 }
 
-static void run(struct run *r, uint32_t seed, int scale, uint64_t nslots_max)
+static void run(struct run *r, void (*make)(struct tl *, int), uint32_t seed, int scale,
+		uint64_t nslots_max)
 {
 	memset(r, 0, sizeof(*r));
 	rng = seed;
-	timeline(&r->t, scale);
+	make(&r->t, scale);
 	size_t slots = 0;
 	for (size_t i = 0; i < r->t.n; i++)
 		slots += (size_t)nslots_of(&r->t.r[i]);
@@ -388,17 +394,19 @@ static void check_long_call(const struct run *r)
 /*
  * Self time of the functions of the timeline: the fit within 10% of the truth, or within
  * 0.5% of the thread's time for those of little time (g, h: what is left of a window's
- * jitter once it is split); f, the long call and r within 3%. The equal split is far off on
- * the f/g loop (it gives g several times its time), and the owners' fit (one mean for f's
- * gap before it calls g and its 10 us after) is further off on g than the fit: 21% to 189%
- * against 8% to 16% with the hot path's gaps of 1..64 records (more than 50% with 1..32).
+ * jitter once it is split); f, the long call and r within 4% (3% before the windows' fixed
+ * part was fitted: this timeline has none, and the one unknown more moved r by 1.6% on one
+ * seed). The equal split is far off on the f/g loop (it gives g several times its time),
+ * and the owners' fit (one mean for f's gap before it calls g and its 10 us after) is
+ * further off on g than the fit: 17% to 189% against 9% to 13% with the hot path's gaps
+ * of 1..64 records (more than 50% with 1..32).
  */
 TEST(untimed_fit_recovers_self_times_and_equal_split_does_not)
 {
 	static const uint32_t seeds[] = { 0x2545f491u, 0x9e3779b9u, 0x1234567u };
 	for (size_t k = 0; k < sizeof(seeds) / sizeof(seeds[0]); k++) {
 		struct run r;
-		run(&r, seeds[k], 10, UINT64_MAX);
+		run(&r, timeline, seeds[k], 10, UINT64_MAX);
 		CHECK_EQ_U64(r.st.untimed, r.untimed);
 		CHECK(r.st.windows > 0);
 		printf("    seed %x: %zu records, %zu untimed (%.0f%%) in %llu windows\n", seeds[k],
@@ -419,7 +427,7 @@ TEST(untimed_fit_recovers_self_times_and_equal_split_does_not)
 			double off = fabs((double)v[1] - (double)tr);
 			if (!CHECK(off <= 0.10 * (double)tr || off <= 0.005 * (double)total))
 				printf("    %s off by %.0f\n", dominant[i].name, off);
-			if ((id == F || id == L || id == R) && !CHECK(off <= 0.03 * (double)tr))
+			if ((id == F || id == L || id == R) && !CHECK(off <= 0.04 * (double)tr))
 				printf("    %s off by %.0f\n", dominant[i].name, off);
 		}
 		uint64_t g = self_of(&r.self[0], G), f = self_of(&r.self[0], F);
@@ -436,7 +444,7 @@ TEST(untimed_fit_recovers_self_times_and_equal_split_does_not)
 TEST(untimed_ring_that_wrapped_decodes_the_same_events)
 {
 	struct run r;
-	run(&r, 0x5eed1234u, 4, 4096);
+	run(&r, timeline, 0x5eed1234u, 4, 4096);
 	CHECK_EQ_U64(r.n[0], r.n[1]);
 	CHECK(r.n[0] < r.t.n && r.st.untimed > 0);
 	size_t first = r.t.n - r.n[0], head = 0;
@@ -579,4 +587,47 @@ TEST(untimed_garbage_rings_decode_or_fail_cleanly)
 	CHECK(!rb_untimed_any(&timed));
 	CHECK_EQ_INT(rb_untimed_fill(&timed, 0, RB_UNTIMED_PATH, &copy, &us), 0);
 	CHECK(copy == NULL && us.untimed == 0);
+}
+
+/*
+ * An interpreter's loop as a learnt trace holds it (docs/trace-points.md, "A window's fixed
+ * part"): the loop, outside every traced call, calls one short helper S (4 ns) between 30 ns
+ * of its own work, and a timed record costs 40 ns (the timer read and the call around it),
+ * where an untimed one costs nothing more. Every window then holds about 40 ns besides its
+ * gaps, and the windows of one gap, S's or the loop's, are mostly that: fitted as gaps, they
+ * gave S several times its time. The fit takes the fixed part as an unknown of its own.
+ */
+static void helper_loop(struct tl *t, int scale)
+{
+	memset(t, 0, sizeof(*t));
+	t->now = 0x100000ull;
+	t->timed_cost = 40;
+	t->left = 1 + next() % RB_SAMPLED_GAP_MAX;
+	add(t, RB_SYNC, 0);
+	enter(t, MAIN);
+	for (int i = 0; i < 4000 * scale; i++) {
+		enter(t, S);
+		spend(t, 4);
+		leave(t);
+		spend(t, 30);
+	}
+	leave(t);
+}
+
+TEST(untimed_fit_takes_out_what_each_window_holds_besides_its_gaps)
+{
+	static const uint32_t seeds[] = { 0x2545f491u, 0x9e3779b9u, 0x1234567u };
+	for (size_t k = 0; k < sizeof(seeds) / sizeof(seeds[0]); k++) {
+		struct run r;
+		run(&r, helper_loop, seeds[k], 10, UINT64_MAX);
+		uint64_t total = total_self(&r.self[0]), s = self_of(&r.self[0], S);
+		uint64_t fit = self_of(&r.self[1], S);
+		printf("    seed %x: S's self %llu of %llu ticks (%.1f%%), fitted %llu (%.1f%%)\n",
+		       seeds[k], (unsigned long long)s, (unsigned long long)total,
+		       100.0 * (double)s / (double)total, (unsigned long long)fit,
+		       100.0 * (double)fit / (double)total);
+		/* Its share within a few points of the truth (12%), not 30% or more. */
+		CHECK(fabs((double)fit - (double)s) <= 0.03 * (double)total);
+		run_free(&r);
+	}
 }
