@@ -621,6 +621,7 @@ RT static void *control_main(void *arg)
 	hal_pin_keeper_init(&pin, HAL_CPU_LITTLE, false);
 	chores_at_ns = agent_now_ns() + START_CHORES_MS * 1000000ull;
 	measure_point_cost();
+	agent_sleds_point_cost();
 	while (atomic_load(&rt->state) != 3) {
 		struct pollfd pfd[1 + AGENT_CTL_POLLFDS] = { { rt->wake_fd, POLLIN, 0 } };
 		int n = 1;

@@ -125,6 +125,11 @@ struct agent_config;
 struct rb_ring_view;
 void agent_sleds_start(const struct agent_config *cfg);
 int agent_sleds_thread_start(void);
+/* On the control thread, after measure_point_cost timed the hooks: where the program's
+ * records are written by sampled thunks, the trace files' trace point cost is theirs
+ * (timed on the runtime's own sled), and it follows the learning windows, whose records
+ * are every one timed (a trace's self times are taken out of that cost: summary.c). */
+void agent_sleds_point_cost(void);
 /*
  * Learning what to leave out (sleds.c, sleds_learn_ns), on the control thread: timeout is
  * the ms until the next step (-1: none pending); step, given the traced rings' records in

@@ -14,6 +14,7 @@
 #include "ringbuf/elf.h"
 #include "ringbuf/ring.h"
 #include "ringbuf/sleds.h"
+#include "ringbuf/tracefile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,6 +38,8 @@ extern void rb_sleds_probe(void) __attribute__((weak));
 #define EXCLUDE_OPTION "-finstrument-functions-exclude-function-list="
 
 static bool sleds_on;
+static bool sleds_sampled;	 /* sampled thunks (sleds = sampled, the default) */
+static uint64_t sampled_point; /* ticks: a traced call through them, 0 until timed */
 
 /*
  * Learning which functions to leave out, when no list is given (sleds_learn_ns), from
@@ -278,6 +281,7 @@ RT void agent_sleds_start(const struct agent_config *cfg)
 		return;
 	}
 	sleds_on = true;
+	sleds_sampled = time == RB_SLED_SAMPLED;
 	if (!cfg->sleds_exclude[0] && cfg->sleds_learn_ns && rb_sleds_trace && rb_sleds_time_all) {
 		learn.on = learn.window = true; /* the first window: from the start */
 		rb_sleds_time_all(true);
@@ -311,6 +315,7 @@ RT static void learn_stop(void)
 		return;
 	learn.on = false;
 	rb_sleds_time_all(false);
+	learn.window = false;
 	rb_elf_free(&learn.elf);
 	agent_samples_stop();
 	free(learn.ids), free(learn.fn), free(learn.out), free(learn.hits);
@@ -463,6 +468,21 @@ RT static uint64_t probe_ticks(void)
 	}
 	free(slots);
 	return best == UINT64_MAX ? 0 : best / PROBE_CALLS;
+}
+
+RT void agent_sleds_point_cost(void)
+{
+	if (!sleds_on || !sleds_sampled)
+		return;
+	if (learn.window) { /* every record timed: the hooks' cost, or the windows' own */
+		if (learn.point)
+			rb_trace_set_point_cost((double)learn.point / 2);
+		return;
+	}
+	if (!sampled_point)
+		sampled_point = probe_ticks();
+	if (sampled_point) /* a call's two records */
+		rb_trace_set_point_cost((double)sampled_point / 2);
 }
 
 /* Function idx's name, for the log: its symbol's, or its address. */
@@ -722,6 +742,7 @@ RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t record
 		}
 		rb_sleds_time_all(true);
 		learn.window = true;
+		agent_sleds_point_cost();
 		(void)agent_samples_follow(tids, ntids, LEARN_SAMPLE_FAST_NS);
 		learn.poll_ms = LEARN_POLL_MS;
 		learn.opened_ns = now_ns;
@@ -756,6 +777,7 @@ RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 	learn.windows++;
 	rb_sleds_time_all(false);
 	learn.window = false;
+	agent_sleds_point_cost();
 	uint64_t now = agent_now_ns();
 	/* Too few samples to rank a profile's top yet (a thread that spends most of its time in
 	 * the kernel, as a server's does, gives few of its own code): every function stays
