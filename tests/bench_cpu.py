@@ -49,14 +49,20 @@ def records(jitt, pid, conf):
 
 
 def run(argv, env, cwd, stdout, jitt=None, conf=None, every=None, client=None,
-        client_out=None, watch=False):
+        client_out=None, watch=False, perf_data=None):
     """Runs argv (stdout and stderr to the file object stdout) to its end. jitt and conf:
     trigger it, or with watch, watch what it records (see above). client: argv of a client
     started with it, its output to the file object client_out; when the client fails the
-    process is killed."""
+    process is killed. perf_data: `perf record` the process into this file, its samples
+    timed on CLOCK_MONOTONIC (a trace's header has its freeze on that clock)."""
     r = Run()
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.STDOUT, env=env, cwd=cwd)
+    perf = None
+    if perf_data:
+        perf = subprocess.Popen(["perf", "record", "-q", "-F", "20000", "-k", "CLOCK_MONOTONIC",
+                                 "-p", str(proc.pid), "-o", perf_data],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cl = None
     if client:
         cl = subprocess.Popen(client, stdout=client_out, stderr=subprocess.STDOUT, cwd=cwd)
@@ -93,6 +99,12 @@ def run(argv, env, cwd, stdout, jitt=None, conf=None, every=None, client=None,
         time.sleep(0.01)
     _, r.status, ru = done
     r.cpu = ru.ru_utime + ru.ru_stime
+    if perf:  # it ends with the process it follows; a minute, then it is told to
+        try:
+            perf.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            perf.send_signal(signal.SIGINT)
+            perf.wait()
     if cl:
         # A server that ends on the client's shutdown request may end before the client
         # does (memcached's -A: it once exited while its client was still closing): the

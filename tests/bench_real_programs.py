@@ -36,6 +36,7 @@ import re
 import shutil
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 
@@ -113,8 +114,9 @@ def clean_db(db):
             os.unlink(db + suffix)
 
 
-def one(w, row, mode, binary, every=None, prefix=(), keep=None, watch=False):
-    """Runs a variant once: (bench_cpu.Run, its output, the traces it saved)."""
+def one(w, row, mode, binary, every=None, prefix=(), keep=None, watch=False, perf_data=None):
+    """Runs a variant once: (bench_cpu.Run, its output, the traces it saved); perf_data:
+    with `perf record` following it into that file."""
     port, db = str(free_port()), "%s/db/%s.db" % (run, row)
     clean_db(db)
     args = [a.replace("{port}", port).replace("{db}", db) for a in dict(workloads)[w].split()]
@@ -136,7 +138,7 @@ def one(w, row, mode, binary, every=None, prefix=(), keep=None, watch=False):
         r = bench_cpu.run(list(prefix) + ["nice", binary] + args, env, "%s/db" % run, f,
                           jitt=o.jitt if mode == "on" else None,
                           conf=conf if mode == "on" else None, every=every,
-                          client=client, client_out=c, watch=watch)
+                          client=client, client_out=c, watch=watch, perf_data=perf_data)
     clean_db(db)
     traces = bench_cpu.take_traces("%s/data-%s" % (run, mode), keep) if mode != "plain" else []
     text = open(out, errors="replace").read() + open(cout, errors="replace").read()
@@ -231,6 +233,56 @@ def perf_top(w, binary):
     top = sorted(((v, k) for k, v in shares.items()), reverse=True)
     return top, "thread %s, %s of all samples; %.0f%% of its samples, %d, in the program's " \
         "own code" % (busiest or "?", comm[0] if comm else "?", own, samples)
+
+
+def trace_head(trace):
+    """The trace's freeze on CLOCK_MONOTONIC, in ns (its header's reference time,
+    docs/trace-format.md), and its first thread's id (`jitt decode`), or None."""
+    with open(trace, "rb") as f:
+        ref = struct.unpack_from("<Q", f.read(48), 40)[0]
+    d = subprocess.Popen([o.jitt, "decode", trace], stdout=subprocess.PIPE, text=True)
+    tid = None
+    for line in d.stdout:
+        g = re.match(r"thread (\d+) ", line)
+        if g:
+            tid = g.group(1)
+            break
+    d.kill()
+    d.wait()
+    return ref, tid
+
+
+def own_names(binary):
+    """The functions a build defines (nm), GCC's clones by their source name: the plain
+    build's are the program's own, without jitt's runtime."""
+    nm = subprocess.run(["nm", "--defined-only", binary], capture_output=True, text=True)
+    return {base(ln.split()[-1]) for ln in nm.stdout.splitlines()
+            if len(ln.split()) == 3 and ln.split()[1] in "tTwW"}
+
+
+def perf_moment(data, trace, summary, binary, names):
+    """perf's view of a trace's moment: the samples `perf record` took of the traced thread
+    over the trace's span (its span's end is the freeze), in the program's own functions
+    (names), [(share of the thread's samples then, name)], and the number of samples; or
+    None and why not."""
+    if not os.path.exists(data):
+        return None, "perf recorded nothing"
+    ref, tid = trace_head(trace)
+    start = ref - summary["trace"]["ns"]
+    rep = subprocess.run(["perf", "report", "-i", data, "--no-children", "--sort", "dso,sym",
+                          "--stdio", "-q", "-n", "--percentage", "relative",
+                          "--time", "%.6f,%.6f" % (start / 1e9, ref / 1e9)] +
+                         (["--tid", tid] if tid else []), capture_output=True, text=True)
+    shares, samples = {}, 0
+    for line in rep.stdout.splitlines():
+        g = re.match(r"\s*([0-9.]+)%\s+(\d+)\s+(\S+)\s+\[(.)\]\s+(\S+)", line)
+        if not g:
+            continue
+        samples += int(g.group(2))
+        name = base(g.group(5))
+        if g.group(3) == os.path.basename(binary) and name in names:
+            shares[name] = shares.get(name, 0.0) + float(g.group(1))
+    return sorted(((v, k) for k, v in shares.items()), reverse=True), samples
 
 
 def off_cpu(s, *which):
@@ -369,10 +421,16 @@ for w, _ in workloads:
                 problems.append("%s: recorded nothing (jitt status: no records)" % where)
     # A trace of each traced row, from one more run triggered a quarter second in (not
     # timed): its rate, what a MiB holds, and its summary's top.
+    moment = {}
     for row, mode, binary, _ in vs:
         if mode != "on":
             continue
-        r, out, traces = one(w, row, mode, binary, keep="%s/traces-%s-%s" % (run, w, row))
+        # perf follows this run too: its samples over the trace's span are the moment's
+        # truth, where perf_top's are the whole plain run's.
+        moment[row] = "%s/perf-moment-%s-%s.data" % (run, w, row) \
+            if o.perf and shutil.which("perf") else None
+        r, out, traces = one(w, row, mode, binary, keep="%s/traces-%s-%s" % (run, w, row),
+                             perf_data=moment[row])
         kept[row] += traces
         if not r.triggers or len(traces) != 1:
             problems.append("%s %s, its sample run: %s, %d traces saved" % (
@@ -429,6 +487,7 @@ for w, _ in workloads:
         print("    perf: %s" % why)
         continue
     three = [k for _, k in ptop[:3]]
+    names = own_names([v[2] for v in vs if v[0] == plain[0]][0])
     for row, files in others:
         ten = {k for _, k in (stop if row == top_traced[0] else
                               exclude_top([t for t, _ in files], fitted[row])[0])[:10]}
@@ -446,6 +505,25 @@ for w, _ in workloads:
             print("      in jitt summarize's top 10 of its trace: %d of %d%s" % (
                 len(three) - len(gone), len(three),
                 " (not: %s)" % ", ".join(gone) if gone else ""))
+        # And perf at that trace's very moment, the same run, the same span.
+        for t, (s, _) in files[:1]:
+            if not moment.get(row):
+                continue
+            mtop, n = perf_moment(moment[row], t, s, [v[2] for v in vs if v[0] == row][0],
+                                  names)
+            if mtop is None:
+                print("      perf at its moment: %s" % n)
+                continue
+            mthree = [k for _, k in mtop[:3]]
+            gone = [k + ("" if k in points or not points else " (no trace points)")
+                    for k in mthree if k not in told]
+            print("      perf at its moment (%d samples of the thread in its %.1f ms): %s; "
+                  "in its top 10: %d of %d%s" % (
+                      n, s["trace"]["ns"] / 1e6,
+                      ", ".join("%s %.0f%%" % (k, v) for v, k in mtop[:3]) or "none",
+                      len(mthree) - len(gone), len(mthree),
+                      " (not: %s)" % ", ".join(gone) if gone else ""))
+            os.unlink(moment[row])
 for n in notes:
     print("  " + n)
 print("  points/s: a trace's records per second of the traced thread's running time (its span "
