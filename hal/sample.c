@@ -14,6 +14,10 @@
 int hal_sample_open(struct hal_perf_ring *r, pid_t tid, unsigned data_pages,
 		    uint64_t period_ns)
 {
+	if (!period_ns) { /* 0 would open a counter that never samples */
+		*r = (struct hal_perf_ring){ .fd = -1 };
+		return -EINVAL;
+	}
 	struct perf_attr a;
 	memset(&a, 0, sizeof(a));
 	a.type = PERF_TYPE_SOFTWARE;
@@ -21,10 +25,6 @@ int hal_sample_open(struct hal_perf_ring *r, pid_t tid, unsigned data_pages,
 	a.sample_period = period_ns;
 	a.sample_type = PERF_SAMPLE_IP;
 	a.flags = ATTR_EXCLUDE_KERNEL | ATTR_EXCLUDE_HV; /* what paranoid 2 allows */
-	if (!period_ns) {
-		*r = (struct hal_perf_ring){ .fd = -1 };
-		return -EINVAL;
-	}
 	/* Writable: the reader hands drained bytes back through data_tail (a forward ring:
 	 * the kernel never overwrites what is unread, it drops new samples). */
 	return perf_ring_open(r, &a, tid, data_pages, PROT_READ | PROT_WRITE);

@@ -423,7 +423,8 @@ static unsigned solve(const struct em *e, const double *npin, double *d, double 
  * lies half in its first gap, half in its last (fill).
  *
  * The fit (untimed.h): d[type], the mean gap of each type. A window of one type gives it
- * its delta whatever the means (pin); the others are split in proportion to the means.
+ * its delta whatever the means (pin: with the equal split only, since every other window
+ * holds its fixed part too); the others are split in proportion to the means.
  * RB_UNTIMED_PATH first fits the owners (RB_UNTIMED_OWNER), and starts each path from its
  * owner's mean: a path that only ever shares windows with the same others (the long call
  * among short ones, whose three gaps are each seen once) cannot be told apart from them,
