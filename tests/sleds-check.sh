@@ -146,6 +146,34 @@ check "learn: leaf's sled no longer jumps to its thunk ($(grep "leaf's sled" "$w
 	grep -q "leaf's sled: a NOP\|leaf's sled: a jump over it" "$work/learn.log"
 rm -rf "$work/data" && mkdir -p "$work/data/spool"
 
+# The same where perf_event_open is refused (tests/noperf.c: a seccomp filter, as an
+# Android app's): no samples, so the top is estimated from the windows' times, and the log
+# says why; the program's results are the plain build's, and learning goes on.
+if gcc -O2 "$src/tests/noperf.c" -o "$work/noperf" 2>"$work/noperf.log"; then
+	JITT_CONFIG=$work/learn.conf "$work/noperf" "$work/abi" learn "$work/stop2" \
+		>"$work/noperf.out" 2>"$work/noperf-learn.log" &
+	pid=$!
+	if wait_for 60 grep -q 'sleds: learned from .*window 2,' "$work/noperf-learn.log"; then
+		ok "learn without perf: learnt from two windows"
+	else
+		fail "learn without perf: nothing learnt" "$(tail -n 3 "$work/noperf-learn.log")"
+	fi
+	touch "$work/stop2"
+	wait "$pid"
+	check "learn without perf: the same results as the plain build" \
+		is "$(cat "$work/noperf.out")" "$want"
+	check "learn without perf: says so ($(grep -o 'no samples of the traced threads ([^)]*)' \
+		"$work/noperf-learn.log" | head -n 1))" \
+		grep -q 'no samples of the traced threads (Permission denied)' "$work/noperf-learn.log"
+	check "learn without perf: hot stays traced, by the estimate" \
+		grep -q 'sleds: short, kept for its time hot:' "$work/noperf-learn.log"
+	check "learn without perf: leaf left out" \
+		grep -q "leaf's sled: a NOP\|leaf's sled: a jump over it" "$work/noperf-learn.log"
+else
+	fail "noperf builds" "$(tail -n 3 "$work/noperf.log")"
+fi
+rm -rf "$work/data" && mkdir -p "$work/data/spool"
+
 # The runtime shut down and started again (jitt_shutdown, jitt_init): the sleds stay as the
 # first start patched them, and the thread is traced again.
 rm -rf "$work/data" && mkdir -p "$work/data/spool"
