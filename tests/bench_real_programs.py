@@ -393,8 +393,9 @@ def fmt_rate(x):
 
 problems = []
 print("%s (CPU time, user+sys; %d rounds interleaved)" % (o.label, o.reps))
-hdr = "  %-9s %-12s %-46s %9s %9s %8s %8s %9s %8s" % (
-    "workload", "row", "method", "fastest", "median", "fast/pl", "med/pl", "points/s", "ms/MiB")
+hdr = "  %-9s %-12s %-46s %9s %9s %8s %8s %8s %9s %8s" % (
+    "workload", "row", "method", "fastest", "median", "fast/pl", "med/pl", "pair/pl", "points/s",
+    "ms/MiB")
 print(hdr)
 notes = []
 for w, _ in workloads:
@@ -439,6 +440,10 @@ for w, _ in workloads:
     plain = [v[0] for v in vs if v[1] == "plain"]
     fast = {k: min(t) for k, t in times.items()}
     med = {k: statistics.median(t) for k, t in times.items()}
+    # Each round's run against that round's plain run, the median of those ratios: a load
+    # that comes and goes between rounds moves both runs of a pair alike.
+    pair = {k: statistics.median(a / b for a, b in zip(t, times[plain[0]]))
+            for k, t in times.items()} if plain else {}
     top_traced, others = None, []
     for row, mode, binary, method in vs:
         rate = held = ""
@@ -459,8 +464,9 @@ for w, _ in workloads:
             top_traced = (row, traced_files)
             others.append(top_traced)
         ratio = (lambda d: "%7.2fx" % (d[row] / d[plain[0]])) if plain else (lambda d: "")
-        print("  %-9s %-12s %-46s %7.3f s %7.3f s %8s %8s %9s %8s" % (
-            w, row, method[:46], fast[row], med[row], ratio(fast), ratio(med), rate, held))
+        print("  %-9s %-12s %-46s %7.3f s %7.3f s %8s %8s %8s %9s %8s" % (
+            w, row, method[:46], fast[row], med[row], ratio(fast), ratio(med),
+            "%7.2fx" % pair[row] if pair else "", rate, held))
         if o.ratios and plain:
             with open(o.ratios, "a") as f:
                 f.write("%s %s %.4f\n" % (w, row, med[row] / med[plain[0]]))
