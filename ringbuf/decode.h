@@ -101,6 +101,10 @@ struct rb_decode_stats {
 	 * estimates, and the windows between two timed records they were estimated in. */
 	uint64_t untimed;
 	uint64_t windows;
+	/* Counted calls (record.h, RB_CALLED): each given as an entry and an exit whose time
+	 * is the entry's plus the function's measured mean, an estimate (raw RB_CALLED on
+	 * both events). */
+	uint64_t called;
 };
 
 /* Jump buffers whose setjmp depth the decoder remembers, the most recent ones. */

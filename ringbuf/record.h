@@ -9,10 +9,11 @@
  *   entry          [ts32 << 32 | id32]              id32 >= 0x10, one slot
  *   exit           [ts32 << 32 | 0x0]               one slot
  *   wide entry     [id64] [ts32 << 32 | 0x1]        an id that does not fit in 32 bits
- *   special        [payload] [ts32 << 32 | kind]    kind 0x2..0xF, see below
+ *   special        [payload] [ts32 << 32 | kind]    kind 0x2..0xD and 0xF, see below
+ *   counted call   [mean << 32 | id32] [ts32 << 32 | 0xE]   see RB_CALLED
  *
  * Values 0x0..0xF are never function ids: Hubble reserves 0 and 1; jitt uses 2..F for the
- * special records. A special record's payload carries the upper half of its timestamp
+ * special records and the counted call. A special record's payload carries the upper half of its timestamp
  * (payload >> 32 == ts >> 32) and a 32-bit argument (payload & 0xffffffff), so each one is
  * an exact 64-bit time anchor: timestamps are recovered exactly across any number of 2^32
  * wraps and across long gaps (Hubble's scheme alone goes wrong after 2^32 ticks without a
@@ -58,7 +59,15 @@ enum rb_kind {
 	RB_CTX_MADE = 0xB,
 	RB_CTX_SWAP = 0xC,
 	RB_CTX_SET = 0xD,
-	RB_KIND_LAST = 0xF,  /* 0xE..0xF reserved: decoded as "unknown special" */
+	/* A counted call (sleds, docs/trace-points.md "Counted calls"): a short function
+	 * that calls no traced one, entered through a thunk that writes this record and
+	 * jumps to its body, with no exit record. Not a special record: its payload is
+	 * [mean << 32 | id], the function's id and the mean length of its calls in timer
+	 * ticks as the runtime measured them, and its tag's upper half is ts32 like an
+	 * entry's (0 when written untimed, untimed.h). The decoder gives it as an entry and
+	 * an exit `mean` later, never past the next record. */
+	RB_CALLED = 0xE,
+	RB_KIND_LAST = 0xF,  /* 0xF reserved: decoded as "unknown special" */
 	RB_FIRST_ID = 0x10,  /* the smallest function id */
 };
 

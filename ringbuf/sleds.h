@@ -60,6 +60,15 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
  * failed.
  */
 long rb_sleds_trace(const size_t *idx, size_t n, bool traced);
+/*
+ * Count the calls of the functions of sleds idx[0..n) instead of tracing them (sampled time
+ * only): each call writes one record, RB_CALLED with mean[k] (ticks, the function's measured
+ * mean call), and jumps to the body (record.h). For short functions that call no traced
+ * one: their callees' records would otherwise land in their caller. Back into the trace with
+ * rb_sleds_trace. Returns how many were set, -ENOTSUP where the sleds time every record, or
+ * the errno of an mprotect that failed.
+ */
+long rb_sleds_count(const size_t *idx, const uint32_t *mean, size_t n);
 
 /* Every record of the sampled thunks timed (on), or about one in 32 again (off): while the
  * runtime learns which functions to trace, the times it reads are then measured. */

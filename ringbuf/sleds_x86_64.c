@@ -160,6 +160,12 @@ HOOK void rb_sled_point_sampled(uint32_t low)
 	point_sampled(low);
 }
 
+/* A counted call's record at the due position (the counted thunk's rare path). */
+HOOK void rb_sled_called_sampled(uint32_t id, uint32_t mean)
+{
+	rb_put_called(id, mean);
+}
+
 /* A function of the runtime's own with a sled, patched as the program's are: what a traced
  * call costs is timed on its calls (agent/runtime/sleds.c). */
 __attribute__((patchable_function_entry(SLED_BYTES, 0), noipa)) void rb_sleds_probe(void)
@@ -192,7 +198,7 @@ uintptr_t rb_sleds_return_of(uintptr_t slot)
  * entry + 5, past its sled; the thunk calls it where the caller called the function, so its
  * stack arguments are where they were.
  */
-enum field { F_END, F_POS, F_DUE, F_TOP, F_ID, F_BODY, F_POINT, F_ENTER, F_EXIT };
+enum field { F_END, F_POS, F_DUE, F_TOP, F_ID, F_BODY, F_POINT, F_ENTER, F_EXIT, F_MEAN, F_CALLED };
 #define FIELD(kind, end, back) ".byte " #kind "\n\t.short " #end " - 0b - " #back "\n\t"
 
 /*
@@ -279,6 +285,55 @@ __asm__(".pushsection .rodata.jitt_sleds, \"a\"\n"
 	".byte 0\n\t.short 0\n\t"
 	".popsection");
 
+_Static_assert(RB_CALLED == 0xe, "the counted thunk writes RB_CALLED as 0xe");
+/*
+ * A counted call (record.h, RB_CALLED), for a short function that calls no traced one,
+ * once the runtime has measured it (rb_sleds_count): one two-slot record, its payload the
+ * id and the measured mean (F_MEAN, filled in then), and a jump to the body, which returns
+ * straight to its caller. No shadow stack, no exit record, no return to intercept: 11
+ * instructions with the sled's jump, where a traced call's thunk runs some 34.
+ *   untraced thread: straight to the body;
+ *   before the due position: the record untimed (its tag's upper half 0), as the sampled
+ *   thunk's untimed records (p < due <= limit, one slot short of the ring's end, so both
+ *   slots fit);
+ *   at it: rb_sled_called_sampled(id, mean) writes it timed and sets the next due (%rdi and
+ *   %rsi saved around it, the stack aligned for the call: the caller's return address is
+ *   still on it).
+ */
+__asm__(".pushsection .rodata.jitt_sleds, \"a\"\n"
+	".globl rb_sled_tmpl_counted\n\t.hidden rb_sled_tmpl_counted\n"
+	"rb_sled_tmpl_counted:\n0:\n\t"
+	"mov %fs:0x7ffffff0, %r11\n1:\n\t"
+	"test %r11, %r11\n\t"
+	".byte 0x0f, 0x84\n\t.long 0\n2:\n\t"
+	"cmp %fs:0x7ffffff0, %r11\n3:\n\t"
+	"jae 20f\n\t"
+	"movl $0x7ffffff0, (%r11)\n4:\n\t"
+	"movl $0x7ffffff0, 4(%r11)\n5:\n\t"
+	"movq $0xe, 8(%r11)\n\t" /* RB_CALLED */
+	"addq $16, %fs:0x7ffffff0\n6:\n\t"
+	".byte 0xe9\n\t.long 0\n7:\n"
+	"20:\n\t"
+	"push %rdi\n\t"
+	"push %rsi\n\t"
+	"mov $0x7ffffff0, %edi\n21:\n\t"
+	"mov $0x7ffffff0, %esi\n22:\n\t"
+	"sub $8, %rsp\n\t"
+	".byte 0xe8\n\t.long 0\n23:\n\t"
+	"add $8, %rsp\n\t"
+	"pop %rsi\n\t"
+	"pop %rdi\n\t"
+	".byte 0xe9\n\t.long 0\n24:\n\t"
+	".globl rb_sled_tmpl_counted_end\n\t.hidden rb_sled_tmpl_counted_end\n"
+	"rb_sled_tmpl_counted_end:\n\t"
+	".globl rb_sled_fields_counted\n\t.hidden rb_sled_fields_counted\n"
+	"rb_sled_fields_counted:\n\t"
+	FIELD(1, 1b, 4) FIELD(5, 2b, 4) FIELD(2, 3b, 4) FIELD(4, 4b, 4) FIELD(9, 5b, 4)
+	FIELD(1, 6b, 5) FIELD(5, 7b, 4) FIELD(4, 21b, 4) FIELD(9, 22b, 4) FIELD(10, 23b, 4)
+	FIELD(5, 24b, 4)
+	".byte 0\n\t.short 0\n\t"
+	".popsection");
+
 /*
  * Every record timed (sleds = timed): the entry and the exit in the C hooks above, which
  * keep the shadow stack too.
@@ -324,7 +379,9 @@ struct field_at {
 } __attribute__((packed));
 extern const unsigned char rb_sled_tmpl_sampled[], rb_sled_tmpl_sampled_end[];
 extern const unsigned char rb_sled_tmpl_timed[], rb_sled_tmpl_timed_end[];
+extern const unsigned char rb_sled_tmpl_counted[], rb_sled_tmpl_counted_end[];
 extern const struct field_at rb_sled_fields_sampled[], rb_sled_fields_timed[];
+extern const struct field_at rb_sled_fields_counted[];
 /* What GCC's -fpatchable-function-entry leaves: five 1-byte NOPs, which the patch-up
  * at start-up (before other threads run) finds and replaces. */
 static const unsigned char sled_nops[SLED_BYTES] = { 0x90, 0x90, 0x90, 0x90, 0x90 };
@@ -336,6 +393,8 @@ static const unsigned char sled_nop5[SLED_BYTES] = { 0x0f, 0x1f, 0x44, 0x00, 0x0
 
 static uintptr_t thunks_lo, thunks_hi;
 static size_t thunk_stride, thunk_count;
+/* Sampled time: each function's counted thunk, this far into its stride (else 0). */
+static size_t counted_at;
 static uint64_t thunk_head; /* the first 8 bytes of every thunk, as made */
 static atomic_int patched_once;
 
@@ -366,6 +425,51 @@ static bool skipped(uintptr_t a, const uintptr_t *skip, size_t n)
 			hi = mid;
 	}
 	return lo < n && skip[lo] == a;
+}
+
+/* A thunk made from its template at c (len bytes) for sled entry e, its fields filled;
+ * false when a target lies out of a rel32's reach. */
+static bool thunk_make(unsigned char *c, const unsigned char *tmpl, size_t len,
+		       const struct field_at *fields, uintptr_t e, const int64_t *off,
+		       enum rb_sled_time time)
+{
+	memcpy(c, tmpl, len);
+	bool reach = true;
+	for (const struct field_at *f = fields; f->kind != F_END && reach; f++) {
+		unsigned char *at = c + f->at;
+		uint32_t id = (uint32_t)e;
+		switch (f->kind) {
+		case F_POS:
+		case F_DUE:
+		case F_TOP:
+			reach = off[f->kind] == (int32_t)off[f->kind];
+			memcpy(at, &(int32_t){ (int32_t)off[f->kind] }, 4);
+			break;
+		case F_ID:
+			memcpy(at, &id, 4);
+			break;
+		case F_MEAN:
+			memset(at, 0, 4); /* rb_sleds_count's */
+			break;
+		case F_BODY:
+			reach = put_rel32(at, e + SLED_BYTES);
+			break;
+		case F_POINT:
+			reach = put_rel32(at, (uintptr_t)rb_sled_point_sampled);
+			break;
+		case F_CALLED:
+			reach = put_rel32(at, (uintptr_t)rb_sled_called_sampled);
+			break;
+		case F_ENTER:
+			reach = put_rel32(at, (uintptr_t)rb_sled_enter_timed);
+			break;
+		case F_EXIT:
+			reach = put_rel32(at, (uintptr_t)(time == RB_SLED_TIMED ? rb_sled_exit_timed
+									 : rb_sled_exit_sampled));
+			break;
+		}
+	}
+	return reach;
 }
 
 /* Anonymous pages for the thunks within reach of a rel32 from every sled and hook: tried
@@ -410,6 +514,9 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 		fields = rb_sled_fields_timed;
 	}
 	size_t len = (size_t)(tmpl_end - tmpl), stride = (len + 15) & ~(size_t)15;
+	size_t clen = (size_t)(rb_sled_tmpl_counted_end - rb_sled_tmpl_counted), cat = 0;
+	if (time == RB_SLED_SAMPLED)
+		cat = stride, stride += (clen + 15) & ~(size_t)15;
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	size_t size = (n * stride + page - 1) & ~(page - 1);
 	unsigned char *t = thunks_map(lo, hi, size);
@@ -426,39 +533,12 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 		[F_TOP] = (int64_t)((uintptr_t)&shadow_top - tp),
 	};
 	bool reach = true;
+	memset(t, 0xcc, n * stride); /* int3 between the thunks */
 	for (size_t i = 0; i < n && reach; i++) {
 		unsigned char *c = t + i * stride;
-		memcpy(c, tmpl, len);
-		memset(c + len, 0xcc, stride - len); /* int3 */
-		for (const struct field_at *f = fields; f->kind != F_END && reach; f++) {
-			unsigned char *at = c + f->at;
-			uint32_t id = (uint32_t)e[i];
-			switch (f->kind) {
-			case F_POS:
-			case F_DUE:
-			case F_TOP:
-				reach = off[f->kind] == (int32_t)off[f->kind];
-				memcpy(at, &(int32_t){ (int32_t)off[f->kind] }, 4);
-				break;
-			case F_ID:
-				memcpy(at, &id, 4);
-				break;
-			case F_BODY:
-				reach = put_rel32(at, e[i] + SLED_BYTES);
-				break;
-			case F_POINT:
-				reach = put_rel32(at, (uintptr_t)rb_sled_point_sampled);
-				break;
-			case F_ENTER:
-				reach = put_rel32(at, (uintptr_t)rb_sled_enter_timed);
-				break;
-			case F_EXIT:
-				reach = put_rel32(at, (uintptr_t)(time == RB_SLED_TIMED
-									 ? rb_sled_exit_timed
-									 : rb_sled_exit_sampled));
-				break;
-			}
-		}
+		reach = thunk_make(c, tmpl, len, fields, e[i], off, time) &&
+			(!cat || thunk_make(c + cat, rb_sled_tmpl_counted, clen,
+					    rb_sled_fields_counted, e[i], off, time));
 	}
 	if (!reach || mprotect(t, size, PROT_READ | PROT_EXEC)) {
 		int err = reach ? errno : ERANGE;
@@ -468,7 +548,7 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 	thunks_lo = (uintptr_t)t;
 	thunks_hi = (uintptr_t)t + n * stride;
 	memcpy(&thunk_head, t, 8);
-	thunk_stride = stride, thunk_count = n;
+	thunk_stride = stride, thunk_count = n, counted_at = cat;
 
 	/* The text, writable for the moment of the patching. Executable too: this code may
 	 * lie in the same pages. */
@@ -506,43 +586,66 @@ static void store8(uint64_t *w, const unsigned char bytes[8])
 	__atomic_store_n(w, word, __ATOMIC_RELEASE);
 }
 
+/* What a sled leads to: nothing (out of the trace), its thunk, or its counted thunk. */
+enum sled_mode { SLED_OUT, SLED_TRACED, SLED_COUNTED };
+
+/* jmp rel32 from `from` (its 5 bytes) to `to`. */
+static void jmp_to(unsigned char jmp[SLED_BYTES], uintptr_t from, uintptr_t to)
+{
+	jmp[0] = 0xe9;
+	int32_t rel = (int32_t)((int64_t)(to - (from + SLED_BYTES)));
+	memcpy(jmp + 1, &rel, 4);
+}
+
 /*
- * Sled i traced (a jump to its thunk, as rb_sleds_patch left it) or not, each way in one
- * store, by the sled's place:
- *   within one aligned 8-byte word: one 5-byte NOP (sled_nop5), or its jump, with the 3
- *   bytes of the body after them as they are;
+ * Sled i set to `mode`, each way in one store, by the sled's place:
+ *   within one aligned 8-byte word: one 5-byte NOP (sled_nop5), or its jump to either
+ *   thunk, with the 3 bytes of the body after them as they are;
  *   else, its first two bytes within a cache line: a 2-byte jump over the sled (EB 03)
  *   over the first two bytes of the jump to the thunk, whose other three stay, or those
- *   two bytes back (as XRay's sleds are turned off and on);
+ *   two bytes back (as XRay's sleds are turned off and on); counted, the thunk's first 8
+ *   bytes are a jump on to its counted thunk;
  *   else (an -Os build does not align functions): its thunk's first 8 bytes, a jump
- *   straight to the body, or the thunk's own again.
+ *   straight to the body, or to its counted thunk, or the thunk's own again.
+ * The thunk's first instruction is longer than 8 bytes: a thread is before it or past it.
  */
-static void sled_set(size_t i, uintptr_t entry, bool traced)
+static void sled_set(size_t i, uintptr_t entry, enum sled_mode mode)
 {
-	unsigned char *thunk = (unsigned char *)thunks_lo + i * thunk_stride;
-	unsigned char jmp[SLED_BYTES] = { 0xe9 }; /* jmp rel32 to the thunk */
-	int32_t rel = (int32_t)((int64_t)((uintptr_t)thunk - (entry + SLED_BYTES)));
-	memcpy(jmp + 1, &rel, 4);
-	unsigned char bytes[8];
+	uintptr_t thunk = thunks_lo + i * thunk_stride, counted = thunk + counted_at;
+	unsigned char jmp[SLED_BYTES];
+	jmp_to(jmp, entry, mode == SLED_COUNTED && counted_at ? counted : thunk);
+	unsigned char bytes[8], head[8]; /* the thunk's first 8 bytes, for the other places */
+	memcpy(head, &thunk_head, 8);
+	if (mode == SLED_COUNTED && counted_at)
+		jmp_to(head, thunk, counted);
 	if ((entry & 7) <= 8 - SLED_BYTES) {
 		uint64_t *w = (uint64_t *)(void *)(entry & ~(uintptr_t)7);
 		memcpy(bytes, w, 8);
-		memcpy(bytes + (entry & 7), traced ? jmp : sled_nop5, SLED_BYTES);
+		memcpy(bytes + (entry & 7), mode != SLED_OUT ? jmp : sled_nop5, SLED_BYTES);
 		store8(w, bytes);
 	} else if ((entry & 63) != 63) {
 		uint16_t two = 0xeb | (SLED_BYTES - 2) << 8; /* jmp rel8 +3, little-endian */
-		if (traced)
+		jmp_to(jmp, entry, thunk);
+		if (mode != SLED_OUT) {
 			memcpy(&two, jmp, 2);
+			store8((uint64_t *)(void *)thunk, head);
+		}
 		__asm__ volatile("movw %1, %0" : "=m"(*(uint16_t *)(void *)entry) : "r"(two) : "memory");
-	} else if (traced) {
-		store8((uint64_t *)(void *)thunk, (const unsigned char *)&thunk_head);
 	} else {
-		memcpy(bytes, &thunk_head, 8);
-		bytes[0] = 0xe9; /* jmp rel32 to the body */
-		rel = (int32_t)((int64_t)(entry + SLED_BYTES - ((uintptr_t)thunk + 5)));
-		memcpy(bytes + 1, &rel, 4);
-		store8((uint64_t *)(void *)thunk, bytes);
+		if (mode == SLED_OUT)
+			jmp_to(head, thunk, entry + SLED_BYTES); /* to the body */
+		store8((uint64_t *)(void *)thunk, head);
 	}
+}
+
+/* The mean in sled i's counted thunk (its F_MEAN fields), written while the sled leads
+ * elsewhere. */
+static void thunk_mean(size_t i, uint32_t mean)
+{
+	unsigned char *c = (unsigned char *)thunks_lo + i * thunk_stride + counted_at;
+	for (const struct field_at *f = rb_sled_fields_counted; f->kind != F_END; f++)
+		if (f->kind == F_MEAN)
+			memcpy(c + f->at, &mean, 4);
 }
 
 /* Pages [lo, hi) rounded out to whole pages, given prot. */
@@ -554,7 +657,9 @@ static int protect(uintptr_t lo, uintptr_t hi, int prot)
 	return mprotect((void *)lo, hi - lo, prot) ? -errno : 0;
 }
 
-long rb_sleds_trace(const size_t *idx, size_t n, bool traced)
+/* Sleds idx[0..n) set to mode (rb_sleds_trace, rb_sleds_count); counted ones' thunks get
+ * their mean first (mean[k], ticks). */
+static long sleds_set(const size_t *idx, const uint32_t *mean, size_t n, enum sled_mode mode)
 {
 	size_t count;
 	const uintptr_t *e = rb_sleds_list(&count);
@@ -581,10 +686,24 @@ long rb_sleds_trace(const size_t *idx, size_t n, bool traced)
 	for (size_t k = 0; k < n; k++) {
 		if (idx[k] >= thunk_count || idx[k] >= count)
 			continue;
-		sled_set(idx[k], e[idx[k]], traced);
+		if (mode == SLED_COUNTED)
+			thunk_mean(idx[k], mean[k]);
+		sled_set(idx[k], e[idx[k]], mode);
 		done++;
 	}
 	err = protect(lo, hi, rx);
 	int err2 = protect(thunks_lo, thunks_hi, rx);
 	return err ? err : err2 ? err2 : done;
+}
+
+long rb_sleds_trace(const size_t *idx, size_t n, bool traced)
+{
+	return sleds_set(idx, NULL, n, traced ? SLED_TRACED : SLED_OUT);
+}
+
+long rb_sleds_count(const size_t *idx, const uint32_t *mean, size_t n)
+{
+	if (!counted_at)
+		return thunks_lo ? -ENOTSUP : 0;
+	return sleds_set(idx, mean, n, SLED_COUNTED);
 }

@@ -111,9 +111,11 @@ static uint64_t before(uint64_t i, uint64_t n)
 	return (i ? i : n) - 1;
 }
 
+/* A one-slot record or a counted call (record.h), written without its time. */
 static bool untimed_tag(uint64_t tag)
 {
-	return !rb_two_slots(rb_tag_low(tag)) && rb_tag_ts32(tag) == 0;
+	uint32_t low = rb_tag_low(tag);
+	return (!rb_two_slots(low) || low == RB_CALLED) && rb_tag_ts32(tag) == 0;
 }
 
 bool rb_untimed_any(const struct rb_ring_view *v)
@@ -158,6 +160,7 @@ static uint64_t parse_back(struct fit *f)
 			f->first = 1;
 			break;
 		}
+		untimed += untimed_tag(tag);
 		p--, i = before(i, nslots);
 		f->bits[p >> 6] |= 1ull << (p & 63);
 		f->nrec++;
@@ -209,8 +212,9 @@ static void nonlocal(struct stack *s, uint32_t low, uint32_t key)
 }
 
 /* What a record is, for the gap keys: an entry of dense function x, an exit (from: of
- * function x), or a special record of kind x. */
-enum { WHAT_ENTRY, WHAT_EXIT, WHAT_SPECIAL };
+ * function x), a special record of kind x, or a counted call of function x (its time lies
+ * in the gap after it, which is its caller's: the decoder gives it its measured mean). */
+enum { WHAT_ENTRY, WHAT_EXIT, WHAT_SPECIAL, WHAT_CALLED };
 
 /*
  * Oldest to newest: the type of each gap, and the timed records. A gap's owner is the
@@ -245,6 +249,10 @@ static int walk(struct fit *f)
 			what = WHAT_ENTRY;
 			x = lookup(&f->fn, low == RB_WIDE ? payload : low, 0);
 			err = x ? push(&s, x) : -ENOMEM;
+		} else if (low == RB_CALLED) {
+			what = WHAT_CALLED;
+			x = lookup(&f->fn, (uint32_t)payload, 0);
+			err = x ? err : -ENOMEM;
 		} else if (low == RB_SETJMP || low == RB_LONGJMP) {
 			nonlocal(&s, low, (uint32_t)payload);
 		}

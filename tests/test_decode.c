@@ -4,7 +4,8 @@
  * timestamps (deep nesting, wide ids, every record kind, timestamps crossing 2^32 many
  * times, gaps longer than 2^32 ticks before an anchor) are encoded into rings of several
  * sizes starting at every slot offset, then decoded; what comes out must be exactly the
- * newest events that fit, with exactly their timestamps.
+ * newest events that fit, with exactly their timestamps (a counted call: its entry, and its
+ * exit its mean later but not past the next record).
  */
 #include "harness.h"
 #include "ringbuf/decode.h"
@@ -17,7 +18,7 @@
 struct model_event {
 	uint64_t ts, id;
 	uint32_t low; /* the tag's low half: 0 exit, 1 wide, 2..15 special, else the id */
-	uint32_t arg;
+	uint32_t arg; /* a special's argument; a counted call's mean */
 };
 
 static uint32_t rng = 2463534242u;
@@ -44,7 +45,7 @@ static void generate(struct model_event *ev, int n, uint64_t start)
 		bool special = r < 8;
 		uint64_t step = r % 7 == 0 ? next() >> 4 : next() % 5000;
 		bool silence = i > 0 && ev[i - 1].low >= RB_SYNC && ev[i - 1].low < RB_FIRST_ID &&
-			       next() % 4 == 0;
+			       ev[i - 1].low != RB_CALLED && next() % 4 == 0;
 		if (silence) {
 			special = true;
 			step = ((uint64_t)(1 + next() % 5) << 32) + (1u << 29) + next() % (3u << 29);
@@ -56,8 +57,12 @@ static void generate(struct model_event *ev, int n, uint64_t start)
 			 * and the context switches, which add exits (test_nonlocal) */
 			do
 				e->low = 2 + next() % 14;
-			while (e->low >= RB_SETJMP && e->low <= RB_CTX_SET);
+			while ((e->low >= RB_SETJMP && e->low <= RB_CTX_SET) || e->low == RB_CALLED);
 			e->arg = next();
+		} else if (r < 12) { /* a counted call: no depth */
+			e->low = RB_CALLED;
+			e->id = RB_FIRST_ID + next() % 0xfffffff0u;
+			e->arg = next() % 8000;
 		} else if (depth > 0 && next() % 2) {
 			e->low = RB_EXIT;
 			depth--;
@@ -86,8 +91,9 @@ static void encode(const struct model_event *ev, int n, uint64_t *ring, uint64_t
 	for (int i = 0; i < n; i++) {
 		const struct model_event *e = &ev[i];
 		if (slots_of(e) == 2) {
-			uint64_t payload = e->low == RB_WIDE ? e->id
-							     : rb_special_payload(e->ts, e->arg);
+			uint64_t payload = e->low == RB_WIDE	? e->id
+					   : e->low == RB_CALLED ? (uint64_t)e->arg << 32 | e->id
+								 : rb_special_payload(e->ts, e->arg);
 			ring[at++ % nslots] = payload;
 			count++;
 		}
@@ -96,6 +102,33 @@ static void encode(const struct model_event *ev, int n, uint64_t *ring, uint64_t
 	}
 	*end = at % nslots;
 	*total = count;
+}
+
+/* What the decoder gives for model event i of n: one event, or a counted call's two. */
+static size_t expected(const struct model_event *ev, int n, int i, struct rb_event out[2])
+{
+	const struct model_event *e = &ev[i];
+	memset(out, 0, 2 * sizeof(*out));
+	out[0].ts = e->ts;
+	if (e->low == RB_EXIT) {
+		out[0].kind = RB_EV_EXIT;
+	} else if (e->low == RB_WIDE || e->low >= RB_FIRST_ID) {
+		out[0].kind = RB_EV_ENTRY;
+		out[0].id = e->id;
+		out[0].wide = e->low == RB_WIDE;
+	} else if (e->low == RB_CALLED) {
+		uint64_t until = i + 1 < n ? ev[i + 1].ts : e->ts; /* the ring's end: the last */
+		out[0] = (struct rb_event){ .ts = e->ts, .id = e->id, .arg = e->arg,
+					    .kind = RB_EV_ENTRY, .raw = RB_CALLED };
+		out[1] = (struct rb_event){ .ts = e->ts + e->arg < until ? e->ts + e->arg : until,
+					    .kind = RB_EV_EXIT, .raw = RB_CALLED };
+		return 2;
+	} else {
+		out[0].arg = e->arg;
+		out[0].raw = (uint8_t)e->low;
+		out[0].kind = UINT8_MAX; /* whichever its raw kind says */
+	}
+	return 1;
 }
 
 static int compare(const struct model_event *ev, int n, uint64_t valid, const struct rb_event *got,
@@ -108,24 +141,32 @@ static int compare(const struct model_event *ev, int n, uint64_t valid, const st
 		used += (uint64_t)slots_of(&ev[first - 1]);
 		first--;
 	}
-	if ((size_t)(n - first) != ngot)
-		return test_fail(__FILE__, __LINE__, "%zu events decoded, %d expected", ngot, n - first);
-	for (size_t i = 0; i < ngot; i++) {
-		const struct model_event *e = &ev[first + i];
-		const struct rb_event *g = &got[i];
-		bool ok = g->ts == e->ts;
-		if (e->low == RB_EXIT)
-			ok = ok && g->kind == RB_EV_EXIT;
-		else if (e->low == RB_WIDE || e->low >= RB_FIRST_ID)
-			ok = ok && g->kind == RB_EV_ENTRY && g->id == e->id &&
-			     g->wide == (e->low == RB_WIDE);
-		else
-			ok = ok && g->arg == e->arg && g->raw == e->low;
-		if (!ok)
-			return test_fail(__FILE__, __LINE__,
-					 "event %zu: kind %d ts %llx id %llx, expected low %x ts %llx id %llx",
-					 i, g->kind, (unsigned long long)g->ts, (unsigned long long)g->id,
-					 e->low, (unsigned long long)e->ts, (unsigned long long)e->id);
+	size_t want = 0;
+	struct rb_event x[2];
+	for (int i = first; i < n; i++)
+		want += expected(ev, n, i, x);
+	if (want != ngot)
+		return test_fail(__FILE__, __LINE__, "%zu events decoded, %zu expected", ngot, want);
+	for (size_t i = 0, k = 0; k < ngot; i++) {
+		size_t m = expected(ev, n, first + (int)i, x);
+		for (size_t j = 0; j < m; j++, k++) {
+			const struct rb_event *g = &got[k], *e = &x[j];
+			bool ok = g->ts == e->ts && g->raw == e->raw;
+			if (e->kind == RB_EV_ENTRY)
+				ok = ok && g->kind == e->kind && g->id == e->id && g->wide == e->wide;
+			else if (e->kind == RB_EV_EXIT)
+				ok = ok && g->kind == e->kind;
+			else
+				ok = ok && g->arg == e->arg;
+			if (!ok)
+				return test_fail(__FILE__, __LINE__,
+						 "event %zu: kind %d ts %llx id %llx raw %x, expected "
+						 "kind %d ts %llx id %llx raw %x",
+						 k, g->kind, (unsigned long long)g->ts,
+						 (unsigned long long)g->id, g->raw, e->kind,
+						 (unsigned long long)e->ts, (unsigned long long)e->id,
+						 e->raw);
+		}
 	}
 	return 1;
 }

@@ -564,7 +564,7 @@ TEST(untimed_garbage_rings_decode_or_fail_cleanly)
 			continue;
 		decoded++;
 		untimed += st.untimed;
-		CHECK(n <= st.records + st.unwound + st.suspended + st.resumed);
+		CHECK(n <= st.records + st.called + st.unwound + st.suspended + st.resumed);
 		free(ev);
 		uint64_t *copy;
 		struct rb_untimed_stats us;

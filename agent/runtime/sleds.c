@@ -30,6 +30,8 @@ extern int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time
 			  struct rb_sleds_stats *st) __attribute__((weak));
 extern int rb_sleds_thread_init(void) __attribute__((weak));
 extern long rb_sleds_trace(const size_t *idx, size_t n, bool traced) __attribute__((weak));
+extern long rb_sleds_count(const size_t *idx, const uint32_t *mean, size_t n)
+	__attribute__((weak));
 extern void rb_sleds_time_all(bool on) __attribute__((weak));
 extern void rb_sleds_probe(void) __attribute__((weak));
 
@@ -100,6 +102,7 @@ struct learn_id {
 };
 struct learn_fn {
 	uint64_t calls, incl, self; /* ticks, the trace points' own cost taken out */
+	uint64_t parent;	    /* its calls that made traced calls: 0 for a leaf */
 };
 
 static struct {
@@ -116,6 +119,8 @@ static struct {
 	struct learn_id *ids; /* sorted by id */
 	struct learn_fn *fn;  /* by sled, over every window so far */
 	size_t *out, nout;    /* the sleds taken out of the trace now */
+	size_t *counted, ncounted; /* and those whose calls are counted (rb_sleds_count) */
+	uint32_t *mean;	      /* their mean calls, ticks: mean[k] is counted[k]'s */
 	struct rb_elf elf;    /* the program's symbols: the samples' functions, the log's names */
 	uintptr_t bias;	      /* its load address */
 	bool sampled;	      /* perf's samples of the traced threads come (learn_samples.c) */
@@ -319,7 +324,9 @@ RT static void learn_stop(void)
 	rb_elf_free(&learn.elf);
 	agent_samples_stop();
 	free(learn.ids), free(learn.fn), free(learn.out), free(learn.hits);
+	free(learn.counted), free(learn.mean);
 	learn.ids = NULL, learn.fn = NULL, learn.out = NULL, learn.hits = NULL;
+	learn.counted = NULL, learn.mean = NULL;
 	learn.sampled = false;
 }
 
@@ -420,6 +427,7 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, const struct learn_i
 							      (1 + stack[depth].kids) * point / 2);
 					uint64_t incl = minus(dur, point / 2 + stack[depth].inner * point);
 					fn[k].calls++;
+					fn[k].parent += stack[depth].kids != 0;
 					fn[k].incl += incl < cap ? incl : cap;
 					fn[k].self += self < cap ? self : cap;
 				}
@@ -509,7 +517,9 @@ RT static bool learn_init(const uintptr_t *sleds, size_t nsleds)
 	learn.fn = calloc(nsleds, sizeof(*learn.fn));
 	learn.out = calloc(nsleds, sizeof(*learn.out));
 	learn.hits = calloc(nsleds, sizeof(*learn.hits));
-	if (!learn.ids || !learn.fn || !learn.out || !learn.hits)
+	learn.counted = calloc(nsleds, sizeof(*learn.counted));
+	learn.mean = calloc(nsleds, sizeof(*learn.mean));
+	if (!learn.ids || !learn.fn || !learn.out || !learn.hits || !learn.counted || !learn.mean)
 		return false;
 	for (size_t i = 0; i < nsleds; i++)
 		learn.ids[i] = (struct learn_id){ (uint32_t)sleds[i], (uint32_t)i };
@@ -572,12 +582,29 @@ RT static bool hot(size_t i, uint64_t rank_floor, uint64_t share_floor)
  * LEARN_PROTECT_TOP short ones that hold the most stay too, an order the error moves less
  * (duktape's were perf's, both workloads).
  */
+/*
+ * Whether short function i, kept for its time, can be counted instead of traced (record.h,
+ * RB_CALLED: one record, no exit, no shadow stack; docs/trace-points.md, "Counted calls"):
+ * a leaf in every window so far (a traced callee's records would land in its caller), and
+ * sampled time; its mean call (ticks, its points taken out) into *mean.
+ */
+RT static bool countable(size_t i, uint32_t *mean)
+{
+	const struct learn_fn *f = &learn.fn[i];
+	if (!rb_sleds_count || !sleds_sampled || f->parent || f->calls < LEARN_MIN_CALLS)
+		return false;
+	uint64_t m = f->incl / f->calls;
+	*mean = m > UINT32_MAX ? UINT32_MAX : (uint32_t)m;
+	return true;
+}
+
 RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out,
 			      uint64_t *calls_out, size_t *kept)
 {
 	uint64_t freq = hal_timer_freq(), point = learn.point, calls = 0;
 	*kept = 0;
 	*calls_out = 0;
+	learn.ncounted = 0;
 	uint64_t *selfs = malloc(nsleds * sizeof(*selfs)), *ranked = malloc(nsleds * sizeof(*ranked));
 	if (!selfs || !ranked) {
 		free(selfs), free(ranked);
@@ -614,13 +641,16 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
 						(selfs[i] >= top_rank &&
 						 selfs[i] * 100 >= total * LEARN_PROTECT_MIN_PCT);
 		log_dbg("jitt: sleds: %s %s: %llu calls, self %llu us of %llu, %llu of %llu "
-			"samples", top ? "short, kept for its time" : "left out",
+			"samples", !top ? "left out" : f->parent ? "short, kept for its time"
+						     : "short leaf, counted for its time",
 			learn_name(sleds, i, buf, sizeof(buf)), (unsigned long long)f->calls,
 			(unsigned long long)hal_ticks_to_ns(selfs[i], freq) / 1000u,
 			(unsigned long long)hal_ticks_to_ns(total, freq) / 1000u,
 			(unsigned long long)learn.hits[i], (unsigned long long)learn.samples);
 		if (top) {
 			++*kept;
+			if (countable(i, &learn.mean[learn.ncounted]))
+				learn.counted[learn.ncounted++] = i;
 			continue;
 		}
 		out[nout++] = i;
@@ -667,11 +697,15 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 		if (!hot(i, rank_floor, share_floor))
 			continue;
 		char buf[32];
-		if (rb_sleds_trace(&i, 1, true) < 0)
+		uint32_t *mean = &learn.mean[learn.ncounted];
+		bool count = countable(i, mean);
+		if ((count ? rb_sleds_count(&i, mean, 1) : rb_sleds_trace(&i, 1, true)) < 0)
 			continue; /* stays out: the next window tries them all again */
-		log_dbg("jitt: sleds: put back %s: %llu of %llu samples",
-			learn_name(sleds, i, buf, sizeof(buf)), (unsigned long long)learn.hits[i],
-			(unsigned long long)learn.samples);
+		if (count)
+			learn.counted[learn.ncounted++] = i;
+		log_dbg("jitt: sleds: put back %s%s: %llu of %llu samples",
+			learn_name(sleds, i, buf, sizeof(buf)), count ? ", counted" : "",
+			(unsigned long long)learn.hits[i], (unsigned long long)learn.samples);
 		learn.out[k--] = learn.out[--learn.nout];
 	}
 }
@@ -690,6 +724,13 @@ RT static void learn_apply(const uintptr_t *sleds, size_t nsleds, uint64_t now)
 		learn_stop(); /* every function stays traced */
 		return;
 	}
+	long counted = learn.ncounted ? rb_sleds_count(learn.counted, learn.mean, learn.ncounted)
+				      : 0;
+	if (counted < 0) {
+		log_err("jitt: sleds: cannot count calls: %s", strerror((int)-counted));
+		learn.ncounted = 0; /* they stay traced */
+		counted = 0;
+	}
 	learn.decided_ns = now;
 	learn.probe_ns = now + (uint64_t)learn.probe_ms * 1000000u;
 	learn.probe_ms = learn.probe_ms * 2 > LEARN_PROBE_MAX_MS ? LEARN_PROBE_MAX_MS
@@ -701,12 +742,12 @@ RT static void learn_apply(const uintptr_t *sleds, size_t nsleds, uint64_t now)
 									     : AGENT_LOG_DEBUG,
 		  "jitt: sleds: learned from %llu ms of %d thread(s) (window %u, %llu ms in all, "
 		  "a call's points %llu ns): %ld functions left out (%llu calls under %u ns "
-		  "each), %zu as short kept for their time (%s%llu samples)",
+		  "each), %zu as short kept for their time, %ld of them counted (%s%llu samples)",
 		  (unsigned long long)hal_ticks_to_ns(learn.last_span, freq) / 1000000u,
 		  learn.last_threads, learn.windows,
 		  (unsigned long long)hal_ticks_to_ns(learn.span, freq) / 1000000u,
 		  (unsigned long long)hal_ticks_to_ns(learn.point, freq), done,
-		  (unsigned long long)calls, learn.min_ns, kept,
+		  (unsigned long long)calls, learn.min_ns, kept, counted,
 		  learn.samples >= LEARN_SAMPLES_MIN ? "a profile of " : "too few to rank: ",
 		  (unsigned long long)learn.samples);
 }
@@ -735,6 +776,8 @@ RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t record
 		if (now_ns < learn.probe_ns && !new_phase(now_ns, records))
 			return AGENT_LEARN_NONE;
 		long err = rb_sleds_trace(learn.out, learn.nout, true);
+		if (err >= 0) /* the counted ones traced too: the window times their calls */
+			err = rb_sleds_trace(learn.counted, learn.ncounted, true);
 		if (err < 0) {
 			log_err("jitt: sleds: cannot put functions back: %s", strerror((int)-err));
 			learn_stop();
