@@ -7,9 +7,11 @@
 #   plain     the program's own build
 #   limit     plain, with a traced call's records stored inline (the same-run physical
 #             limit: two records, one in 32 timed)
+#   limit-counted  plain, with a counted call's record stored inline (record.h, RB_CALLED)
 #   off       sleds as the compiler left them, five 1-byte NOPs (JITT_DISABLE=1)
 #   untraced  sleds patched, this thread not traced: the thunk's compare and jumps
 #   sampled   traced through the thunk, one record in 32 timed (the default)
+#   counted   traced, the leaf's calls counted through its counted thunk (rb_sleds_count)
 #   timed     traced, every record timed (sleds = timed)
 # usage: bench-sleds.sh SRCTREE BIN_DIR   (CALLS, ROUNDS; CALLGRIND=0 to leave out the counts)
 set -u
@@ -55,13 +57,15 @@ variant() {
 	case $1 in
 	plain) "$work/plain" "$2" ;;
 	limit) "$work/plain" "$2" limit ;;
+	limit-counted) "$work/plain" "$2" limit-counted ;;
 	off) JITT_DISABLE=1 "$work/sleds" "$2" ;;
 	untraced) JITT_CONFIG=$work/untraced.conf "$work/sleds" "$2" ;;
 	sampled) JITT_CONFIG=$work/sampled.conf "$work/sleds" "$2" ;;
+	counted) JITT_CONFIG=$work/sampled.conf "$work/sleds" "$2" counted ;;
 	timed) JITT_CONFIG=$work/timed.conf "$work/sleds" "$2" ;;
 	esac 2>>"$work/runs.log"
 }
-names="plain limit off untraced sampled timed"
+names="plain limit limit-counted off untraced sampled counted timed"
 want=$(variant plain 1000 | sed 's/.*(//')
 for v in $names; do
 	got=$(variant "$v" 1000 | sed 's/.*(//')
@@ -86,6 +90,8 @@ ir() { # variant calls -> the whole run's instructions (the sleds are patched at
 	case $1 in
 	plain) e=JITT_DISABLE=1 prog=$work/plain ;;
 	limit) e=JITT_DISABLE=1 prog=$work/plain arg=limit ;;
+	limit-counted) e=JITT_DISABLE=1 prog=$work/plain arg=limit-counted ;;
+	counted) e=JITT_CONFIG=$work/sampled.conf arg=counted ;;
 	off) e=JITT_DISABLE=1 ;;
 	esac
 	# shellcheck disable=SC2086 # arg: none or one word

@@ -7,17 +7,21 @@
  * call and the leaf, plus whatever the sled costs in the way the runtime left it (NOPs,
  * a thunk for an untraced thread, a traced thunk).
  *
- *   bench-sleds [calls] [limit]
+ *   bench-sleds [calls] [limit | limit-counted | counted]
  *
  * "limit" runs the plain build's loop with what a traced call must write at least, inline
  * around the call: an entry and an exit record, untimed but about one in 32 timed
  * (RB_SAMPLED_GAP_MAX), into a ring of the same size: the same-run physical limit of a
  * traced call with sampled time, which the thunk's return interception and shadow stack
- * are measured against.
+ * are measured against. "limit-counted": a counted call's (record.h, RB_CALLED), its two
+ * slots before the call. "counted" (the sleds build, traced): the leaf's calls counted
+ * through its counted thunk (rb_sleds_count), as learning leaves a short leaf.
  */
 #include "hal/timer.h"
 #include "ringbuf/record.h"
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +62,47 @@ static inline __attribute__((always_inline)) void put(uint32_t low)
 	pos = (p + 1) & ((1 << 16) - 1);
 }
 
+/* A counted call's record: two slots, the tag timed where due. */
+static inline __attribute__((always_inline)) void put_called(uint32_t id)
+{
+	uint32_t p = pos;
+	ring[p] = (uint64_t)1 << 32 | id;
+	if (p == due) {
+		uint64_t t = hal_counter_read();
+		ring[p + 1] = t << 32 | RB_CALLED;
+		due = (p + 2 * (1 + (uint32_t)(t >> 6) % RB_SAMPLED_GAP_MAX)) & ((1 << 16) - 2);
+	} else {
+		ring[p + 1] = RB_CALLED;
+	}
+	pos = (p + 2) & ((1 << 16) - 2);
+}
+
+__attribute__((noinline)) long bench_loop_limit_counted(long n)
+{
+	long s = 0;
+	for (long i = 0; i < n; i++) {
+		put_called((uint32_t)(uintptr_t)bench_leaf);
+		s += bench_leaf((int)i);
+	}
+	return s;
+}
+
+/* The sleds build's runtime (weak: the plain build has none). */
+extern const uintptr_t *rb_sleds_list(size_t *n) __attribute__((weak));
+extern long rb_sleds_count(const size_t *idx, const uint32_t *mean, size_t n)
+	__attribute__((weak));
+
+/* bench_leaf's calls counted; false where they cannot be. */
+static bool count_leaf(void)
+{
+	size_t n = 0;
+	const uintptr_t *sleds = rb_sleds_list ? rb_sleds_list(&n) : NULL;
+	for (size_t i = 0; i < n; i++)
+		if (sleds[i] == (uintptr_t)bench_leaf)
+			return rb_sleds_count && rb_sleds_count(&i, &(uint32_t){ 1 }, 1) == 1;
+	return false;
+}
+
 __attribute__((noinline)) long bench_loop_limit(long n)
 {
 	long s = 0;
@@ -79,16 +124,23 @@ static double cpu_now(void)
 int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 20000000;
-	int limit = argc > 2 && !strcmp(argv[2], "limit");
-	if (n <= 0) {
-		fprintf(stderr, "usage: bench-sleds [calls] [limit]\n");
+	const char *how = argc > 2 ? argv[2] : "";
+	int limit = !strcmp(how, "limit"), limit_counted = !strcmp(how, "limit-counted");
+	if (n <= 0 || (*how && !limit && !limit_counted && strcmp(how, "counted"))) {
+		fprintf(stderr, "usage: bench-sleds [calls] [limit | limit-counted | counted]\n");
 		return 2;
+	}
+	if (!strcmp(how, "counted") && !count_leaf()) {
+		fprintf(stderr, "bench-sleds: the leaf's calls cannot be counted\n");
+		return 1;
 	}
 	double best = 1e9;
 	long sum = 0;
 	for (int r = 0; r < REPS; r++) {
 		double a = cpu_now();
-		sum += limit ? bench_loop_limit(n) : bench_loop(n);
+		sum += limit	       ? bench_loop_limit(n)
+		       : limit_counted ? bench_loop_limit_counted(n)
+				       : bench_loop(n);
 		double b = cpu_now() - a;
 		if (b < best)
 			best = b;

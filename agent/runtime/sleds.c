@@ -105,6 +105,26 @@ struct learn_fn {
 	uint64_t parent;	    /* its calls that made traced calls: 0 for a leaf */
 };
 
+/* Which function called which in the windows, as (caller + 1) << 32 | (callee + 1), sled
+ * indexes, in an open-addressed set: a function whose callees are all out of the trace
+ * writes no record inside its calls, and can be counted as a leaf is (countable). Full,
+ * only true leaves are. */
+#define LEARN_EDGES (1u << 15)
+RT static void edge_add(uint64_t *edges, bool *full, size_t caller, size_t callee)
+{
+	uint64_t key = (uint64_t)(caller + 1) << 32 | (callee + 1);
+	size_t h = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 49); /* 15 bits */
+	for (size_t n = 0; n < LEARN_EDGES; n++, h = (h + 1) % LEARN_EDGES) {
+		if (edges[h] == key)
+			return;
+		if (!edges[h]) {
+			edges[h] = key;
+			return;
+		}
+	}
+	*full = true;
+}
+
 static struct {
 	bool on;
 	bool window;	/* open: every function traced, every record timed */
@@ -121,6 +141,9 @@ static struct {
 	size_t *out, nout;    /* the sleds taken out of the trace now */
 	size_t *counted, ncounted; /* and those whose calls are counted (rb_sleds_count) */
 	uint32_t *mean;	      /* their mean calls, ticks: mean[k] is counted[k]'s */
+	uint64_t *edges;      /* who called whom (edge_add), LEARN_EDGES of them */
+	bool edges_full;
+	bool *is_out;	      /* by sled: in out[] (countable's scratch) */
 	struct rb_elf elf;    /* the program's symbols: the samples' functions, the log's names */
 	uintptr_t bias;	      /* its load address */
 	bool sampled;	      /* perf's samples of the traced threads come (learn_samples.c) */
@@ -324,9 +347,9 @@ RT static void learn_stop(void)
 	rb_elf_free(&learn.elf);
 	agent_samples_stop();
 	free(learn.ids), free(learn.fn), free(learn.out), free(learn.hits);
-	free(learn.counted), free(learn.mean);
+	free(learn.counted), free(learn.mean), free(learn.edges), free(learn.is_out);
 	learn.ids = NULL, learn.fn = NULL, learn.out = NULL, learn.hits = NULL;
-	learn.counted = NULL, learn.mean = NULL;
+	learn.counted = NULL, learn.mean = NULL, learn.edges = NULL, learn.is_out = NULL;
 	learn.sampled = false;
 }
 
@@ -421,6 +444,9 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, const struct learn_i
 					stack[depth - 1].inner += 1 + stack[depth].inner;
 				}
 				long k = stack[depth].idx;
+				if (k >= 0 && depth && stack[depth - 1].idx >= 0)
+					edge_add(learn.edges, &learn.edges_full,
+						 (size_t)stack[depth - 1].idx, (size_t)k);
 				if (k >= 0) {
 					/* Without the trace points' own cost (learn_decide) */
 					uint64_t self = minus(minus(dur, stack[depth].child),
@@ -519,7 +545,10 @@ RT static bool learn_init(const uintptr_t *sleds, size_t nsleds)
 	learn.hits = calloc(nsleds, sizeof(*learn.hits));
 	learn.counted = calloc(nsleds, sizeof(*learn.counted));
 	learn.mean = calloc(nsleds, sizeof(*learn.mean));
-	if (!learn.ids || !learn.fn || !learn.out || !learn.hits || !learn.counted || !learn.mean)
+	learn.edges = calloc(LEARN_EDGES, sizeof(*learn.edges));
+	learn.is_out = calloc(nsleds, sizeof(*learn.is_out));
+	if (!learn.ids || !learn.fn || !learn.out || !learn.hits || !learn.counted ||
+	    !learn.mean || !learn.edges || !learn.is_out)
 		return false;
 	for (size_t i = 0; i < nsleds; i++)
 		learn.ids[i] = (struct learn_id){ (uint32_t)sleds[i], (uint32_t)i };
@@ -582,17 +611,33 @@ RT static bool hot(size_t i, uint64_t rank_floor, uint64_t share_floor)
  * LEARN_PROTECT_TOP short ones that hold the most stay too, an order the error moves less
  * (duktape's were perf's, both workloads).
  */
+/* learn.is_out: the sleds of out[0..n) */
+RT static void out_flags(const size_t *out, size_t n, size_t nsleds)
+{
+	memset(learn.is_out, 0, nsleds * sizeof(*learn.is_out));
+	for (size_t k = 0; k < n; k++)
+		learn.is_out[out[k]] = true;
+}
+
 /*
  * Whether short function i, kept for its time, can be counted instead of traced (record.h,
  * RB_CALLED: one record, no exit, no shadow stack; docs/trace-points.md, "Counted calls"):
- * a leaf in every window so far (a traced callee's records would land in its caller), and
- * sampled time; its mean call (ticks, its points taken out) into *mean.
+ * sampled time, and no record inside its calls: a leaf in every window so far, or every
+ * function it called there out of the trace now (learn.is_out; a traced callee's records
+ * would land in its caller, and a recursive one calls itself); its mean call (ticks, its
+ * points taken out, its callees' time in it) into *mean.
  */
 RT static bool countable(size_t i, uint32_t *mean)
 {
 	const struct learn_fn *f = &learn.fn[i];
-	if (!rb_sleds_count || !sleds_sampled || f->parent || f->calls < LEARN_MIN_CALLS)
+	if (!rb_sleds_count || !sleds_sampled || f->calls < LEARN_MIN_CALLS ||
+	    (f->parent && learn.edges_full))
 		return false;
+	for (size_t h = 0; f->parent && h < LEARN_EDGES; h++) {
+		uint64_t e = learn.edges[h];
+		if (e >> 32 == i + 1 && !learn.is_out[(uint32_t)e - 1])
+			return false;
+	}
 	uint64_t m = f->incl / f->calls;
 	*mean = m > UINT32_MAX ? UINT32_MAX : (uint32_t)m;
 	return true;
@@ -641,22 +686,33 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
 						(selfs[i] >= top_rank &&
 						 selfs[i] * 100 >= total * LEARN_PROTECT_MIN_PCT);
 		log_dbg("jitt: sleds: %s %s: %llu calls, self %llu us of %llu, %llu of %llu "
-			"samples", !top ? "left out" : f->parent ? "short, kept for its time"
-						     : "short leaf, counted for its time",
+			"samples", top ? "short, kept for its time" : "left out",
 			learn_name(sleds, i, buf, sizeof(buf)), (unsigned long long)f->calls,
 			(unsigned long long)hal_ticks_to_ns(selfs[i], freq) / 1000u,
 			(unsigned long long)hal_ticks_to_ns(total, freq) / 1000u,
 			(unsigned long long)learn.hits[i], (unsigned long long)learn.samples);
 		if (top) {
 			++*kept;
-			if (countable(i, &learn.mean[learn.ncounted]))
-				learn.counted[learn.ncounted++] = i;
+			learn.counted[learn.ncounted++] = i; /* a candidate, below */
 			continue;
 		}
 		out[nout++] = i;
 		*calls_out += f->calls;
 	}
 	free(selfs), free(ranked);
+	/* Those kept whose calls can be counted, now that what is out is known. */
+	out_flags(out, nout, nsleds);
+	size_t n = learn.ncounted;
+	learn.ncounted = 0;
+	for (size_t k = 0; k < n; k++) {
+		size_t i = learn.counted[k];
+		if (!countable(i, &learn.mean[learn.ncounted]))
+			continue;
+		char buf[32];
+		log_dbg("jitt: sleds: counted %s: %llu ns a call", learn_name(sleds, i, buf, sizeof(buf)),
+			(unsigned long long)hal_ticks_to_ns(learn.mean[learn.ncounted], freq));
+		learn.counted[learn.ncounted++] = i;
+	}
 	return nout;
 }
 
@@ -698,6 +754,8 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 			continue;
 		char buf[32];
 		uint32_t *mean = &learn.mean[learn.ncounted];
+		out_flags(learn.out, learn.nout, nsleds);
+		learn.is_out[i] = false;
 		bool count = countable(i, mean);
 		if ((count ? rb_sleds_count(&i, mean, 1) : rb_sleds_trace(&i, 1, true)) < 0)
 			continue; /* stays out: the next window tries them all again */
