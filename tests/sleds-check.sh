@@ -146,6 +146,54 @@ check "learn: leaf's sled no longer jumps to its thunk ($(grep "leaf's sled" "$w
 	grep -q "leaf's sled: a NOP\|leaf's sled: a jump over it" "$work/learn.log"
 rm -rf "$work/data" && mkdir -p "$work/data/spool"
 
+# Counted calls (record.h, RB_CALLED): with sampled time, learning counts hot's calls (short,
+# a leaf, a profile's top) instead of tracing them, one record each and no exit; the traces
+# of that loop then hold them, decoded as calls of hot's measured length.
+conf "ring_kb = 64" "sleds_learn_ns = 250" "log_level = debug" >"$work/count.conf"
+rm -rf "$work/data" && mkdir -p "$work/data/spool"
+TRACE_SPOOL=$work/data/spool JITT_CONFIG=$work/count.conf "$work/abi" count "$work/stop3" \
+	>"$work/count.out" 2>"$work/count.log" &
+pid=$!
+if wait_for 60 grep -q 'sleds: counted hot: ' "$work/count.log"; then
+	ok "count: hot's calls counted ($(grep -o 'counted hot: .*' "$work/count.log" | head -n 1))"
+else
+	fail "count: hot's calls not counted" "$(grep 'hot' "$work/count.log" | tail -n 3)"
+fi
+touch "$work/stop3"
+wait "$pid"
+check "count: the same results as the plain build" is "$(cat "$work/count.out")" "$want"
+counted=
+for t in "$work/data/spool/"*.jtr; do
+	[ -f "$t" ] || continue
+	"$bin/jitt" decode "$t" >"$work/count.dec" 2>&1
+	"$bin/jitt" summarize "$t" >"$work/count.sum" 2>&1
+	if grep -q 'calls counted, each one record' "$work/count.dec"; then
+		counted=$t
+		break
+	fi
+done
+if [ -n "$counted" ]; then
+	ok "count: a trace holds counted calls ($(grep -o '[0-9]* calls counted' "$work/count.dec" |
+		head -n 1))"
+	check "count: its summary names hot" grep -qw hot "$work/count.sum"
+	check "count: its summary says the counted calls' lengths are estimates" \
+		grep -q 'calls counted, each one record' "$work/count.sum"
+	# hot is 30 stores a call, slow 20,000 for hot's 200 calls: hot holds some 10-25% of
+	# the loop; its share from the measured mean must be of that order, not 0
+	share=$(awk '$0 ~ /(^| )hot( |$)/ {
+		for (i = 1; i <= NF; i++)
+			if ($i ~ /^[0-9.]+%$/) { sub("%", "", $i); print int($i); exit }
+	}' "$work/count.sum")
+	if [ "${share:-0}" -ge 5 ]; then
+		ok "count: hot's self time is ${share}% of the thread"
+	else
+		fail "count: hot's share '${share:-none}'" "$(grep -n '%' "$work/count.sum" | head -n 30)"
+	fi
+else
+	fail "count: no trace with counted calls" "$(grep 'count:\|learned' "$work/count.log" | tail -n 5)"
+fi
+rm -rf "$work/data" && mkdir -p "$work/data/spool"
+
 # The same where perf_event_open is refused (tests/noperf.c: a seccomp filter, as an
 # Android app's): no samples, so the top is estimated from the windows' times, and the log
 # says why; the program's results are the plain build's, and learning goes on.
@@ -198,8 +246,9 @@ check "missing-list: says the file is missing" grep -q "$work/none: No such file
 
 # make bench's bench-sleds, small: it builds, and every variant computes the plain sum.
 out=$(CALLS=10000 ROUNDS=1 CALLGRIND=0 sh "$src/tests/bench-sleds.sh" "$src" "$bin" 2>&1)
-rows=$(printf '%s\n' "$out" | grep -c -E '^  (plain|limit|off|untraced|sampled|timed) +[0-9]')
-check "bench-sleds runs every variant ($rows of 6 rows)" is "$rows" 6
+rows=$(printf '%s\n' "$out" |
+	grep -c -E '^  (plain|limit|limit-counted|off|untraced|sampled|counted|timed) +[0-9]')
+check "bench-sleds runs every variant ($rows of 8 rows)" is "$rows" 8
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

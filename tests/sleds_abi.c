@@ -215,6 +215,29 @@ static int learn_until(const char *stop)
 	return s != 0;
 }
 
+/* "count STOPFILE": as learn, until STOPFILE exists (the check script makes it once the
+ * runtime said it counts hot's calls, ringbuf/sleds.h rb_sleds_count), then three traces of
+ * the same loop, whose rings hold hot's counted calls (one at least: a learning window,
+ * which traces every call, may be open at a trigger). */
+static void count_until(const char *stop)
+{
+	long s = 0;
+	int traces = 0;
+	for (long i = 1; traces < 3; i++) {
+		s += leaf(i) + slow(i);
+		for (int j = 0; j < 200; j++)
+			s += hot(j);
+		learn_sink = s;
+		if (i % 1000 || access(stop, F_OK))
+			continue;
+		int had = traces_saved(), a = jitt_anomaly("counted");
+		if (!a)
+			wait_for_traces(had + 1);
+		fprintf(stderr, "count: anomaly %d\n", a);
+		traces++;
+	}
+}
+
 /* "toggle N": leaf's sled taken out of the trace and put back N times each way, by this
  * thread, while another runs through it as fast as it can (untraced: through the thunk's
  * compare when patched, through the NOP when not). A thread between the sled's NOPs when
@@ -266,6 +289,8 @@ int main(int argc, char **argv)
 	}
 	if (argc > 2 && !strcmp(argv[1], "learn"))
 		(void)learn_until(argv[2]);
+	if (argc > 2 && !strcmp(argv[1], "count"))
+		count_until(argv[2]);
 	if (argc > 1 && !strcmp(argv[1], "restart")) { /* the runtime again, the sleds as they are */
 		jitt_shutdown();
 		traced = jitt_init(NULL) ? -1 : jitt_trace_thread(true);

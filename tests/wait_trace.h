@@ -14,9 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
-/* Whether a *.jtr is in the folder $TRACE_SPOOL names (never, without it). Without trace
+/* How many *.jtr the folder $TRACE_SPOOL names holds (none, without it). Without trace
  * points of its own: the checks read what the program was doing when it began to wait. */
-__attribute__((no_instrument_function)) static int trace_saved(void)
+__attribute__((no_instrument_function)) static int traces_saved(void)
 {
 	const char *dir = getenv("TRACE_SPOOL");
 	DIR *d = dir ? opendir(dir) : NULL;
@@ -24,20 +24,31 @@ __attribute__((no_instrument_function)) static int trace_saved(void)
 	int found = 0;
 	while (d && (e = readdir(d))) {
 		size_t n = strlen(e->d_name);
-		found |= n > 4 && e->d_name[0] != '.' && !strcmp(e->d_name + n - 4, ".jtr");
+		found += n > 4 && e->d_name[0] != '.' && !strcmp(e->d_name + n - 4, ".jtr");
 	}
 	if (d)
 		closedir(d);
 	return found;
 }
 
-static void wait_for_trace(void)
+__attribute__((no_instrument_function)) static int trace_saved(void)
+{
+	return traces_saved() > 0;
+}
+
+/* Until the folder holds n traces (60 s at most). */
+__attribute__((no_instrument_function)) static void wait_for_traces(int n)
 {
 	for (int i = 0; getenv("TRACE_SPOOL") && i < 6000; i++) {
-		if (trace_saved())
+		if (traces_saved() >= n)
 			return;
 		usleep(10000);
 	}
+}
+
+__attribute__((no_instrument_function)) static void wait_for_trace(void)
+{
+	wait_for_traces(1);
 }
 
 #endif

@@ -57,6 +57,10 @@ static void print_thread(struct agent_symbols *s, const struct rb_file_thread *t
 		fputs("  ", stdout);
 		summary_write_untimed(stdout, st.records, st.untimed, st.windows);
 	}
+	if (st.called) {
+		fputs("  ", stdout);
+		summary_write_called(stdout, st.called);
+	}
 	if (th->sched_on)
 		printf("  %u context switches (%llu lost), %zu times off its CPU\n", th->nsw,
 		       (unsigned long long)th->sched_lost, th->view.noff);

@@ -625,7 +625,7 @@ RT static void out_flags(const size_t *out, size_t n, size_t nsleds)
  * sampled time, and no record inside its calls: a leaf in every window so far, or every
  * function it called there out of the trace now (learn.is_out; a traced callee's records
  * would land in its caller, and a recursive one calls itself); its mean call (ticks, its
- * points taken out, its callees' time in it) into *mean.
+ * points taken out, its callees' time in it, and one record's cost) into *mean.
  */
 RT static bool countable(size_t i, uint32_t *mean)
 {
@@ -638,7 +638,9 @@ RT static bool countable(size_t i, uint32_t *mean)
 		if (e >> 32 == i + 1 && !learn.is_out[(uint32_t)e - 1])
 			return false;
 	}
-	uint64_t m = f->incl / f->calls;
+	/* With one record's cost (the trace's point cost, agent_sleds_point_cost): a summary
+	 * takes one out of each call's self time, as it does of a traced call's. */
+	uint64_t m = f->incl / f->calls + sampled_point / 2;
 	*mean = m > UINT32_MAX ? UINT32_MAX : (uint32_t)m;
 	return true;
 }
