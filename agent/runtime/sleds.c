@@ -627,16 +627,19 @@ RT static void out_flags(const size_t *out, size_t n, size_t nsleds)
  * would land in its caller, and a recursive one calls itself); its mean call (ticks, its
  * points taken out, its callees' time in it, and one record's cost) into *mean.
  */
-RT static bool countable(size_t i, uint32_t *mean)
+RT static bool countable(size_t i, uint32_t *mean, long *traced_callee)
 {
 	const struct learn_fn *f = &learn.fn[i];
+	*traced_callee = -1;
 	if (!rb_sleds_count || !sleds_sampled || f->calls < LEARN_MIN_CALLS ||
 	    (f->parent && learn.edges_full))
 		return false;
 	for (size_t h = 0; f->parent && h < LEARN_EDGES; h++) {
 		uint64_t e = learn.edges[h];
-		if (e >> 32 == i + 1 && !learn.is_out[(uint32_t)e - 1])
+		if (e >> 32 == i + 1 && !learn.is_out[(uint32_t)e - 1]) {
+			*traced_callee = (long)(uint32_t)e - 1;
 			return false;
+		}
 	}
 	/* With one record's cost (the trace's point cost, agent_sleds_point_cost): a summary
 	 * takes one out of each call's self time, as it does of a traced call's. */
@@ -708,9 +711,15 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
 	learn.ncounted = 0;
 	for (size_t k = 0; k < n; k++) {
 		size_t i = learn.counted[k];
-		if (!countable(i, &learn.mean[learn.ncounted]))
+		long callee;
+		char buf[32], buf2[32];
+		if (!countable(i, &learn.mean[learn.ncounted], &callee)) {
+			if (callee >= 0)
+				log_dbg("jitt: sleds: traced in full %s: it calls %s, traced",
+					learn_name(sleds, i, buf, sizeof(buf)),
+					learn_name(sleds, (size_t)callee, buf2, sizeof(buf2)));
 			continue;
-		char buf[32];
+		}
 		log_dbg("jitt: sleds: counted %s: %llu ns a call", learn_name(sleds, i, buf, sizeof(buf)),
 			(unsigned long long)hal_ticks_to_ns(learn.mean[learn.ncounted], freq));
 		learn.counted[learn.ncounted++] = i;
@@ -758,7 +767,8 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 		uint32_t *mean = &learn.mean[learn.ncounted];
 		out_flags(learn.out, learn.nout, nsleds);
 		learn.is_out[i] = false;
-		bool count = countable(i, mean);
+		long callee;
+		bool count = countable(i, mean, &callee);
 		if ((count ? rb_sleds_count(&i, mean, 1) : rb_sleds_trace(&i, 1, true)) < 0)
 			continue; /* stays out: the next window tries them all again */
 		if (count)
