@@ -596,21 +596,6 @@ RT static bool hot(size_t i, uint64_t rank_floor, uint64_t share_floor)
 	return learn.hits[i] >= rank_floor || learn.hits[i] >= share_floor;
 }
 
-/*
- * Which functions to take out, from the windows so far, into out (sled indexes); their
- * count (each window decides afresh: what was out was traced again in it). The trace
- * points' own cost inflates every traced time: a helper of 1% of the program's time can
- * hold a quarter of the traced time (issue 25), and a profile's top then looks small. It
- * is taken out of each call (learn_ring, before the cap) as the times hold it: a traced
- * call's points (learn.point) lie half inside the call's time and half in its caller's
- * (the records are written midway through the thunk), so a call holds half of its own and
- * all of those of the traced calls inside it; its self time, half of its own and half of
- * its direct callees'. Where a call's work is shorter than its points, that estimate errs
- * by as much as the work (the probe is timed back to back, the program's calls overlap
- * with its code): a profile's top of 10% came out at 2% on duktape, so the
- * LEARN_PROTECT_TOP short ones that hold the most stay too, an order the error moves less
- * (duktape's were perf's, both workloads).
- */
 /* learn.is_out: the sleds of out[0..n) */
 RT static void out_flags(const size_t *out, size_t n, size_t nsleds)
 {
@@ -648,6 +633,21 @@ RT static bool countable(size_t i, uint32_t *mean, long *traced_callee)
 	return true;
 }
 
+/*
+ * Which functions to take out, from the windows so far, into out (sled indexes); their
+ * count (each window decides afresh: what was out was traced again in it). The trace
+ * points' own cost inflates every traced time: a helper of 1% of the program's time can
+ * hold a quarter of the traced time (issue 25), and a profile's top then looks small. It
+ * is taken out of each call (learn_ring, before the cap) as the times hold it: a traced
+ * call's points (learn.point) lie half inside the call's time and half in its caller's
+ * (the records are written midway through the thunk), so a call holds half of its own and
+ * all of those of the traced calls inside it; its self time, half of its own and half of
+ * its direct callees'. Where a call's work is shorter than its points, that estimate errs
+ * by as much as the work (the probe is timed back to back, the program's calls overlap
+ * with its code): a profile's top of 10% came out at 2% on duktape, so the
+ * LEARN_PROTECT_TOP short ones that hold the most stay too, an order the error moves less
+ * (duktape's were perf's, both workloads).
+ */
 RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out,
 			      uint64_t *calls_out, size_t *kept)
 {
@@ -759,14 +759,14 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 		return;
 	uint64_t rank_floor, share_floor;
 	hot_floors(nsleds, &rank_floor, &share_floor);
+	out_flags(learn.out, learn.nout, nsleds);
 	for (size_t k = 0; k < learn.nout; k++) {
 		size_t i = learn.out[k];
 		if (!hot(i, rank_floor, share_floor))
 			continue;
 		char buf[32];
 		uint32_t *mean = &learn.mean[learn.ncounted];
-		out_flags(learn.out, learn.nout, nsleds);
-		learn.is_out[i] = false;
+		learn.is_out[i] = false; /* it may call itself */
 		long callee;
 		bool count = countable(i, mean, &callee);
 		if ((count ? rb_sleds_count(&i, mean, 1) : rb_sleds_trace(&i, 1, true)) < 0)
