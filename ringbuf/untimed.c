@@ -96,6 +96,8 @@ struct fit {
 	uint64_t *bits;	      /* bit per forward slot index: a payload */
 	uint64_t nrec;
 	uint32_t *own;	/* per record: the type of the gap after it, | TIMED */
+	uint32_t *known; /* per record: ticks known to lie in the gap after it (a counted
+			  * call's measured mean, record.h RB_CALLED); NULL without any */
 	uint32_t *tidx; /* the timed records' indices, oldest first */
 	uint32_t *tts;	/* and their ts32 */
 	uint64_t ntimed;
@@ -253,6 +255,10 @@ static int walk(struct fit *f)
 			what = WHAT_CALLED;
 			x = lookup(&f->fn, (uint32_t)payload, 0);
 			err = x ? err : -ENOMEM;
+			if (!f->known && !(f->known = calloc(f->nrec, sizeof(*f->known))))
+				err = -ENOMEM;
+			else
+				f->known[k] = (uint32_t)(payload >> 32);
 		} else if (low == RB_SETJMP || low == RB_LONGJMP) {
 			nonlocal(&s, low, (uint32_t)payload);
 		}
@@ -440,6 +446,15 @@ static unsigned solve(const struct em *e, const double *npin, double *d, double 
  * seen in no window (only before the first or after the last timed record) keep their
  * owner's mean, or the mean of all.
  */
+/* The ticks known to lie in the gaps after records [a, b) (counted calls). */
+static double known_sum(const struct fit *f, uint64_t a, uint64_t b)
+{
+	double sum = 0;
+	for (uint64_t g = a; f->known && g < b; g++)
+		sum += f->known[g];
+	return sum;
+}
+
 static int fit_means(struct fit *f, struct rb_untimed_stats *st)
 {
 	/* The types, then one more at each level: the windows' fixed part (FIXED_NOTE). */
@@ -474,7 +489,8 @@ static int fit_means(struct fit *f, struct rb_untimed_stats *st)
 	double total = 0, gaps = 0;
 	for (uint64_t j = 0; j + 1 < f->ntimed; j++) {
 		uint64_t a = f->tidx[j], b = f->tidx[j + 1];
-		double delta = (uint32_t)(f->tts[j + 1] - f->tts[j]);
+		double delta = (uint32_t)(f->tts[j + 1] - f->tts[j]), kn = known_sum(f, a, b);
+		delta = delta > kn ? delta - kn : 0; /* the counted calls' time is known */
 		uint64_t off = npairs;
 		for (uint64_t g = a; g < b; g++) {
 			uint32_t t = f->own[g] & ~TIMED;
@@ -610,10 +626,12 @@ static uint32_t ticks(double x)
 
 /*
  * Oldest to newest again, writing each untimed record's estimate into the copy: in a
- * window, its timed start plus the window's delta times the share of the means of the gaps
- * before it (so the estimates never decrease and stay between the two timed records);
- * before the first timed record, stepped back from it by the means; after the last,
- * stepped forward, scaled down when needed so as not to pass the reference.
+ * window, its timed start plus the counted calls' known time before it, plus the rest of
+ * the window's delta times the share of the means of the gaps before it (so the estimates
+ * never decrease and stay between the two timed records; known time that would not fit is
+ * scaled down to the delta); before the first timed record, stepped back from it by the
+ * means and the known time; after the last, stepped forward, scaled down when needed so as
+ * not to pass the reference.
  */
 static void fill(struct fit *f, uint64_t *copy, uint32_t ref32)
 {
@@ -621,7 +639,8 @@ static void fill(struct fit *f, uint64_t *copy, uint32_t ref32)
 	const double *d = f->d;
 	uint64_t p = f->first, i = f->base + p, j = 0, a = 0; /* j: the next timed record */
 	i -= i >= nslots ? nslots : 0;
-	double head = 0, cum = 0, sum = 0, scale = 1;
+	double head = known_sum(f, 0, f->tidx[0]), cum = 0, kcum = 0, sum = 0, scale = 1;
+	double kscale = 1, rest = 0;
 	uint32_t ts = f->tts[0], delta = 0, prev = 0;
 	bool equal = false;
 	for (uint64_t g = 0; g < f->tidx[0]; g++)
@@ -634,20 +653,25 @@ static void fill(struct fit *f, uint64_t *copy, uint32_t ref32)
 		uint64_t at = i;
 		p++;
 		i = i + 1 == nslots ? 0 : i + 1;
-		if (k)
+		if (k) {
 			cum += d[f->own[k - 1] & ~TIMED];
+			kcum += f->known ? f->known[k - 1] : 0;
+		}
 		if (j < f->ntimed && k == f->tidx[j]) { /* a window, or the tail, begins */
 			a = k;
 			ts = f->tts[j++];
 			/* A window's fixed part (FIXED_NOTE) lies half in its first gap, half in
 			 * its last; the tail has none. */
 			double fx = j < f->ntimed ? f->fixed : 0;
-			cum = fx / 2, sum = fx, prev = 0;
+			cum = fx / 2, sum = fx, kcum = 0, prev = 0;
 			uint64_t b = j < f->ntimed ? f->tidx[j] : f->nrec - 1;
 			for (uint64_t g = k; g < b; g++)
 				sum += d[f->own[g] & ~TIMED];
+			double ksum = known_sum(f, k, b);
 			delta = j < f->ntimed ? f->tts[j] - ts : ref32 - ts;
-			scale = sum <= delta ? 1 : delta / sum; /* for the tail */
+			kscale = ksum <= delta ? 1 : delta / ksum;
+			rest = delta - ksum * kscale;
+			scale = sum + ksum <= delta ? 1 : delta / (sum + ksum); /* for the tail */
 			/* A window whose means are all 0 (each of its types had windows of delta
 			 * 0 only, a safety net): an equal split. */
 			equal = j < f->ntimed && !(sum > 0);
@@ -657,14 +681,15 @@ static void fill(struct fit *f, uint64_t *copy, uint32_t ref32)
 		}
 		uint32_t est;
 		if (k < f->tidx[0]) {
-			est = ts - ticks(head - cum);
+			est = ts - ticks(head - cum - kcum);
 		} else if (j < f->ntimed) {
-			uint32_t off = ticks((double)delta * (equal ? (double)(k - a) : cum) / sum);
+			double x = kcum * kscale + rest * (equal ? (double)(k - a) : cum) / sum;
+			uint32_t off = ticks(x);
 			off = off > delta ? delta : off < prev ? prev : off;
 			prev = off;
 			est = ts + off;
 		} else {
-			est = ts + ticks(cum * scale);
+			est = ts + ticks((cum + kcum) * scale);
 		}
 		copy[at] = (uint64_t)est << 32 | rb_tag_low(copy[at]);
 	}
@@ -674,6 +699,7 @@ static void fit_free(struct fit *f)
 {
 	free(f->bits);
 	free(f->own);
+	free(f->known);
 	free(f->tidx);
 	free(f->tts);
 	table_free(&f->fn);

@@ -85,6 +85,8 @@ while [ $r -lt "$rounds" ]; do
 done
 
 # instructions a call: two runs of different lengths, the difference over the calls between
+# them, counted inside the callers' loops only (--toggle-collect: the runtime's control
+# thread, whose wake-ups follow the clock, moved the figures by 2 instructions a call)
 ir() { # variant calls -> the whole run's instructions (the sleds are patched at run time)
 	e=JITT_CONFIG=$work/$1.conf prog=$work/sleds arg=
 	case $1 in
@@ -95,7 +97,7 @@ ir() { # variant calls -> the whole run's instructions (the sleds are patched at
 	off) e=JITT_DISABLE=1 ;;
 	esac
 	# shellcheck disable=SC2086 # arg: none or one word
-	env "$e" valgrind --tool=callgrind --smc-check=all --callgrind-out-file="$work/cg" \
+	env "$e" valgrind --tool=callgrind --smc-check=all --toggle-collect='bench_loop*' --callgrind-out-file="$work/cg" \
 		"$prog" "$2" $arg >/dev/null 2>>"$work/cg.log" || return 1
 	sed -n 's/^summary: *//p' "$work/cg"
 }

@@ -14,7 +14,7 @@
  * (RB_SAMPLED_GAP_MAX), into a ring of the same size: the same-run physical limit of a
  * traced call with sampled time, which the thunk's return interception and shadow stack
  * are measured against. "limit-counted": a counted call's (record.h, RB_CALLED), its two
- * slots before the call. "counted" (the sleds build, traced): the leaf's calls counted
+ * slots before the call, untimed. "counted" (the sleds build, traced): the leaf's calls counted
  * through its counted thunk (rb_sleds_count), as learning leaves a short leaf.
  */
 #include "hal/timer.h"
@@ -62,18 +62,12 @@ static inline __attribute__((always_inline)) void put(uint32_t low)
 	pos = (p + 1) & ((1 << 16) - 1);
 }
 
-/* A counted call's record: two slots, the tag timed where due. */
+/* A counted call's record: two slots, untimed (the counted thunk reads no timer). */
 static inline __attribute__((always_inline)) void put_called(uint32_t id)
 {
 	uint32_t p = pos;
 	ring[p] = (uint64_t)1 << 32 | id;
-	if (p == due) {
-		uint64_t t = hal_counter_read();
-		ring[p + 1] = t << 32 | RB_CALLED;
-		due = (p + 2 * (1 + (uint32_t)(t >> 6) % RB_SAMPLED_GAP_MAX)) & ((1 << 16) - 2);
-	} else {
-		ring[p + 1] = RB_CALLED;
-	}
+	ring[p + 1] = RB_CALLED;
 	pos = (p + 2) & ((1 << 16) - 2);
 }
 

@@ -537,6 +537,47 @@ TEST(untimed_records_before_the_first_timed_one_step_back_from_it)
 	free(ev);
 }
 
+/*
+ * Counted calls (record.h, RB_CALLED), untimed, between two timed records: their measured
+ * means are known time, so each is given its mean whole, and only the rest of the window
+ * is split among the gaps. f is entered at 1000; ten counted calls of g (mean 150) and
+ * ten of h (mean 50) alternate in it, each after an untimed entry and exit of k; f leaves
+ * at 5000. Of the window's 4000 ticks, 2000 are the counted calls'.
+ */
+TEST(untimed_counted_calls_get_their_mean_and_the_fit_the_rest)
+{
+	uint64_t ring[128];
+	int n0 = 0;
+	ring[n0++] = rb_tag(1000, 0x1000);
+	for (int i = 0; i < 20; i++) {
+		ring[n0++] = rb_tag(0, 0x4000);
+		ring[n0++] = rb_tag(0, RB_EXIT);
+		ring[n0++] = (uint64_t)(i % 2 ? 50 : 150) << 32 | (i % 2 ? 0x3000 : 0x2000);
+		ring[n0++] = rb_tag(0, RB_CALLED);
+	}
+	ring[n0++] = rb_tag(5000, RB_EXIT);
+	struct rb_event *ev;
+	size_t n;
+	struct rb_decode_stats st;
+	CHECK_EQ_INT(decode_n(ring, 128, (uint64_t)n0, (uint64_t)n0, 6000, &ev, &n, &st), 0);
+	CHECK_EQ_U64(st.called, 20);
+	CHECK_EQ_U64(st.untimed, 60);
+	CHECK_EQ_INT(n, 2 + 20 * 4);
+	uint64_t in_g = 0, in_h = 0;
+	for (size_t i = 1; i < n; i++) {
+		CHECK(ev[i].ts >= ev[i - 1].ts);
+		if (ev[i].kind == RB_EV_EXIT && ev[i].raw == RB_CALLED) {
+			CHECK(ev[i - 1].kind == RB_EV_ENTRY && ev[i - 1].raw == RB_CALLED);
+			uint64_t len = ev[i].ts - ev[i - 1].ts;
+			*(ev[i - 1].id == 0x2000 ? &in_g : &in_h) += len;
+		}
+	}
+	CHECK_EQ_U64(in_g, 10 * 150);
+	CHECK_EQ_U64(in_h, 10 * 50);
+	CHECK_EQ_U64(ev[n - 1].ts, 5000);
+	free(ev);
+}
+
 /* Garbage: random slots, half of them with a zero upper half, in rings of every small size
  * at random ends and lengths, and timed rings (nothing to do, no copy). */
 TEST(untimed_garbage_rings_decode_or_fail_cleanly)
