@@ -266,3 +266,28 @@ TEST(cct_recursion_10000_deep_and_empty)
 	CHECK_EQ_INT(c.n, 1);
 	cct_free(&c);
 }
+
+/* The call a ring stopped at the exit of is still on the stack (cct_last_exit); not when
+ * the runtime wrote a record for the running frame after that exit (a wrapped wait's). */
+TEST(cct_last_exit_is_the_stop_only_when_nothing_follows_it)
+{
+	struct rb_event ev[] = {
+		E(0, 0x100), E(10, 0xa0), X(20), W(30, RB_EV_WAIT_BEGIN), W(40, RB_EV_WAIT_END),
+	};
+	struct cct_opts o = { 0 };
+	for (size_t n = 3; n <= 5; n += 2) {
+		struct cct c;
+		CHECK_EQ_INT(cct_init(&c, &o, 0), 0);
+		CHECK_EQ_INT(cct_add_n(&c, ev, n), 0);
+		uint64_t open[4];
+		size_t nopen = cct_open_calls(&c, open, 4);
+		if (n == 3) { /* stopped at a's exit: a, then main */
+			CHECK_EQ_U64(nopen, 2);
+			CHECK_EQ_U64(open[0], 0xa0);
+		} else { /* the wait's records after it: main alone */
+			CHECK_EQ_U64(nopen, 1);
+			CHECK_EQ_U64(open[0], 0x100);
+		}
+		cct_free(&c);
+	}
+}

@@ -1386,6 +1386,11 @@ TEST(summary_root_named_by_the_stack_outside_the_open_calls)
 	CHECK_EQ_U64(agent_outer_root(&o, open_g, 1), F);
 	/* At depth 0, the frame around the one that answered. */
 	CHECK_EQ_U64(agent_outer_root(&o, NULL, 0), G);
+	/* Blocked in a wrapped wait: H called the wait, it answered nothing. */
+	o.waiting = true;
+	CHECK_EQ_U64(agent_outer_root(&o, NULL, 0), H);
+	CHECK_EQ_U64(agent_outer_root(&o, open_gf, 2), LOOP); /* H called no traced function */
+	o.waiting = false;
 	const uint64_t missing[] = { G, 99 };
 	CHECK_EQ_U64(agent_outer_root(&o, missing, 2), 0);
 	const uint64_t all[] = { H, G, F, LOOP, MAIN, START };

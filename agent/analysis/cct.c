@@ -496,11 +496,15 @@ CCT_HOT int add_event(struct cct *c, const struct rb_event *e)
 		goto nomem;
 	c->t1 = e->ts;
 	struct frame *top = &c->stack[c->sp - 1];
+	/* A record the runtime wrote for the running frame after the last exit (a wait's, a
+	 * mark's, a jump's): the ring did not stop at that exit (cct_last_exit). */
+	if (e->kind != RB_EV_EXIT && e->kind != RB_EV_OFF_CPU && e->kind != RB_EV_SYNC &&
+	    e->kind != RB_EV_SCHEDSTAT)
+		c->last_exit = 0;
 	switch (e->kind) {
 	case RB_EV_ENTRY:
 		if (push(c, c->o.key ? c->o.key(c->o.ctx, e) : e->id, e->ts, false) != 0)
 			goto nomem;
-		c->last_exit = 0;
 		break;
 	case RB_EV_EXIT:
 		if (c->sp > 1) {

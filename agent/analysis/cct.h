@@ -171,9 +171,10 @@ int cct_finish(struct cct *c, uint64_t end);
 void cct_free(struct cct *c);
 /* The node of the innermost call open now (0, the root, when none). */
 uint32_t cct_top(const struct cct *c);
-/* The node of the call whose exit is the last entry or exit so far, when the last was an
- * exit (0 when an entry was, or none). A ring stopped at an exit's trace point ends there,
- * with that call still on the thread's stack. */
+/* The node of the call whose exit is the last record so far, when the last was an exit (0
+ * when an entry was, or a wait's, a mark's or a jump's record, which the runtime writes for
+ * the running frame; or none). A ring stopped at an exit's trace point ends there, with
+ * that call still on the thread's stack. */
 uint32_t cct_last_exit(const struct cct *c);
 /* The functions of the calls open now, innermost first, the last exit's first when there
  * is one (cct_last_exit), into funcs[max]: how many, or SIZE_MAX when there are more than

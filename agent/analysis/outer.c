@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "agent/analysis/outer.h"
+#include "ringbuf/record.h"
 
 #include <elf.h>
 #include <limits.h>
@@ -240,11 +241,26 @@ static uint64_t home_of(const struct rb_elf *elf, const struct rb_symbol *sym)
 	return sym->addr;
 }
 
+/* Whether the ring's newest record is one a program function's trace point writes: an
+ * entry or an exit (or the sync of a wrap, which a trace point's slow path writes). Any
+ * other, a wait's or a mark's, the runtime wrote for the frame that called it. */
+static bool answered_by_trace_point(const struct rb_ring_view *v)
+{
+	if (!rb_ring_view_ok(v) || !v->valid)
+		return true;
+	uint64_t last = v->end ? v->end - 1 : v->nslots - 1;
+	if (last >= v->stored)
+		return true;
+	uint32_t low = rb_tag_low(v->slots[last]);
+	return !rb_two_slots(low) || low == RB_WIDE || low == RB_SYNC;
+}
+
 void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th,
 			struct agent_outer *out)
 {
 	const struct rb_trace *t = s->trace;
 	out->n = 0;
+	out->waiting = th->copied || !answered_by_trace_point(&th->view);
 	if (!th->nstack || !t->nmodules)
 		return;
 	struct agent_outer_word *w = malloc(th->nstack * sizeof(*w));
@@ -320,7 +336,7 @@ static size_t root_index(const struct agent_outer *o, const uint64_t *open, size
 	for (size_t i = o->n; i-- > 0;) {
 		/* The innermost frame is the one whose trace point answered the stop. When
 		 * its call is not open, that was its exit: the call is whole in the ring. */
-		if (i == o->n - 1 && (!nopen || o->key[i] != open[0]))
+		if (i == o->n - 1 && !o->waiting && (!nopen || o->key[i] != open[0]))
 			continue;
 		if (j < nopen) {
 			j += o->key[i] == open[j]; /* others: untraced functions, stale words */

@@ -19,6 +19,7 @@
 #include "agent/analysis/cct.h"
 #include "agent/analysis/symbols.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,6 +28,10 @@
 
 struct agent_outer {
 	size_t n;
+	/* The innermost frame is running, its trace point did not answer the stop: the
+	 * answer came from the runtime on its behalf (a wrapped wait's record, a mark, a
+	 * counted call at the ring's end), or the thread was blocked and its ring copied. */
+	bool waiting;
 	char name[AGENT_OUTER_MAX][AGENT_OUTER_NAME];
 	/* Each frame's function as the analysis keys it (agent_func_key): its start where the
 	 * symbols name it, else the call's own address ({build-id, offset} either way, for a
@@ -77,7 +82,8 @@ void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th
  * in the frame that made them, which cannot have returned itself (its exit would be in the
  * ring); so it is still on the stack, just outside the ring's open calls. The innermost
  * frame, whose trace point answered the stop, is skipped when its call is not open (it
- * answered at its exit). 0 when the stack does not hold the open calls, or holds nothing
+ * answered at its exit); not when the runtime answered for it (waiting): a wrapped wait's
+ * caller is running. 0 when the stack does not hold the open calls, or holds nothing
  * outside them.
  */
 uint64_t agent_outer_root(const struct agent_outer *o, const uint64_t *open, size_t nopen);
