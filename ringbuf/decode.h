@@ -173,7 +173,8 @@ struct rb_decoder {
 
 int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t ref_ticks,
 		    rb_special_fn special, void *ctx);
-/* Up to max events into buf; 0 at the end. */
+/* Up to max events into buf; 0 at the end. max is 2 at least: a counted call's entry and
+ * exit come in one batch. */
 size_t rb_decoder_read(struct rb_decoder *d, struct rb_event *buf, size_t max);
 /* Back to the oldest event, for another pass. */
 void rb_decoder_rewind(struct rb_decoder *d);
