@@ -390,7 +390,7 @@ static uint64_t called_exit_ts(const struct rb_decoder *d, uint64_t p, uint64_t 
 		parse_at(d, &p, &next);
 		until = is_anchor(&next) ? next.ts : step(entry_ts, next.ts);
 	}
-	uint64_t ts = entry_ts + mean;
+	uint64_t ts = entry_ts + mean < entry_ts ? UINT64_MAX : entry_ts + mean; /* a file's */
 	return ts <= until ? ts : until > entry_ts ? until : entry_ts;
 }
 
