@@ -589,12 +589,14 @@ NO_INSTR static void blocked_stack(struct rb_ring *r, struct rb_frozen *out)
  * during the copy lies between the position read before and the one read after (plus one
  * record in flight, at most two slots): those slots held the oldest data and may be torn,
  * so they are left out. Everything else is whole, and older than the first position.
+ * With max under the ring's size, only the newest max slots are copied, in order, into a
+ * copy of that many (their end is its end: index 0).
  */
-NO_INSTR static int validated_copy(struct rb_ring *r, struct rb_frozen *out)
+NO_INSTR static int validated_copy(struct rb_ring *r, struct rb_frozen *out, uint64_t max)
 {
 	struct rb_tls *t = r->tls;
-	const uint64_t nslots = r->nslots;
-	uint64_t *copy = malloc(nslots * 8);
+	const uint64_t nslots = r->nslots, n = max < nslots ? max : nslots;
+	uint64_t *copy = malloc(n * 8);
 	if (!copy)
 		return -ENOMEM;
 	for (int attempt = 0; attempt < 3; attempt++) {
@@ -602,27 +604,37 @@ NO_INSTR static int validated_copy(struct rb_ring *r, struct rb_frozen *out)
 		uint32_t laps1 = atomic_load_explicit(&r->laps, memory_order_acquire);
 		if (!p1)
 			break; /* it answered meanwhile: the caller freezes in place */
-		for (uint64_t i = 0; i < nslots; i++)
-			copy[i] = atomic_load_explicit(&r->slots[i], memory_order_relaxed);
+		uint64_t i1 = (p1 - (uintptr_t)r->slots) / 8;
+		for (uint64_t i = 0, from = n == nslots ? 0 : i1 + nslots - n; i < n; i++)
+			copy[i] = atomic_load_explicit(&r->slots[(from + i) % nslots],
+						       memory_order_relaxed);
 		uintptr_t p2 = atomic_load_explicit(&t->pos, memory_order_acquire) & ~RB_POS_CLOCK;
 		uint32_t laps2 = atomic_load_explicit(&r->laps, memory_order_acquire);
 		if (!p2)
 			break;
-		uint64_t i1 = (p1 - (uintptr_t)r->slots) / 8, i2 = (p2 - (uintptr_t)r->slots) / 8;
+		uint64_t i2 = (p2 - (uintptr_t)r->slots) / 8;
 		uint64_t moved = (uint64_t)(laps2 - laps1) * nslots + i2 - i1;
 		if (laps2 - laps1 > 1 || moved + 2 >= nslots)
 			continue; /* it lapped the copy: try again */
 		uint64_t before = laps1 ? nslots : i1;
-		uint64_t spoiled = laps1 || laps2 != laps1 || i2 + 2 > nslots ?
-					   moved + 2 /* the oldest slots were overwritten */
-					   : 0;
+		if (n < nslots) { /* the newest n: spoiled only where the writer came round */
+			uint64_t spoiled = moved + 2 > nslots - n ? moved + 2 - (nslots - n) : 0;
+			before = before < n ? before : n;
+			out->nslots = n;
+			out->end = 0; /* after the last slot: the copy holds no older ones */
+			out->valid = before > spoiled ? before - spoiled : 0;
+		} else {
+			uint64_t spoiled = laps1 || laps2 != laps1 || i2 + 2 > nslots ?
+						   moved + 2 /* the oldest slots were overwritten */
+						   : 0;
+			out->end = i1;
+			out->valid = before > nslots - spoiled ? nslots - spoiled : before;
+			blocked_stack(r, out);
+		}
 		out->slots = copy;
 		out->copy = copy;
-		out->end = i1;
-		out->valid = before > nslots - spoiled ? nslots - spoiled : before;
 		out->laps = laps1;
 		out->copied = true;
-		blocked_stack(r, out);
 		return 0;
 	}
 	free(copy);
@@ -639,7 +651,7 @@ NO_INSTR static int finish_stop(struct rb_ring *r, bool answered_now, struct rb_
 		r->state = RB_OFF;
 		return 0;
 	}
-	int err = validated_copy(r, out);
+	int err = validated_copy(r, out, UINT64_MAX);
 	/* A copied thread was still inside its open calls (blocked, or busy without a trace
 	 * point) when the copy was validated: they ran at least until now. */
 	out->frozen_ticks = hal_timer_now();
@@ -718,7 +730,7 @@ NO_INSTR int rb_stop(struct rb_ring *r, unsigned wait_ms, struct rb_frozen *out)
 	return err;
 }
 
-NO_INSTR int rb_peek(struct rb_ring *r, struct rb_frozen *out)
+NO_INSTR int rb_peek_newest(struct rb_ring *r, uint64_t max, struct rb_frozen *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->nslots = r->nslots;
@@ -726,9 +738,14 @@ NO_INSTR int rb_peek(struct rb_ring *r, struct rb_frozen *out)
 	memcpy(out->name, r->name, sizeof(out->name));
 	if (r->state != RB_RUNNING)
 		return -EINVAL;
-	int err = validated_copy(r, out);
+	int err = validated_copy(r, out, max);
 	out->frozen_ticks = hal_timer_now();
 	return err == -EINPROGRESS ? -EAGAIN : err; /* stopping itself meanwhile */
+}
+
+NO_INSTR int rb_peek(struct rb_ring *r, struct rb_frozen *out)
+{
+	return rb_peek_newest(r, UINT64_MAX, out);
 }
 
 NO_INSTR void rb_frozen_release(struct rb_frozen *f)

@@ -131,6 +131,10 @@ int rb_stop_many(struct rb_ring **rs, int n, unsigned wait_ms, struct rb_frozen 
  * -ENOMEM; rb_frozen_release frees it.
  */
 int rb_peek(struct rb_ring *r, struct rb_frozen *out);
+/* The same, of the newest max slots only, copied in order (the copy's nslots is max at
+ * most, and its records end at its end, index 0 circularly): a look at what the thread
+ * does now, without a whole ring's copy. */
+int rb_peek_newest(struct rb_ring *r, uint64_t max, struct rb_frozen *out);
 void rb_frozen_release(struct rb_frozen *f);
 
 /* A shared library's trace points (ringbuf/hooks_dso.c), exported by the program. */

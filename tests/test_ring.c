@@ -274,6 +274,22 @@ TEST(ring_peek_copies_without_stopping_the_thread)
 	CHECK(f.copied);
 	CHECK_EQ_U64(f.valid, 6); /* the start's sync record, two entries and two exits */
 	CHECK(f.slots != NULL && f.copy != NULL);
+	uint64_t whole[6];
+	memcpy(whole, f.slots + f.end - 6, sizeof(whole));
+	rb_frozen_release(&f);
+	/* The newest 3 slots: the last call's exit and the entry and exit before it, in order,
+	 * ending at the copy's end (index 0, circularly); more than were written: those */
+	CHECK_EQ_INT(rb_peek_newest(r, 3, &f), 0);
+	CHECK(f.copied);
+	CHECK_EQ_U64(f.nslots, 3);
+	CHECK_EQ_U64(f.end, 0);
+	CHECK_EQ_U64(f.valid, 3);
+	CHECK(!memcmp(f.slots, whole + 3, 3 * sizeof(*whole)));
+	rb_frozen_release(&f);
+	CHECK_EQ_INT(rb_peek_newest(r, 100, &f), 0);
+	CHECK_EQ_U64(f.nslots, 100);
+	CHECK_EQ_U64(f.valid, 6);
+	CHECK(!memcmp(f.slots + 94, whole, sizeof(whole)));
 	rb_frozen_release(&f);
 	CHECK(rb_ring_on(r));
 	rb_unlock();

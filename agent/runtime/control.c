@@ -260,7 +260,8 @@ RT static uint64_t traced_threads(pid_t *tids, int *ntids)
  * Sleds learning what to leave out (sleds.c): a window opens (BEGIN): each ring's records
  * now are noted; then (READ) from each traced thread whose ring holds a window's worth of
  * records since, a copy taken as it goes on writing (rb_peek: the ring keeps its records
- * for the next trace), cut to the window's records.
+ * for the next trace), cut to the window's records. Between windows (LOOK), a copy of each
+ * traced ring's newest records.
  */
 RT static void learn_sleds(enum agent_learn_step step)
 {
@@ -290,8 +291,14 @@ RT static void learn_sleds(enum agent_learn_step step)
 			seen[k].records = records;
 			continue;
 		}
+		if (step == AGENT_LEARN_LOOK) {
+			if (rb_ring_on(rings[i]) &&
+			    !rb_peek_newest(rings[i], AGENT_LEARN_LOOK_SLOTS, &frozen[nviews]))
+				views[nviews] = rb_frozen_view(&frozen[nviews]), nviews++;
+			continue;
+		}
 		uint64_t window = records - seen[k].records;
-		if (!rb_ring_on(rings[i]) || window < slots / AGENT_LEARN_WINDOW_PART ||
+		if (!rb_ring_on(rings[i]) || window < agent_sleds_window_records(slots) ||
 		    rb_peek(rings[i], &frozen[nviews]))
 			continue;
 		views[nviews] = rb_frozen_view(&frozen[nviews]);
@@ -302,7 +309,9 @@ RT static void learn_sleds(enum agent_learn_step step)
 		nviews++;
 	}
 	rb_unlock();
-	if (nviews)
+	if (nviews && step == AGENT_LEARN_LOOK)
+		agent_sleds_look(views, nviews);
+	else if (nviews)
 		agent_sleds_learn(views, nviews);
 	for (int i = 0; i < nviews; i++)
 		rb_frozen_release(&frozen[i]);

@@ -134,12 +134,15 @@ void agent_sleds_point_cost(void);
  * Learning what to leave out (sleds.c, sleds_learn_ns), on the control thread: timeout is
  * the ms until the next step (-1: none pending); step, given the traced rings' records in
  * all, says what to do now (and sets the next): BEGIN, a window opens (note each ring's
- * records: the window is the next AGENT_LEARN_WINDOW_PART'th of a ring), READ, look at
+ * records: the window is the next agent_sleds_window_records of a ring), READ, look at
  * the rings (learn from those with a full window); learn takes the copied windows of the
  * traced threads, and takes the functions too short to matter out of the trace until the
- * next window.
+ * next window. Between windows, LOOK: the newest records of each traced thread (at most
+ * AGENT_LEARN_LOOK_SLOTS, rb_peek_newest) go to look, which may ask for a window at the
+ * next step (new functions).
  */
-enum agent_learn_step { AGENT_LEARN_NONE, AGENT_LEARN_BEGIN, AGENT_LEARN_READ };
+enum agent_learn_step { AGENT_LEARN_NONE, AGENT_LEARN_BEGIN, AGENT_LEARN_READ, AGENT_LEARN_LOOK };
+#define AGENT_LEARN_LOOK_SLOTS 4096
 /* A window is this part of a ring's records: 32,768 calls of a 1 MiB ring tell the hot
  * functions' lengths, and the window's full tracing and its decoding cost a quarter of a
  * whole ring's (a server's short run paid 30% for whole rings). */
@@ -148,6 +151,9 @@ int agent_sleds_learn_timeout(uint64_t now_ns);
 enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t records,
 					     const pid_t *tids, int ntids);
 void agent_sleds_learn(const struct rb_ring_view *views, int n);
+void agent_sleds_look(const struct rb_ring_view *views, int n);
+/* The records of the open window, in a ring of slots slots. */
+uint64_t agent_sleds_window_records(uint64_t slots);
 /* At shutdown, the control thread stopped: learning ends (its samples too), the sleds stay
  * as it left them. */
 void agent_sleds_learn_stop(void);

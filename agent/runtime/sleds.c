@@ -12,6 +12,7 @@
 #include "hal/timer.h"
 #include "ringbuf/decode.h"
 #include "ringbuf/elf.h"
+#include "ringbuf/record.h"
 #include "ringbuf/ring.h"
 #include "ringbuf/sleds.h"
 #include "ringbuf/tracefile.h"
@@ -60,12 +61,23 @@ static uint64_t sampled_point; /* ticks: a traced call through them, 0 until tim
  *
  * Windows open LEARN_PROBE_FIRST_MS after the first decision, then twice as late each time,
  * up to LEARN_PROBE_MAX_MS: a program's phases call different functions (SQLite's inserts,
- * then its queries), and one that was short at the start may hold the time later. Between
- * windows the traced threads' records a second are looked at: a new phase brings functions
- * no window judged, and where the rate comes to LEARN_RATE_RISE times what it was after the
- * last decision, a window opens then (SQLite's speedtest1 runs 30 tests of tens of ms
- * each), but not before a LEARN_RATE_GAP'th of the time to the scheduled one has passed (a
- * server's bursts would open one each). While a window is open the rings are looked at
+ * then its queries), and one that was short at the start may hold the time later.
+ *
+ * A new phase brings functions no window judged, traced in full until one does: SQLite's
+ * speedtest1 runs 30 tests of tens of ms each, and a quarter second in, half of its traced
+ * calls were to short functions the first window had not seen (vdbeRecordCompareInt, 9 ns
+ * a call, 3 million calls a second). So between windows, every LEARN_RATE_POLL_MS while
+ * the records come fast, the newest AGENT_LEARN_LOOK_SLOTS records (64 KiB) of each traced thread are
+ * looked at (learn_look): where LEARN_FRESH_PCT of them are of functions no window judged,
+ * a window for them opens at once, a partial one: what is out stays out, only the
+ * functions traced now are timed, for LEARN_FRESH_RECORDS records looked at every
+ * LEARN_POLL_FRESH_MS (a full window puts every function back for a quarter of a ring,
+ * and cost speedtest1 some 6 ms each; a partial one for a ring's 16th lasted up to 100 ms
+ * where what was left traced wrote few records). The same opens where the
+ * records' rate comes to LEARN_RATE_RISE times what it was after the last decision, but
+ * not before a LEARN_RATE_GAP'th of the time to the scheduled window has passed (a
+ * server's bursts would open one each); neither more than once a LEARN_FRESH_GAP_MS.
+ * While a window is open the rings are looked at
  * every LEARN_POLL_MS for LEARN_POLL_FAST_MS (a busy thread fills its window in a few ms,
  * and until the first one closes every function is traced), then less and less often (an
  * idle app does not wake the control thread for nothing).
@@ -79,6 +91,10 @@ static uint64_t sampled_point; /* ticks: a traced call through them, 0 until tim
 #define LEARN_RATE_MIN 1000000 /* records a second: under this, less and less often */
 #define LEARN_RATE_RISE 2      /* this many times the rate after the last decision: a window, */
 #define LEARN_RATE_GAP 4       /* a quarter of the time to the next scheduled one after it */
+#define LEARN_FRESH_PCT 10     /* this share of them by functions no window judged, */
+#define LEARN_FRESH_RECORDS 8192 /* a partial window for them, of this many records */
+#define LEARN_POLL_FRESH_MS 2	/* looked at this often, */
+#define LEARN_FRESH_GAP_MS 100 /* at most one in this long */
 #define LEARN_LOG_WINDOWS 3 /* logged at info; later ones only when what is out changed */
 #define LEARN_MIN_CALLS 64 /* fewer calls than this say nothing of a function's length */
 #define LEARN_PROTECT_PCT 5 /* a short function holding this much by itself stays traced, */
@@ -128,6 +144,9 @@ RT static void edge_add(uint64_t *edges, bool *full, size_t caller, size_t calle
 static struct {
 	bool on;
 	bool window;	/* open: every function traced, every record timed */
+	bool partial;	/* the open window is for new functions: what is out stays out */
+	bool fresh;	/* the last look found new functions: a partial window next */
+	uint64_t fresh_ns; /* the last partial window's opening */
 	uint32_t min_ns;
 	unsigned poll_ms, probe_ms, windows;
 	uint64_t next_ns, opened_ns;
@@ -358,7 +377,7 @@ RT static void learn_stop(void)
 RT static bool new_phase(uint64_t now_ns, uint64_t records)
 {
 	uint64_t rate = 0;
-	bool measured = learn.rate_ns && now_ns > learn.rate_ns;
+	bool measured = learn.rate_ns && now_ns > learn.rate_ns, rise = false;
 	if (measured && records >= learn.rate_records)
 		rate = hal_muldiv_u64(records - learn.rate_records, 1000000000u, now_ns - learn.rate_ns);
 	learn.rate_ns = now_ns, learn.rate_records = records;
@@ -367,8 +386,8 @@ RT static bool new_phase(uint64_t now_ns, uint64_t records)
 	else if (measured && rate >= LEARN_RATE_MIN && rate >= learn.base_rate * LEARN_RATE_RISE &&
 		 now_ns >= learn.decided_ns + (uint64_t)learn.probe_ms * 1000000u / LEARN_RATE_GAP) {
 		log_dbg("jitt: sleds: %llu records a second against %llu after the last window: "
-			"a new window", (unsigned long long)rate, (unsigned long long)learn.base_rate);
-		return true;
+			"a new phase", (unsigned long long)rate, (unsigned long long)learn.base_rate);
+		rise = true;
 	}
 	learn.poll_ms = rate >= LEARN_RATE_MIN ? LEARN_RATE_POLL_MS
 		      : learn.poll_ms * 2 > LEARN_POLL_MAX_MS ? LEARN_POLL_MAX_MS
@@ -376,7 +395,7 @@ RT static bool new_phase(uint64_t now_ns, uint64_t records)
 	learn.next_ns = now_ns + (uint64_t)learn.poll_ms * 1000000u;
 	if (learn.next_ns > learn.probe_ns)
 		learn.next_ns = learn.probe_ns;
-	return false;
+	return rise;
 }
 
 RT static int cmp_id(const void *a, const void *b)
@@ -802,19 +821,23 @@ RT static void learn_apply(const uintptr_t *sleds, size_t nsleds, uint64_t now)
 		counted = 0;
 	}
 	learn.decided_ns = now;
-	learn.probe_ns = now + (uint64_t)learn.probe_ms * 1000000u;
-	learn.probe_ms = learn.probe_ms * 2 > LEARN_PROBE_MAX_MS ? LEARN_PROBE_MAX_MS
-								 : learn.probe_ms * 2;
+	if (!learn.partial) { /* a partial window leaves the schedule as it was */
+		learn.probe_ns = now + (uint64_t)learn.probe_ms * 1000000u;
+		learn.probe_ms = learn.probe_ms * 2 > LEARN_PROBE_MAX_MS ? LEARN_PROBE_MAX_MS
+									 : learn.probe_ms * 2;
+	}
 	learn.rate_ns = learn.base_rate = 0; /* measured anew from the next look */
 	learn.poll_ms = LEARN_RATE_POLL_MS;
 	learn.next_ns = now + (uint64_t)learn.poll_ms * 1000000u;
-	agent_log(learn.windows <= LEARN_LOG_WINDOWS || learn.nout != before ? AGENT_LOG_INFO
-									     : AGENT_LOG_DEBUG,
-		  "jitt: sleds: learned from %llu ms of %d thread(s) (window %u, %llu ms in all, "
+	/* The first ones, then the full windows that changed what is out (a phase's own
+	 * windows come one a phase: SQLite's speedtest1 opens a dozen) */
+	bool info = learn.windows <= LEARN_LOG_WINDOWS || (!learn.partial && learn.nout != before);
+	agent_log(info ? AGENT_LOG_INFO : AGENT_LOG_DEBUG,
+		  "jitt: sleds: learned from %llu ms of %d thread(s) (window %u%s, %llu ms in all, "
 		  "a call's points %llu ns): %ld functions left out (%llu calls under %u ns "
 		  "each), %zu as short kept for their time, %ld of them counted (%s%llu samples)",
 		  (unsigned long long)hal_ticks_to_ns(learn.last_span, freq) / 1000000u,
-		  learn.last_threads, learn.windows,
+		  learn.last_threads, learn.windows, learn.partial ? ", for new functions" : "",
 		  (unsigned long long)hal_ticks_to_ns(learn.span, freq) / 1000000u,
 		  (unsigned long long)hal_ticks_to_ns(learn.point, freq), done,
 		  (unsigned long long)calls, learn.min_ns, kept, counted,
@@ -843,10 +866,23 @@ RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t record
 		return AGENT_LEARN_NONE;
 	}
 	if (!learn.window) {
-		if (now_ns < learn.probe_ns && !new_phase(now_ns, records))
-			return AGENT_LEARN_NONE;
-		long err = rb_sleds_trace(learn.out, learn.nout, true);
-		if (err >= 0) /* the counted ones traced too: the window times their calls */
+		bool scheduled = now_ns >= learn.probe_ns, fresh = learn.fresh;
+		learn.fresh = false;
+		if (!scheduled && !fresh) {
+			bool may = now_ns >= learn.fresh_ns + LEARN_FRESH_GAP_MS * 1000000ull;
+			if (new_phase(now_ns, records) && may)
+				fresh = true;
+			else /* a look while the records come fast (new_phase's poll) */
+				return may && learn.poll_ms == LEARN_RATE_POLL_MS ? AGENT_LEARN_LOOK
+										  : AGENT_LEARN_NONE;
+		}
+		learn.partial = !scheduled;
+		if (learn.partial)
+			learn.fresh_ns = now_ns;
+		/* Full, the functions out traced again; in both, the counted ones: the window
+		 * times their calls (and their thunks' means are rewritten only while unused) */
+		long err = learn.partial ? 0 : rb_sleds_trace(learn.out, learn.nout, true);
+		if (err >= 0)
 			err = rb_sleds_trace(learn.counted, learn.ncounted, true);
 		if (err < 0) {
 			log_err("jitt: sleds: cannot put functions back: %s", strerror((int)-err));
@@ -857,7 +893,7 @@ RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t record
 		learn.window = true;
 		agent_sleds_point_cost();
 		(void)agent_samples_follow(tids, ntids, LEARN_SAMPLE_FAST_NS);
-		learn.poll_ms = LEARN_POLL_MS;
+		learn.poll_ms = learn.partial ? LEARN_POLL_FRESH_MS : LEARN_POLL_MS;
 		learn.opened_ns = now_ns;
 		learn.next_ns = now_ns + (uint64_t)learn.poll_ms * 1000000u;
 		return AGENT_LEARN_BEGIN;
@@ -867,6 +903,55 @@ RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t record
 								      : learn.poll_ms * 2;
 	learn.next_ns = now_ns + (uint64_t)learn.poll_ms * 1000000u;
 	return AGENT_LEARN_READ;
+}
+
+RT uint64_t agent_sleds_window_records(uint64_t slots)
+{
+	uint64_t full = slots / AGENT_LEARN_WINDOW_PART;
+	return learn.partial && LEARN_FRESH_RECORDS < full ? LEARN_FRESH_RECORDS : full;
+}
+
+/*
+ * Between windows: the newest records of the traced threads (views, n of them, each a
+ * copy of a ring's newest slots: rb_peek_newest), whose functions no
+ * window judged yet (fewer than LEARN_MIN_CALLS calls in them all): where they are
+ * LEARN_FRESH_PCT of the entries, a partial window opens at the next step. The records are
+ * read from the newest back, by their tags alone (record.h): the decoder would want a time
+ * anchor, which 4,096 slots seldom hold, and only the entries' ids are needed. A counted
+ * call is judged already: it is not counted.
+ */
+RT void agent_sleds_look(const struct rb_ring_view *views, int n)
+{
+	size_t nsleds = 0;
+	(void)(rb_sleds_list ? rb_sleds_list(&nsleds) : NULL);
+	if (!learn.on || learn.window || !learn.ids)
+		return;
+	uint64_t entries = 0, fresh = 0;
+	for (int i = 0; i < n; i++) {
+		const struct rb_ring_view *v = &views[i];
+		if (!rb_ring_view_ok(v) || v->stored < v->nslots)
+			continue;
+		for (uint64_t at = v->end, left = v->valid; left;) {
+			uint32_t low = rb_tag_low(v->slots[(at + v->nslots - 1) % v->nslots]);
+			uint64_t len = rb_two_slots(low) ? 2 : 1;
+			if (left < len)
+				break;
+			at = (at + v->nslots - len) % v->nslots, left -= len;
+			if (low < RB_FIRST_ID)
+				continue;
+			long idx = find_id(learn.ids, nsleds, low);
+			if (idx < 0)
+				continue;
+			entries++;
+			fresh += learn.fn[idx].calls < LEARN_MIN_CALLS;
+		}
+	}
+	if (fresh < LEARN_MIN_CALLS || fresh * 100 < entries * LEARN_FRESH_PCT)
+		return;
+	log_dbg("jitt: sleds: %llu of the newest %llu calls are of functions no window judged: a "
+		"window for them", (unsigned long long)fresh, (unsigned long long)entries);
+	learn.fresh = true;
+	learn.next_ns = agent_now_ns();
 }
 
 RT void agent_sleds_learn_stop(void)
