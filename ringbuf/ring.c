@@ -743,11 +743,6 @@ NO_INSTR int rb_peek_newest(struct rb_ring *r, uint64_t max, struct rb_frozen *o
 	return err == -EINPROGRESS ? -EAGAIN : err; /* stopping itself meanwhile */
 }
 
-NO_INSTR int rb_peek(struct rb_ring *r, struct rb_frozen *out)
-{
-	return rb_peek_newest(r, UINT64_MAX, out);
-}
-
 NO_INSTR void rb_frozen_release(struct rb_frozen *f)
 {
 	free(f->copy);

@@ -124,16 +124,14 @@ int rb_stop(struct rb_ring *r, unsigned wait_ms, struct rb_frozen *out);
 int rb_stop_many(struct rb_ring **rs, int n, unsigned wait_ms, struct rb_frozen *out,
 		 int *errs);
 /*
- * A copy of a running ring, taken while its thread goes on writing (the validated copy of
- * a stop that got no answer, without the stop): for statistics, which need no exact end
- * and must not cost the ring its records (the sleds' learning, agent/runtime/sleds.c).
+ * A copy of a running ring's newest max slots (all of them: UINT64_MAX), taken while its
+ * thread goes on writing (the validated copy of a stop that got no answer, without the
+ * stop): for statistics, which need no exact end and must not cost the ring its records
+ * (the sleds' learning, agent/runtime/sleds.c). Fewer than the ring's are copied in order
+ * into a copy of that many (its nslots), their end at its end (index 0, circularly).
  * 0, -EINVAL when the ring is not running, -EAGAIN when it changed too fast to copy, or
  * -ENOMEM; rb_frozen_release frees it.
  */
-int rb_peek(struct rb_ring *r, struct rb_frozen *out);
-/* The same, of the newest max slots only, copied in order (the copy's nslots is max at
- * most, and its records end at its end, index 0 circularly): a look at what the thread
- * does now, without a whole ring's copy. */
 int rb_peek_newest(struct rb_ring *r, uint64_t max, struct rb_frozen *out);
 void rb_frozen_release(struct rb_frozen *f);
 

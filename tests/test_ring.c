@@ -264,13 +264,13 @@ TEST(ring_peek_copies_without_stopping_the_thread)
 	rb_lock();
 	struct rb_ring *r = the_ring();
 	struct rb_frozen f;
-	CHECK_EQ_INT(rb_peek(r, &f), -EINVAL);
+	CHECK_EQ_INT(rb_peek_newest(r, UINT64_MAX, &f), -EINVAL);
 	CHECK_EQ_INT(rb_start(r), 0);
 	rb_unlock();
 	traced_empty();
 	traced_empty();
 	rb_lock();
-	CHECK_EQ_INT(rb_peek(r, &f), 0);
+	CHECK_EQ_INT(rb_peek_newest(r, UINT64_MAX, &f), 0);
 	CHECK(f.copied);
 	CHECK_EQ_U64(f.valid, 6); /* the start's sync record, two entries and two exits */
 	CHECK(f.slots != NULL && f.copy != NULL);

@@ -12,6 +12,7 @@
 #include "ringbuf/trace.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,6 +166,15 @@ RT void agent_exit(void)
 		return;
 	if (rt->listen_fd >= 0)
 		unlink(rt->socket_path);
+	/* What the control thread cost the app, in its CPU time (an OEM's check), and what
+	 * learning did: at debug level */
+	clockid_t clock;
+	struct timespec cpu;
+	if (agent_log_enabled(AGENT_LOG_DEBUG) && !pthread_getcpuclockid(rt->control, &clock) &&
+	    !clock_gettime(clock, &cpu))
+		log_dbg("jitt: control thread: %lld.%03ld s of CPU time", (long long)cpu.tv_sec,
+			cpu.tv_nsec / 1000000);
+	agent_sleds_learn_report();
 }
 
 /* A name given before the thread has a ring: used when it gets one, so that naming a

@@ -259,9 +259,9 @@ RT static uint64_t traced_threads(pid_t *tids, int *ntids)
 /*
  * Sleds learning what to leave out (sleds.c): a window opens (BEGIN): each ring's records
  * now are noted; then (READ) from each traced thread whose ring holds a window's worth of
- * records since, a copy taken as it goes on writing (rb_peek: the ring keeps its records
- * for the next trace), cut to the window's records. Between windows (LOOK), a copy of each
- * traced ring's newest records.
+ * records since, a copy of those taken as it goes on writing (rb_peek_newest: the ring
+ * keeps its records for the next trace). Between windows (LOOK), a copy of each traced
+ * ring's newest records.
  */
 RT static void learn_sleds(enum agent_learn_step step)
 {
@@ -297,13 +297,15 @@ RT static void learn_sleds(enum agent_learn_step step)
 				views[nviews] = rb_frozen_view(&frozen[nviews]), nviews++;
 			continue;
 		}
+		/* The window's records only (a slot each at least; what came before it was
+		 * traced and timed as the last decision left it): a copy of the ring's newest
+		 * that many slots (a copy of a whole 4 MiB ring for each window, and its page
+		 * faults, were a quarter of this thread's time on SQLite's speedtest1) */
 		uint64_t window = records - seen[k].records;
 		if (!rb_ring_on(rings[i]) || window < agent_sleds_window_records(slots) ||
-		    rb_peek(rings[i], &frozen[nviews]))
+		    rb_peek_newest(rings[i], window, &frozen[nviews]))
 			continue;
 		views[nviews] = rb_frozen_view(&frozen[nviews]);
-		/* The window's records only (a slot each at least; what came before it was
-		 * traced and timed as the last decision left it) */
 		if (views[nviews].valid > window)
 			views[nviews].valid = window;
 		nviews++;

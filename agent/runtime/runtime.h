@@ -157,6 +157,9 @@ uint64_t agent_sleds_window_records(uint64_t slots);
 /* At shutdown, the control thread stopped: learning ends (its samples too), the sleds stay
  * as it left them. */
 void agent_sleds_learn_stop(void);
+/* At the process's exit (debug level): the windows, and the records the traced threads
+ * wrote in all and in them. */
+void agent_sleds_learn_report(void);
 /*
  * Learning's profile (learn_samples.c): perf's samples of the traced threads, by sled.
  * start maps each sled's function (its symbol's size in elf, or up to the next sled);

@@ -66,17 +66,17 @@ static uint64_t sampled_point; /* ticks: a traced call through them, 0 until tim
  * A new phase brings functions no window judged, traced in full until one does: SQLite's
  * speedtest1 runs 30 tests of tens of ms each, and a quarter second in, half of its traced
  * calls were to short functions the first window had not seen (vdbeRecordCompareInt, 9 ns
- * a call, 3 million calls a second). So between windows, every LEARN_RATE_POLL_MS while
- * the records come fast, the newest AGENT_LEARN_LOOK_SLOTS records (64 KiB) of each traced thread are
- * looked at (learn_look): where LEARN_FRESH_PCT of them are of functions no window judged,
- * a window for them opens at once, a partial one: what is out stays out, only the
+ * a call, 3 million calls a second). So between windows, every LEARN_LOOK_MS while the
+ * records come at LEARN_RATE_MIN a second or more (else less and less often), the newest
+ * AGENT_LEARN_LOOK_SLOTS records (64 KiB) of each traced thread are looked at
+ * (agent_sleds_look): where LEARN_FRESH_PCT of their calls are to functions no window
+ * judged, a window for them opens at once, a partial one: what is out stays out, only the
  * functions traced now are timed, for LEARN_FRESH_RECORDS records looked at every
- * LEARN_POLL_FRESH_MS (a full window puts every function back for a quarter of a ring,
- * and cost speedtest1 some 6 ms each; a partial one for a ring's 16th lasted up to 100 ms
- * where what was left traced wrote few records). The same opens where the
- * records' rate comes to LEARN_RATE_RISE times what it was after the last decision, but
- * not before a LEARN_RATE_GAP'th of the time to the scheduled window has passed (a
- * server's bursts would open one each); neither more than once a LEARN_FRESH_GAP_MS.
+ * LEARN_POLL_FRESH_MS; at most one every LEARN_FRESH_GAP_MS. A full window puts every
+ * function back for a quarter of a ring, and cost speedtest1 some 6 ms each; a partial one
+ * for a ring's 16th lasted up to 100 ms where what was left traced wrote few records. (A
+ * rise in the records' rate opened a full window before: it came late, and a server's
+ * bursts opened one each.)
  * While a window is open the rings are looked at
  * every LEARN_POLL_MS for LEARN_POLL_FAST_MS (a busy thread fills its window in a few ms,
  * and until the first one closes every function is traced), then less and less often (an
@@ -87,14 +87,12 @@ static uint64_t sampled_point; /* ticks: a traced call through them, 0 until tim
 #define LEARN_POLL_MAX_MS 1000
 #define LEARN_PROBE_FIRST_MS 500
 #define LEARN_PROBE_MAX_MS 60000
-#define LEARN_RATE_POLL_MS 50 /* between windows, the records' rate looked at this often */
-#define LEARN_RATE_MIN 1000000 /* records a second: under this, less and less often */
-#define LEARN_RATE_RISE 2      /* this many times the rate after the last decision: a window, */
-#define LEARN_RATE_GAP 4       /* a quarter of the time to the next scheduled one after it */
+#define LEARN_LOOK_MS 10 /* between windows, the newest records looked at this often, */
+#define LEARN_RATE_MIN 1000000 /* while they come this fast (a second); else less and less */
 #define LEARN_FRESH_PCT 10     /* this share of them by functions no window judged, */
 #define LEARN_FRESH_RECORDS 8192 /* a partial window for them, of this many records */
 #define LEARN_POLL_FRESH_MS 2	/* looked at this often, */
-#define LEARN_FRESH_GAP_MS 100 /* at most one in this long */
+#define LEARN_FRESH_GAP_MS 30 /* at most one in this long */
 #define LEARN_LOG_WINDOWS 3 /* logged at info; later ones only when what is out changed */
 #define LEARN_MIN_CALLS 64 /* fewer calls than this say nothing of a function's length */
 #define LEARN_PROTECT_PCT 5 /* a short function holding this much by itself stays traced, */
@@ -151,11 +149,14 @@ static struct {
 	unsigned poll_ms, probe_ms, windows;
 	uint64_t next_ns, opened_ns;
 	uint64_t probe_ns;   /* the next window's, at the latest */
-	uint64_t decided_ns; /* the last window's decision */
-	uint64_t rate_ns, rate_records, base_rate; /* the last look; records/s after a decision */
+	uint64_t rate_ns, rate_records; /* the last look */
 	uint64_t span;	/* ticks: the windows' records, all rings */
 	uint64_t point; /* ticks: what a traced call's trace points cost (probe_ticks) */
-	struct learn_id *ids; /* sorted by id */
+	/* Each sled by its id (open addressing, idcap of them, twice the sleds at least; ids
+	 * are 0x10 at least, an empty one is 0): a look or a window finds one a record, and
+	 * a binary search was a third of speedtest1's looks */
+	struct learn_id *ids;
+	size_t idcap;
 	struct learn_fn *fn;  /* by sled, over every window so far */
 	size_t *out, nout;    /* the sleds taken out of the trace now */
 	size_t *counted, ncounted; /* and those whose calls are counted (rb_sleds_count) */
@@ -170,6 +171,8 @@ static struct {
 	uint64_t samples;     /* all of them (samples in the program's functions) */
 	uint64_t pending_ns;  /* a window closed then, its decision waiting for samples */
 	uint64_t last_span;   /* ticks: the last window's records, all rings */
+	unsigned partials;    /* windows for new functions (learn.partial) */
+	uint64_t window_records; /* the windows' records, all of them */
 	int last_threads;     /* and their threads */
 } learn;
 
@@ -372,54 +375,74 @@ RT static void learn_stop(void)
 	learn.sampled = false;
 }
 
-/* Between windows: whether the records' rate says a new phase began (see above); sets the
- * next look. */
-RT static bool new_phase(uint64_t now_ns, uint64_t records)
+/* Between windows: the next look, at LEARN_LOOK_MS while the records come fast; less and
+ * less often while they do not (an idle app's control thread sleeps). Whether to look now. */
+RT static bool look_due(uint64_t now_ns, uint64_t records)
 {
 	uint64_t rate = 0;
-	bool measured = learn.rate_ns && now_ns > learn.rate_ns, rise = false;
-	if (measured && records >= learn.rate_records)
+	if (learn.rate_ns && now_ns > learn.rate_ns && records >= learn.rate_records)
 		rate = hal_muldiv_u64(records - learn.rate_records, 1000000000u, now_ns - learn.rate_ns);
 	learn.rate_ns = now_ns, learn.rate_records = records;
-	if (measured && !learn.base_rate)
-		learn.base_rate = rate ? rate : 1;
-	else if (measured && rate >= LEARN_RATE_MIN && rate >= learn.base_rate * LEARN_RATE_RISE &&
-		 now_ns >= learn.decided_ns + (uint64_t)learn.probe_ms * 1000000u / LEARN_RATE_GAP) {
-		log_dbg("jitt: sleds: %llu records a second against %llu after the last window: "
-			"a new phase", (unsigned long long)rate, (unsigned long long)learn.base_rate);
-		rise = true;
-	}
-	learn.poll_ms = rate >= LEARN_RATE_MIN ? LEARN_RATE_POLL_MS
+	bool fast = rate >= LEARN_RATE_MIN;
+	learn.poll_ms = fast ? LEARN_LOOK_MS
 		      : learn.poll_ms * 2 > LEARN_POLL_MAX_MS ? LEARN_POLL_MAX_MS
 							  : learn.poll_ms * 2;
 	learn.next_ns = now_ns + (uint64_t)learn.poll_ms * 1000000u;
 	if (learn.next_ns > learn.probe_ns)
 		learn.next_ns = learn.probe_ns;
-	return rise;
+	return fast && now_ns >= learn.fresh_ns + LEARN_FRESH_GAP_MS * 1000000ull;
 }
 
-RT static int cmp_id(const void *a, const void *b)
+/* Where id's search in learn.ids starts (a power-of-2 table: its upper bits of a product) */
+RT static size_t id_hash(uint32_t id)
 {
-	uint32_t x = ((const struct learn_id *)a)->id, y = ((const struct learn_id *)b)->id;
-	return x < y ? -1 : x > y;
+	return (size_t)((id * 0x9e3779b97f4a7c15ull) >> 40) & (learn.idcap - 1);
 }
 
-RT static long find_id(const struct learn_id *ids, size_t n, uint32_t id)
+/* The sled whose function has entry id id, or -1. */
+RT static long find_id(uint32_t id)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (ids[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
+	for (size_t h = id_hash(id);; h = (h + 1) & (learn.idcap - 1)) {
+		if (learn.ids[h].id == id)
+			return learn.ids[h].idx;
+		if (!learn.ids[h].id)
+			return -1;
 	}
-	return lo < n && ids[lo].id == id ? (long)ids[lo].idx : -1;
 }
 
 RT static uint64_t minus(uint64_t a, uint64_t b)
 {
 	return a > b ? a - b : 0;
+}
+
+/* The record before `at` in view v (its slots end there, circularly): its tag, and at moved
+ * back over it; false where fewer than its slots are left (*left of them). By the tags
+ * alone (record.h), newest first, as the decoder's first pass reads them. */
+RT static bool record_back(const struct rb_ring_view *v, uint64_t *at, uint64_t *left,
+			   uint64_t *tag)
+{
+	if (!*left)
+		return false;
+	*tag = v->slots[(*at + v->nslots - 1) % v->nslots];
+	uint64_t len = rb_two_slots(rb_tag_low(*tag)) ? 2 : 1;
+	if (*left < len)
+		return false;
+	*at = (*at + v->nslots - len) % v->nslots, *left -= len;
+	return true;
+}
+
+/* The valid slots of v from its oldest timed record on. A window's records are every one
+ * timed but for the few its threads wrote before they saw it open (up to the next record
+ * due to be timed, RB_SAMPLED_GAP_MAX at most): with any untimed record in a ring, its
+ * decoder fits their times to the whole of it (untimed.h), which took most of the control
+ * thread's time on SQLite's speedtest1. */
+RT static uint64_t timed_part(const struct rb_ring_view *v)
+{
+	uint64_t at = v->end, left = v->valid, tag, keep = 0;
+	while (record_back(v, &at, &left, &tag))
+		if (rb_tag_ts32(tag) || (rb_tag_low(tag) - RB_SYNC) < RB_CALLED - RB_SYNC)
+			keep = v->valid - left; /* timed, or a special record: an exact time */
+	return keep;
 }
 
 /*
@@ -429,11 +452,13 @@ RT static uint64_t minus(uint64_t a, uint64_t b)
  * short function look like a profile's top, and a function whose calls are long is not
  * short at any cap far above the threshold.
  */
-RT static uint64_t learn_ring(const struct rb_ring_view *v, const struct learn_id *ids,
-			      size_t nids, struct learn_fn *fn, uint64_t point, uint64_t cap)
+RT static uint64_t learn_ring(const struct rb_ring_view *v, struct learn_fn *fn, uint64_t point,
+			      uint64_t cap)
 {
 	struct rb_decoder d;
-	if (rb_decoder_init(&d, v, hal_timer_now(), NULL, NULL))
+	struct rb_ring_view timed = *v;
+	timed.valid = timed_part(v);
+	if (rb_decoder_init(&d, &timed, hal_timer_now(), NULL, NULL))
 		return 0;
 	static struct {
 		long idx;
@@ -446,7 +471,7 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, const struct learn_i
 		for (size_t i = 0; i < got; i++) {
 			if (ev[i].kind == RB_EV_ENTRY) {
 				if (depth < LEARN_DEPTH) {
-					stack[depth].idx = find_id(ids, nids, (uint32_t)ev[i].id);
+					stack[depth].idx = find_id((uint32_t)ev[i].id);
 					stack[depth].ts = ev[i].ts;
 					stack[depth].child = 0;
 					stack[depth].kids = stack[depth].inner = 0;
@@ -558,7 +583,9 @@ RT static int cmp_desc(const void *a, const void *b)
  * cost, the program's symbols and perf's samples of the traced threads. false: no memory. */
 RT static bool learn_init(const uintptr_t *sleds, size_t nsleds)
 {
-	learn.ids = calloc(nsleds, sizeof(*learn.ids));
+	for (learn.idcap = 16; learn.idcap < 2 * nsleds; learn.idcap *= 2)
+		;
+	learn.ids = calloc(learn.idcap, sizeof(*learn.ids));
 	learn.fn = calloc(nsleds, sizeof(*learn.fn));
 	learn.out = calloc(nsleds, sizeof(*learn.out));
 	learn.hits = calloc(nsleds, sizeof(*learn.hits));
@@ -569,9 +596,14 @@ RT static bool learn_init(const uintptr_t *sleds, size_t nsleds)
 	if (!learn.ids || !learn.fn || !learn.out || !learn.hits || !learn.counted ||
 	    !learn.mean || !learn.edges || !learn.is_out)
 		return false;
-	for (size_t i = 0; i < nsleds; i++)
-		learn.ids[i] = (struct learn_id){ (uint32_t)sleds[i], (uint32_t)i };
-	qsort(learn.ids, nsleds, sizeof(*learn.ids), cmp_id);
+	for (size_t i = 0; i < nsleds; i++) {
+		uint32_t id = (uint32_t)sleds[i];
+		size_t h = id_hash(id);
+		while (learn.ids[h].id && learn.ids[h].id != id)
+			h = (h + 1) & (learn.idcap - 1);
+		if (!learn.ids[h].id && id >= RB_FIRST_ID)
+			learn.ids[h] = (struct learn_id){ id, (uint32_t)i };
+	}
 	learn.point = probe_ticks(); /* as the windows' records are: every one timed */
 	/* The functions' extents for the samples, their names for the log (a few ms of the
 	 * control thread, once); a stripped program's samples go by its sleds alone. */
@@ -820,14 +852,13 @@ RT static void learn_apply(const uintptr_t *sleds, size_t nsleds, uint64_t now)
 		learn.ncounted = 0; /* they stay traced */
 		counted = 0;
 	}
-	learn.decided_ns = now;
 	if (!learn.partial) { /* a partial window leaves the schedule as it was */
 		learn.probe_ns = now + (uint64_t)learn.probe_ms * 1000000u;
 		learn.probe_ms = learn.probe_ms * 2 > LEARN_PROBE_MAX_MS ? LEARN_PROBE_MAX_MS
 									 : learn.probe_ms * 2;
 	}
-	learn.rate_ns = learn.base_rate = 0; /* measured anew from the next look */
-	learn.poll_ms = LEARN_RATE_POLL_MS;
+	learn.rate_ns = 0; /* measured anew from the next look */
+	learn.poll_ms = LEARN_LOOK_MS;
 	learn.next_ns = now + (uint64_t)learn.poll_ms * 1000000u;
 	/* The first ones, then the full windows that changed what is out (a phase's own
 	 * windows come one a phase: SQLite's speedtest1 opens a dozen) */
@@ -868,14 +899,8 @@ RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t record
 	if (!learn.window) {
 		bool scheduled = now_ns >= learn.probe_ns, fresh = learn.fresh;
 		learn.fresh = false;
-		if (!scheduled && !fresh) {
-			bool may = now_ns >= learn.fresh_ns + LEARN_FRESH_GAP_MS * 1000000ull;
-			if (new_phase(now_ns, records) && may)
-				fresh = true;
-			else /* a look while the records come fast (new_phase's poll) */
-				return may && learn.poll_ms == LEARN_RATE_POLL_MS ? AGENT_LEARN_LOOK
-										  : AGENT_LEARN_NONE;
-		}
+		if (!scheduled && !fresh)
+			return look_due(now_ns, records) ? AGENT_LEARN_LOOK : AGENT_LEARN_NONE;
 		learn.partial = !scheduled;
 		if (learn.partial)
 			learn.fresh_ns = now_ns;
@@ -916,30 +941,25 @@ RT uint64_t agent_sleds_window_records(uint64_t slots)
  * copy of a ring's newest slots: rb_peek_newest), whose functions no
  * window judged yet (fewer than LEARN_MIN_CALLS calls in them all): where they are
  * LEARN_FRESH_PCT of the entries, a partial window opens at the next step. The records are
- * read from the newest back, by their tags alone (record.h): the decoder would want a time
- * anchor, which 4,096 slots seldom hold, and only the entries' ids are needed. A counted
- * call is judged already: it is not counted.
+ * read by their tags alone (record_back): the decoder would want a time anchor, which
+ * 4,096 slots seldom hold, and only the entries' ids are needed. A counted call is judged
+ * already: it is not counted.
  */
 RT void agent_sleds_look(const struct rb_ring_view *views, int n)
 {
-	size_t nsleds = 0;
-	(void)(rb_sleds_list ? rb_sleds_list(&nsleds) : NULL);
 	if (!learn.on || learn.window || !learn.ids)
 		return;
 	uint64_t entries = 0, fresh = 0;
 	for (int i = 0; i < n; i++) {
 		const struct rb_ring_view *v = &views[i];
-		if (!rb_ring_view_ok(v) || v->stored < v->nslots)
+		if (!rb_ring_view_ok(v))
 			continue;
-		for (uint64_t at = v->end, left = v->valid; left;) {
-			uint32_t low = rb_tag_low(v->slots[(at + v->nslots - 1) % v->nslots]);
-			uint64_t len = rb_two_slots(low) ? 2 : 1;
-			if (left < len)
-				break;
-			at = (at + v->nslots - len) % v->nslots, left -= len;
+		uint64_t at = v->end, left = v->valid, tag;
+		while (record_back(v, &at, &left, &tag)) {
+			uint32_t low = rb_tag_low(tag);
 			if (low < RB_FIRST_ID)
 				continue;
-			long idx = find_id(learn.ids, nsleds, low);
+			long idx = find_id(low);
 			if (idx < 0)
 				continue;
 			entries++;
@@ -954,8 +974,26 @@ RT void agent_sleds_look(const struct rb_ring_view *views, int n)
 	learn.next_ns = agent_now_ns();
 }
 
+RT void agent_sleds_learn_report(void)
+{
+	if (learn.on && agent_log_enabled(AGENT_LOG_DEBUG)) {
+		struct rb_ring *rings[64];
+		uint64_t records = 0;
+		rb_lock();
+		int n = rb_rings(rings, 64);
+		for (int i = 0; i < n; i++)
+			records += rb_ring_records(rings[i]);
+		rb_unlock();
+		log_dbg("jitt: sleds: learning ends: %u windows, %u of them for new functions; the "
+			"traced threads wrote %llu slots, %llu of them in the windows", learn.windows,
+			learn.partials, (unsigned long long)records,
+			(unsigned long long)learn.window_records);
+	}
+}
+
 RT void agent_sleds_learn_stop(void)
 {
+	agent_sleds_learn_report();
 	learn_stop();
 }
 
@@ -968,11 +1006,14 @@ RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 	uint64_t freq = hal_timer_freq(), span = 0;
 	uint64_t cap = hal_muldiv_u64((uint64_t)learn.min_ns * LEARN_CAP_TIMES, freq, 1000000000u);
 	for (int i = 0; i < n; i++)
-		span += learn_ring(&views[i], learn.ids, nsleds, learn.fn, learn.point, cap ? cap : 1);
+		span += learn_ring(&views[i], learn.fn, learn.point, cap ? cap : 1);
 	learn.span += span;
 	learn.last_span = span;
 	learn.last_threads = n;
 	learn.windows++;
+	learn.partials += learn.partial;
+	for (int i = 0; i < n; i++)
+		learn.window_records += views[i].valid;
 	rb_sleds_time_all(false);
 	learn.window = false;
 	agent_sleds_point_cost();
