@@ -1003,6 +1003,11 @@ RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 	const uintptr_t *sleds = rb_sleds_list ? rb_sleds_list(&nsleds) : NULL;
 	if (!learn.on || !learn.window || !learn.ids)
 		return;
+	/* The window's records are copied: the rest go back to sampled time now, not after
+	 * the decode (a ms and more, every record timed meanwhile) */
+	rb_sleds_time_all(false);
+	learn.window = false;
+	agent_sleds_point_cost();
 	uint64_t freq = hal_timer_freq(), span = 0;
 	uint64_t cap = hal_muldiv_u64((uint64_t)learn.min_ns * LEARN_CAP_TIMES, freq, 1000000000u);
 	for (int i = 0; i < n; i++)
@@ -1014,9 +1019,6 @@ RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 	learn.partials += learn.partial;
 	for (int i = 0; i < n; i++)
 		learn.window_records += views[i].valid;
-	rb_sleds_time_all(false);
-	learn.window = false;
-	agent_sleds_point_cost();
 	uint64_t now = agent_now_ns();
 	/* Too few samples to rank a profile's top yet (a thread that spends most of its time in
 	 * the kernel, as a server's does, gives few of its own code): every function stays
