@@ -91,7 +91,7 @@ static uint64_t sampled_point; /* ticks: a traced call through them, 0 until tim
 #define LEARN_RATE_MIN 1000000 /* while they come this fast (a second); else less and less */
 #define LEARN_FRESH_PCT 10     /* this share of them by functions no window judged, */
 #define LEARN_FRESH_RECORDS 8192 /* a partial window for them, of this many records */
-#define LEARN_POLL_FRESH_MS 2	/* looked at this often, */
+#define LEARN_POLL_FRESH_MS 1	/* looked at this often, */
 #define LEARN_FRESH_GAP_MS 30 /* at most one in this long */
 #define LEARN_LOG_WINDOWS 3 /* logged at info; later ones only when what is out changed */
 #define LEARN_MIN_CALLS 64 /* fewer calls than this say nothing of a function's length */
