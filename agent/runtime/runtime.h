@@ -142,7 +142,7 @@ void agent_sleds_point_cost(void);
  * next step (new functions).
  */
 enum agent_learn_step { AGENT_LEARN_NONE, AGENT_LEARN_BEGIN, AGENT_LEARN_READ, AGENT_LEARN_LOOK };
-#define AGENT_LEARN_LOOK_SLOTS 4096
+#define AGENT_LEARN_LOOK_SLOTS 1024
 /* A window is this part of a ring's records: 32,768 calls of a 1 MiB ring tell the hot
  * functions' lengths, and the window's full tracing and its decoding cost a quarter of a
  * whole ring's (a server's short run paid 30% for whole rings). */

@@ -68,7 +68,7 @@ static uint64_t sampled_point; /* ticks: a traced call through them, 0 until tim
  * calls were to short functions the first window had not seen (vdbeRecordCompareInt, 9 ns
  * a call, 3 million calls a second). So between windows, every LEARN_LOOK_MS while the
  * records come at LEARN_RATE_MIN a second or more (else less and less often), the newest
- * AGENT_LEARN_LOOK_SLOTS records (64 KiB) of each traced thread are looked at
+ * AGENT_LEARN_LOOK_SLOTS records (8 KiB: some 500 calls) of each traced thread are looked at
  * (agent_sleds_look): where LEARN_FRESH_PCT of their calls are to functions no window
  * judged, a window for them opens at once, a partial one: what is out stays out, only the
  * functions traced now are timed, for LEARN_FRESH_RECORDS records looked at every
@@ -76,8 +76,7 @@ static uint64_t sampled_point; /* ticks: a traced call through them, 0 until tim
  * function back for a quarter of a ring, and cost speedtest1 some 6 ms each; a partial one
  * for a ring's 16th lasted up to 100 ms where what was left traced wrote few records. (A
  * rise in the records' rate opened a full window before: it came late, and a server's
- * bursts opened one each.)
- * While a window is open the rings are looked at
+ * bursts opened one each.) While a full window is open the rings are looked at
  * every LEARN_POLL_MS for LEARN_POLL_FAST_MS (a busy thread fills its window in a few ms,
  * and until the first one closes every function is traced), then less and less often (an
  * idle app does not wake the control thread for nothing).
@@ -89,7 +88,8 @@ static uint64_t sampled_point; /* ticks: a traced call through them, 0 until tim
 #define LEARN_PROBE_MAX_MS 60000
 #define LEARN_LOOK_MS 10 /* between windows, the newest records looked at this often, */
 #define LEARN_RATE_MIN 1000000 /* while they come this fast (a second); else less and less */
-#define LEARN_FRESH_PCT 10     /* this share of them by functions no window judged, */
+#define LEARN_FRESH_PCT 10     /* this share of their calls to functions no window judged, */
+#define LEARN_FRESH_MIN 32     /* and this many at least: */
 #define LEARN_FRESH_RECORDS 8192 /* a partial window for them, of this many records */
 #define LEARN_POLL_FRESH_MS 1	/* looked at this often, */
 #define LEARN_FRESH_GAP_MS 30 /* at most one in this long */
@@ -942,7 +942,7 @@ RT uint64_t agent_sleds_window_records(uint64_t slots)
  * window judged yet (fewer than LEARN_MIN_CALLS calls in them all): where they are
  * LEARN_FRESH_PCT of the entries, a partial window opens at the next step. The records are
  * read by their tags alone (record_back): the decoder would want a time anchor, which
- * 4,096 slots seldom hold, and only the entries' ids are needed. A counted call is judged
+ * 1,024 slots seldom hold, and only the entries' ids are needed. A counted call is judged
  * already: it is not counted.
  */
 RT void agent_sleds_look(const struct rb_ring_view *views, int n)
@@ -966,7 +966,7 @@ RT void agent_sleds_look(const struct rb_ring_view *views, int n)
 			fresh += learn.fn[idx].calls < LEARN_MIN_CALLS;
 		}
 	}
-	if (fresh < LEARN_MIN_CALLS || fresh * 100 < entries * LEARN_FRESH_PCT)
+	if (fresh < LEARN_FRESH_MIN || fresh * 100 < entries * LEARN_FRESH_PCT)
 		return;
 	log_dbg("jitt: sleds: %llu of the newest %llu calls are of functions no window judged: a "
 		"window for them", (unsigned long long)fresh, (unsigned long long)entries);
