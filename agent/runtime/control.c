@@ -297,14 +297,11 @@ RT static void learn_sleds(enum agent_learn_step step)
 				views[nviews] = rb_frozen_view(&frozen[nviews]), nviews++;
 			continue;
 		}
-		/* The window's records, all since it opened (a slot each at least; what came
-		 * before it was traced and timed as the last decision left it; its newest
-		 * quarter of a ring alone missed a test program's leaf, which comes in bursts):
-		 * a copy of those slots only (a copy of a whole 4 MiB ring for each window, and
-		 * its page faults, were a quarter of this thread's time on speedtest1) */
-		uint64_t window = records - seen[k].records;
-		if (!rb_ring_on(rings[i]) || window < agent_sleds_window_records(slots) ||
-		    rb_peek_newest(rings[i], window, &frozen[nviews]))
+		/* The window's records, a copy of those slots only (a copy of a whole 4 MiB
+		 * ring for each window, and its page faults, were a quarter of this thread's
+		 * time on speedtest1) */
+		uint64_t copy = agent_sleds_window_copy(slots, records - seen[k].records);
+		if (!rb_ring_on(rings[i]) || !copy || rb_peek_newest(rings[i], copy, &frozen[nviews]))
 			continue;
 		views[nviews] = rb_frozen_view(&frozen[nviews]);
 		nviews++;

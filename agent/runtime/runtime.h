@@ -134,7 +134,7 @@ void agent_sleds_point_cost(void);
  * Learning what to leave out (sleds.c, sleds_learn_ns), on the control thread: timeout is
  * the ms until the next step (-1: none pending); step, given the traced rings' records in
  * all, says what to do now (and sets the next): BEGIN, a window opens (note each ring's
- * records: the window is the next agent_sleds_window_records of a ring), READ, look at
+ * records: agent_sleds_window_copy says when the window is full), READ, look at
  * the rings (learn from those with a full window); learn takes the copied windows of the
  * traced threads, and takes the functions too short to matter out of the trace until the
  * next window. Between windows, LOOK: the newest records of each traced thread (at most
@@ -152,8 +152,9 @@ enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t records,
 					     const pid_t *tids, int ntids);
 void agent_sleds_learn(const struct rb_ring_view *views, int n);
 void agent_sleds_look(const struct rb_ring_view *views, int n);
-/* The records of the open window, in a ring of slots slots. */
-uint64_t agent_sleds_window_records(uint64_t slots);
+/* The newest records of a ring of slots slots to learn from, since records were written
+ * since the open window opened: 0 while they are too few. */
+uint64_t agent_sleds_window_copy(uint64_t slots, uint64_t since);
 /* At shutdown, the control thread stopped: learning ends (its samples too), the sleds stay
  * as it left them. */
 void agent_sleds_learn_stop(void);
