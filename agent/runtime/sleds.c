@@ -89,7 +89,8 @@ static uint64_t sampled_point; /* ticks: a traced call through them, 0 until tim
 #define LEARN_LOOK_MS 10 /* between windows, the newest records looked at this often, */
 #define LEARN_RATE_MIN 1000000 /* while they come this fast (a second); else less and less */
 #define LEARN_FRESH_PCT 10     /* this share of their calls to functions no window judged, */
-#define LEARN_FRESH_MIN 32     /* and this many at least: */
+#define LEARN_FRESH_MIN 32     /* and this many at least, */
+#define LEARN_FRESH_FN_MIN 8   /* each function's this many at least: */
 #define LEARN_FRESH_RECORDS 8192 /* a partial window for them, of this many records */
 #define LEARN_POLL_FRESH_MS 1	/* looked at this often, */
 #define LEARN_FRESH_GAP_MS 30 /* at most one in this long */
@@ -117,6 +118,8 @@ struct learn_id {
 struct learn_fn {
 	uint64_t calls, incl, self; /* ticks, the trace points' own cost taken out */
 	uint64_t parent;	    /* its calls that made traced calls: 0 for a leaf */
+	uint32_t windows, mark;	    /* the windows that saw it entered; the last one's number */
+	uint32_t look, look_mark;   /* its entries in the last look (agent_sleds_look) */
 };
 
 /* Which function called which in the windows, as (caller + 1) << 32 | (callee + 1), sled
@@ -471,7 +474,9 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, struct learn_fn *fn,
 		for (size_t i = 0; i < got; i++) {
 			if (ev[i].kind == RB_EV_ENTRY) {
 				if (depth < LEARN_DEPTH) {
-					stack[depth].idx = find_id((uint32_t)ev[i].id);
+					long k = stack[depth].idx = find_id((uint32_t)ev[i].id);
+					if (k >= 0 && fn[k].mark != learn.windows + 1)
+						fn[k].mark = learn.windows + 1, fn[k].windows++;
 					stack[depth].ts = ev[i].ts;
 					stack[depth].child = 0;
 					stack[depth].kids = stack[depth].inner = 0;
@@ -943,36 +948,55 @@ RT uint64_t agent_sleds_window_copy(uint64_t slots, uint64_t since)
 	return since >= want ? want : 0;
 }
 
+/* Whether function idx is new to learning and worth a window: no window judged it (fewer
+ * than LEARN_MIN_CALLS calls ended in them all), fewer than 2 saw it entered (a bytecode
+ * loop entered once and never left in a window is not new, and opened a window every
+ * LEARN_FRESH_GAP_MS on duktape), and its entries in the look are LEARN_FRESH_FN_MIN at
+ * least (its trace points cost, where a rare one's do not). */
+RT static bool fresh_fn(long idx, uint32_t look)
+{
+	const struct learn_fn *f = &learn.fn[idx];
+	return f->look_mark == look && f->look >= LEARN_FRESH_FN_MIN &&
+	       f->calls < LEARN_MIN_CALLS && f->windows < 2;
+}
+
 /*
  * Between windows: the newest records of the traced threads (views, n of them, each a
- * copy of a ring's newest slots: rb_peek_newest), whose functions no
- * window judged yet (fewer than LEARN_MIN_CALLS calls in them all): where they are
- * LEARN_FRESH_PCT of the entries, a partial window opens at the next step. The records are
- * read by their tags alone (record_back): the decoder would want a time anchor, which
- * 1,024 slots seldom hold, and only the entries' ids are needed. A counted call is judged
- * already: it is not counted.
+ * copy of a ring's newest slots: rb_peek_newest). Where LEARN_FRESH_PCT of their calls are
+ * to functions new to learning (fresh_fn), a partial window opens at the next step. The
+ * records are read by their tags alone (record_back): the decoder would want a time anchor,
+ * which 1,024 slots seldom hold, and only the entries' ids are needed; once to count each
+ * function's entries, once to sum the new ones'. A counted call is judged already: its
+ * record is not an entry.
  */
 RT void agent_sleds_look(const struct rb_ring_view *views, int n)
 {
+	static uint32_t looks;
 	if (!learn.on || learn.window || !learn.ids)
 		return;
 	uint64_t entries = 0, fresh = 0;
-	for (int i = 0; i < n; i++) {
-		const struct rb_ring_view *v = &views[i];
-		if (!rb_ring_view_ok(v))
-			continue;
-		uint64_t at = v->end, left = v->valid, tag;
-		while (record_back(v, &at, &left, &tag)) {
-			uint32_t low = rb_tag_low(tag);
-			if (low < RB_FIRST_ID)
+	looks++;
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = 0; i < n; i++) {
+			const struct rb_ring_view *v = &views[i];
+			if (!rb_ring_view_ok(v))
 				continue;
-			long idx = find_id(low);
-			if (idx < 0)
-				continue;
-			entries++;
-			fresh += learn.fn[idx].calls < LEARN_MIN_CALLS;
+			uint64_t at = v->end, left = v->valid, tag;
+			while (record_back(v, &at, &left, &tag)) {
+				long idx = rb_tag_low(tag) < RB_FIRST_ID ? -1 : find_id(rb_tag_low(tag));
+				if (idx < 0)
+					continue;
+				struct learn_fn *f = &learn.fn[idx];
+				if (pass == 1) {
+					entries++;
+					fresh += fresh_fn(idx, looks);
+				} else if (f->look_mark != looks) {
+					f->look_mark = looks, f->look = 1;
+				} else {
+					f->look++;
+				}
+			}
 		}
-	}
 	if (fresh < LEARN_FRESH_MIN || fresh * 100 < entries * LEARN_FRESH_PCT)
 		return;
 	log_dbg("jitt: sleds: %llu of the newest %llu calls are of functions no window judged: a "
