@@ -146,6 +146,33 @@ check "learn: leaf's sled no longer jumps to its thunk ($(grep "leaf's sled" "$w
 	grep -q "leaf's sled: a NOP\|leaf's sled: a jump over it" "$work/learn.log"
 rm -rf "$work/data" && mkdir -p "$work/data/spool"
 
+# A new phase (agent/runtime/sleds.c, agent_sleds_look): once the runtime decided from its
+# third window (the next is 2 s away), the program calls a short function no window saw,
+# most of its calls; the runtime's look at the newest records finds it and opens a window
+# for it, which judges it.
+conf "ring_kb = 256" "sleds_learn_ns = 250" "log_level = debug" >"$work/phases.conf"
+rm -f "$work/phase"
+JITT_CONFIG=$work/phases.conf "$work/abi" phases "$work/phase" >/dev/null 2>"$work/phases.log" &
+pid=$!
+wait_for 60 grep -q 'sleds: learned from .*window 3,' "$work/phases.log"
+touch "$work/phase"
+judged='sleds: \(left out\|short, kept for its time\) fresh:'
+if wait_for 60 grep -q "$judged" "$work/phases.log"; then
+	ok "phases: the new phase's fresh judged ($(grep -o "$judged [0-9]* calls" \
+		"$work/phases.log" | head -n 1 | sed 's/sleds: //'))"
+else
+	fail "phases: fresh never judged" "$(tail -n 3 "$work/phases.log")"
+fi
+rm -f "$work/phase"
+wait "$pid"
+check "phases: by a window for new functions, which a look opened" \
+	grep -q 'no window judged: a window for them' "$work/phases.log"
+decided=$(sed -n "/$judged/,\$p" "$work/phases.log" | grep -m 1 'sleds: learned from' |
+	sed 's/.*learned from //')
+check "phases: in it ($decided)" sh -c 'case "$1" in *", for new functions,"*) ;; *) exit 1 ;; esac' \
+	- "$decided"
+rm -rf "$work/data" && mkdir -p "$work/data/spool"
+
 # Counted calls (record.h, RB_CALLED): with sampled time, learning counts hot's calls (short,
 # a leaf, a profile's top) instead of tracing them, one record each and no exit; the traces
 # of that loop then hold them, decoded as calls of hot's measured length.

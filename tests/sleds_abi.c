@@ -215,6 +215,39 @@ static int learn_until(const char *stop)
 	return s != 0;
 }
 
+/* "phases STOPFILE": leaf and slow until STOPFILE exists (the check script makes it once
+ * the runtime decided from its third window: the next is 2 s away), then a new phase, whose
+ * short function no window saw is called 10 times for each shorter slow call, until
+ * STOPFILE is gone again (the script removes it once the runtime judged that function: its
+ * look at the newest records found it and opened a window for it, agent/runtime/sleds.c,
+ * agent_sleds_look; 60 s at most). */
+NOINLINE static long fresh(long x)
+{
+	learn_sink = x;
+	return x + 1;
+}
+NOINLINE static long slowish(long x)
+{
+	for (int k = 0; k < 5000; k++)
+		learn_sink = x + k;
+	return x;
+}
+static void phases_until(const char *stop)
+{
+	long s = 0;
+	while (access(stop, F_OK) != 0)
+		for (int k = 0; k < 100; k++)
+			s += leaf(k) + slow(k);
+	time_t give_up = time(NULL) + 60;
+	for (long i = 0; access(stop, F_OK) == 0 && time(NULL) < give_up; i++)
+		for (int k = 0; k < 100; k++) {
+			s += slowish(k);
+			for (int j = 0; j < 10; j++)
+				s += fresh(j);
+		}
+	learn_sink = s;
+}
+
 /* "count STOPFILE": as learn, until STOPFILE exists (the check script makes it once the
  * runtime said it counts hot's calls, ringbuf/sleds.h rb_sleds_count), then three traces of
  * the same loop, whose rings hold hot's counted calls (one at least: a learning window,
@@ -291,6 +324,8 @@ int main(int argc, char **argv)
 		(void)learn_until(argv[2]);
 	if (argc > 2 && !strcmp(argv[1], "count"))
 		count_until(argv[2]);
+	if (argc > 2 && !strcmp(argv[1], "phases"))
+		phases_until(argv[2]);
 	if (argc > 1 && !strcmp(argv[1], "restart")) { /* the runtime again, the sleds as they are */
 		jitt_shutdown();
 		traced = jitt_init(NULL) ? -1 : jitt_trace_thread(true);
