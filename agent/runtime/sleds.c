@@ -921,6 +921,10 @@ RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t record
 		}
 		rb_sleds_time_all(true);
 		learn.window = true;
+		/* When it opens: it closes only when this thread reads it, which a busy machine
+		 * can delay well past the few ms it takes to fill */
+		log_dbg("jitt: sleds: window %u opens%s", learn.windows + 1,
+			learn.partial ? ", for new functions" : "");
 		agent_sleds_point_cost();
 		(void)agent_samples_follow(tids, ntids, LEARN_SAMPLE_FAST_NS);
 		learn.poll_ms = learn.partial ? LEARN_POLL_FRESH_MS : LEARN_POLL_MS;
