@@ -156,8 +156,7 @@ static struct {
 	uint64_t span;	/* ticks: the windows' records, all rings */
 	uint64_t point; /* ticks: what a traced call's trace points cost (probe_ticks) */
 	/* Each sled by its id (open addressing, idcap of them, twice the sleds at least; ids
-	 * are 0x10 at least, an empty one is 0): a look or a window finds one a record, and
-	 * a binary search was a third of speedtest1's looks */
+	 * are 0x10 at least, an empty one is 0): a look or a window finds one a record */
 	struct learn_id *ids;
 	size_t idcap;
 	struct learn_fn *fn;  /* by sled, over every window so far */
