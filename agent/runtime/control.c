@@ -291,16 +291,12 @@ RT static void learn_sleds(enum agent_learn_step step)
 			seen[k].records = records;
 			continue;
 		}
-		if (step == AGENT_LEARN_LOOK) {
-			if (rb_ring_on(rings[i]) &&
-			    !rb_peek_newest(rings[i], AGENT_LEARN_LOOK_SLOTS, &frozen[nviews]))
-				views[nviews] = rb_frozen_view(&frozen[nviews]), nviews++;
-			continue;
-		}
-		/* The window's records, a copy of those slots only (a copy of a whole 4 MiB
-		 * ring for each window, and its page faults, were a quarter of this thread's
-		 * time on speedtest1) */
-		uint64_t copy = agent_sleds_window_copy(slots, records - seen[k].records);
+		/* A look's newest slots, or the window's records: a copy of those slots only
+		 * (a copy of a whole 4 MiB ring for each window, and its page faults, were a
+		 * quarter of this thread's time on speedtest1) */
+		uint64_t copy = step == AGENT_LEARN_LOOK
+					? AGENT_LEARN_LOOK_SLOTS
+					: agent_sleds_window_copy(slots, records - seen[k].records);
 		if (!rb_ring_on(rings[i]) || !copy || rb_peek_newest(rings[i], copy, &frozen[nviews]))
 			continue;
 		views[nviews] = rb_frozen_view(&frozen[nviews]);

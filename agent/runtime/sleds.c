@@ -951,16 +951,14 @@ RT uint64_t agent_sleds_window_copy(uint64_t slots, uint64_t since)
 	return since >= want ? want : 0;
 }
 
-/* Whether function idx is new to learning and worth a window: no window judged it (fewer
+/* Whether function f is new to learning and worth a window: no window judged it (fewer
  * than LEARN_MIN_CALLS calls ended in them all), fewer than 2 saw it entered (a bytecode
- * loop entered once and never left in a window is not new, and opened a window every
- * LEARN_FRESH_GAP_MS on duktape), and its entries in the look are LEARN_FRESH_FN_MIN at
+ * loop entered once and never left in a window has no ended call to be judged by: it is
+ * not new), and its entries in the look are LEARN_FRESH_FN_MIN at
  * least (its trace points cost, where a rare one's do not). */
-RT static bool fresh_fn(long idx, uint32_t look)
+RT static bool fresh_fn(const struct learn_fn *f)
 {
-	const struct learn_fn *f = &learn.fn[idx];
-	return f->look_mark == look && f->look >= LEARN_FRESH_FN_MIN &&
-	       f->calls < LEARN_MIN_CALLS && f->windows < 2;
+	return f->look >= LEARN_FRESH_FN_MIN && f->calls < LEARN_MIN_CALLS && f->windows < 2;
 }
 
 /*
@@ -992,7 +990,7 @@ RT void agent_sleds_look(const struct rb_ring_view *views, int n)
 				struct learn_fn *f = &learn.fn[idx];
 				if (pass == 1) {
 					entries++;
-					fresh += fresh_fn(idx, looks);
+					fresh += fresh_fn(f);
 				} else if (f->look_mark != looks) {
 					f->look_mark = looks, f->look = 1;
 				} else {
