@@ -825,6 +825,17 @@ NO_INSTR uint64_t rb_ring_records(const struct rb_ring *r)
 	return records(r, r->tls);
 }
 
+NO_INSTR bool rb_ring_own(const uint64_t **slots, uint64_t *nslots, uint32_t *laps)
+{
+	const struct rb_ring *r = rb_tls.ring;
+	if (!r)
+		return false;
+	*slots = (const uint64_t *)r->slots;
+	*nslots = r->nslots;
+	*laps = atomic_load_explicit(&r->laps, memory_order_relaxed);
+	return true;
+}
+
 /* The rare paths' register-preserving stubs (trace.h, RB_RARE): in this object, not one of
  * their own, for the reason stubs.h gives. */
 #include "ringbuf/stubs.h"

@@ -162,5 +162,8 @@ uint64_t rb_self_records(void);
 /* The same for ring r's thread, read from another (relaxed: a count that may lag by the
  * records being written meanwhile). Under the lock (rb_lock) while r is registered. */
 uint64_t rb_ring_records(const struct rb_ring *r);
+/* The calling thread's own ring, for its own reading (sleds.h, a window's end): its slots,
+ * their count and its laps so far; false when the thread has none. */
+bool rb_ring_own(const uint64_t **slots, uint64_t *nslots, uint32_t *laps);
 
 #endif

@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* How a patched function's records are written: each timed (rb_point), or about one in 32
  * (rb_point_sampled, docs/untimed.md). */
@@ -70,9 +71,30 @@ long rb_sleds_trace(const size_t *idx, size_t n, bool traced);
  */
 long rb_sleds_count(const size_t *idx, const uint32_t *mean, size_t n);
 
-/* Every record of the sampled thunks timed (on), or about one in 32 again (off): while the
- * runtime learns which functions to trace, the times it reads are then measured. */
-void rb_sleds_time_all(bool on);
+/*
+ * A learning window: every record of the sampled thunks timed (the times the runtime learns
+ * from are then measured, not estimated), until `records` of them were written on the
+ * traced threads in all. The thread that writes the last one ends the window there, however
+ * late the control thread comes (at nice 19 on busy cores, a second and more): it takes
+ * sleds out[0..nout) back out of the trace, sets counted[0..ncounted) back to counting
+ * (with the means their thunks hold), and copies its ring's newest keep_slots slots into
+ * keep, which its ring would otherwise overwrite before the control thread reads them. The
+ * arrays stay the caller's, unchanged until rb_sleds_window_close.
+ */
+struct rb_sleds_window {
+	uint64_t records;
+	const size_t *out, *counted;
+	size_t nout, ncounted;
+	uint64_t *keep;
+	size_t keep_slots;
+};
+void rb_sleds_window_open(const struct rb_sleds_window *w);
+/* Whether a traced thread ended the open window: then *tid is that thread, and *kept the
+ * slots it copied into keep (in order, its newest last). */
+bool rb_sleds_window_ended(pid_t *tid, size_t *kept);
+/* End the window where no thread has (every record sampled again, the sleds left as they
+ * are), or wait for the thread that is ending it to finish. */
+void rb_sleds_window_close(void);
 
 
 /*

@@ -9,11 +9,13 @@
  * must never touch a vector register (floating-point arguments and return values).
  */
 #define _GNU_SOURCE
+#include "ringbuf/ring.h"
 #include "ringbuf/sleds.h"
 #include "ringbuf/trace.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -36,6 +38,7 @@ const uintptr_t *rb_sleds_list(size_t *n)
 }
 
 #define SLED_BYTES 5 /* -fpatchable-function-entry=5: room for a jmp rel32 */
+static uintptr_t page_bytes; /* the system's, from rb_sleds_patch on */
 
 /* ---- the shadow stack: each traced call's return address, and the slot it came from ---- */
 
@@ -133,21 +136,23 @@ __attribute__((noreturn, cold)) static void shadow_lost(const char *why)
 		point(RB_EXIT);                                                            \
 	}
 
-/* While the runtime learns which functions to trace (rb_sleds_time_all), every record of a
- * sampled thunk is timed: after each timed one, due goes back to 0 (the next one timed, as
- * at a ring's start), so the durations it learns from are measured, not estimated. */
+/* In a learning window (rb_sleds_window_open), every record of a sampled thunk is timed:
+ * after each timed one, due goes back to 0 (the next one timed, as at a ring's start), so
+ * the durations the runtime learns from are measured, not estimated. The records it has
+ * left are counted down here, on the timed path only; the thread that takes the count to
+ * zero ends the window (window_end_here). */
 static atomic_bool time_all;
-
-void rb_sleds_time_all(bool on)
-{
-	atomic_store_explicit(&time_all, on, memory_order_relaxed);
-}
+static _Atomic uint64_t window_left;
+static void window_end_here(void);
 
 static inline void point_sampled(uint32_t low)
 {
 	rb_point_sampled(low);
-	if (atomic_load_explicit(&time_all, memory_order_relaxed))
+	if (atomic_load_explicit(&time_all, memory_order_relaxed)) {
 		atomic_store_explicit(&rb_tls.due, 0, memory_order_relaxed);
+		if (atomic_fetch_sub_explicit(&window_left, 1, memory_order_relaxed) == 1)
+			window_end_here();
+	}
 }
 
 SLED_ENTER(rb_sled_enter_timed, rb_point)
@@ -528,7 +533,7 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 	size_t clen = (size_t)(rb_sled_tmpl_counted_end - rb_sled_tmpl_counted), cat = 0;
 	if (time == RB_SLED_SAMPLED)
 		cat = stride, stride += (clen + 15) & ~(size_t)15;
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t page = page_bytes = (uintptr_t)sysconf(_SC_PAGESIZE);
 	size_t size = (n * stride + page - 1) & ~(page - 1);
 	unsigned char *t = thunks_map(lo, hi, size);
 	if (!t)
@@ -660,17 +665,18 @@ static void thunk_mean(size_t i, uint32_t mean)
 			memcpy(c + f->at, &mean, 4);
 }
 
-/* Pages [lo, hi) rounded out to whole pages, given prot. */
+/* Pages [lo, hi) rounded out to whole pages (page_bytes, set by rb_sleds_patch: a window's
+ * end calls this from a thunk, where only system calls are safe to make), given prot. */
 static int protect(uintptr_t lo, uintptr_t hi, int prot)
 {
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t page = page_bytes;
 	lo &= ~(page - 1);
 	hi = (hi + page - 1) & ~(page - 1);
 	return mprotect((void *)lo, hi - lo, prot) ? -errno : 0;
 }
 
 /* Sleds idx[0..n) set to mode (rb_sleds_trace, rb_sleds_count); counted ones' thunks get
- * their mean first (mean[k], ticks). */
+ * their mean first (mean[k], ticks), or keep theirs (mean NULL). */
 static long sleds_set(const size_t *idx, const uint32_t *mean, size_t n, enum sled_mode mode)
 {
 	size_t count;
@@ -698,7 +704,7 @@ static long sleds_set(const size_t *idx, const uint32_t *mean, size_t n, enum sl
 	for (size_t k = 0; k < n; k++) {
 		if (idx[k] >= thunk_count || idx[k] >= count)
 			continue;
-		if (mode == SLED_COUNTED)
+		if (mode == SLED_COUNTED && mean)
 			thunk_mean(idx[k], mean[k]);
 		sled_set(idx[k], e[idx[k]], mode);
 		done++;
@@ -706,6 +712,92 @@ static long sleds_set(const size_t *idx, const uint32_t *mean, size_t n, enum sl
 	err = protect(lo, hi, rx);
 	int err2 = protect(thunks_lo, thunks_hi, rx);
 	return err ? err : err2 ? err2 : done;
+}
+
+/* ---- learning windows (sleds.h, rb_sleds_window_open) ---- */
+
+/* NONE -> OPEN (the control thread) -> ENDING -> ENDED (the thread that wrote the window's
+ * last record) -> NONE (the control thread, rb_sleds_window_close); or OPEN -> NONE when
+ * the control thread closes it first. Only one side sets sleds at a time: the control
+ * thread sets none between opening a window and closing it. */
+enum { WINDOW_NONE, WINDOW_OPEN, WINDOW_ENDING, WINDOW_ENDED };
+static _Atomic int window_state;
+static struct rb_sleds_window window; /* written before OPEN is published */
+static size_t window_kept;	      /* and these before ENDED */
+static pid_t window_tid;
+
+/* n 8-byte words from src to dst, in general registers: this runs inside a thunk, between
+ * a caller and its callee, whose vector registers may hold arguments (the C library's
+ * memcpy would use them; a plain loop may be turned into a call of it). */
+static void copy_words(uint64_t *dst, const uint64_t *src, uint64_t n)
+{
+	__asm__ volatile("rep movsq" : "+D"(dst), "+S"(src), "+c"(n) : : "memory");
+}
+
+/* The calling thread's newest records, up to max slots, into keep in order; how many. */
+static size_t keep_own(uint64_t *keep, size_t max)
+{
+	const uint64_t *slots;
+	uint64_t nslots;
+	uint32_t laps;
+	uintptr_t p = atomic_load_explicit(&rb_tls.pos, memory_order_relaxed);
+	if (!keep || !max || !p || !rb_ring_own(&slots, &nslots, &laps))
+		return 0;
+	uint64_t at = (p - (uintptr_t)slots) / 8 % nslots, have = laps ? nslots : at;
+	uint64_t n = max < have ? max : have, from = (at + nslots - n) % nslots;
+	uint64_t first = nslots - from < n ? nslots - from : n;
+	copy_words(keep, slots + from, first);
+	copy_words(keep + first, slots, n - first);
+	return n;
+}
+
+/* The window's last record was this thread's: every record sampled again, the sleds the
+ * window traced put back as they were, its records kept aside. Some 100 us, once a window
+ * (two mprotects a set of sleds, and a copy of a quarter of a ring at most). */
+static void window_end_here(void)
+{
+	int open = WINDOW_OPEN;
+	if (!atomic_compare_exchange_strong_explicit(&window_state, &open, WINDOW_ENDING,
+						     memory_order_acquire, memory_order_relaxed))
+		return;
+	atomic_store_explicit(&time_all, false, memory_order_relaxed);
+	(void)sleds_set(window.out, NULL, window.nout, SLED_OUT);
+	(void)sleds_set(window.counted, NULL, window.ncounted, SLED_COUNTED);
+	window_kept = keep_own(window.keep, window.keep_slots);
+	window_tid = rb_tls.ring ? rb_ring_tid(rb_tls.ring) : 0;
+	atomic_store_explicit(&window_state, WINDOW_ENDED, memory_order_release);
+}
+
+void rb_sleds_window_open(const struct rb_sleds_window *w)
+{
+	window = *w;
+	window_kept = 0;
+	atomic_store_explicit(&window_left, w->records ? w->records : 1, memory_order_relaxed);
+	atomic_store_explicit(&window_state, WINDOW_OPEN, memory_order_release);
+	atomic_store_explicit(&time_all, true, memory_order_relaxed);
+}
+
+bool rb_sleds_window_ended(pid_t *tid, size_t *kept)
+{
+	if (atomic_load_explicit(&window_state, memory_order_acquire) != WINDOW_ENDED)
+		return false;
+	*tid = window_tid;
+	*kept = window_kept;
+	return true;
+}
+
+void rb_sleds_window_close(void)
+{
+	atomic_store_explicit(&time_all, false, memory_order_relaxed);
+	int s = WINDOW_OPEN;
+	if (atomic_compare_exchange_strong_explicit(&window_state, &s, WINDOW_NONE,
+						    memory_order_acq_rel, memory_order_acquire))
+		return;
+	while (s == WINDOW_ENDING) { /* its sleds and its copy: some 100 us */
+		sched_yield();
+		s = atomic_load_explicit(&window_state, memory_order_acquire);
+	}
+	atomic_store_explicit(&window_state, WINDOW_NONE, memory_order_relaxed);
 }
 
 long rb_sleds_trace(const size_t *idx, size_t n, bool traced)

@@ -112,6 +112,18 @@ toggled=$(JITT_CONFIG=$work/toggle.conf "$work/abi" toggle 20000 2>"$work/toggle
 check "toggle: leaf's sled out and back while it runs ($toggled, exit $?)" \
 	matches "$toggled" "toggled 20000 of 20000*"
 
+# A learning window ends at its last record, on the thread that wrote it, however late the
+# control thread comes (here none reads it: learning is off, and the program opens the
+# window itself): leaf, which it traced, goes back out, and the thread's copy of the window
+# holds leaf's 2,000 calls (4,000 records), every one timed.
+win=$(JITT_CONFIG=$work/toggle.conf "$work/abi" window 2>"$work/window.log")
+calls=$(echo "$win" | sed -n 's/.*ended after \([0-9]*\) calls.*/\1/p')
+timed=$(echo "$win" | sed -n 's/.* \([0-9]*\) timed entries of leaf.*/\1/p')
+check "window: ended by the thread that wrote its last record ($win)" \
+	matches "$win" "by this thread,.*then 0 records for 1000 calls (1)"
+check "window: it ended at its records (2,000 to 2,064 calls), all kept, timed" \
+	test "${calls:-0}" -ge 2000 -a "${calls:-0}" -le 2064 -a "${timed:-0}" -ge 2000
+
 # Learning (no list): once the ring is full, the short functions are taken out while the
 # program runs (leaf, called in a loop, at least); the results stay the plain build's.
 # Every record timed: the durations the rule reads are then measured, not estimated.

@@ -8,6 +8,7 @@
  * built plain, with sleds untraced and with sleds traced.
  */
 #include "agent/jitt.h"
+#include "ringbuf/sleds.h"
 #include "tests/wait_trace.h"
 
 #include <pthread.h>
@@ -19,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #define NOINLINE __attribute__((noinline))
 
@@ -311,11 +314,56 @@ static int toggle(long n)
 	return done != n;
 }
 
+/* "window": a learning window (ringbuf/sleds.h) that no control thread reads (learning is
+ * off: this thread opens it), ended by this thread at its last record: leaf, which the
+ * window traced, goes back out there, and this thread's copy of its window holds leaf's
+ * calls, every record timed. */
+#pragma weak rb_sleds_window_open
+#pragma weak rb_sleds_window_ended
+#pragma weak rb_sleds_window_close
+extern uint64_t rb_self_records(void) __attribute__((weak));
+#define WINDOW_RECORDS 4000
+static int window(void)
+{
+	size_t count = 0, idx = 0;
+	const uintptr_t *sleds = rb_sleds_list ? rb_sleds_list(&count) : NULL;
+	while (idx < count && sleds[idx] != (uintptr_t)leaf)
+		idx++;
+	if (idx == count || !rb_sleds_window_open || !rb_self_records) {
+		fprintf(stderr, "window: leaf has no sled\n");
+		return 1;
+	}
+	static uint64_t keep[WINDOW_RECORDS + 96];
+	struct rb_sleds_window w = { .records = WINDOW_RECORDS, .out = &idx, .nout = 1,
+				     .keep = keep, .keep_slots = WINDOW_RECORDS + 96 };
+	rb_sleds_window_open(&w);
+	pid_t tid = 0;
+	size_t kept = 0;
+	long calls = 0, s = 0;
+	while (!rb_sleds_window_ended(&tid, &kept) && calls < 1000000)
+		s += leaf_ptr(calls++);
+	uint64_t before = rb_self_records();
+	for (int i = 0; i < 1000; i++)
+		s += leaf_ptr(i);
+	uint64_t after = rb_self_records();
+	rb_sleds_window_close();
+	long timed = 0;
+	for (size_t k = 0; k < kept; k++)
+		timed += (uint32_t)keep[k] == (uint32_t)(uintptr_t)leaf && keep[k] >> 32;
+	printf("window: ended after %ld calls, by %s, %zu slots kept, %ld timed entries of "
+	       "leaf; then %llu records for 1000 calls (%ld)\n", calls,
+	       tid == (pid_t)syscall(SYS_gettid) ? "this thread" : "another", kept, timed,
+	       (unsigned long long)(after - before), s > 0);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc > 2 && !strcmp(argv[1], "toggle"))
 		return toggle(atol(argv[2]));
 	int traced = jitt_trace_thread(true);
+	if (argc > 1 && !strcmp(argv[1], "window"))
+		return window();
 	if (argc > 1 && !strcmp(argv[1], "long")) {
 		printf("long %ld\n", long_outer() > 0);
 		return 0;

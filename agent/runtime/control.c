@@ -260,8 +260,9 @@ RT static uint64_t traced_threads(pid_t *tids, int *ntids)
  * Sleds learning what to leave out (sleds.c): a window opens (BEGIN): each ring's records
  * now are noted; then (READ) from each traced thread whose ring holds a window's worth of
  * records since, a copy of those taken as it goes on writing (rb_peek_newest: the ring
- * keeps its records for the next trace). Between windows (LOOK), a copy of each traced
- * ring's newest records.
+ * keeps its records for the next trace); once a traced thread ended the window, from every
+ * traced thread, and the copy that thread made of its own. Between windows (LOOK), a copy
+ * of each traced ring's newest records.
  */
 RT static void learn_sleds(enum agent_learn_step step)
 {
@@ -289,6 +290,11 @@ RT static void learn_sleds(enum agent_learn_step step)
 		seen[k].tid = tid;
 		if (step == AGENT_LEARN_BEGIN) {
 			seen[k].records = records;
+			continue;
+		}
+		if (step == AGENT_LEARN_READ && agent_sleds_window_kept(tid, &views[nviews])) {
+			memset(&frozen[nviews], 0, sizeof(frozen[nviews])); /* nothing to release */
+			nviews++;
 			continue;
 		}
 		/* A look's newest slots, or the window's records: a copy of those slots only

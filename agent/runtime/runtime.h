@@ -153,8 +153,11 @@ enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t records,
 void agent_sleds_learn(const struct rb_ring_view *views, int n);
 void agent_sleds_look(const struct rb_ring_view *views, int n);
 /* The newest records of a ring of slots slots to learn from, since records were written
- * since the open window opened: 0 while they are too few. */
+ * since the open window opened: 0 while they are too few (until a thread ended it). */
 uint64_t agent_sleds_window_copy(uint64_t slots, uint64_t since);
+/* Whether thread tid ended the open window (ringbuf/sleds.h): then *v is the copy it made
+ * of its window, to learn from in place of its ring. */
+bool agent_sleds_window_kept(pid_t tid, struct rb_ring_view *v);
 /* At shutdown, the control thread stopped: learning ends (its samples too), the sleds stay
  * as it left them. */
 void agent_sleds_learn_stop(void);

@@ -33,7 +33,9 @@ extern int rb_sleds_thread_init(void) __attribute__((weak));
 extern long rb_sleds_trace(const size_t *idx, size_t n, bool traced) __attribute__((weak));
 extern long rb_sleds_count(const size_t *idx, const uint32_t *mean, size_t n)
 	__attribute__((weak));
-extern void rb_sleds_time_all(bool on) __attribute__((weak));
+extern void rb_sleds_window_open(const struct rb_sleds_window *w) __attribute__((weak));
+extern bool rb_sleds_window_ended(pid_t *tid, size_t *kept) __attribute__((weak));
+extern void rb_sleds_window_close(void) __attribute__((weak));
 extern void rb_sleds_probe(void) __attribute__((weak));
 
 /* A list names a few thousand functions at most; what is past this is not a list. */
@@ -174,6 +176,9 @@ static struct {
 	uint64_t pending_ns;  /* a window closed then, its decision waiting for samples */
 	uint64_t last_span;   /* ticks: the last window's records, all rings */
 	unsigned partials;    /* windows for new functions (learn.partial) */
+	unsigned ended_by_thread; /* windows their last record's thread ended */
+	uint64_t *keep;	      /* where that thread copies its window (rb_sleds_window_open) */
+	size_t keep_slots;
 	uint64_t window_records; /* the windows' records, all of them */
 	int last_threads;     /* and their threads */
 } learn;
@@ -297,6 +302,38 @@ RT static long exclude_sleds(const char *path, const uintptr_t *sleds, size_t ns
 	return n;
 }
 
+/*
+ * A window opens: every record timed until a window's worth of them are written, when the
+ * thread that wrote the last one ends it (ringbuf/sleds.h), unless this thread read it
+ * first. A full window traces every function (the caller put those out back in), and its
+ * end takes them out again; a partial one (learn.partial) leaves them out; both trace the
+ * counted ones meanwhile. The ending thread's copy of its window goes to learn.keep,
+ * touched here so that the copy takes no page fault on the app's thread.
+ */
+RT static void learn_window_open(void)
+{
+	uint64_t full = rb_ring_bytes() / 8 / AGENT_LEARN_WINDOW_PART;
+	uint64_t records = learn.partial && LEARN_FRESH_RECORDS < full ? LEARN_FRESH_RECORDS : full;
+	if (learn.keep_slots < records) {
+		free(learn.keep);
+		learn.keep = malloc(records * sizeof(*learn.keep));
+		learn.keep_slots = learn.keep ? records : 0;
+		if (learn.keep)
+			memset(learn.keep, 0, records * sizeof(*learn.keep));
+	}
+	struct rb_sleds_window w = {
+		.records = records,
+		.out = learn.out,
+		.nout = learn.partial ? 0 : learn.nout,
+		.counted = learn.counted,
+		.ncounted = learn.ncounted,
+		.keep = learn.keep,
+		.keep_slots = learn.keep_slots < records ? learn.keep_slots : records,
+	};
+	rb_sleds_window_open(&w);
+	learn.window = true;
+}
+
 RT void agent_sleds_start(const struct agent_config *cfg)
 {
 	size_t nsleds = 0;
@@ -334,9 +371,9 @@ RT void agent_sleds_start(const struct agent_config *cfg)
 	}
 	sleds_on = true;
 	sleds_sampled = time == RB_SLED_SAMPLED;
-	if (!cfg->sleds_exclude[0] && cfg->sleds_learn_ns && rb_sleds_trace && rb_sleds_time_all) {
-		learn.on = learn.window = true; /* the first window: from the start */
-		rb_sleds_time_all(true);
+	if (!cfg->sleds_exclude[0] && cfg->sleds_learn_ns && rb_sleds_trace && rb_sleds_window_open) {
+		learn.on = true; /* the first window: from the start */
+		learn_window_open();
 		learn.min_ns = cfg->sleds_learn_ns;
 		learn.poll_ms = LEARN_POLL_MS;
 		learn.probe_ms = LEARN_PROBE_FIRST_MS;
@@ -366,8 +403,10 @@ RT static void learn_stop(void)
 	if (!learn.on)
 		return;
 	learn.on = false;
-	rb_sleds_time_all(false);
+	rb_sleds_window_close();
 	learn.window = false;
+	free(learn.keep);
+	learn.keep = NULL, learn.keep_slots = 0;
 	rb_elf_free(&learn.elf);
 	agent_samples_stop();
 	free(learn.ids), free(learn.fn), free(learn.out), free(learn.hits);
@@ -433,18 +472,48 @@ RT static bool record_back(const struct rb_ring_view *v, uint64_t *at, uint64_t 
 	return true;
 }
 
-/* The valid slots of v from its oldest timed record on. A window's records are every one
- * timed but for the few its threads wrote before they saw it open (up to the next record
- * due to be timed, RB_SAMPLED_GAP_MAX at most): with any untimed record in a ring, its
- * decoder fits their times to the whole of it (untimed.h), which took most of the control
- * thread's time on SQLite's speedtest1. */
-RT static uint64_t timed_part(const struct rb_ring_view *v)
+/* A record whose time is exact: timed, or a special record. */
+RT static bool exact(uint64_t tag)
 {
-	uint64_t at = v->end, left = v->valid, tag, keep = 0;
-	while (record_back(v, &at, &left, &tag))
-		if (rb_tag_ts32(tag) || (rb_tag_low(tag) - RB_SYNC) < RB_CALLED - RB_SYNC)
-			keep = v->valid - left; /* timed, or a special record: an exact time */
-	return keep;
+	return rb_tag_ts32(tag) || (rb_tag_low(tag) - RB_SYNC) < RB_CALLED - RB_SYNC;
+}
+
+/* A window's records are its newest run of exact ones at least this long: outside a window,
+ * one record in 1 to 64 slots is timed, and 8 in a row come by chance once in 64^7. */
+#define WINDOW_RUN 8
+
+/*
+ * The window's records in v: the newest run of WINDOW_RUN exact records or more. Every
+ * record of a window is timed but for the few its threads wrote before they saw it open
+ * (up to the next record due to be timed, RB_SAMPLED_GAP_MAX at most), and where its
+ * thread ended it, or this thread closed it before the copy, sampled records follow. With
+ * any untimed record in a ring, its decoder fits their times to the whole of it
+ * (untimed.h), which took most of the control thread's time on SQLite's speedtest1. An
+ * empty view (valid 0) where v holds no such run.
+ */
+RT static struct rb_ring_view window_part(const struct rb_ring_view *v)
+{
+	struct rb_ring_view w = *v;
+	uint64_t at = v->end, left = v->valid, tag, run = 0, run_end = v->end, run_left = 0;
+	for (;;) {
+		uint64_t at_before = at, left_before = left;
+		bool more = record_back(v, &at, &left, &tag);
+		if (!more || !exact(tag)) {
+			if (run >= WINDOW_RUN) {
+				w.end = run_end;
+				w.valid = run_left - (more ? left_before : left);
+				return w;
+			}
+			run = 0;
+			if (!more)
+				break;
+			continue;
+		}
+		if (!run++)
+			run_end = at_before, run_left = left_before;
+	}
+	w.valid = 0;
+	return w;
 }
 
 /*
@@ -458,9 +527,8 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, struct learn_fn *fn,
 			      uint64_t cap)
 {
 	struct rb_decoder d;
-	struct rb_ring_view timed = *v;
-	timed.valid = timed_part(v);
-	if (rb_decoder_init(&d, &timed, hal_timer_now(), NULL, NULL))
+	struct rb_ring_view timed = window_part(v);
+	if (!timed.valid || rb_decoder_init(&d, &timed, hal_timer_now(), NULL, NULL))
 		return 0;
 	static struct {
 		long idx;
@@ -918,8 +986,7 @@ RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t record
 			learn_stop();
 			return AGENT_LEARN_NONE;
 		}
-		rb_sleds_time_all(true);
-		learn.window = true;
+		learn_window_open();
 		/* When it opens: it closes only when this thread reads it, which a busy machine
 		 * can delay well past the few ms it takes to fill */
 		log_dbg("jitt: sleds: window %u opens%s", learn.windows + 1,
@@ -938,9 +1005,24 @@ RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t record
 	return AGENT_LEARN_READ;
 }
 
+RT bool agent_sleds_window_kept(pid_t tid, struct rb_ring_view *v)
+{
+	pid_t by;
+	size_t kept;
+	if (!learn.window || !rb_sleds_window_ended(&by, &kept) || by != tid || !kept)
+		return false;
+	*v = (struct rb_ring_view){ .slots = learn.keep, .nslots = kept, .stored = kept,
+				    .end = 0, .valid = kept, .word_size = sizeof(void *) };
+	return true;
+}
+
 RT uint64_t agent_sleds_window_copy(uint64_t slots, uint64_t since)
 {
 	uint64_t full = slots / AGENT_LEARN_WINDOW_PART;
+	pid_t by;
+	size_t kept;
+	if (rb_sleds_window_ended(&by, &kept)) /* its records in all: the window's are there */
+		return since < slots ? since : slots;
 	if (!learn.partial) /* all since it opened: a quarter of a ring alone missed a test
 			     * program's leaf, which comes in bursts */
 		return since >= full ? since : 0;
@@ -1016,9 +1098,10 @@ RT void agent_sleds_learn_report(void)
 		for (int i = 0; i < n; i++)
 			records += rb_ring_records(rings[i]);
 		rb_unlock();
-		log_dbg("jitt: sleds: learning ends: %u windows, %u of them for new functions; the "
-			"traced threads wrote %llu slots, %llu of them in the windows", learn.windows,
-			learn.partials, (unsigned long long)records,
+		log_dbg("jitt: sleds: learning ends: %u windows, %u of them for new functions, %u "
+			"ended by their threads; the traced threads wrote %llu slots, %llu of them in "
+			"the windows", learn.windows, learn.partials, learn.ended_by_thread,
+			(unsigned long long)records,
 			(unsigned long long)learn.window_records);
 	}
 }
@@ -1037,8 +1120,24 @@ RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 		return;
 	/* The window's records are copied: the rest go back to sampled time now, not after
 	 * the decode (a ms and more, every record timed meanwhile) */
-	rb_sleds_time_all(false);
+	pid_t by;
+	size_t kept;
+	bool ended = rb_sleds_window_ended(&by, &kept);
+	rb_sleds_window_close();
 	learn.window = false;
+	if (ended) {
+		/* Its thread put back out what the window traced: traced again, as a window
+		 * this thread closes leaves them, for the decision to start from */
+		learn.ended_by_thread++;
+		long err = learn.partial ? 0 : rb_sleds_trace(learn.out, learn.nout, true);
+		if (err >= 0)
+			err = rb_sleds_trace(learn.counted, learn.ncounted, true);
+		if (err < 0) {
+			log_err("jitt: sleds: cannot put functions back: %s", strerror((int)-err));
+			learn_stop();
+			return;
+		}
+	}
 	agent_sleds_point_cost();
 	uint64_t freq = hal_timer_freq(), span = 0;
 	uint64_t cap = hal_muldiv_u64((uint64_t)learn.min_ns * LEARN_CAP_TIMES, freq, 1000000000u);
