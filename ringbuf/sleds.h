@@ -89,6 +89,10 @@ struct rb_sleds_window {
 	size_t keep_slots;
 };
 void rb_sleds_window_open(const struct rb_sleds_window *w);
+/* Every record of the calling thread's sampled thunks timed (on), as in a window, or not:
+ * for the runtime's probe of what a window's traced call costs (it counts no window's
+ * records). */
+void rb_sleds_time_self(bool on);
 /* Whether a traced thread ended the open window: then *tid is that thread, and *kept the
  * slots it copied into keep (in order, its newest last). */
 bool rb_sleds_window_ended(pid_t *tid, size_t *kept);

@@ -144,13 +144,24 @@ __attribute__((noreturn, cold)) static void shadow_lost(const char *why)
 static atomic_bool time_all;
 static _Atomic uint64_t window_left;
 static void window_end_here(void);
+/* This thread's records all timed, in a window or not (rb_sleds_time_self). */
+static __thread bool time_self __attribute__((tls_model(RB_TLS_MODEL)));
+
+void rb_sleds_time_self(bool on)
+{
+	time_self = on;
+}
 
 static inline void point_sampled(uint32_t low)
 {
 	rb_point_sampled(low);
-	if (atomic_load_explicit(&time_all, memory_order_relaxed)) {
+	if (__builtin_expect(time_self, 0)) {
 		atomic_store_explicit(&rb_tls.due, 0, memory_order_relaxed);
-		if (atomic_fetch_sub_explicit(&window_left, 1, memory_order_relaxed) == 1)
+	} else if (atomic_load_explicit(&time_all, memory_order_relaxed)) {
+		atomic_store_explicit(&rb_tls.due, 0, memory_order_relaxed);
+		/* A ring's records only: a scratch ring's (the runtime's probe) are no app's */
+		if (rb_tls.ring &&
+		    atomic_fetch_sub_explicit(&window_left, 1, memory_order_relaxed) == 1)
 			window_end_here();
 	}
 }

@@ -625,8 +625,11 @@ RT static void *control_main(void *arg)
 	/* A name that says whose thread it is in ps -T and /proc/PID/task/TID/comm (an OEM
 	 * checks its CPUs and priority there; the boot test does). */
 	prctl(PR_SET_NAME, "jitt-control");
-	/* nice 19 (this thread only: Linux's nice is per thread), not SCHED_IDLE. */
-	setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+	/* nice 19 (this thread only: Linux's nice is per thread), not SCHED_IDLE; while the
+	 * sleds' first window waits for its decision, at the app's: until then every function
+	 * is traced, which cost duktape 1.4x its CPU time where this thread, at nice 19 beside
+	 * busy cores, decided 0.8 s late. An unprivileged thread cannot come back from 19. */
+	bool niced = false;
 	hal_pin_keeper_init(&pin, HAL_CPU_LITTLE, false);
 	chores_at_ns = agent_now_ns() + START_CHORES_MS * 1000000ull;
 	measure_point_cost();
@@ -650,6 +653,11 @@ RT static void *control_main(void *arg)
 		}
 		if (atomic_load(&rt->state) == 3)
 			break;
+		/* (state 2: the sleds were started, with their learning or without) */
+		if (!niced && atomic_load(&rt->state) == 2 && agent_sleds_first_decided()) {
+			setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
+			niced = true;
+		}
 		if (!hal_timer_calibrated() && hal_timer_calibration_left_ns() == 0)
 			(void)hal_timer_calibrate(); /* due: no sleep */
 		/* Rings registered since: their pages faulted in here, not in the app's thread

@@ -36,6 +36,7 @@ extern long rb_sleds_count(const size_t *idx, const uint32_t *mean, size_t n)
 extern void rb_sleds_window_open(const struct rb_sleds_window *w) __attribute__((weak));
 extern bool rb_sleds_window_ended(pid_t *tid, size_t *kept) __attribute__((weak));
 extern void rb_sleds_window_close(void) __attribute__((weak));
+extern void rb_sleds_time_self(bool on) __attribute__((weak));
 extern void rb_sleds_probe(void) __attribute__((weak));
 
 /* A list names a few thousand functions at most; what is past this is not a list. */
@@ -588,14 +589,18 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, struct learn_fn *fn,
  * What a traced call's trace points cost, in ticks: the entry and exit records and the
  * thunk's path around them, timed on calls of rb_sleds_probe (a sled of the runtime's own,
  * patched as the program's are) on a scratch ring, the fastest of PROBE_BATCHES batches, as
- * control.c's measure_point_cost times the hooks'. On the control thread, which gets a
- * shadow stack for it; 0 where it cannot be measured (then nothing is taken out of the
- * times).
+ * control.c's measure_point_cost times the hooks'; every record timed (timed: as a
+ * window's are, whether one is open now or not), or sampled. On the control thread, which
+ * gets a shadow stack for it; 0 where it cannot be measured (then nothing is taken out of
+ * the times).
  */
-RT static uint64_t probe_ticks(void)
+RT static uint64_t probe_ticks(bool timed)
 {
-	if (!rb_sleds_probe || !rb_sleds_thread_init || rb_sleds_thread_init())
+	if (!rb_sleds_probe || !rb_sleds_thread_init || rb_sleds_thread_init() ||
+	    (timed && !rb_sleds_time_self))
 		return 0;
+	if (timed)
+		rb_sleds_time_self(true);
 	size_t nslots = 2 * PROBE_CALLS + 8;
 	uint64_t *slots = calloc(nslots, sizeof(*slots)), best = UINT64_MAX;
 	for (int b = 0; slots && b < PROBE_BATCHES; b++) {
@@ -617,6 +622,8 @@ RT static uint64_t probe_ticks(void)
 			best = t1 - t0;
 	}
 	free(slots);
+	if (timed)
+		rb_sleds_time_self(false);
 	return best == UINT64_MAX ? 0 : best / PROBE_CALLS;
 }
 
@@ -630,7 +637,7 @@ RT void agent_sleds_point_cost(void)
 		return;
 	}
 	if (!sampled_point)
-		sampled_point = probe_ticks();
+		sampled_point = probe_ticks(false);
 	if (sampled_point) /* a call's two records */
 		rb_trace_set_point_cost((double)sampled_point / 2);
 }
@@ -676,7 +683,7 @@ RT static bool learn_init(const uintptr_t *sleds, size_t nsleds)
 		if (!learn.ids[h].id && id >= RB_FIRST_ID)
 			learn.ids[h] = (struct learn_id){ id, (uint32_t)i };
 	}
-	learn.point = probe_ticks(); /* as the windows' records are: every one timed */
+	learn.point = probe_ticks(true);
 	/* The functions' extents for the samples, their names for the log (a few ms of the
 	 * control thread, once); a stripped program's samples go by its sleds alone. */
 	if (rb_elf_load("/proc/self/exe", &learn.elf))
@@ -1086,6 +1093,11 @@ RT void agent_sleds_look(const struct rb_ring_view *views, int n)
 		"window for them", (unsigned long long)fresh, (unsigned long long)entries);
 	learn.fresh = true;
 	learn.next_ns = agent_now_ns();
+}
+
+RT bool agent_sleds_first_decided(void)
+{
+	return !learn.on || (learn.windows && !learn.pending_ns);
 }
 
 RT void agent_sleds_learn_report(void)
