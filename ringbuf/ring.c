@@ -592,11 +592,12 @@ NO_INSTR static void blocked_stack(struct rb_ring *r, struct rb_frozen *out)
  * With max under the ring's size, only the newest max slots are copied, in order, into a
  * copy of that many (their end is its end: index 0).
  */
-NO_INSTR static int validated_copy(struct rb_ring *r, struct rb_frozen *out, uint64_t max)
+NO_INSTR static int validated_copy(struct rb_ring *r, struct rb_frozen *out, uint64_t max,
+				   uint64_t *into)
 {
 	struct rb_tls *t = r->tls;
 	const uint64_t nslots = r->nslots, n = max < nslots ? max : nslots;
-	uint64_t *copy = malloc(n * 8);
+	uint64_t *copy = into ? into : malloc(n * 8);
 	if (!copy)
 		return -ENOMEM;
 	for (int attempt = 0; attempt < 3; attempt++) {
@@ -632,12 +633,13 @@ NO_INSTR static int validated_copy(struct rb_ring *r, struct rb_frozen *out, uin
 			blocked_stack(r, out);
 		}
 		out->slots = copy;
-		out->copy = copy;
+		out->copy = into ? NULL : copy;
 		out->laps = laps1;
 		out->copied = true;
 		return 0;
 	}
-	free(copy);
+	if (!into)
+		free(copy);
 	return atomic_load_explicit(&t->pos, memory_order_acquire) ? -EAGAIN : -EINPROGRESS;
 }
 
@@ -651,7 +653,7 @@ NO_INSTR static int finish_stop(struct rb_ring *r, bool answered_now, struct rb_
 		r->state = RB_OFF;
 		return 0;
 	}
-	int err = validated_copy(r, out, UINT64_MAX);
+	int err = validated_copy(r, out, UINT64_MAX, NULL);
 	/* A copied thread was still inside its open calls (blocked, or busy without a trace
 	 * point) when the copy was validated: they ran at least until now. */
 	out->frozen_ticks = hal_timer_now();
@@ -730,7 +732,8 @@ NO_INSTR int rb_stop(struct rb_ring *r, unsigned wait_ms, struct rb_frozen *out)
 	return err;
 }
 
-NO_INSTR int rb_peek_newest(struct rb_ring *r, uint64_t max, struct rb_frozen *out)
+NO_INSTR int rb_peek_newest_into(struct rb_ring *r, uint64_t max, uint64_t *buf,
+				 struct rb_frozen *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->nslots = r->nslots;
@@ -738,9 +741,14 @@ NO_INSTR int rb_peek_newest(struct rb_ring *r, uint64_t max, struct rb_frozen *o
 	memcpy(out->name, r->name, sizeof(out->name));
 	if (r->state != RB_RUNNING)
 		return -EINVAL;
-	int err = validated_copy(r, out, max);
+	int err = validated_copy(r, out, max, buf);
 	out->frozen_ticks = hal_timer_now();
 	return err == -EINPROGRESS ? -EAGAIN : err; /* stopping itself meanwhile */
+}
+
+NO_INSTR int rb_peek_newest(struct rb_ring *r, uint64_t max, struct rb_frozen *out)
+{
+	return rb_peek_newest_into(r, max, NULL, out);
 }
 
 NO_INSTR void rb_frozen_release(struct rb_frozen *f)

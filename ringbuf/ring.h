@@ -133,6 +133,10 @@ int rb_stop_many(struct rb_ring **rs, int n, unsigned wait_ms, struct rb_frozen 
  * -ENOMEM; rb_frozen_release frees it.
  */
 int rb_peek_newest(struct rb_ring *r, uint64_t max, struct rb_frozen *out);
+/* The same into buf, of max slots (at most the ring's), the caller's: nothing to free (the
+ * control thread's looks, every 10 ms, reuse one rather than malloc's and free's system
+ * calls). */
+int rb_peek_newest_into(struct rb_ring *r, uint64_t max, uint64_t *buf, struct rb_frozen *out);
 void rb_frozen_release(struct rb_frozen *f);
 
 /* A shared library's trace points (ringbuf/hooks_dso.c), exported by the program. */

@@ -40,6 +40,14 @@ const uintptr_t *rb_sleds_list(size_t *n)
 #define SLED_BYTES 5 /* -fpatchable-function-entry=5: room for a jmp rel32 */
 static uintptr_t page_bytes; /* the system's, from rb_sleds_patch on */
 
+/* What a sled leads to: nothing (out of the trace), its thunk, or its counted thunk; or
+ * not known (a sled the patch left alone). sled_modes holds each sled's, so that setting
+ * sleds makes writable only the pages of those that change: each mprotect of the text
+ * walks its pages and sends the app's CPUs a TLB flush, and most of a window's decision
+ * repeats the last one. */
+enum sled_mode { SLED_OUT, SLED_TRACED, SLED_COUNTED, SLED_UNKNOWN };
+static unsigned char *sled_modes;
+
 /* ---- the shadow stack: each traced call's return address, and the slot it came from ---- */
 
 struct sled_frame {
@@ -577,6 +585,9 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 	thunks_hi = (uintptr_t)t + n * stride;
 	memcpy(&thunk_head, t, 8);
 	thunk_stride = stride, thunk_count = n, counted_at = cat;
+	sled_modes = malloc(n);
+	if (sled_modes)
+		memset(sled_modes, SLED_UNKNOWN, n);
 
 	/* The text, writable for the moment of the patching. Executable too: this code may
 	 * lie in the same pages. */
@@ -599,6 +610,8 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 		memcpy(jmp + 1, &rel, 4);
 		memcpy(f, jmp, SLED_BYTES);
 		st->patched++;
+		if (sled_modes)
+			sled_modes[i] = SLED_TRACED;
 	}
 	if (mprotect((void *)plo, phi - plo, PROT_READ | PROT_EXEC))
 		return -errno;
@@ -614,8 +627,6 @@ static void store8(uint64_t *w, const unsigned char bytes[8])
 	__atomic_store_n(w, word, __ATOMIC_RELEASE);
 }
 
-/* What a sled leads to: nothing (out of the trace), its thunk, or its counted thunk. */
-enum sled_mode { SLED_OUT, SLED_TRACED, SLED_COUNTED };
 
 /* jmp rel32 from `from` (its 5 bytes) to `to`. */
 static void jmp_to(unsigned char jmp[SLED_BYTES], uintptr_t from, uintptr_t to)
@@ -694,34 +705,46 @@ static long sleds_set(const size_t *idx, const uint32_t *mean, size_t n, enum sl
 	const uintptr_t *e = rb_sleds_list(&count);
 	if (!thunks_lo || !n)
 		return 0;
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	/* The sleds that change, and their thunks (a new mean, or a sled whose jump is its
+	 * thunk's first bytes): the span of each to make writable. */
+	uintptr_t lo = UINTPTR_MAX, hi = 0, tlo = UINTPTR_MAX, thi = 0;
+	long done = 0;
 	for (size_t k = 0; k < n; k++) {
-		if (idx[k] >= thunk_count || idx[k] >= count)
+		size_t i = idx[k];
+		if (i >= thunk_count || i >= count)
 			continue;
-		lo = e[idx[k]] < lo ? e[idx[k]] : lo;
-		hi = e[idx[k]] + 8 > hi ? e[idx[k]] + 8 : hi;
+		done++;
+		if (sled_modes && sled_modes[i] == mode && !(mode == SLED_COUNTED && mean))
+			continue; /* as it is already */
+		uintptr_t t = thunks_lo + i * thunk_stride;
+		lo = e[i] < lo ? e[i] : lo;
+		hi = e[i] + 8 > hi ? e[i] + 8 : hi;
+		tlo = t < tlo ? t : tlo;
+		thi = t + thunk_stride > thi ? t + thunk_stride : thi;
 	}
 	if (!hi)
-		return 0;
+		return done;
 	/* Writable and still executable: other threads run this code meanwhile (and this
 	 * function may lie in the same pages). */
 	const int rwx = PROT_READ | PROT_WRITE | PROT_EXEC, rx = PROT_READ | PROT_EXEC;
 	int err = protect(lo, hi, rwx);
 	if (!err)
-		err = protect(thunks_lo, thunks_hi, rwx);
+		err = protect(tlo, thi, rwx);
 	if (err)
 		return err;
-	long done = 0;
 	for (size_t k = 0; k < n; k++) {
-		if (idx[k] >= thunk_count || idx[k] >= count)
+		size_t i = idx[k];
+		if (i >= thunk_count || i >= count ||
+		    (sled_modes && sled_modes[i] == mode && !(mode == SLED_COUNTED && mean)))
 			continue;
 		if (mode == SLED_COUNTED && mean)
-			thunk_mean(idx[k], mean[k]);
-		sled_set(idx[k], e[idx[k]], mode);
-		done++;
+			thunk_mean(i, mean[k]);
+		sled_set(i, e[i], mode);
+		if (sled_modes)
+			sled_modes[i] = (unsigned char)mode;
 	}
 	err = protect(lo, hi, rx);
-	int err2 = protect(thunks_lo, thunks_hi, rx);
+	int err2 = protect(tlo, thi, rx);
 	return err ? err : err2 ? err2 : done;
 }
 

@@ -238,6 +238,8 @@ RT static int persist(const char *reason, pid_t anomaly_tid, uint64_t t0, char *
 	return 0;
 }
 
+#define LEARN_COPY_KEPT 8192 /* slots: copies up to this size go to a buffer kept */
+
 /* The records of the rings that trace, in all (the sleds' learning watches their rate),
  * and their threads (it samples them): *ntids of them into tids (MAX_RINGS at most). */
 RT static uint64_t traced_threads(pid_t *tids, int *ntids)
@@ -270,6 +272,9 @@ RT static void learn_sleds(enum agent_learn_step step)
 		pid_t tid;
 		uint64_t records; /* its ring's records when its window opened */
 	} seen[MAX_RINGS];
+	/* Kept from one step to the next: a malloc and a free of each copy cost the process
+	 * an madvise or munmap each, and the TLB flushes they send to the app's CPUs. */
+	static uint64_t *kept[MAX_RINGS];
 	struct rb_ring *rings[MAX_RINGS];
 	struct rb_frozen frozen[MAX_RINGS];
 	struct rb_ring_view views[MAX_RINGS];
@@ -303,7 +308,13 @@ RT static void learn_sleds(enum agent_learn_step step)
 		uint64_t copy = step == AGENT_LEARN_LOOK
 					? AGENT_LEARN_LOOK_SLOTS
 					: agent_sleds_window_copy(slots, records - seen[k].records);
-		if (!rb_ring_on(rings[i]) || !copy || rb_peek_newest(rings[i], copy, &frozen[nviews]))
+		if (!rb_ring_on(rings[i]) || !copy)
+			continue;
+		/* Looks and partial windows (8,192 records) into a buffer kept for the next */
+		if (copy <= LEARN_COPY_KEPT && !kept[nviews])
+			kept[nviews] = malloc(LEARN_COPY_KEPT * sizeof(uint64_t));
+		uint64_t *into = copy <= LEARN_COPY_KEPT ? kept[nviews] : NULL;
+		if (rb_peek_newest_into(rings[i], copy, into, &frozen[nviews]))
 			continue;
 		views[nviews] = rb_frozen_view(&frozen[nviews]);
 		nviews++;

@@ -169,6 +169,7 @@ static struct {
 	uint64_t *edges;      /* who called whom (edge_add), LEARN_EDGES of them */
 	bool edges_full;
 	bool *is_out;	      /* by sled: in out[] (countable's scratch) */
+	uint64_t *selfs, *ranked; /* by sled: learn_decide's scratch */
 	struct rb_elf elf;    /* the program's symbols: the samples' functions, the log's names */
 	uintptr_t bias;	      /* its load address */
 	bool sampled;	      /* perf's samples of the traced threads come (learn_samples.c) */
@@ -412,8 +413,10 @@ RT static void learn_stop(void)
 	agent_samples_stop();
 	free(learn.ids), free(learn.fn), free(learn.out), free(learn.hits);
 	free(learn.counted), free(learn.mean), free(learn.edges), free(learn.is_out);
+	free(learn.selfs), free(learn.ranked);
 	learn.ids = NULL, learn.fn = NULL, learn.out = NULL, learn.hits = NULL;
 	learn.counted = NULL, learn.mean = NULL, learn.edges = NULL, learn.is_out = NULL;
+	learn.selfs = NULL, learn.ranked = NULL;
 	learn.sampled = false;
 }
 
@@ -672,8 +675,10 @@ RT static bool learn_init(const uintptr_t *sleds, size_t nsleds)
 	learn.mean = calloc(nsleds, sizeof(*learn.mean));
 	learn.edges = calloc(LEARN_EDGES, sizeof(*learn.edges));
 	learn.is_out = calloc(nsleds, sizeof(*learn.is_out));
+	learn.selfs = calloc(nsleds, sizeof(*learn.selfs));
+	learn.ranked = calloc(nsleds, sizeof(*learn.ranked));
 	if (!learn.ids || !learn.fn || !learn.out || !learn.hits || !learn.counted ||
-	    !learn.mean || !learn.edges || !learn.is_out)
+	    !learn.mean || !learn.edges || !learn.is_out || !learn.selfs || !learn.ranked)
 		return false;
 	for (size_t i = 0; i < nsleds; i++) {
 		uint32_t id = (uint32_t)sleds[i];
@@ -785,11 +790,7 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
 	*kept = 0;
 	*calls_out = 0;
 	learn.ncounted = 0;
-	uint64_t *selfs = malloc(nsleds * sizeof(*selfs)), *ranked = malloc(nsleds * sizeof(*ranked));
-	if (!selfs || !ranked) {
-		free(selfs), free(ranked);
-		return 0; /* nothing out: every function stays traced */
-	}
+	uint64_t *selfs = learn.selfs, *ranked = learn.ranked;
 	/* The short ones (the candidates), their self times ranked. */
 	size_t nshort = 0;
 	for (size_t i = 0; i < nsleds; i++) {
@@ -834,7 +835,6 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
 		out[nout++] = i;
 		*calls_out += f->calls;
 	}
-	free(selfs), free(ranked);
 	/* Those kept whose calls can be counted, now that what is out is known. */
 	out_flags(out, nout, nsleds);
 	size_t n = learn.ncounted;
