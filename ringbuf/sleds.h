@@ -87,6 +87,9 @@ struct rb_sleds_window {
 	size_t nout, ncounted;
 	uint64_t *keep;
 	size_t keep_slots;
+	/* The trace point's cost from then on, 1/1024 ticks (rb_trace_set_point_cost: a trace
+	 * written before the control thread comes takes the records' own); 0: left as is. */
+	uint64_t point_after1024;
 };
 void rb_sleds_window_open(const struct rb_sleds_window *w);
 /* Every record of the calling thread's sampled thunks timed (on), as in a window, or not:

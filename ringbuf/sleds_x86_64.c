@@ -12,6 +12,7 @@
 #include "ringbuf/ring.h"
 #include "ringbuf/sleds.h"
 #include "ringbuf/trace.h"
+#include "ringbuf/tracefile.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -799,6 +800,8 @@ static void window_end_here(void)
 	(void)sleds_set(window.counted, NULL, window.ncounted, SLED_COUNTED);
 	window_kept = keep_own(window.keep, window.keep_slots);
 	window_tid = rb_tls.ring ? rb_ring_tid(rb_tls.ring) : 0;
+	if (window.point_after1024)
+		rb_trace_set_point_cost1024(window.point_after1024);
 	atomic_store_explicit(&window_state, WINDOW_ENDED, memory_order_release);
 }
 

@@ -240,6 +240,11 @@ void rb_trace_set_point_cost(double ticks)
 	atomic_store_explicit(&point_ticks1024, v, memory_order_relaxed);
 }
 
+void rb_trace_set_point_cost1024(uint64_t ticks1024)
+{
+	atomic_store_explicit(&point_ticks1024, ticks1024, memory_order_relaxed);
+}
+
 int rb_trace_write_reserved(const char *dir, const char *reason, const struct rb_frozen *threads,
 			    int nthreads, const struct rb_trace_sched *sched,
 			    const struct rb_trace_reserve *r, char *path_out, size_t path_size)

@@ -108,6 +108,9 @@ struct rb_trace {
  * as to every time in the file). What `jitt exclude` subtracts for the time without trace
  * points. 0 or less: not known. */
 void rb_trace_set_point_cost(double ticks);
+/* The same in 1/1024 ticks, no floating point: for a learning window's end, which runs in
+ * a thunk (ringbuf/sleds.h). */
+void rb_trace_set_point_cost1024(uint64_t ticks1024);
 
 /*
  * Write the frozen rings into a new file in dir, named trace-<pid>-<time>-<n>.jtr; its

@@ -331,6 +331,7 @@ RT static void learn_window_open(void)
 		.ncounted = learn.ncounted,
 		.keep = learn.keep,
 		.keep_slots = learn.keep_slots < records ? learn.keep_slots : records,
+		.point_after1024 = sampled_point * 512, /* a call's two records: half each */
 	};
 	rb_sleds_window_open(&w);
 	learn.window = true;
