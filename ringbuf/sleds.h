@@ -92,10 +92,10 @@ struct rb_sleds_window {
 	uint64_t point_after1024;
 };
 void rb_sleds_window_open(const struct rb_sleds_window *w);
-/* Every record of the calling thread's sampled thunks timed (on), as in a window, or not:
- * for the runtime's probe of what a window's traced call costs (it counts no window's
- * records). */
-void rb_sleds_time_self(bool on);
+/* Every record of the sampled thunks timed (on), as in a window, until the same call with
+ * off: for the runtime's probe of what a window's traced call costs, a ms or two on a
+ * scratch ring (whose records count down no window). */
+void rb_sleds_time_probe(bool on);
 /* Whether a traced thread ended the open window: then *tid is that thread, and *kept the
  * slots it copied into keep (in order, its newest last). */
 bool rb_sleds_window_ended(pid_t *tid, size_t *kept);

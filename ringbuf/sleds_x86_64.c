@@ -145,31 +145,32 @@ __attribute__((noreturn, cold)) static void shadow_lost(const char *why)
 		point(RB_EXIT);                                                            \
 	}
 
-/* In a learning window (rb_sleds_window_open), every record of a sampled thunk is timed:
- * after each timed one, due goes back to 0 (the next one timed, as at a ring's start), so
- * the durations the runtime learns from are measured, not estimated. The records it has
- * left are counted down here, on the timed path only; the thread that takes the count to
- * zero ends the window (window_end_here). */
-static atomic_bool time_all;
+/* In a learning window (rb_sleds_window_open), or while the runtime times its probe
+ * (rb_sleds_time_probe), every record of a sampled thunk is timed: after each timed one,
+ * due goes back to 0 (the next one timed, as at a ring's start), so the durations the
+ * runtime learns from are measured, not estimated. time_all counts those two reasons: one
+ * load on every exit, as a flag was. An open window's records are counted down here, on
+ * the timed path only; the thread that takes the count to zero ends the window
+ * (window_end_here). */
+enum { WINDOW_NONE, WINDOW_OPEN, WINDOW_ENDING, WINDOW_ENDED };
+static _Atomic int window_state;
+static _Atomic int time_all;
 static _Atomic uint64_t window_left;
 static void window_end_here(void);
-/* This thread's records all timed, in a window or not (rb_sleds_time_self). */
-static __thread bool time_self __attribute__((tls_model(RB_TLS_MODEL)));
 
-void rb_sleds_time_self(bool on)
+void rb_sleds_time_probe(bool on)
 {
-	time_self = on;
+	atomic_fetch_add_explicit(&time_all, on ? 1 : -1, memory_order_relaxed);
 }
 
 static inline void point_sampled(uint32_t low)
 {
 	rb_point_sampled(low);
-	if (__builtin_expect(time_self, 0)) {
+	if (atomic_load_explicit(&time_all, memory_order_relaxed)) {
 		atomic_store_explicit(&rb_tls.due, 0, memory_order_relaxed);
-	} else if (atomic_load_explicit(&time_all, memory_order_relaxed)) {
-		atomic_store_explicit(&rb_tls.due, 0, memory_order_relaxed);
-		/* A ring's records only: a scratch ring's (the runtime's probe) are no app's */
+		/* A ring's records only: a scratch ring's (the probe's) are no app's */
 		if (rb_tls.ring &&
+		    atomic_load_explicit(&window_state, memory_order_relaxed) == WINDOW_OPEN &&
 		    atomic_fetch_sub_explicit(&window_left, 1, memory_order_relaxed) == 1)
 			window_end_here();
 	}
@@ -755,8 +756,6 @@ static long sleds_set(const size_t *idx, const uint32_t *mean, size_t n, enum sl
  * last record) -> NONE (the control thread, rb_sleds_window_close); or OPEN -> NONE when
  * the control thread closes it first. Only one side sets sleds at a time: the control
  * thread sets none between opening a window and closing it. */
-enum { WINDOW_NONE, WINDOW_OPEN, WINDOW_ENDING, WINDOW_ENDED };
-static _Atomic int window_state;
 static struct rb_sleds_window window; /* written before OPEN is published */
 static size_t window_kept;	      /* and these before ENDED */
 static pid_t window_tid;
@@ -795,7 +794,7 @@ static void window_end_here(void)
 	if (!atomic_compare_exchange_strong_explicit(&window_state, &open, WINDOW_ENDING,
 						     memory_order_acquire, memory_order_relaxed))
 		return;
-	atomic_store_explicit(&time_all, false, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&time_all, 1, memory_order_relaxed);
 	(void)sleds_set(window.out, NULL, window.nout, SLED_OUT);
 	(void)sleds_set(window.counted, NULL, window.ncounted, SLED_COUNTED);
 	window_kept = keep_own(window.keep, window.keep_slots);
@@ -811,7 +810,7 @@ void rb_sleds_window_open(const struct rb_sleds_window *w)
 	window_kept = 0;
 	atomic_store_explicit(&window_left, w->records ? w->records : 1, memory_order_relaxed);
 	atomic_store_explicit(&window_state, WINDOW_OPEN, memory_order_release);
-	atomic_store_explicit(&time_all, true, memory_order_relaxed);
+	atomic_fetch_add_explicit(&time_all, 1, memory_order_relaxed);
 }
 
 bool rb_sleds_window_ended(pid_t *tid, size_t *kept)
@@ -825,11 +824,12 @@ bool rb_sleds_window_ended(pid_t *tid, size_t *kept)
 
 void rb_sleds_window_close(void)
 {
-	atomic_store_explicit(&time_all, false, memory_order_relaxed);
 	int s = WINDOW_OPEN;
 	if (atomic_compare_exchange_strong_explicit(&window_state, &s, WINDOW_NONE,
-						    memory_order_acq_rel, memory_order_acquire))
+						    memory_order_acq_rel, memory_order_acquire)) {
+		atomic_fetch_sub_explicit(&time_all, 1, memory_order_relaxed);
 		return;
+	}
 	while (s == WINDOW_ENDING) { /* its sleds and its copy: some 100 us */
 		sched_yield();
 		s = atomic_load_explicit(&window_state, memory_order_acquire);

@@ -36,7 +36,7 @@ extern long rb_sleds_count(const size_t *idx, const uint32_t *mean, size_t n)
 extern void rb_sleds_window_open(const struct rb_sleds_window *w) __attribute__((weak));
 extern bool rb_sleds_window_ended(pid_t *tid, size_t *kept) __attribute__((weak));
 extern void rb_sleds_window_close(void) __attribute__((weak));
-extern void rb_sleds_time_self(bool on) __attribute__((weak));
+extern void rb_sleds_time_probe(bool on) __attribute__((weak));
 extern void rb_sleds_probe(void) __attribute__((weak));
 
 /* A list names a few thousand functions at most; what is past this is not a list. */
@@ -601,10 +601,10 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, struct learn_fn *fn,
 RT static uint64_t probe_ticks(bool timed)
 {
 	if (!rb_sleds_probe || !rb_sleds_thread_init || rb_sleds_thread_init() ||
-	    (timed && !rb_sleds_time_self))
+	    (timed && !rb_sleds_time_probe))
 		return 0;
 	if (timed)
-		rb_sleds_time_self(true);
+		rb_sleds_time_probe(true);
 	size_t nslots = 2 * PROBE_CALLS + 8;
 	uint64_t *slots = calloc(nslots, sizeof(*slots)), best = UINT64_MAX;
 	for (int b = 0; slots && b < PROBE_BATCHES; b++) {
@@ -627,7 +627,7 @@ RT static uint64_t probe_ticks(bool timed)
 	}
 	free(slots);
 	if (timed)
-		rb_sleds_time_self(false);
+		rb_sleds_time_probe(false);
 	return best == UINT64_MAX ? 0 : best / PROBE_CALLS;
 }
 
