@@ -183,6 +183,11 @@ decided=$(sed -n "/$judged/,\$p" "$work/phases.log" | grep -m 1 'sleds: learned 
 	sed 's/.*learned from //')
 check "phases: in it ($decided)" sh -c 'case "$1" in *", for new functions,"*) ;; *) exit 1 ;; esac' \
 	- "$decided"
+# Its windows end at their records, on the traced thread (ringbuf/sleds.h), or where the
+# control thread reads one first; either way they were all learnt from.
+ends=$(grep -o 'learning ends: .*ended by their threads' "$work/phases.log")
+check "phases: the windows, and who ended them ($ends)" \
+	matches "$ends" "learning ends: [1-9][0-9]* windows, [0-9]* of them for new functions, [0-9]* ended"
 rm -rf "$work/data" && mkdir -p "$work/data/spool"
 
 # Counted calls (record.h, RB_CALLED): with sampled time, learning counts hot's calls (short,
