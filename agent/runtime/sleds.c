@@ -310,9 +310,11 @@ RT static long exclude_sleds(const char *path, const uintptr_t *sleds, size_t ns
  * first. A full window traces every function (the caller put those out back in), and its
  * end takes them out again; a partial one (learn.partial) leaves them out; both trace the
  * counted ones meanwhile. The ending thread's copy of its window goes to learn.keep,
- * touched here so that the copy takes no page fault on the app's thread.
+ * touched here (touch) so that the copy takes no page fault on the app's thread; not for
+ * the first window, opened in the constructor, where nothing may wait before main() (its
+ * copy then faults in a quarter of a ring's pages, once, on the thread that ends it).
  */
-RT static void learn_window_open(void)
+RT static void learn_window_open(bool touch)
 {
 	uint64_t full = rb_ring_bytes() / 8 / AGENT_LEARN_WINDOW_PART;
 	uint64_t records = learn.partial && LEARN_FRESH_RECORDS < full ? LEARN_FRESH_RECORDS : full;
@@ -320,7 +322,7 @@ RT static void learn_window_open(void)
 		free(learn.keep);
 		learn.keep = malloc(records * sizeof(*learn.keep));
 		learn.keep_slots = learn.keep ? records : 0;
-		if (learn.keep)
+		if (learn.keep && touch)
 			memset(learn.keep, 0, records * sizeof(*learn.keep));
 	}
 	struct rb_sleds_window w = {
@@ -376,7 +378,7 @@ RT void agent_sleds_start(const struct agent_config *cfg)
 	sleds_sampled = time == RB_SLED_SAMPLED;
 	if (!cfg->sleds_exclude[0] && cfg->sleds_learn_ns && rb_sleds_trace && rb_sleds_window_open) {
 		learn.on = true; /* the first window: from the start */
-		learn_window_open();
+		learn_window_open(false);
 		learn.min_ns = cfg->sleds_learn_ns;
 		learn.poll_ms = LEARN_POLL_MS;
 		learn.probe_ms = LEARN_PROBE_FIRST_MS;
@@ -994,7 +996,7 @@ RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t record
 			learn_stop();
 			return AGENT_LEARN_NONE;
 		}
-		learn_window_open();
+		learn_window_open(true);
 		/* When it opens: it closes only when this thread reads it, which a busy machine
 		 * can delay well past the few ms it takes to fill */
 		log_dbg("jitt: sleds: window %u opens%s", learn.windows + 1,
@@ -1138,6 +1140,20 @@ RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 	bool ended = rb_sleds_window_ended(&by, &kept);
 	rb_sleds_window_close();
 	learn.window = false;
+	agent_sleds_point_cost();
+	uint64_t freq = hal_timer_freq(), span = 0;
+	uint64_t cap = hal_muldiv_u64((uint64_t)learn.min_ns * LEARN_CAP_TIMES, freq, 1000000000u);
+	for (int i = 0; i < n; i++)
+		span += learn_ring(&views[i], learn.fn, learn.point, cap ? cap : 1);
+	uint64_t now = agent_now_ns();
+	if (ended && !span) {
+		/* Nothing of it was left to read (no copy aside, and the rings overwrote it):
+		 * its thread put the last decision back, which stays; a full window next */
+		log_dbg("jitt: sleds: window %u: its records were gone when read", learn.windows + 1);
+		learn.probe_ns = now;
+		learn.next_ns = now + LEARN_POLL_MS * 1000000ull;
+		return;
+	}
 	if (ended) {
 		/* Its thread put back out what the window traced: traced again, as a window
 		 * this thread closes leaves them, for the decision to start from */
@@ -1151,11 +1167,6 @@ RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 			return;
 		}
 	}
-	agent_sleds_point_cost();
-	uint64_t freq = hal_timer_freq(), span = 0;
-	uint64_t cap = hal_muldiv_u64((uint64_t)learn.min_ns * LEARN_CAP_TIMES, freq, 1000000000u);
-	for (int i = 0; i < n; i++)
-		span += learn_ring(&views[i], learn.fn, learn.point, cap ? cap : 1);
 	learn.span += span;
 	learn.last_span = span;
 	learn.last_threads = n;
@@ -1163,7 +1174,6 @@ RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 	learn.partials += learn.partial;
 	for (int i = 0; i < n; i++)
 		learn.window_records += views[i].valid;
-	uint64_t now = agent_now_ns();
 	/* Too few samples to rank a profile's top yet (a thread that spends most of its time in
 	 * the kernel, as a server's does, gives few of its own code): every function stays
 	 * traced, as the window left them, until they come (agent_sleds_learn_step). */
