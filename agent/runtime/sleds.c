@@ -332,7 +332,7 @@ RT static void learn_window_open(bool touch)
 		.counted = learn.counted,
 		.ncounted = learn.ncounted,
 		.keep = learn.keep,
-		.keep_slots = learn.keep_slots < records ? learn.keep_slots : records,
+		.keep_slots = learn.keep ? records : 0,
 		.point_after1024 = sampled_point * 512, /* a call's two records: half each */
 	};
 	rb_sleds_window_open(&w);
