@@ -638,9 +638,11 @@ RT static void *control_main(void *arg)
 	prctl(PR_SET_NAME, "jitt-control");
 	/* nice 19 (this thread only: Linux's nice is per thread), not SCHED_IDLE; while the
 	 * sleds' first window waits for its decision, at the app's: until then every function
-	 * is traced, which cost duktape 1.4x its CPU time where this thread, at nice 19 beside
-	 * busy cores, decided 0.8 s late. An unprivileged thread cannot come back from 19. */
-	bool niced = false;
+	 * is traced, which cost duktape twice its CPU time where this thread, at nice 19 beside
+	 * busy cores, decided 3.7-3.9 s late. An unprivileged thread cannot come back from 19. */
+	bool niced = !agent_sleds_may_learn(&rt->cfg);
+	if (niced)
+		setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
 	hal_pin_keeper_init(&pin, HAL_CPU_LITTLE, false);
 	chores_at_ns = agent_now_ns() + START_CHORES_MS * 1000000ull;
 	measure_point_cost();

@@ -158,8 +158,11 @@ uint64_t agent_sleds_window_copy(uint64_t slots, uint64_t since);
 /* Whether thread tid ended the open window (ringbuf/sleds.h): then *v is the copy it made
  * of its window, to learn from in place of its ring. */
 bool agent_sleds_window_kept(pid_t tid, struct rb_ring_view *v);
-/* Whether learning has applied its first decision, or is not on: the control thread runs
- * at the app's priority until then (control.c). */
+/* Whether the settings and the program let the sleds learn (agent_sleds_start then starts
+ * learning, unless the patch fails), and whether learning has applied its first decision
+ * or is not on: the control thread of a program that may learn runs at the app's priority
+ * until then (control.c). */
+bool agent_sleds_may_learn(const struct agent_config *cfg);
 bool agent_sleds_first_decided(void);
 /* At shutdown, the control thread stopped: learning ends (its samples too), the sleds stay
  * as it left them. */

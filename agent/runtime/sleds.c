@@ -376,7 +376,7 @@ RT void agent_sleds_start(const struct agent_config *cfg)
 	}
 	sleds_on = true;
 	sleds_sampled = time == RB_SLED_SAMPLED;
-	if (!cfg->sleds_exclude[0] && cfg->sleds_learn_ns && rb_sleds_trace && rb_sleds_window_open) {
+	if (agent_sleds_may_learn(cfg)) {
 		learn.on = true; /* the first window: from the start */
 		learn_window_open(false);
 		learn.min_ns = cfg->sleds_learn_ns;
@@ -1096,6 +1096,15 @@ RT void agent_sleds_look(const struct rb_ring_view *views, int n)
 		"window for them", (unsigned long long)fresh, (unsigned long long)entries);
 	learn.fresh = true;
 	learn.next_ns = agent_now_ns();
+}
+
+RT bool agent_sleds_may_learn(const struct agent_config *cfg)
+{
+	size_t nsleds = 0;
+	if (rb_sleds_list)
+		(void)rb_sleds_list(&nsleds);
+	return nsleds && strcmp(cfg->sleds, "off") && !cfg->sleds_exclude[0] &&
+	       cfg->sleds_learn_ns && rb_sleds_trace && rb_sleds_window_open;
 }
 
 RT bool agent_sleds_first_decided(void)
