@@ -638,8 +638,9 @@ RT static void *control_main(void *arg)
 	prctl(PR_SET_NAME, "jitt-control");
 	/* nice 19 (this thread only: Linux's nice is per thread), not SCHED_IDLE; while the
 	 * sleds' first window waits for its decision, at the app's: until then every function
-	 * is traced, which cost duktape twice its CPU time where this thread, at nice 19 beside
-	 * busy cores, decided 3.7-3.9 s late. An unprivileged thread cannot come back from 19. */
+	 * is traced, and at nice 19 beside busy cores this thread made that decision 3.7-3.9 s
+	 * into duktape's run (48-63 ms at the app's). An unprivileged thread cannot come back
+	 * from 19. */
 	bool niced = !agent_sleds_may_learn(&rt->cfg);
 	if (niced)
 		setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19);
