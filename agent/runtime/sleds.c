@@ -958,6 +958,21 @@ RT static void learn_apply(const uintptr_t *sleds, size_t nsleds, uint64_t now)
 		  (unsigned long long)learn.samples);
 }
 
+/* What a window traces, traced: for a full one the functions out, for both the counted ones
+ * (the window times their calls, and their thunks' means are rewritten only while unused).
+ * False when the sleds could not be set: learning stopped. */
+RT static bool window_traced(void)
+{
+	long err = learn.partial ? 0 : rb_sleds_trace(learn.out, learn.nout, true);
+	if (err >= 0)
+		err = rb_sleds_trace(learn.counted, learn.ncounted, true);
+	if (err < 0) {
+		log_err("jitt: sleds: cannot put functions back: %s", strerror((int)-err));
+		learn_stop();
+	}
+	return err >= 0;
+}
+
 RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t records,
 					     const pid_t *tids, int ntids)
 {
@@ -986,16 +1001,8 @@ RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t record
 		learn.partial = !scheduled;
 		if (learn.partial)
 			learn.fresh_ns = now_ns;
-		/* Full, the functions out traced again; in both, the counted ones: the window
-		 * times their calls (and their thunks' means are rewritten only while unused) */
-		long err = learn.partial ? 0 : rb_sleds_trace(learn.out, learn.nout, true);
-		if (err >= 0)
-			err = rb_sleds_trace(learn.counted, learn.ncounted, true);
-		if (err < 0) {
-			log_err("jitt: sleds: cannot put functions back: %s", strerror((int)-err));
-			learn_stop();
+		if (!window_traced())
 			return AGENT_LEARN_NONE;
-		}
 		learn_window_open(true);
 		/* When it opens: it closes only when this thread reads it, which a busy machine
 		 * can delay well past the few ms it takes to fill */
@@ -1167,14 +1174,8 @@ RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 		/* Its thread put back out what the window traced: traced again, as a window
 		 * this thread closes leaves them, for the decision to start from */
 		learn.ended_by_thread++;
-		long err = learn.partial ? 0 : rb_sleds_trace(learn.out, learn.nout, true);
-		if (err >= 0)
-			err = rb_sleds_trace(learn.counted, learn.ncounted, true);
-		if (err < 0) {
-			log_err("jitt: sleds: cannot put functions back: %s", strerror((int)-err));
-			learn_stop();
+		if (!window_traced())
 			return;
-		}
 	}
 	learn.span += span;
 	learn.last_span = span;
