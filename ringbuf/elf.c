@@ -380,3 +380,17 @@ const struct rb_symbol *rb_elf_lookup(const struct rb_elf *elf, uint64_t addr)
 	const struct rb_symbol *s = &elf->syms[lo - 1];
 	return addr < s->addr + (s->size ? s->size : 1) ? s : NULL;
 }
+
+const struct rb_symbol *rb_elf_find(const struct rb_elf *elf, const char *name)
+{
+	for (size_t i = 0; i < elf->nsyms; i++)
+		if (strcmp(elf->syms[i].name, name) == 0)
+			return &elf->syms[i];
+	return NULL;
+}
+
+const char *rb_elf_shown_name(const char *name)
+{
+	size_t n = sizeof(RB_ELF_WRAP_PREFIX) - 1;
+	return strncmp(name, RB_ELF_WRAP_PREFIX, n) == 0 && name[n] ? name + n : name;
+}

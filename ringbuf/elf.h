@@ -78,5 +78,14 @@ void rb_elf_free(struct rb_elf *elf);
 int rb_elf_code_read(const struct rb_elf_code *code, int fd, uint64_t vaddr, void *buf, size_t n);
 /* The function containing addr (a virtual address), or NULL. */
 const struct rb_symbol *rb_elf_lookup(const struct rb_elf *elf, uint64_t addr);
+/* The function named name (the first of that name, by address), or NULL. A scan of every
+ * symbol: for a few names at start-up, not per address. */
+const struct rb_symbol *rb_elf_find(const struct rb_elf *elf, const char *name);
+
+/* A function that -Wl,--wrap put in front of another one (ringbuf/sleds_libc.c:
+ * __wrap_memcpy before the C library's memcpy) is shown under the name of the function it
+ * stands for: what the program called, and what perf names. */
+#define RB_ELF_WRAP_PREFIX "__wrap_"
+const char *rb_elf_shown_name(const char *name);
 
 #endif

@@ -103,14 +103,17 @@ int rb_sleds_thread_init(void)
 
 /* A thunk's state cannot be trusted any more (a return whose slot the shadow stack never
  * saw): there is no return address to go back to, so the process ends, loudly. */
-__attribute__((noreturn, cold)) static void shadow_lost(const char *why)
+/* The message's length is the literal's (shadow_lost): a strlen() call would go through
+ * its own sled (sleds_libc.c), on the thread whose shadow stack is lost. */
+__attribute__((noreturn, cold)) static void shadow_lost_n(const char *why, size_t len)
 {
 	static const char head[] = "jitt: sleds: ";
 	(void)!write(2, head, sizeof(head) - 1);
-	(void)!write(2, why, strlen(why));
+	(void)!write(2, why, len);
 	(void)!write(2, "\n", 1);
 	abort();
 }
+#define shadow_lost(literal) shadow_lost_n(literal, sizeof(literal) - 1)
 
 #define HOOK __attribute__((no_caller_saved_registers, used, noinline))
 
@@ -120,8 +123,10 @@ __attribute__((noreturn, cold)) static void shadow_lost(const char *why)
 	HOOK void name(uint32_t id, uintptr_t *slot)                                      \
 	{                                                                                  \
 		struct sled_frame *t = shadow_top;                                         \
-		if (__builtin_expect(!t || t >= shadow + SHADOW_FRAMES, 0))                \
-			shadow_lost(t ? "calls nested over a million deep" : "no shadow stack"); \
+		if (__builtin_expect(!t, 0))                                               \
+			shadow_lost("no shadow stack");                                    \
+		if (__builtin_expect(t >= shadow + SHADOW_FRAMES, 0))                      \
+			shadow_lost("calls nested over a million deep");                   \
 		shadow_top = t + 1; /* taken first: a signal handler's calls go above */  \
 		__atomic_signal_fence(__ATOMIC_SEQ_CST);                                   \
 		t->slot = slot;                                                            \

@@ -118,7 +118,8 @@ build_speedtest1() {
 		nice ${CC_MUSL:-musl-gcc} "$@" $_rl_flags $_rl_extra -I"$src" \
 			"$src/tests/speedtest1_shim.c" \
 			${sampled:+"$_rl_lib/libjitt-sampled.a"} \
-			${sleds:+"$_rl_lib/libjitt-sleds.a" -Wl,-u,rb_sleds_patch} "$_rl_lib/libjitt.a" \
+			${sleds:+"$_rl_lib/libjitt-sleds.a" $(cat "$_rl_lib/libjitt-sleds.ldflags")} \
+			"$_rl_lib/libjitt.a" \
 			$(cat "$_rl_lib/libjitt.ldflags") -o "$_rl_out"
 	else
 		# shellcheck disable=SC2086 # CC_MUSL may be a command and its options

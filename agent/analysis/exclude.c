@@ -124,8 +124,10 @@ static long entry_of(struct exclude_set *s, const struct rb_trace *t, struct age
 	if (key != CCT_UNKNOWN && key != CCT_ROOT && m >= 0 && (uint32_t)m < t->nmodules &&
 	    agent_symbols_ready(syms, m)) {
 		const struct rb_symbol *sym = rb_elf_lookup(&syms->elf[m], AGENT_KEY_VADDR(key));
+		/* A wrapper as the library function it stands for (__wrap_memcpy as memcpy):
+		 * sleds_exclude matches a name as a substring, as GCC's lists do */
 		if (sym && sym->addr == AGENT_KEY_VADDR(key))
-			return add_symbol(s, sym->name);
+			return add_symbol(s, rb_elf_shown_name(sym->name));
 	}
 	/* Unnamed here (no symbols, or an address inside a function): shown as the summary
 	 * shows it, and never listed. */

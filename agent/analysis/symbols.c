@@ -142,6 +142,7 @@ void agent_symbol_name(struct agent_symbols *s, int m, uint64_t vaddr, char *out
 	if (agent_symbols_ready(s, m)) {
 		const struct rb_symbol *sym = rb_elf_lookup(&s->elf[m], vaddr);
 		if (sym) {
+			const char *name = rb_elf_shown_name(sym->name);
 			/* The compiler's copies of a function are named "name.SUFFIX": GCC's
 			 * clones (".constprop.0", ".isra.0", ".part.0", ".cold"), LTO's statics
 			 * (".lto_priv.0"). A C identifier or a C++ mangled name has no '.', so a
@@ -149,14 +150,13 @@ void agent_symbol_name(struct agent_symbols *s, int m, uint64_t vaddr, char *out
 			 * view (summary, exports, decode, diff) gives, so that copies merge by
 			 * name; the build-id and offset still say which copy. An address inside
 			 * a copy keeps the copy's name, since its offset is from the copy. */
-			const char *lto = strstr(sym->name, ".lto_priv.");
-			const char *dot = sym->name[0] ? strchr(sym->name + 1, '.') : NULL;
-			int len = lto ? (int)(lto - sym->name) : (int)strlen(sym->name);
+			const char *lto = strstr(name, ".lto_priv.");
+			const char *dot = name[0] ? strchr(name + 1, '.') : NULL;
+			int len = lto ? (int)(lto - name) : (int)strlen(name);
 			if (vaddr == sym->addr)
-				snprintf(out, size, "%.*s", dot ? (int)(dot - sym->name) : len,
-					 sym->name);
+				snprintf(out, size, "%.*s", dot ? (int)(dot - name) : len, name);
 			else
-				snprintf(out, size, "%.*s+0x%llx", len, sym->name,
+				snprintf(out, size, "%.*s+0x%llx", len, name,
 					 (unsigned long long)(vaddr - sym->addr));
 			return;
 		}

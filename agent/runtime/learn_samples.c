@@ -32,6 +32,8 @@ struct fn_range {
 static struct {
 	struct fn_range *fns; /* sorted by start, not overlapping */
 	size_t nfns;
+	bool *blind; /* by sled: agent_samples_blind */
+	size_t nblind;
 	uint64_t period_ns;
 	int refused; /* the error the last open got: sampling is off */
 	struct {
@@ -49,24 +51,48 @@ RT static int cmp_start(const void *a, const void *b)
 RT int agent_samples_start(const uintptr_t *sleds, size_t nsleds, uintptr_t bias,
 			   const struct rb_elf *elf)
 {
-	smp.fns = calloc(nsleds ? nsleds : 1, sizeof(*smp.fns));
-	if (!smp.fns)
+	/* Each sled's function, and the C library's function behind each of its wrappers */
+	smp.fns = calloc(2 * nsleds + 1, sizeof(*smp.fns));
+	smp.blind = calloc(nsleds + 1, sizeof(*smp.blind));
+	if (!smp.fns || !smp.blind) {
+		free(smp.fns), free(smp.blind);
+		smp.fns = NULL, smp.blind = NULL;
 		return -ENOMEM;
+	}
+	smp.nblind = nsleds;
+	size_t n = 0;
 	for (size_t i = 0; i < nsleds; i++) {
 		const struct rb_symbol *s = elf ? rb_elf_lookup(elf, sleds[i] - bias) : NULL;
-		smp.fns[i].start = sleds[i];
+		bool whole = s && s->addr == sleds[i] - bias;
+		smp.fns[n].start = sleds[i];
 		/* A stripped program: up to the next function with a sled (below) */
-		smp.fns[i].end = s && s->addr == sleds[i] - bias && s->size ? sleds[i] + s->size
-									    : UINTPTR_MAX;
-		smp.fns[i].idx = (uint32_t)i;
+		smp.fns[n].end = whole && s->size ? sleds[i] + s->size : UINTPTR_MAX;
+		smp.fns[n++].idx = (uint32_t)i;
+		/* A wrapper's time is the library function's it jumps to (ringbuf/sleds_libc.c),
+		 * where the program links that in (static): its samples are the wrapper's */
+		const char *lib = whole ? rb_elf_shown_name(s->name) : NULL;
+		const struct rb_symbol *real = lib && lib != s->name ? rb_elf_find(elf, lib) : NULL;
+		if (real && real->addr != s->addr) {
+			/* musl's assembly (memcpy, memmove, memset) has no size: up to the next
+			 * function, as perf takes it */
+			uint64_t size = real->size;
+			for (const struct rb_symbol *x = real + 1;
+			     !size && x < elf->syms + elf->nsyms && x->addr - real->addr < 4096; x++)
+				size = x->addr - real->addr;
+			smp.fns[n].start = (uintptr_t)real->addr + bias;
+			smp.fns[n].end = smp.fns[n].start + (size ? size : 1);
+			smp.fns[n++].idx = (uint32_t)i;
+		} else if (lib && lib != s->name) {
+			smp.blind[i] = true;
+		}
 	}
-	qsort(smp.fns, nsleds, sizeof(*smp.fns), cmp_start);
-	for (size_t i = 0; i + 1 < nsleds; i++)
+	qsort(smp.fns, n, sizeof(*smp.fns), cmp_start);
+	for (size_t i = 0; i + 1 < n; i++)
 		if (smp.fns[i].end > smp.fns[i + 1].start)
 			smp.fns[i].end = smp.fns[i + 1].start;
-	if (nsleds && smp.fns[nsleds - 1].end == UINTPTR_MAX)
-		smp.fns[nsleds - 1].end = smp.fns[nsleds - 1].start + 4096; /* a guess's bound */
-	smp.nfns = nsleds;
+	if (n && smp.fns[n - 1].end == UINTPTR_MAX)
+		smp.fns[n - 1].end = smp.fns[n - 1].start + 4096; /* a guess's bound */
+	smp.nfns = n;
 	return 0;
 }
 
@@ -150,6 +176,11 @@ RT uint64_t agent_samples_read(uint64_t *hits)
 	return all;
 }
 
+RT bool agent_samples_blind(size_t idx)
+{
+	return idx < smp.nblind && smp.blind[idx];
+}
+
 RT void agent_samples_stop(void)
 {
 	for (int i = 0; i < SAMPLE_THREADS; i++)
@@ -158,5 +189,6 @@ RT void agent_samples_stop(void)
 			smp.t[i].tid = 0;
 		}
 	free(smp.fns);
+	free(smp.blind);
 	memset(&smp, 0, sizeof(smp));
 }

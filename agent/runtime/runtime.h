@@ -184,6 +184,10 @@ int agent_samples_start(const uintptr_t *sleds, size_t nsleds, uintptr_t bias,
 int agent_samples_follow(const pid_t *tids, int n, uint64_t period_ns);
 uint64_t agent_samples_read(uint64_t *hits);
 void agent_samples_stop(void);
+/* Whether sled idx's time is out of the samples' sight: a wrapper of a C library function
+ * (ringbuf/sleds_libc.c) whose code is not the program's (a shared library's, or a program
+ * without symbols) and whose samples therefore fall nowhere. */
+bool agent_samples_blind(size_t idx);
 
 /* CLOCK_MONOTONIC in ns. */
 uint64_t agent_now_ns(void);

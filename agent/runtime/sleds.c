@@ -653,7 +653,7 @@ RT static const char *learn_name(const uintptr_t *sleds, size_t idx, char *buf, 
 {
 	const struct rb_symbol *sym = rb_elf_lookup(&learn.elf, sleds[idx] - learn.bias);
 	if (sym && sym->addr == sleds[idx] - learn.bias)
-		return sym->name;
+		return rb_elf_shown_name(sym->name);
 	snprintf(buf, size, "%#llx", (unsigned long long)sleds[idx]);
 	return buf;
 }
@@ -819,11 +819,13 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
 		if (selfs[i] == UINT64_MAX)
 			continue;
 		char buf[32];
-		/* A profile's top: by perf's samples, or failing them by the times' estimate */
-		bool top = by_samples ? hot(i, rank_floor, share_floor)
-				      : selfs[i] * 100 >= total * LEARN_PROTECT_PCT ||
-						(selfs[i] >= top_rank &&
-						 selfs[i] * 100 >= total * LEARN_PROTECT_MIN_PCT);
+		/* A profile's top: by perf's samples, or failing them (or where they cannot see
+		 * the function's code: a shared library's memcpy) by the times' estimate */
+		bool top = by_samples && !agent_samples_blind(i)
+				   ? hot(i, rank_floor, share_floor)
+				   : selfs[i] * 100 >= total * LEARN_PROTECT_PCT ||
+					     (selfs[i] >= top_rank &&
+					      selfs[i] * 100 >= total * LEARN_PROTECT_MIN_PCT);
 		log_dbg("jitt: sleds: %s %s: %llu calls, self %llu us of %llu, %llu of %llu "
 			"samples", top ? "short, kept for its time" : "left out",
 			learn_name(sleds, i, buf, sizeof(buf)), (unsigned long long)f->calls,

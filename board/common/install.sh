@@ -74,9 +74,11 @@ fi
 if [ -f "$obj/lib/libjitt-sleds.a" ]; then
 	put 0644 "$obj/lib/libjitt-sleds.a" "$libdir/libjitt-sleds.a"
 	put 0644 "$obj/lib/libjitt-sleds.cflags" "$libdir/libjitt-sleds.cflags"
+	put 0644 "$obj/lib/libjitt-sleds.ldflags" "$libdir/libjitt-sleds.ldflags"
 	pcs="$pcs jitt-sleds"
 	JITT_SDK_SLEDS=$(cat "$obj/lib/libjitt-sleds.cflags")
-	export JITT_SDK_SLEDS
+	JITT_SDK_SLEDS_LDFLAGS=$(cat "$obj/lib/libjitt-sleds.ldflags")
+	export JITT_SDK_SLEDS JITT_SDK_SLEDS_LDFLAGS
 fi
 tmp=$(mktemp)
 sdk=$(mktemp -d)

@@ -82,10 +82,12 @@ fi
 # GCC kept out of line instead of -finstrument-functions' hooks, and without -flto (the
 # program's own inlining); the runtime patches them at start-up (ringbuf/sleds.h). The
 # link keeps -flto for libjitt's archive; -u pulls the patcher, which the runtime only
-# names weakly.
+# names weakly, and JITT_SDK_SLEDS_LDFLAGS sends the C library's hot functions through
+# sleds of their own (ringbuf/sleds_libc.c).
 if [ -n "${JITT_SDK_SLEDS:-}" ]; then
 	pc jitt-sleds glibc "$glibc_cc" "libjitt-sleds.a \${libdir}/libjitt-glibc.a" \
-		"$glibc_ld -Wl,-u,rb_sleds_patch" "$JITT_SDK_SLEDS" >"$out/pkgconfig/jitt-sleds.pc"
+		"$glibc_ld ${JITT_SDK_SLEDS_LDFLAGS:--Wl,-u,rb_sleds_patch}" "$JITT_SDK_SLEDS" \
+		>"$out/pkgconfig/jitt-sleds.pc"
 fi
 cat >"$out/pkgconfig/jitt-dso.pc" <<PC
 # jitt's hooks for an instrumented shared library (docs/oem.md): its functions are traced
