@@ -239,7 +239,7 @@ fi
 rm -rf "$work/data" && mkdir -p "$work/data/spool"
 
 # The C library's memcpy through its sled (ringbuf/sleds_libc.c): the same loop with copies
-# of 2 KiB in hot's place. Learning keeps memcpy (a profile's top), counts it (the library's
+# of 4 KiB in hot's place. Learning keeps memcpy (a profile's top), counts it (the library's
 # code has no sleds), and a trace's summary names it, with the share of the time its copies
 # take (most of the loop), where it used to be its caller's.
 TRACE_SPOOL=$work/data/spool JITT_CONFIG=$work/count.conf "$work/abi" copies "$work/stop4" \

@@ -252,10 +252,10 @@ static void phases_until(const char *stop)
 }
 
 /* "copies STOPFILE": as count, with the C library's memcpy in hot's place (ringbuf/
- * sleds_libc.c): 200 copies of 2 KiB or so for each slow call, a profile's top that only a
+ * sleds_libc.c): 200 copies of 4 KiB or so for each slow call, a profile's top that only a
  * sled of the library's function can name. */
-static char copy_from[4096], copy_to[4096];
-static volatile size_t copy_bytes = 2048; /* unknown to GCC: a call, not its own rep movsq */
+static char copy_from[8192], copy_to[8192];
+static volatile size_t copy_bytes = 4096; /* unknown to GCC: a call, not its own rep movsq */
 static long copies(int j)
 {
 	memcpy(copy_to + (j & 7), copy_from + (j & 15), copy_bytes + (size_t)(j & 7));

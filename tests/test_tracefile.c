@@ -232,6 +232,15 @@ TEST(elf_reader_survives_mutated_binaries)
 	/* LTO may make a static global under a suffix when it lands in another partition than
 	 * its callers ("make_file.lto_priv.0", seen in an armv7 build): the name, then '.'. */
 	CHECK(s && strncmp(s->name, "make_file", 9) == 0 && (s->name[9] == 0 || s->name[9] == '.'));
+	/* By name: the first of that name; none for a name no function has */
+	const struct rb_symbol *found = rb_elf_find(&elf, s ? s->name : "");
+	CHECK(found && s && found->addr == s->addr);
+	CHECK(rb_elf_find(&elf, "no_function_is_named_so") == NULL);
+	/* A --wrap wrapper is shown as the function it stands for; nothing else changes */
+	CHECK_STR(rb_elf_shown_name("__wrap_memcpy"), "memcpy");
+	CHECK_STR(rb_elf_shown_name("__wrap_"), "__wrap_");
+	CHECK_STR(rb_elf_shown_name("__wrapper"), "__wrapper");
+	CHECK_STR(rb_elf_shown_name("memcpy"), "memcpy");
 	rb_elf_free(&elf);
 
 	int fd = open("/proc/self/exe", O_RDONLY);
@@ -254,6 +263,7 @@ TEST(elf_reader_survives_mutated_binaries)
 		}
 		if (rb_elf_parse(d, size, &elf) == 0) {
 			rb_elf_lookup(&elf, x);
+			rb_elf_find(&elf, "make_file");
 			rb_elf_free(&elf);
 		}
 		rb_elf_parse(d, iter * 7 % 200, &elf); /* truncated */
