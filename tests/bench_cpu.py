@@ -64,8 +64,9 @@ def run(argv, env, cwd, stdout, jitt=None, conf=None, every=None, client=None,
                                  "-p", str(proc.pid), "-o", perf_data],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cl = None
-    if client:
-        cl = subprocess.Popen(client, stdout=client_out, stderr=subprocess.STDOUT, cwd=cwd)
+    if client:  # "{pid}" in its arguments: the server's
+        cl = subprocess.Popen([a.replace("{pid}", str(proc.pid)) for a in client],
+                              stdout=client_out, stderr=subprocess.STDOUT, cwd=cwd)
     sock = conf and os.path.join(_run_dir(conf), "jitt-%d.sock" % proc.pid)
     next_trigger = TRIGGER_AFTER if jitt and not watch else None
     next_watch = 0.0 if jitt and watch else None

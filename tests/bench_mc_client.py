@@ -9,15 +9,22 @@ server ends cleanly and its CPU time can be taken with wait4 (tests/bench_cpu.py
                                        among 10,000 (those not set yet miss)
   bench_mc_client.py PORT multiget N   10,000 keys set, then N keys looked up by `get`s of
                                        100 keys, 10 such requests a batch
+  ... [PID]                            and, once every answer is in and before the shutdown,
+                                       each thread of server PID's CPU time: "thread-cpu
+                                       NAME NS" lines (/proc's schedstat, ns)
 
 Prints what it asked and a hash of every answer (the same from every build of the server).
+A server's process CPU time holds all its threads: memcached's LRU maintainer spins on its
+lock for a third of it, in every build alike, which thins the ratios of the worker's cost.
 """
 import hashlib
+import os
 import socket
 import sys
 import time
 
 port, kind, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+server = int(sys.argv[4]) if len(sys.argv) > 4 else None
 KEYS = 10000
 
 
@@ -75,6 +82,15 @@ for data, expect in batches():
         sys.exit("bench_mc_client: %d answers to %d requests" % (got, expect))
     h.update(buf)
     answers += got
+if server:
+    task = "/proc/%d/task" % server
+    for tid in sorted(os.listdir(task)):
+        try:
+            name = open("%s/%s/comm" % (task, tid)).read().strip()
+            ns = int(open("%s/%s/schedstat" % (task, tid)).read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+        print("thread-cpu %s %d" % (name, ns))
 s.sendall(b"shutdown\r\n")
 while s.recv(1 << 16):
     pass

@@ -62,6 +62,9 @@ p.add_argument("--off-conf", action="append", default=[], help="a settings line 
 p.add_argument("--off-env", action="append", default=[], help="NAME=VALUE when off")
 p.add_argument("--ignore", help="a regular expression taken out of every output line "
                "before the outputs are compared (timings)")
+p.add_argument("--thread", help="time each run by this thread's CPU time, as its client "
+               "prints it (\"thread-cpu NAME NS\" lines: tests/bench_mc_client.py), not its "
+               "process's")
 p.add_argument("--perf", action="store_true", help="the summary's truth, against perf")
 p.add_argument("--collect", metavar="DIR")
 p.add_argument("--collect-runs", type=int, default=2)
@@ -141,7 +144,17 @@ def one(w, row, mode, binary, every=None, prefix=(), keep=None, watch=False, per
                           client=client, client_out=c, watch=watch, perf_data=perf_data)
     clean_db(db)
     traces = bench_cpu.take_traces("%s/data-%s" % (run, mode), keep) if mode != "plain" else []
-    text = open(out, errors="replace").read() + open(cout, errors="replace").read()
+    client_text = open(cout, errors="replace").read()
+    if o.thread:  # the thread's time, not the process's; the lines are no result to compare
+        ns = [int(g) for g in re.findall(r"^thread-cpu %s (\d+)$" % re.escape(o.thread),
+                                         client_text, re.M)]
+        if len(ns) == 1:
+            r.cpu = ns[0] / 1e9
+        else:
+            r.problem = r.problem or "%d threads named %s in the client's report" % (
+                len(ns), o.thread)
+        client_text = re.sub(r"(?m)^thread-cpu .*\n", "", client_text)
+    text = open(out, errors="replace").read() + client_text
     if o.ignore:
         text = "\n".join(re.sub(o.ignore, "", ln) for ln in text.split("\n"))
     return r, text, traces
@@ -358,7 +371,8 @@ def instrumented(binary, settings=()):
     %fs:-relative load (its rdtsc may be elsewhere: the sampled-time hooks keep their on
     path in a section of its own). The others (a static libc's memcpy, say) can never be in
     a summary. A build with sleds (jitt-sleds.pc) has them where a function starts with its
-    five NOPs, but those its row's sleds_exclude list names (as GCC matches: a substring)."""
+    five NOPs, but those its row's sleds_exclude list names (as GCC matches: a substring),
+    and the C library's memcpy and the like through their wrappers (ringbuf/sleds_libc.c)."""
     loads, cur, sleds, nops = [], None, set(), 0
     dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", binary], capture_output=True,
                          text=True).stdout
@@ -369,8 +383,8 @@ def instrumented(binary, settings=()):
             continue
         if cur and nops >= 0:
             nops = nops + 1 if re.search(r":\s+nop\s*$", line) else -1
-            if nops == 5:
-                sleds.add(cur)
+            if nops == 5:  # a C library function's wrapper (sleds_libc.c) is its sled
+                sleds.add(cur[len("__wrap_"):] if cur.startswith("__wrap_") else cur)
         m = re.search(r"\bmov\s+%fs:(0x[0-9a-f]+),%r", line)
         if cur and m:
             loads.append((m.group(1), cur))
@@ -392,7 +406,9 @@ def fmt_rate(x):
 
 
 problems = []
-print("%s (CPU time, user+sys; %d rounds interleaved)" % (o.label, o.reps))
+print("%s (%s; %d rounds interleaved)" % (
+    o.label, "CPU time of thread %s, when its client's work is done" % o.thread if o.thread
+    else "CPU time, user+sys", o.reps))
 hdr = "  %-9s %-12s %-46s %9s %9s %8s %8s %8s %9s %8s" % (
     "workload", "row", "method", "fastest", "median", "fast/pl", "med/pl", "pair/pl", "points/s",
     "ms/MiB")
