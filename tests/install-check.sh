@@ -47,6 +47,7 @@ expected="0755 etc/init.d/jittd
 0644 usr/lib/jitt/libjitt-sampled.a
 0644 usr/lib/jitt/libjitt-sleds.a
 0644 usr/lib/jitt/libjitt-sleds.cflags
+0644 usr/lib/jitt/libjitt-sleds.ldflags
 0644 usr/lib/jitt/libjitt.a
 0644 usr/lib/jitt/libjitt.cc
 0644 usr/lib/jitt/libjitt.cflags
