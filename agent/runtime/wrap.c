@@ -95,27 +95,28 @@ int __real_pthread_mutex_unlock(pthread_mutex_t *m);
  * (lock_word_check); where it does not read as expected, every traced lock tries first.
  */
 static bool lock_word_ok;
-WRAP static inline const volatile int *lock_word(pthread_mutex_t *m)
+WRAP static inline int lock_word(pthread_mutex_t *m)
 {
 #ifdef __GLIBC__
-	return &m->__data.__lock;
+	int *w = &m->__data.__lock;
 #else
-	return &m->__u.__vi[1];
+	int *w = (int *)&m->__u.__vi[1];
 #endif
+	return __atomic_load_n(w, __ATOMIC_RELAXED); /* another thread's lock may change it */
 }
 __attribute__((constructor)) static void lock_word_check(void)
 {
 	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-	bool free_before = *lock_word(&m) == 0;
+	bool free_before = lock_word(&m) == 0;
 	__real_pthread_mutex_lock(&m);
-	bool held = *lock_word(&m) != 0;
+	bool held = lock_word(&m) != 0;
 	__real_pthread_mutex_unlock(&m);
-	lock_word_ok = free_before && held && *lock_word(&m) == 0;
+	lock_word_ok = free_before && held && lock_word(&m) == 0;
 }
 
 WRAP_SLOW static int jitt_wait_pthread_mutex_lock(pthread_mutex_t *m)
 {
-	if (in_wait || (lock_word_ok && *lock_word(m) == 0))
+	if (in_wait || (lock_word_ok && lock_word(m) == 0))
 		return __real_pthread_mutex_lock(m);
 	int r = pthread_mutex_trylock(m);
 	if (r != EBUSY)
