@@ -86,10 +86,9 @@ int __real_pthread_mutex_unlock(pthread_mutex_t *m);
 /*
  * Whether a mutex is free, read without taking it: the word the C library's lock takes
  * (glibc's __data.__lock, musl's second int), 0 when free in either. A traced lock of a
- * free mutex then takes it straight away: glibc's pthread_mutex_trylock costs some 5 ns
- * more than its lock (14 and 8.5 ns a lock and unlock, back to back), and on memcached's
- * multiget the traced worker's trylocks took 1.8 times the samples of the plain build's
- * locks, 9% of its time (docs/trace-points.md, "The C library's hot functions"). A
+ * free mutex then takes it straight away: glibc's pthread_mutex_trylock costs some 5.5 ns
+ * more than its lock (14 and 8.5 ns a lock and unlock, back to back), some 2% of
+ * memcached's worker on multiget (docs/trace-points.md, "The C library's hot functions"). A
  * thread that takes the mutex between the look and the lock makes this one wait without
  * a record: the window is a few instructions. The layout is checked once, at start-up
  * (lock_word_check); where it does not read as expected, every traced lock tries first.
