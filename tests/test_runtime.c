@@ -12,6 +12,7 @@
 #include "agent/runtime/runtime.h"
 #include "hal/sched.h"
 #include "hal/timer.h"
+#include "ringbuf/elf.h"
 #include "ringbuf/ring.h"
 #include "ringbuf/trace.h"
 #include "ringbuf/tracefile.h"
@@ -1549,4 +1550,33 @@ TEST(runtime_at_exit_the_control_thread_is_not_waited_for)
 	agent_control_stop(); /* what exit_group would end */
 	atomic_store(&agent_rt.state, 0);
 	CHECK_EQ_INT(count_traces(NULL, 0), 0);
+}
+
+/* Learning's samples (learn_samples.c) of the C library's functions behind their wrappers
+ * (ringbuf/sleds_libc.c): a sample in a static program's memcpy counts for __wrap_memcpy's
+ * sled, musl's assembly memcpy (no size in the symbol table) reaching to the next
+ * function; a wrapper whose library function is not in the program is blind. */
+TEST(runtime_samples_in_a_wrapped_library_function_count_for_its_wrapper)
+{
+	struct rb_symbol syms[] = {
+		{ 0x1000, 0x20, "prog_fn" },	  { 0x1100, 0x10, "__wrap_memcpy" },
+		{ 0x1200, 0x10, "__wrap_strlen" }, { 0x2000, 0, "memcpy" },
+		{ 0x2040, 0x40, "memset" },
+	};
+	struct rb_elf elf;
+	memset(&elf, 0, sizeof(elf));
+	elf.syms = syms;
+	elf.nsyms = sizeof(syms) / sizeof(syms[0]);
+	const uintptr_t sleds[] = { 0x1000, 0x1100, 0x1200 };
+	CHECK_EQ_INT(agent_samples_start(sleds, 3, 0, &elf), 0);
+	CHECK_EQ_INT(agent_samples_sled_of(0x1005), 0);
+	CHECK_EQ_INT(agent_samples_sled_of(0x1105), 1);
+	CHECK_EQ_INT(agent_samples_sled_of(0x2000), 1);
+	CHECK_EQ_INT(agent_samples_sled_of(0x203f), 1);
+	CHECK_EQ_INT(agent_samples_sled_of(0x2040), -1); /* memset: no wrapper here */
+	CHECK_EQ_INT(agent_samples_sled_of(0x1020), -1); /* between functions */
+	CHECK(!agent_samples_blind(0));
+	CHECK(!agent_samples_blind(1));
+	CHECK(agent_samples_blind(2)); /* strlen is not the program's: a shared library's */
+	agent_samples_stop();
 }

@@ -96,8 +96,7 @@ RT int agent_samples_start(const uintptr_t *sleds, size_t nsleds, uintptr_t bias
 	return 0;
 }
 
-/* The sled of the function holding ip, or -1. */
-RT static long fn_of(uintptr_t ip)
+RT long agent_samples_sled_of(uintptr_t ip)
 {
 	size_t lo = 0, hi = smp.nfns;
 	while (lo < hi) {
@@ -165,7 +164,7 @@ RT uint64_t agent_samples_read(uint64_t *hits)
 			size_t n = hal_sample_parse(buf, (size_t)got, ips,
 						    sizeof(ips) / sizeof(ips[0]), &skipped, &lost);
 			for (size_t k = 0; k < n; k++) {
-				long f = fn_of((uintptr_t)ips[k]);
+				long f = agent_samples_sled_of((uintptr_t)ips[k]);
 				if (f >= 0)
 					hits[f]++, all++;
 			}

@@ -188,6 +188,8 @@ void agent_samples_stop(void);
  * (ringbuf/sleds_libc.c) whose code is not the program's (a shared library's, or a program
  * without symbols) and whose samples therefore fall nowhere. */
 bool agent_samples_blind(size_t idx);
+/* The sled whose function holds ip, as a sample there is counted (after start), or -1. */
+long agent_samples_sled_of(uintptr_t ip);
 
 /* CLOCK_MONOTONIC in ns. */
 uint64_t agent_now_ns(void);
