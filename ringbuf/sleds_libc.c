@@ -2,8 +2,8 @@
 /*
  * ringbuf/sleds_libc.c - the C library's memory and string functions, given sleds so that a
  * summary can name them (x86_64, jitt-sleds.pc). In SQLite's speedtest1, musl's memcpy is
- * the function perf puts first (19-21% of the thread's samples, memmove and memcmp 4-5%
- * more), and the C library is built without sleds: its time went to whichever traced
+ * the function perf puts first (17.5-23% of the thread's samples, memmove and memcmp
+ * 4-5% more), and the C library is built without sleds: its time went to whichever traced
  * function called it, and no summary could name it (issue 25, perf's top 3).
  *
  * jitt-sleds.pc links the program with -Wl,--wrap=NAME for each function here

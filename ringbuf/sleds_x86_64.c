@@ -102,9 +102,9 @@ int rb_sleds_thread_init(void)
 }
 
 /* A thunk's state cannot be trusted any more (a return whose slot the shadow stack never
- * saw): there is no return address to go back to, so the process ends, loudly. */
-/* The message's length is the literal's (shadow_lost): a strlen() call would go through
- * its own sled (sleds_libc.c), on the thread whose shadow stack is lost. */
+ * saw): there is no return address to go back to, so the process ends, loudly. The
+ * message's length is the literal's (shadow_lost): a strlen() call would go through its
+ * own sled (sleds_libc.c), on the thread whose shadow stack is lost. */
 __attribute__((noreturn, cold)) static void shadow_lost_n(const char *why, size_t len)
 {
 	static const char head[] = "jitt: sleds: ";

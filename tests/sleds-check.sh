@@ -190,6 +190,18 @@ check "phases: the windows, and who ended them ($ends)" \
 	matches "$ends" "learning ends: [1-9][0-9]* windows, [0-9]* of them for new functions, [0-9]* ended"
 rm -rf "$work/data" && mkdir -p "$work/data/spool"
 
+# self_share NAME SUMMARY: the self% of function NAME's first line in a summary, whole
+# (empty when no line names it)
+self_share() {
+	awk -v name="$1" '{
+		for (i = 1; i <= NF; i++)
+			if ($i == name) {
+				for (k = 1; k <= NF; k++)
+					if ($k ~ /^[0-9.]+%$/) { sub("%", "", $k); print int($k); exit }
+			}
+	}' "$2"
+}
+
 # Counted calls (record.h, RB_CALLED): with sampled time, learning counts hot's calls (short,
 # a leaf, a profile's top) instead of tracing them, one record each and no exit; the traces
 # of that loop then hold them, decoded as calls of hot's measured length.
@@ -224,10 +236,7 @@ if [ -n "$counted" ]; then
 		grep -q 'calls counted, each one record' "$work/count.sum"
 	# hot is 30 stores a call, slow 20,000 for hot's 200 calls: hot holds some 10-25% of
 	# the loop; its share from the measured mean must be of that order, not 0
-	share=$(awk '$0 ~ /(^| )hot( |$)/ {
-		for (i = 1; i <= NF; i++)
-			if ($i ~ /^[0-9.]+%$/) { sub("%", "", $i); print int($i); exit }
-	}' "$work/count.sum")
+	share=$(self_share hot "$work/count.sum")
 	if [ "${share:-0}" -ge 5 ]; then
 		ok "count: hot's self time is ${share}% of the thread"
 	else
@@ -258,10 +267,7 @@ share=
 for t in "$work/data/spool/"*.jtr; do
 	[ -f "$t" ] || continue
 	"$bin/jitt" summarize "$t" >"$work/copies.sum" 2>&1
-	share=$(awk '$0 ~ /(^| )memcpy( |$)/ {
-		for (i = 1; i <= NF; i++)
-			if ($i ~ /^[0-9.]+%$/) { sub("%", "", $i); print int($i); exit }
-	}' "$work/copies.sum")
+	share=$(self_share memcpy "$work/copies.sum")
 	[ -n "$share" ] && break
 done
 if [ "${share:-0}" -ge 20 ]; then

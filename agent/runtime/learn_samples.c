@@ -71,7 +71,9 @@ RT int agent_samples_start(const uintptr_t *sleds, size_t nsleds, uintptr_t bias
 		/* A wrapper's time is the library function's it jumps to (ringbuf/sleds_libc.c),
 		 * where the program links that in (static): its samples are the wrapper's */
 		const char *lib = whole ? rb_elf_shown_name(s->name) : NULL;
-		const struct rb_symbol *real = lib && lib != s->name ? rb_elf_find(elf, lib) : NULL;
+		if (!lib || lib == s->name)
+			continue; /* not a wrapper */
+		const struct rb_symbol *real = rb_elf_find(elf, lib);
 		if (real && real->addr != s->addr) {
 			/* musl's assembly (memcpy, memmove, memset) has no size: up to the next
 			 * function, as perf takes it */
@@ -82,7 +84,7 @@ RT int agent_samples_start(const uintptr_t *sleds, size_t nsleds, uintptr_t bias
 			smp.fns[n].start = (uintptr_t)real->addr + bias;
 			smp.fns[n].end = smp.fns[n].start + (size ? size : 1);
 			smp.fns[n++].idx = (uint32_t)i;
-		} else if (lib && lib != s->name) {
+		} else {
 			smp.blind[i] = true;
 		}
 	}
