@@ -158,6 +158,8 @@ static const struct {
 	  0 },
 	{ "sleds_exclude", offsetof(struct agent_config, sleds_exclude),
 	  sizeof(((struct agent_config *)0)->sleds_exclude), 1 },
+	{ "sleds_memory", offsetof(struct agent_config, sleds_memory),
+	  sizeof(((struct agent_config *)0)->sleds_memory), 0 },
 };
 
 CFG static int fail(char *err, size_t size, unsigned line, const char *fmt, ...)
@@ -220,6 +222,10 @@ CFG static int set(struct agent_config *c, const char *key, const char *val, uns
 		if (!strcmp(key, "sleds") && strcmp(val, "sampled") && strcmp(val, "timed") &&
 		    strcmp(val, "off"))
 			return fail(err, errsize, line, "sleds is sampled, timed or off");
+		if (!strcmp(key, "sleds_memory") && val[0] && strcmp(val, "off") &&
+		    (val[0] != '/' || n >= AGENT_PATH_MAX - 64)) /* room for the file's name */
+			return fail(err, errsize, line, "sleds_memory is off or an absolute path "
+				    "of at most %d bytes", AGENT_PATH_MAX - 65);
 		memcpy((char *)c + strings[i].off, val, n + 1);
 		return 0;
 	}

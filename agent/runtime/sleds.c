@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "agent/runtime/runtime.h"
 #include "agent/log.h"
+#include "agent/runtime/learn_memory.h"
 #include "hal/fs.h"
 #include "hal/timer.h"
 #include "ringbuf/decode.h"
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -112,6 +114,8 @@ static uint64_t sampled_point; /* ticks: a traced call through them, 0 until tim
 #define LEARN_PENDING_MAX_MS 2000 /* a decision waits this long for them at most */
 #define LEARN_SAMPLES_KEEP (1u << 14) /* past this many, every count is halved */
 #define LEARN_DEPTH 1024 /* deeper calls are followed for depth only */
+#define LEARN_SAVE_GAP_MS 500 /* the memory (learn_memory.c) is saved at most this often */
+#define LEARN_MEMORY_CALLS 1048576 /* remembered counts are halved down to this many calls */
 #define LEARN_CAP_TIMES 64 /* a call counts for at most 64 times the threshold */
 
 struct learn_id {
@@ -183,6 +187,13 @@ static struct {
 	size_t keep_slots;
 	uint64_t window_records; /* the windows' records, all of them */
 	int last_threads;     /* and their threads */
+	/* The memory across runs (learn_memory.c): its folder ("" none), file and key */
+	char mem_dir[AGENT_PATH_MAX], mem_name[96];
+	struct agent_memory_key mem_key;
+	bool ready;	      /* learn_init done */
+	bool remembered;      /* this run started from an earlier one's decision */
+	bool dirty;	      /* decided since the last save */
+	uint64_t saved_ns;
 } learn;
 
 /* The whole of a regular file of at most max bytes, NUL-terminated, in *text (malloc). */
@@ -339,6 +350,9 @@ RT static void learn_window_open(bool touch)
 	learn.window = true;
 }
 
+RT static bool learn_remember(const struct agent_config *cfg, const uintptr_t *sleds,
+			      size_t nsleds);
+
 RT void agent_sleds_start(const struct agent_config *cfg)
 {
 	size_t nsleds = 0;
@@ -377,14 +391,21 @@ RT void agent_sleds_start(const struct agent_config *cfg)
 	sleds_on = true;
 	sleds_sampled = time == RB_SLED_SAMPLED;
 	if (agent_sleds_may_learn(cfg)) {
-		learn.on = true; /* the first window: from the start */
-		learn_window_open(false);
 		learn.min_ns = cfg->sleds_learn_ns;
 		learn.poll_ms = LEARN_POLL_MS;
 		learn.probe_ms = LEARN_PROBE_FIRST_MS;
 		learn.opened_ns = agent_now_ns();
 		learn.next_ns = learn.opened_ns + LEARN_POLL_MS * 1000000ull;
-		agent_wake_control(); /* started already: its poll has no deadline yet */
+		if (learn_remember(cfg, sleds, nsleds)) { /* the first window: as scheduled */
+			learn.probe_ns = learn.opened_ns + LEARN_PROBE_FIRST_MS * 1000000ull;
+			learn.probe_ms *= 2;
+		} else { /* the first window: from the start */
+			learn_window_open(false);
+		}
+		/* The control thread runs already: it takes a step once this is seen, after the
+		 * rest (it read no memory file meanwhile) */
+		__atomic_store_n(&learn.on, true, __ATOMIC_RELEASE);
+		agent_wake_control(); /* its poll has no deadline yet */
 	}
 	log_info("jitt: sleds: %zu of %zu functions traced, %s time (%zu left out by %s)",
 		 st.patched, st.sleds, time == RB_SLED_TIMED ? "every record's" : "sampled",
@@ -421,6 +442,7 @@ RT static void learn_stop(void)
 	learn.counted = NULL, learn.mean = NULL, learn.edges = NULL, learn.is_out = NULL;
 	learn.selfs = NULL, learn.ranked = NULL;
 	learn.sampled = false;
+	learn.ready = false;
 }
 
 /* Between windows: the next look, at LEARN_LOOK_MS while the records come fast; less and
@@ -664,9 +686,9 @@ RT static int cmp_desc(const void *a, const void *b)
 	return x > y ? -1 : x < y;
 }
 
-/* The state learning needs from its first step on: each sled's counts, the trace points'
- * cost, the program's symbols and perf's samples of the traced threads. false: no memory. */
-RT static bool learn_init(const uintptr_t *sleds, size_t nsleds)
+/* Each sled's counts, found by id: learning's state, from its first step on or from a memory
+ * (learn_remember). false: no memory. */
+RT static bool learn_alloc(const uintptr_t *sleds, size_t nsleds)
 {
 	for (learn.idcap = 16; learn.idcap < 2 * nsleds; learn.idcap *= 2)
 		;
@@ -691,6 +713,16 @@ RT static bool learn_init(const uintptr_t *sleds, size_t nsleds)
 		if (!learn.ids[h].id && id >= RB_FIRST_ID)
 			learn.ids[h] = (struct learn_id){ id, (uint32_t)i };
 	}
+	return true;
+}
+
+/* The rest of what learning needs from its first step on, on the control thread: the trace
+ * points' cost, the program's symbols and perf's samples of the traced threads. */
+RT static bool learn_init(const uintptr_t *sleds, size_t nsleds)
+{
+	if (!learn.fn && !learn_alloc(sleds, nsleds))
+		return false;
+	learn.ready = true;
 	learn.point = probe_ticks(true);
 	/* The functions' extents for the samples, their names for the log (a few ms of the
 	 * control thread, once); a stripped program's samples go by its sleds alone. */
@@ -699,6 +731,199 @@ RT static bool learn_init(const uintptr_t *sleds, size_t nsleds)
 	dl_iterate_phdr(main_bias, &learn.bias);
 	learn.sampled = !agent_samples_start(sleds, nsleds, learn.bias, &learn.elf);
 	return true;
+}
+
+/*
+ * The memory across runs (learn_memory.c). Its key: the program's GNU build-id (its note,
+ * as loaded) and a hash of its sleds' places from its load address, which a rebuild moves.
+ */
+RT static int key_of_program(struct dl_phdr_info *info, size_t size, void *data)
+{
+	(void)size;
+	struct agent_memory_key *k = data;
+	for (int i = 0; i < info->dlpi_phnum && !k->build_id_len; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const uint8_t *p = (const uint8_t *)(info->dlpi_addr + ph->p_vaddr);
+		const uint8_t *end = p + ph->p_memsz;
+		while (p + 12 <= end) {
+			uint32_t w[3];
+			memcpy(w, p, sizeof(w)); /* namesz, descsz, type */
+			const uint8_t *name = p + 12, *desc = name + ((w[0] + 3) & ~3u);
+			if (desc > end || w[1] > (size_t)(end - desc))
+				break;
+			if (w[2] == NT_GNU_BUILD_ID && w[0] == 4 && !memcmp(name, "GNU", 4) &&
+			    w[1] <= sizeof(k->build_id)) {
+				k->build_id_len = (uint8_t)w[1];
+				memcpy(k->build_id, desc, w[1]);
+				break;
+			}
+			p = desc + ((w[1] + 3) & ~3u);
+		}
+	}
+	return 1; /* the first object is the program */
+}
+
+RT static void memory_key(const struct agent_config *cfg, const uintptr_t *sleds,
+			  size_t nsleds, uintptr_t bias, struct agent_memory_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	dl_iterate_phdr(key_of_program, k);
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a over each place's 8 bytes */
+	for (size_t i = 0; i < nsleds; i++) {
+		uint64_t off = sleds[i] - bias;
+		for (int b = 0; b < 8; b++)
+			h = (h ^ (uint8_t)(off >> (8 * b))) * 0x100000001b3ull;
+	}
+	k->layout = h;
+	k->freq = hal_timer_freq();
+	k->nsleds = (uint32_t)nsleds;
+	k->min_ns = cfg->sleds_learn_ns;
+}
+
+/*
+ * Learning starts from an earlier run's memory, if the app has one for this program: its
+ * counts are the windows' so far, its decision is applied now, before any thread runs the
+ * program's code, and the first window is the scheduled one (LEARN_PROBE_FIRST_MS). The
+ * counts are halved, all alike, until their calls are LEARN_MEMORY_CALLS at most, so that
+ * the runs to come still move them (perf's samples are, past LEARN_SAMPLES_KEEP). true:
+ * remembered.
+ */
+RT static bool learn_remember(const struct agent_config *cfg, const uintptr_t *sleds,
+			      size_t nsleds)
+{
+	uintptr_t bias = 0;
+	dl_iterate_phdr(main_bias, &bias);
+	memory_key(cfg, sleds, nsleds, bias, &learn.mem_key);
+	learn.mem_dir[0] = 0;
+	if (agent_memory_folder(cfg->sleds_memory, getauxval(AT_SECURE) != 0, learn.mem_dir,
+				sizeof(learn.mem_dir))) {
+		learn.mem_dir[0] = 0;
+		return false;
+	}
+	char *p = learn.mem_name;
+	p += sprintf(p, "sleds-");
+	for (int i = 0; i < learn.mem_key.build_id_len; i++)
+		p += sprintf(p, "%02x", learn.mem_key.build_id[i]);
+	if (!learn.mem_key.build_id_len)
+		p += sprintf(p, "layout-%016llx", (unsigned long long)learn.mem_key.layout);
+	void *buf = NULL;
+	size_t len;
+	const char *why;
+	struct agent_memory m;
+	int err = agent_memory_read(learn.mem_dir, learn.mem_name, &buf, &len, &why);
+	if (!err)
+		err = agent_memory_decode(buf, len, &learn.mem_key, &m, &why);
+	free(buf);
+	if (err) {
+		agent_log(err == -ENOENT ? AGENT_LOG_DEBUG : AGENT_LOG_INFO,
+			  "jitt: sleds: %s/%s: %s: learning afresh", learn.mem_dir, learn.mem_name,
+			  why);
+		if (err == -EPERM || err == -ELOOP)
+			learn.mem_dir[0] = 0; /* nor written */
+		return false;
+	}
+	if (!learn_alloc(sleds, nsleds)) {
+		agent_memory_free(&m);
+		return false;
+	}
+	uint64_t calls = 0;
+	for (size_t k = 0; k < m.nfn; k++)
+		calls += m.fn[k].calls;
+	int halve = 0;
+	for (; calls >> halve > LEARN_MEMORY_CALLS; halve++)
+		;
+	for (size_t k = 0; k < m.nfn; k++) {
+		const struct agent_memory_fn *f = &m.fn[k];
+		struct learn_fn *t = &learn.fn[f->idx];
+		t->calls = f->calls >> halve, t->incl = f->incl >> halve;
+		t->self = f->self >> halve, t->parent = f->parent >> halve;
+		t->windows = f->windows;
+		learn.hits[f->idx] = f->hits;
+	}
+	learn.span = m.span >> halve;
+	learn.samples = m.samples;
+	for (size_t k = 0; k < m.nedges; k++)
+		edge_add(learn.edges, &learn.edges_full, (size_t)(m.edges[k] >> 32) - 1,
+			 (size_t)(uint32_t)m.edges[k] - 1);
+	learn.edges_full |= m.edges_full;
+	for (size_t k = 0; k < m.nout; k++)
+		learn.out[learn.nout++] = m.out[k];
+	for (size_t k = 0; sleds_sampled && k < m.ncounted; k++) { /* timed sleds count none */
+		learn.counted[learn.ncounted] = m.counted[k].idx;
+		learn.mean[learn.ncounted++] = m.counted[k].mean;
+	}
+	agent_memory_free(&m);
+	long out = learn.nout ? rb_sleds_trace(learn.out, learn.nout, false) : 0;
+	long counted = out >= 0 && learn.ncounted
+			       ? rb_sleds_count(learn.counted, learn.mean, learn.ncounted)
+			       : 0;
+	if (out < 0 || counted < 0) {
+		/* Traced in full then, as a first window leaves them: learning from scratch */
+		log_err("jitt: sleds: cannot apply what earlier runs learnt: %s",
+			strerror((int)-(out < 0 ? out : counted)));
+		learn.nout = learn.ncounted = 0;
+		return false;
+	}
+	log_info("jitt: sleds: starting from what earlier runs learnt (%s/%s): %zu functions "
+		 "left out, %zu counted", learn.mem_dir, learn.mem_name, learn.nout,
+		 learn.ncounted);
+	learn.remembered = true;
+	return true;
+}
+
+/* The memory, saved if a decision came since the last save, LEARN_SAVE_GAP_MS ago at
+ * least (or at once: at shutdown); not while a window is open (what is out is traced). */
+RT static void learn_save(uint64_t now_ns, bool now)
+{
+	if (!learn.dirty || !learn.mem_dir[0] || !learn.fn || learn.window ||
+	    (!now && now_ns - learn.saved_ns < LEARN_SAVE_GAP_MS * 1000000ull))
+		return;
+	size_t nsleds = learn.mem_key.nsleds, nfn = 0, nedges = 0;
+	struct agent_memory m = { .key = learn.mem_key, .samples = learn.samples,
+				  .span = learn.span, .edges_full = learn.edges_full };
+	m.fn = malloc(nsleds * sizeof(*m.fn) + 1);
+	m.edges = malloc(LEARN_EDGES * sizeof(*m.edges));
+	m.counted = malloc(learn.ncounted * sizeof(*m.counted) + 1);
+	m.out = malloc(learn.nout * sizeof(*m.out) + 1);
+	const char *why = "no memory";
+	int err = -ENOMEM;
+	void *buf = NULL;
+	size_t len;
+	if (m.fn && m.edges && m.counted && m.out) {
+		for (size_t i = 0; i < nsleds; i++) {
+			const struct learn_fn *f = &learn.fn[i];
+			if (f->calls || f->windows || learn.hits[i])
+				m.fn[nfn++] = (struct agent_memory_fn){
+					.idx = (uint32_t)i, .windows = f->windows, .calls = f->calls,
+					.incl = f->incl, .self = f->self, .parent = f->parent,
+					.hits = learn.hits[i] };
+		}
+		for (size_t h = 0; h < LEARN_EDGES; h++)
+			if (learn.edges[h])
+				m.edges[nedges++] = learn.edges[h];
+		for (size_t k = 0; k < learn.ncounted; k++)
+			m.counted[k] = (struct agent_memory_counted){ (uint32_t)learn.counted[k],
+								      learn.mean[k] };
+		for (size_t k = 0; k < learn.nout; k++)
+			m.out[k] = (uint32_t)learn.out[k];
+		m.nfn = nfn, m.nedges = nedges, m.ncounted = learn.ncounted, m.nout = learn.nout;
+		err = agent_memory_encode(&m, &buf, &len);
+	}
+	if (!err)
+		err = agent_memory_write(learn.mem_dir, learn.mem_name, buf, len, &why);
+	free(buf);
+	agent_memory_free(&m);
+	learn.dirty = false;
+	learn.saved_ns = now_ns;
+	if (err) {
+		log_info("jitt: sleds: %s/%s: not saved: %s", learn.mem_dir, learn.mem_name, why);
+		learn.mem_dir[0] = 0; /* not tried again */
+	} else {
+		log_dbg("jitt: sleds: saved what was learnt to %s/%s (%zu bytes)", learn.mem_dir,
+			learn.mem_name, len);
+	}
 }
 
 /*
@@ -922,6 +1147,7 @@ RT static void learn_apply(const uintptr_t *sleds, size_t nsleds, uint64_t now)
 	uint64_t freq = hal_timer_freq(), calls;
 	size_t kept, before = learn.nout;
 	learn.pending_ns = 0;
+	learn.dirty = true;
 	learn.nout = learn_decide(sleds, nsleds, learn.out, &calls, &kept);
 	long done = learn.nout ? rb_sleds_trace(learn.out, learn.nout, false) : 0;
 	if (done < 0) {
@@ -982,11 +1208,12 @@ RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t record
 	const uintptr_t *sleds = rb_sleds_list ? rb_sleds_list(&nsleds) : NULL;
 	if (!learn.on || now_ns < learn.next_ns)
 		return AGENT_LEARN_NONE;
-	if (!learn.ids && !learn_init(sleds, nsleds)) {
+	if (!learn.ready && !learn_init(sleds, nsleds)) {
 		learn_stop();
 		return AGENT_LEARN_NONE;
 	}
 	learn_sample(sleds, nsleds, tids, ntids);
+	learn_save(now_ns, false);
 	if (learn.pending_ns) { /* a window's decision, waiting for samples */
 		if (!learn.sampled || learn.samples >= LEARN_SAMPLES_MIN ||
 		    now_ns - learn.pending_ns >= LEARN_PENDING_MAX_MS * 1000000ull)
@@ -1074,7 +1301,7 @@ RT static bool fresh_fn(const struct learn_fn *f)
 RT void agent_sleds_look(const struct rb_ring_view *views, int n)
 {
 	static uint32_t looks;
-	if (!learn.on || learn.window || !learn.ids)
+	if (!learn.on || learn.window || !learn.ready)
 		return;
 	uint64_t entries = 0, fresh = 0;
 	looks++;
@@ -1118,7 +1345,7 @@ RT bool agent_sleds_may_learn(const struct agent_config *cfg)
 
 RT bool agent_sleds_first_decided(void)
 {
-	return !learn.on || (learn.windows && !learn.pending_ns);
+	return !learn.on || learn.remembered || (learn.windows && !learn.pending_ns);
 }
 
 RT void agent_sleds_learn_report(void)
@@ -1142,6 +1369,7 @@ RT void agent_sleds_learn_report(void)
 RT void agent_sleds_learn_stop(void)
 {
 	agent_sleds_learn_report();
+	learn_save(agent_now_ns(), true);
 	learn_stop();
 }
 
@@ -1149,7 +1377,7 @@ RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 {
 	size_t nsleds = 0;
 	const uintptr_t *sleds = rb_sleds_list ? rb_sleds_list(&nsleds) : NULL;
-	if (!learn.on || !learn.window || !learn.ids)
+	if (!learn.on || !learn.window || !learn.ready)
 		return;
 	/* The window's records are copied: the rest go back to sampled time now, not after
 	 * the decode (a ms and more, every record timed meanwhile) */
