@@ -40,7 +40,7 @@
  *                                   5%); 0: never (docs/oem.md, "Sleds")
  *   sleds_memory  =                 the folder of the app's own where learning keeps what
  *                                   it learnt, per build of the program, for its next run
- *                                   to start from (absolute); empty: $CACHE_DIRECTORY,
+ *                                   to start from (absolute); unset: $CACHE_DIRECTORY,
  *                                   $XDG_CACHE_HOME/jitt or ~/.cache/jitt; off: none
  *   sched_pages   = 8               pages of each traced thread's context-switch ring (a
  *                                   power of two); 0: none, schedstat samples instead
@@ -103,7 +103,7 @@ struct agent_config {
 	char sleds[8];	      /* sampled | timed | off */
 	char sleds_exclude[AGENT_PATH_MAX]; /* empty: none */
 	uint32_t sleds_learn_ns;	    /* 0: no learning */
-	char sleds_memory[AGENT_PATH_MAX];  /* empty: the app's cache folder; "off": none */
+	char sleds_memory[AGENT_PATH_MAX];  /* unset: the app's cache folder; "off": none */
 	struct agent_upload_config up; /* jittd's uploader (uploader/Kconfig's defaults) */
 	char debuginfod_urls[512];		 /* empty: none */
 	char debuginfod_cache[AGENT_PATH_MAX]; /* empty: the user's cache folder */

@@ -31,6 +31,10 @@ else
 	trap 'rm -rf "$work"' EXIT
 fi
 . "$src/tests/real-lib.sh"
+# Learning's memory across runs: none but the +mem row's (every other learnt run is a
+# program's first, as it always was here)
+export XDG_CACHE_HOME="$work/cache"
+unset CACHE_DIRECTORY
 quick=${QUICK:-0}
 if [ "$quick" = 1 ]; then reps=${REPS:-2}; else reps=${REPS:-5}; fi
 programs=${PROGRAMS:-duktape memcached speedtest1}
@@ -55,7 +59,9 @@ programs=${PROGRAMS:-duktape memcached speedtest1}
 # function). Its off rows leave the NOPs (sleds = off); untraced+sleds patches them and
 # traces no thread (what the threads jitt does not trace pay); traced+sleds is the
 # every function the compiler kept traced (sleds_learn_ns = 0), and traced+sleds+learn
-# learns what to leave out at run time (sleds_learn_ns = 250; traced+sleds+learnN: N).
+# learns what to leave out at run time (sleds_learn_ns = 250; traced+sleds+learnN: N), as
+# the program's first run, traced+sleds+learn+mem from the memory a run of the other
+# workload left (sleds_memory).
 rows="plain plain -
 off off -
 traced on -
@@ -72,6 +78,7 @@ untraced+sleds off sleds:-
 traced+sleds on sleds:-
 traced+sleds+learn on sleds:-
 traced+sleds+learn1000 on sleds:-
+traced+sleds+learn+mem on sleds:-
 traced+sleds+slist on sleds:@SLIST"
 if [ -n "${ROWS:-}" ]; then
 	rows=$(printf '%s\n' "$rows" | awk -v want=" $ROWS " 'index(want, " " $1 " ")')
@@ -211,6 +218,21 @@ program() {
 		sampled=1 && train_kept_list s "$@" || return 1
 		sampled=
 	fi
+	# A learning memory (agent/runtime/learn_memory.c) for +mem: a run of the learnt row on
+	# each workload, its memory the other's start.
+	if printf '%s\n' "$rows" | grep -q '^traced+sleds+learn+mem '; then
+		sleds=1 && s=$(binary "$prog" on -) || return 1
+		sleds=
+		: >"$work/mem.variants"
+		for w in "$w1" "$w2"; do
+			rm -rf "$work/mem-from-$w.trained"
+			printf '%s\ttraced\ton\t%s\t-\tsleds_learn_ns = 250;sleds_memory = %s\n' \
+				"$w" "$s" "$work/mem-from-$w.trained" >>"$work/mem.variants"
+		done
+		say "training the learning memories"
+		python3 "$src/tests/bench_real_programs.py" --run "$work" --jitt "$bin/jitt" \
+			--label "$label" --variants "$work/mem.variants" --reps 1 "$@" >&2 || return 1
+	fi
 	: >"$work/$prog.variants"
 	for w in "$w1" "$w2"; do
 		other=$w2
@@ -222,8 +244,11 @@ program() {
 				[ "$row" = off+sleds ] && settings="sleds = off"
 				[ "$row" = traced+sleds ] && settings="sleds_learn_ns = 0"
 				case $row in
-				traced+sleds+learn) settings="sleds_learn_ns = 250" ;;
-				traced+sleds+learn*) settings="sleds_learn_ns = ${row#traced+sleds+learn}" ;;
+				traced+sleds+learn) settings="sleds_learn_ns = 250;sleds_memory = off" ;;
+				traced+sleds+learn+mem)
+					settings="sleds_learn_ns = 250;sleds_memory = $work/mem-from-$other" ;;
+				traced+sleds+learn*)
+					settings="sleds_learn_ns = ${row#traced+sleds+learn};sleds_memory = off" ;;
 				esac
 				[ "$extra" = @SLIST ] && extra=- &&
 					settings="sleds_exclude = $work/kept-slist-from-$other.opt"
@@ -256,7 +281,9 @@ program() {
 				case $settings in
 				"sleds = off") m="SDK sleds, left as NOPs (sleds = off)" ;;
 				"sleds_learn_ns = 0") m="$m (sleds_learn_ns = 0)" ;;
-				sleds_learn_ns*) m="SDK sleds, sampled time, learnt at run time (${settings#sleds_learn_ns = } ns)" ;;
+				*sleds_memory*) m="SDK sleds, sampled time, learnt at run time (250 ns), starting from a run of $other" ;;
+				sleds_learn_ns*) n=${settings#sleds_learn_ns = } &&
+					m="SDK sleds, sampled time, learnt at run time (${n%%;*} ns)" ;;
 				sleds_exclude*) m="SDK sleds, sampled time + slist of $other ($(entries "$work/kept-slist-from-$other.opt")) at start-up" ;;
 				esac
 			fi

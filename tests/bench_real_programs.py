@@ -26,7 +26,8 @@ learns from).
 
 Variants come in a file, one a line, tab-separated: WORKLOAD ROW MODE BINARY METHOD
 [SETTINGS], SETTINGS being settings lines for that row only, separated by ";" (a sleds
-build's list: sleds_exclude = FILE).
+build's list: sleds_exclude = FILE; a learning memory: sleds_memory = DIR, which each run
+finds as DIR.trained holds it, where there is one).
 """
 import collections
 import argparse
@@ -136,6 +137,13 @@ def one(w, row, mode, binary, every=None, prefix=(), keep=None, watch=False, per
                                row_settings[(w, row)])
     if mode == "off":
         env.update(e.partition("=")[::2] for e in o.off_env)
+    for line in row_settings.get((w, row), []):
+        # A learning memory trained beforehand (DIR.trained): each run starts from it as
+        # it was, not from what the runs before it added
+        key, _, value = (x.strip() for x in line.partition("="))
+        if key == "sleds_memory" and os.path.isdir(value + ".trained"):
+            shutil.rmtree(value, ignore_errors=True)
+            shutil.copytree(value + ".trained", value)
     out, cout = "%s/%s.out" % (run, row), "%s/%s.client" % (run, row)
     with open(out, "w") as f, open(cout, "w") as c:
         r = bench_cpu.run(list(prefix) + ["nice", binary] + args, env, "%s/db" % run, f,

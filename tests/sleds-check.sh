@@ -36,10 +36,15 @@ sleds=$(readelf -S -W "$work/abi" | grep -c __patchable_function_entries)
 check "the program has its sleds table" is "$sleds" 1
 
 mkdir -p "$work/data/spool" "$work/run"
-conf() { # the settings, then extra lines
+# Learning's memory across runs lives in the app's cache folder: here, none but the memory
+# test's (every other run learns from scratch, as its checks expect).
+export XDG_CACHE_HOME="$work/cache"
+unset CACHE_DIRECTORY
+conf() { # the settings, then extra lines (sleds_memory = off unless one sets it)
 	printf 'data_dir = %s\nrun_dir = %s\nlog_level = info\ncooldown_ms = 0\n' \
 		"$work/data" "$work/run"
 	for l in "$@"; do echo "$l"; done
+	case " $* " in *" sleds_memory"*) ;; *) echo "sleds_memory = off" ;; esac
 }
 want=$(JITT_DISABLE=1 "$work/plain" 2>/dev/null)
 check "the plain build runs ('$want')" matches "$want" "jumps 1000 200 200 200 deep 200010000"
@@ -276,6 +281,45 @@ else
 	fail "copies: memcpy's share '${share:-none}'" "$(grep -n '%' "$work/copies.sum" | head -n 20)"
 fi
 rm -rf "$work/data" && mkdir -p "$work/data/spool"
+
+# Learning remembered (agent/runtime/learn_memory.c): a run keeps what it learnt in the
+# app's cache folder ($XDG_CACHE_HOME/jitt, 0700, a file per build, 0600); the next run of
+# the program starts from it, hot counted before the first window; a damaged memory is
+# refused with its reason, learnt afresh and saved anew.
+conf "ring_kb = 64" "sleds_learn_ns = 250" "log_level = debug" "# sleds_memory: the default" \
+	>"$work/mem.conf"
+# remembering N: run N of the count loop until its memory is saved (log mem-N.log)
+remembering() {
+	rm -f "$work/stop5"
+	TRACE_SPOOL=$work/data/spool JITT_CONFIG=$work/mem.conf "$work/abi" count "$work/stop5" \
+		>"$work/mem-$1.out" 2>"$work/mem-$1.log" &
+	pid=$!
+	wait_for 60 grep -q 'sleds: saved what was learnt to' "$work/mem-$1.log" ||
+		fail "remembered $1: nothing saved" "$(grep 'sleds' "$work/mem-$1.log" | tail -n 3)"
+	touch "$work/stop5"
+	wait "$pid"
+	check "remembered $1: the same results as the plain build" is "$(cat "$work/mem-$1.out")" \
+		"$want"
+	rm -rf "$work/data" && mkdir -p "$work/data/spool"
+}
+remembering 1
+memory=$(ls "$work/cache/jitt/"sleds-* 2>/dev/null | head -n 1)
+check "remembered 1: saved in the app's cache folder (${memory#"$work/"})" test -f "$memory"
+check "remembered 1: the folder 0700, the file 0600" is \
+	"$(stat -c %a "$work/cache/jitt" "$memory" | tr '\n' ' ')" "700 600 "
+remembering 2
+started=$(grep -o 'starting from what earlier runs learnt.*' "$work/mem-2.log")
+check "remembered 2: started from it, hot counted from the start (${started##*: })" \
+	matches "$started" "starting from what earlier runs learnt (.*): [0-9]* functions left out, [1-9][0-9]* counted"
+first=$(grep -n -m 1 'sleds: learned from\|starting from' "$work/mem-2.log")
+check "remembered 2: before any window" matches "$first" "starting from"
+size=$(stat -c %s "$memory")
+head -c $((size - 8)) "$memory" >"$memory.cut" && mv "$memory.cut" "$memory" && chmod 600 "$memory"
+remembering 3
+check "remembered 3: a damaged memory is refused, and why" \
+	grep -q 'sleds: .*: damaged: .*: learning afresh' "$work/mem-3.log"
+check "remembered 3: ... and saved anew ($(stat -c %s "$memory") bytes)" \
+	test "$(stat -c %s "$memory")" -gt $((size - 8))
 
 # The same where perf_event_open is refused (tests/noperf.c: a seccomp filter, as an
 # Android app's): no samples, so the top is estimated from the windows' times, and the log

@@ -9,6 +9,7 @@
 #include "agent/ctl.h"
 #include "agent/jitt.h"
 #include "agent/marks.h"
+#include "agent/runtime/learn_memory.h"
 #include "agent/runtime/runtime.h"
 #include "hal/sched.h"
 #include "hal/timer.h"
@@ -1579,4 +1580,179 @@ TEST(runtime_samples_in_a_wrapped_library_function_count_for_its_wrapper)
 	CHECK(!agent_samples_blind(1));
 	CHECK(agent_samples_blind(2)); /* strlen is not the program's: a shared library's */
 	agent_samples_stop();
+}
+
+/* Sleds learning's memory across runs (agent/runtime/learn_memory.c): a small one, made for
+ * a program of 8 sleds. */
+static struct agent_memory_fn memory_fns[] = {
+	{ 1, 2, 1000, 5000, 4000, 10, 7 }, { 3, 1, 64, 640, 640, 0, 0 }, { 6, 3, 9, 90000, 10, 4, 50 },
+};
+static uint64_t memory_edges[] = { (2ull << 32) | 4, (7ull << 32) | 2 };
+static struct agent_memory_counted memory_counted[] = { { 1, 5 } };
+static uint32_t memory_out[] = { 3, 0 };
+
+static struct agent_memory memory_sample(void)
+{
+	struct agent_memory mem = {
+		.key = { .layout = 0x1234, .freq = 1000000000, .nsleds = 8, .min_ns = 250,
+			 .build_id_len = 3, .build_id = { 1, 2, 3 } },
+		.samples = 57, .span = 123456, .fn = memory_fns, .nfn = 3, .edges = memory_edges,
+		.nedges = 2, .counted = memory_counted, .ncounted = 1, .out = memory_out, .nout = 2,
+	};
+	return mem;
+}
+
+/* Its file, decoded as the key key: 0, or the error (mem freed either way) */
+static int memory_decodes(const void *buf, size_t len, const struct agent_memory_key *key)
+{
+	struct agent_memory mem;
+	const char *why = NULL;
+	int e = agent_memory_decode(buf, len, key, &mem, &why);
+	if (e)
+		CHECK(why && *why);
+	agent_memory_free(&mem);
+	return e;
+}
+
+TEST(runtime_memory_round_trips_and_refuses_what_was_not_made_for_it)
+{
+	struct agent_memory mem = memory_sample(), got;
+	void *buf;
+	size_t len;
+	const char *why;
+	CHECK_EQ_INT(agent_memory_encode(&mem, &buf, &len), 0);
+	CHECK_EQ_INT(agent_memory_decode(buf, len, &mem.key, &got, &why), 0);
+	CHECK_EQ_U64(got.nfn, 3);
+	CHECK_EQ_U64(got.samples, 57);
+	CHECK_EQ_U64(got.span, 123456);
+	CHECK(!memcmp(got.fn, memory_fns, sizeof(memory_fns)));
+	CHECK(!memcmp(got.edges, memory_edges, sizeof(memory_edges)));
+	CHECK(!memcmp(got.counted, memory_counted, sizeof(memory_counted)));
+	CHECK(!memcmp(got.out, memory_out, sizeof(memory_out)));
+	agent_memory_free(&got);
+	/* Another program, threshold or timer: stale */
+	struct agent_memory_key k = mem.key;
+	k.nsleds = 9;
+	CHECK_EQ_INT(memory_decodes(buf, len, &k), -ESTALE);
+	k = mem.key, k.layout++;
+	CHECK_EQ_INT(memory_decodes(buf, len, &k), -ESTALE);
+	k = mem.key, k.build_id[2] = 4;
+	CHECK_EQ_INT(memory_decodes(buf, len, &k), -ESTALE);
+	k = mem.key, k.min_ns = 1000;
+	CHECK_EQ_INT(memory_decodes(buf, len, &k), -ESTALE);
+	k = mem.key, k.freq = 1000000999; /* x86's calibration moves a few ppm: the same timer */
+	CHECK_EQ_INT(memory_decodes(buf, len, &k), 0);
+	k = mem.key, k.freq = 1002000000;
+	CHECK_EQ_INT(memory_decodes(buf, len, &k), -ESTALE);
+	/* Cut anywhere, or any byte changed: refused, never half read */
+	for (size_t n = 0; n < len; n++)
+		CHECK_EQ_INT(memory_decodes(buf, n, &mem.key), -EINVAL);
+	for (size_t i = 0; i < len; i++) {
+		unsigned char *b = buf;
+		b[i] ^= 0x40;
+		CHECK(memory_decodes(buf, len, &mem.key) != 0);
+		b[i] ^= 0x40;
+	}
+	free(buf);
+	/* Garbage of every length, and valid heads with random bodies */
+	unsigned char junk[4096];
+	uint64_t seed = 0x9e3779b97f4a7c15ull;
+	for (int round = 0; round < 2000; round++) {
+		size_t n = (size_t)(seed >> 40) % sizeof(junk);
+		for (size_t i = 0; i < n; i++) {
+			seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+			junk[i] = (unsigned char)(seed >> 56);
+		}
+		CHECK(memory_decodes(junk, n, &mem.key) != 0);
+	}
+	/* A file whose CRC holds but whose indexes do not: refused */
+	struct agent_memory bad = memory_sample();
+	struct agent_memory_fn fns[2] = { memory_fns[0], memory_fns[0] };
+	uint32_t outs[2] = { 3, 3 }, far[1] = { 8 };
+	uint64_t no_edge[1] = { 5ull << 32 };
+	struct agent_memory_counted both[1] = { { 3, 5 } };
+	for (int which = 0; which < 6; which++) {
+		bad = memory_sample();
+		if (which == 0)
+			bad.fn = fns, bad.nfn = 2; /* one function twice */
+		if (which == 1)
+			bad.out = outs; /* out twice */
+		if (which == 2)
+			bad.out = far, bad.nout = 1; /* no such sled */
+		if (which == 3)
+			bad.edges = no_edge, bad.nedges = 1; /* a call to no function */
+		if (which == 4)
+			bad.counted = both; /* out and counted */
+		if (which == 5) {
+			fns[0].self = fns[0].incl + 1; /* more self time than time */
+			bad.fn = fns, bad.nfn = 1;
+		}
+		CHECK_EQ_INT(agent_memory_encode(&bad, &buf, &len), 0);
+		CHECK_EQ_INT(memory_decodes(buf, len, &bad.key), -EINVAL);
+		free(buf);
+	}
+}
+
+TEST(runtime_memory_lives_only_in_the_apps_own_folder)
+{
+	char dir[512], path[512], name[] = "sleds-010203";
+	const char *why;
+	struct agent_memory mem = memory_sample();
+	void *buf, *back;
+	size_t len, blen;
+	CHECK_EQ_INT(agent_memory_encode(&mem, &buf, &len), 0);
+	snprintf(dir, sizeof(dir), "%s/memory", test_tmpdir());
+	/* The setting's folder, made 0700; a write read back */
+	CHECK_EQ_INT(agent_memory_folder(dir, false, path, sizeof(path)), 0);
+	struct stat st;
+	CHECK(!stat(dir, &st) && (st.st_mode & 0777) == 0700);
+	CHECK_EQ_INT(agent_memory_write(dir, name, buf, len, &why), 0);
+	CHECK_EQ_INT(agent_memory_read(dir, name, &back, &blen, &why), 0);
+	CHECK(blen == len && !memcmp(back, buf, len));
+	free(back);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	CHECK(!stat(path, &st) && (st.st_mode & 0777) == 0600);
+	/* A file others may read, or a symlink in its place: refused */
+	CHECK(!chmod(path, 0644));
+	CHECK_EQ_INT(agent_memory_read(dir, name, &back, &blen, &why), -EPERM);
+	CHECK(!chmod(path, 0600));
+	char link[512];
+	snprintf(link, sizeof(link), "%s/sleds-link", dir);
+	CHECK(!symlink(path, link));
+	CHECK_EQ_INT(agent_memory_read(dir, "sleds-link", &back, &blen, &why), -ELOOP);
+	CHECK_EQ_INT(agent_memory_read(dir, "sleds-none", &back, &blen, &why), -ENOENT);
+	/* A folder others may write, or a symlink to the folder: neither read nor written */
+	CHECK(!chmod(dir, 0733));
+	CHECK_EQ_INT(agent_memory_read(dir, name, &back, &blen, &why), -EPERM);
+	CHECK_EQ_INT(agent_memory_write(dir, name, buf, len, &why), -EPERM);
+	CHECK(!chmod(dir, 0700));
+	snprintf(link, sizeof(link), "%s/memory-link", test_tmpdir());
+	CHECK(!symlink(dir, link));
+	CHECK(agent_memory_read(link, name, &back, &blen, &why) < 0);
+	if (!geteuid()) { /* root: another user's folder */
+		CHECK(!chown(dir, 65534, 65534));
+		CHECK_EQ_INT(agent_memory_read(dir, name, &back, &blen, &why), -EPERM);
+		CHECK(!chown(dir, 0, 0));
+	}
+	free(buf);
+	/* The default: the app's cache folder from the environment, never when set-user-ID */
+	char cache[512], *old = getenv("XDG_CACHE_HOME"), *old_service = getenv("CACHE_DIRECTORY");
+	char saved[512] = "", saved_service[512] = "";
+	if (old)
+		snprintf(saved, sizeof(saved), "%s", old);
+	if (old_service)
+		snprintf(saved_service, sizeof(saved_service), "%s", old_service);
+	unsetenv("CACHE_DIRECTORY");
+	snprintf(cache, sizeof(cache), "%s/xdg", test_tmpdir());
+	setenv("XDG_CACHE_HOME", cache, 1);
+	CHECK_EQ_INT(agent_memory_folder("", false, path, sizeof(path)), 0);
+	CHECK(strstr(path, "/xdg/jitt") && !stat(path, &st) && S_ISDIR(st.st_mode));
+	CHECK_EQ_INT(agent_memory_folder("", true, path, sizeof(path)), -ENOENT);
+	CHECK_EQ_INT(agent_memory_folder("off", false, path, sizeof(path)), -ENOENT);
+	if (old)
+		setenv("XDG_CACHE_HOME", saved, 1);
+	else
+		unsetenv("XDG_CACHE_HOME");
+	if (old_service)
+		setenv("CACHE_DIRECTORY", saved_service, 1);
 }
