@@ -152,9 +152,28 @@ RARE void rb_slow_path(uintptr_t p)
 	settle(p);
 }
 
+/*
+ * pos, with room for a two-slot record: one starts before the ring's end (its tag may take
+ * the spare slot, which settle moves to slot 0). The counted thunk's fast path writes two
+ * slots with no check but due, and may leave pos at the end itself; a two-slot record
+ * written there put its payload in slot 0 and its tag past the spare slot, and every
+ * record before it then parsed one slot off (the decoded times jumped by 2^32 ticks).
+ * So the ring wraps first. 0 where that answered a stop: nothing is to be written.
+ */
+NO_INSTR static uintptr_t room_for_two(uintptr_t pos)
+{
+	const struct rb_ring *r = rb_tls.ring; /* none: a scratch ring, which never wraps */
+	if (!r || (pos & ~RB_POS_CLOCK) < r->end)
+		return pos;
+	settle(pos & ~RB_POS_CLOCK);
+	return atomic_load_explicit(&rb_tls.pos, RB_POS_ORDER);
+}
+
 /* Both rare writers share this: one or two slots, then the usual advance. */
 NO_INSTR static void put(uintptr_t pos, uint64_t payload, uint32_t low, int nslots)
 {
+	if (nslots == 2 && !(pos = room_for_two(pos)))
+		return;
 	uintptr_t mode = pos & RB_POS_CLOCK, p = pos & ~RB_POS_CLOCK;
 	uint64_t ts = now(uses_clock(pos));
 	if (nslots == 2) {
@@ -191,7 +210,7 @@ RARE void rb_put_wide(uintptr_t fn)
 RARE void rb_put_called(uint32_t id, uint32_t mean)
 {
 	uintptr_t pos = atomic_load_explicit(&rb_tls.pos, RB_POS_ORDER);
-	if (!pos)
+	if (!pos || !(pos = room_for_two(pos)))
 		return;
 	uintptr_t mode = pos & RB_POS_CLOCK, p = pos & ~RB_POS_CLOCK;
 	uint64_t ts = now(uses_clock(pos));

@@ -476,3 +476,38 @@ TEST(ring_sixteen_threads_stopped_and_restarted_a_thousand_times)
 		pthread_join(t[i], NULL);
 	CHECK_EQ_INT(rb_set_max_threads(CONFIG_RB_MAX_TRACED_THREADS), 0);
 }
+
+/*
+ * A two-slot record where the ring's last record ended exactly at its end (the counted
+ * thunk's fast path leaves pos there: ringbuf/sleds_x86_64.c): the ring wraps first, and
+ * the record lies whole after the sync at slot 0. Written in place, its payload went to
+ * slot 0 and its tag past the spare slot, and the decoder read every older record one slot
+ * off (a counted trace of memcached's worker had times 2^32 ticks out).
+ */
+TEST(ring_a_two_slot_record_at_the_very_end_wraps_first)
+{
+	hal_timer_init();
+	CHECK_EQ_INT(rb_trace_self(true), 0);
+	const uint64_t *slots = NULL;
+	uint64_t nslots = 0;
+	uint32_t laps;
+	if (!CHECK(rb_ring_own(&slots, &nslots, &laps)))
+		return;
+	uintptr_t end = (uintptr_t)(slots + nslots), mode;
+	for (int kind = 0; kind < 2; kind++) {
+		mode = atomic_load(&rb_tls.pos) & RB_POS_CLOCK;
+		atomic_store(&rb_tls.pos, end | mode); /* a two-slot record ended at the end */
+		if (kind == 0)
+			rb_special(RB_MARK, 77);
+		else
+			rb_put_called(0x1234, 99);
+		CHECK_EQ_INT(rb_tag_low(slots[1]), RB_SYNC);
+		CHECK_EQ_INT(rb_tag_low(slots[3]), kind == 0 ? RB_MARK : RB_CALLED);
+		CHECK_EQ_U64((uint32_t)slots[2], kind == 0 ? 77 : 0x1234);
+		if (kind == 1)
+			CHECK_EQ_U64(slots[2] >> 32, 99);
+		CHECK_EQ_U64(atomic_load(&rb_tls.pos) & ~RB_POS_CLOCK, (uintptr_t)(slots + 4));
+	}
+	CHECK_EQ_INT(rb_trace_self(false), 0);
+	CHECK_EQ_INT(rb_thread_unregister(), 0);
+}
