@@ -115,7 +115,9 @@ static uint64_t sampled_point; /* ticks: a traced call through them, 0 until tim
 #define LEARN_SAMPLES_KEEP (1u << 14) /* past this many, every count is halved */
 #define LEARN_DEPTH 1024 /* deeper calls are followed for depth only */
 #define LEARN_SAVE_GAP_MS 500 /* the memory (learn_memory.c) is saved at most this often */
-#define LEARN_MEMORY_CALLS 1048576 /* remembered counts are halved down to this many calls */
+#define LEARN_MEMORY_CALLS 1048576 /* remembered counts are halved down to this many calls, */
+#define LEARN_MEMORY_SAMPLES 200    /* and samples to this many: this run's soon outweigh */
+				    /* an earlier one's, whose top may not be this run's */
 #define LEARN_CAP_TIMES 64 /* a call counts for at most 64 times the threshold */
 
 struct learn_id {
@@ -787,8 +789,10 @@ RT static void memory_key(const struct agent_config *cfg, const uintptr_t *sleds
  * counts are the windows' so far, its decision is applied now, before any thread runs the
  * program's code, and the first window is the scheduled one (LEARN_PROBE_FIRST_MS). The
  * counts are halved, all alike, until their calls are LEARN_MEMORY_CALLS at most, so that
- * the runs to come still move them (perf's samples are, past LEARN_SAMPLES_KEEP). true:
- * remembered.
+ * the runs to come still move them; perf's samples down to LEARN_MEMORY_SAMPLES: enough
+ * to rank a profile's top at once, few enough that this run's own samples (a few ms of a
+ * busy thread) soon decide it, and put back a function that the earlier run's workload
+ * let out but that is this one's top (learn_sample). true: remembered.
  */
 RT static bool learn_remember(const struct agent_config *cfg, const uintptr_t *sleds,
 			      size_t nsleds)
@@ -831,8 +835,10 @@ RT static bool learn_remember(const struct agent_config *cfg, const uintptr_t *s
 	uint64_t calls = 0;
 	for (size_t k = 0; k < m.nfn; k++)
 		calls += m.fn[k].calls;
-	int halve = 0;
+	int halve = 0, hits_halve = 0;
 	for (; calls >> halve > LEARN_MEMORY_CALLS; halve++)
+		;
+	for (; m.samples >> hits_halve > LEARN_MEMORY_SAMPLES; hits_halve++)
 		;
 	for (size_t k = 0; k < m.nfn; k++) {
 		const struct agent_memory_fn *f = &m.fn[k];
@@ -840,10 +846,10 @@ RT static bool learn_remember(const struct agent_config *cfg, const uintptr_t *s
 		t->calls = f->calls >> halve, t->incl = f->incl >> halve;
 		t->self = f->self >> halve, t->parent = f->parent >> halve;
 		t->windows = f->windows;
-		learn.hits[f->idx] = f->hits;
+		learn.hits[f->idx] = f->hits >> hits_halve;
 	}
 	learn.span = m.span >> halve;
-	learn.samples = m.samples;
+	learn.samples = m.samples >> hits_halve;
 	for (size_t k = 0; k < m.nedges; k++)
 		edge_add(learn.edges, &learn.edges_full, (size_t)(m.edges[k] >> 32) - 1,
 			 (size_t)(uint32_t)m.edges[k] - 1);
