@@ -426,6 +426,17 @@ RT int agent_sleds_learn_timeout(uint64_t now_ns)
 	return learn.next_ns <= now_ns ? 0 : (int)((learn.next_ns - now_ns + 999999) / 1000000);
 }
 
+/* learn_alloc's arrays */
+RT static void learn_free(void)
+{
+	free(learn.ids), free(learn.fn), free(learn.out), free(learn.hits);
+	free(learn.counted), free(learn.mean), free(learn.edges), free(learn.is_out);
+	free(learn.selfs), free(learn.ranked);
+	learn.ids = NULL, learn.fn = NULL, learn.out = NULL, learn.hits = NULL;
+	learn.counted = NULL, learn.mean = NULL, learn.edges = NULL, learn.is_out = NULL;
+	learn.selfs = NULL, learn.ranked = NULL;
+}
+
 RT static void learn_stop(void)
 {
 	if (!learn.on)
@@ -437,12 +448,7 @@ RT static void learn_stop(void)
 	learn.keep = NULL, learn.keep_slots = 0;
 	rb_elf_free(&learn.elf);
 	agent_samples_stop();
-	free(learn.ids), free(learn.fn), free(learn.out), free(learn.hits);
-	free(learn.counted), free(learn.mean), free(learn.edges), free(learn.is_out);
-	free(learn.selfs), free(learn.ranked);
-	learn.ids = NULL, learn.fn = NULL, learn.out = NULL, learn.hits = NULL;
-	learn.counted = NULL, learn.mean = NULL, learn.edges = NULL, learn.is_out = NULL;
-	learn.selfs = NULL, learn.ranked = NULL;
+	learn_free();
 	learn.sampled = false;
 	learn.ready = false;
 }
@@ -705,8 +711,10 @@ RT static bool learn_alloc(const uintptr_t *sleds, size_t nsleds)
 	learn.selfs = calloc(nsleds, sizeof(*learn.selfs));
 	learn.ranked = calloc(nsleds, sizeof(*learn.ranked));
 	if (!learn.ids || !learn.fn || !learn.out || !learn.hits || !learn.counted ||
-	    !learn.mean || !learn.edges || !learn.is_out || !learn.selfs || !learn.ranked)
+	    !learn.mean || !learn.edges || !learn.is_out || !learn.selfs || !learn.ranked) {
+		learn_free(); /* all or none: learn_init tells by learn.fn */
 		return false;
+	}
 	for (size_t i = 0; i < nsleds; i++) {
 		uint32_t id = (uint32_t)sleds[i];
 		size_t h = id_hash(id);
