@@ -278,6 +278,30 @@ int hal_file_commit_at(int fd, int err, int dirfd, const char *tmp, const char *
 	return err ? err : fsync(dirfd) ? -errno : 0;
 }
 
+int hal_read_whole(int fd, uint64_t size, uint64_t max, char **buf)
+{
+	if (size > max)
+		return -EFBIG;
+	char *b = malloc((size_t)size + 1);
+	if (!b)
+		return -ENOMEM;
+	size_t got = 0;
+	while (got < size) {
+		ssize_t r = read(fd, b + got, (size_t)size - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			int err = r ? -errno : -EINVAL;
+			free(b);
+			return err;
+		}
+		got += (size_t)r;
+	}
+	b[got] = 0;
+	*buf = b;
+	return 0;
+}
+
 int hal_file_write_at(int dirfd, const char *tmp, const char *final, const void *buf,
 		      size_t len)
 {

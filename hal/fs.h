@@ -70,6 +70,10 @@ bool hal_exists(const char *rel);
  * Returns the fd or a negative errno.
  */
 int hal_open_file(int dirfd, const char *path, bool follow, struct stat *st);
+/* The whole of a file opened by hal_open_file, size bytes (its stat's st_size), if that is
+ * max at most: into *buf, malloc'd, NUL-terminated after them. 0, or -EFBIG, -ENOMEM,
+ * read's -errno, -EINVAL when it shrank while read. fd stays open. */
+int hal_read_whole(int fd, uint64_t size, uint64_t max, char **buf);
 /* "a directory", "a FIFO", "a socket", "a character device", ... for a stat's st_mode. */
 const char *hal_file_kind(unsigned mode);
 

@@ -275,31 +275,19 @@ MEM int agent_memory_read(const char *dir, const char *name, void **buf, size_t 
 		*why = fd == -ENOENT ? "none yet" : fd == -ELOOP ? "a symlink" : strerror(-fd);
 		return fd;
 	}
-	int err = 0;
+	int err = -EPERM;
 	char *b = NULL;
-	if (st.st_uid != geteuid() || (st.st_mode & 077))
-		err = -EPERM, *why = "not the app's own file (another user's, or others may read it)";
-	else if ((uint64_t)st.st_size > MEMORY_MAX_BYTES)
-		err = -EFBIG, *why = "too large to be a memory";
-	else if (!(b = malloc((size_t)st.st_size + 1)))
-		err = -ENOMEM, *why = "no memory to read it";
-	size_t got = 0;
-	while (!err && got < (size_t)st.st_size) {
-		ssize_t r = read(fd, b + got, (size_t)st.st_size - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			err = r ? -errno : -EINVAL, *why = r ? strerror(errno) : "it shrank while read";
-		else
-			got += (size_t)r;
+	*why = "not the app's own file (another user's, or others may read it)";
+	if (st.st_uid == geteuid() && !(st.st_mode & 077)) {
+		err = hal_read_whole(fd, (uint64_t)st.st_size, MEMORY_MAX_BYTES, &b);
+		*why = err == -EFBIG ? "too large to be a memory"
+		       : err == -EINVAL ? "it shrank while read" : strerror(-err);
 	}
 	close(fd);
-	if (err) {
-		free(b);
+	if (err)
 		return err;
-	}
 	*buf = b;
-	*len = got;
+	*len = (size_t)st.st_size;
 	return 0;
 }
 

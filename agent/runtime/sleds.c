@@ -205,30 +205,9 @@ RT static int read_small_file(const char *path, size_t max, char **text)
 	int fd = hal_open_file(AT_FDCWD, path, true, &st);
 	if (fd < 0)
 		return fd;
-	int err = 0;
-	char *buf = NULL;
-	if ((uint64_t)st.st_size > max)
-		err = -EFBIG;
-	else if (!(buf = malloc((size_t)st.st_size + 1)))
-		err = -ENOMEM;
-	size_t got = 0;
-	while (!err && got < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			err = r ? -errno : -EINVAL; /* shrank meanwhile */
-		else
-			got += (size_t)r;
-	}
+	int err = hal_read_whole(fd, (uint64_t)st.st_size, max, text);
 	close(fd);
-	if (err) {
-		free(buf);
-		return err;
-	}
-	buf[got] = 0;
-	*text = buf;
-	return 0;
+	return err;
 }
 
 RT static int main_bias(struct dl_phdr_info *info, size_t size, void *data)
