@@ -146,10 +146,13 @@ up='' # the uploader's active lines; commented out in a build without the upload
 # A program built with sleds (jitt-sleds.pc, x86_64; docs/oem.md "Sleds"): sampled,
 # timed or off; a \`jitt exclude\` list of functions left untraced; without a list, the
 # functions whose calls last under sleds_learn_ns on average are left out as the runtime
-# learns them, a profile's top kept (0: every function traced).
+# learns them, a profile's top kept (0: every function traced). What it learnt is kept
+# for the program's next run in a folder of the app's own (unset: the app's cache folder,
+# \$XDG_CACHE_HOME/jitt or ~/.cache/jitt; off: none).
 # sleds = sampled
 # sleds_exclude = /etc/jitt/app.exclude
 # sleds_learn_ns = 250
+# sleds_memory = off
 
 # Who besides root may trigger, grant and revoke (-1: nobody).
 # system_uid = $CONFIG_AGENT_SYSTEM_UID
