@@ -5,15 +5,16 @@
  * whom, and the decision made from them (what is out of the trace, what is counted). A run
  * that finds its program's memory starts from that decision: no window traces every
  * function at its start, and the phases an earlier run saw open no window for their new
- * functions (on SQLite's speedtest1, a dozen; docs/trace-points.md, "Learning remembered").
+ * functions (SQLite's speedtest1 opened 22-26 such windows in a run; docs/trace-points.md,
+ * "Learning remembered").
  *
  * One file per build of the program (its GNU build-id, else the layout of its sleds), in
  * a folder of the app's own: the settings' sleds_memory, else the app's cache folder
  * ($CACHE_DIRECTORY, a systemd service's; $XDG_CACHE_HOME/jitt; ~/.cache/jitt). Apart from
  * the name, the file must say it was made for this very program (the sleds' count and
- * layout, the timer's frequency within 0.1%, the threshold), and its every index must be one of the
- * program's sleds: anything else is a stale or damaged file, which is left for the next
- * save to replace, and learning starts afresh. Being a cache, it is written without fsync
+ * layout, the timer's frequency within 0.1%, the threshold), and its every index must be
+ * one of the program's sleds: anything else is a stale or damaged file, which is left for
+ * the next save to replace, and learning starts afresh. Being a cache, it is written without fsync
  * (a crash's torn file fails its CRC), at most every LEARN_SAVE_GAP_MS (sleds.c).
  *
  * The folder is opened without following a symlink at its last step, and must be the
@@ -42,7 +43,7 @@ static const char magic[8] = { 'j', 'i', 't', 't', 'l', 'r', 'n', '1' };
 
 /* The file: this head, fn[nfn], edges[nedges], counted[ncounted], out[nout], then the
  * CRC-32 of all that; native byte order (it never leaves the device), every part 8-byte
- * aligned but the last two. */
+ * aligned but out[] and the CRC. */
 struct head {
 	char magic[8];
 	uint32_t version, head_bytes;
