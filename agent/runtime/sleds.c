@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include "agent/runtime/runtime.h"
+#include "agent/escape.h"
 #include "agent/log.h"
 #include "agent/runtime/learn_memory.h"
 #include "hal/fs.h"
@@ -771,6 +772,15 @@ RT static void memory_key(const struct agent_config *cfg, const uintptr_t *sleds
 	k->min_ns = cfg->sleds_learn_ns;
 }
 
+/* The memory's file, for the log: its folder may come from the environment, and is
+ * printed escaped, as every name from outside is (agent/escape.h). */
+RT static const char *memory_shown(char *buf, size_t size)
+{
+	char path[sizeof(learn.mem_dir) + sizeof(learn.mem_name)];
+	snprintf(path, sizeof(path), "%s/%s", learn.mem_dir, learn.mem_name);
+	return agent_escape(buf, size, path);
+}
+
 /*
  * Learning starts from an earlier run's memory, if the app has one for this program: its
  * counts are the windows' so far, its decision is applied now, before any thread runs the
@@ -802,6 +812,7 @@ RT static bool learn_remember(const struct agent_config *cfg, const uintptr_t *s
 	void *buf = NULL;
 	size_t len;
 	const char *why;
+	char shown[AGENT_PATH_MAX + 128];
 	struct agent_memory m;
 	int err = agent_memory_read(learn.mem_dir, learn.mem_name, &buf, &len, &why);
 	if (!err)
@@ -809,7 +820,7 @@ RT static bool learn_remember(const struct agent_config *cfg, const uintptr_t *s
 	free(buf);
 	if (err) {
 		agent_log(err == -ENOENT ? AGENT_LOG_DEBUG : AGENT_LOG_INFO,
-			  "jitt: sleds: %s/%s: %s: learning afresh", learn.mem_dir, learn.mem_name,
+			  "jitt: sleds: %s: %s: learning afresh", memory_shown(shown, sizeof(shown)),
 			  why);
 		if (err == -EPERM || err == -ELOOP)
 			learn.mem_dir[0] = 0; /* nor written */
@@ -859,8 +870,8 @@ RT static bool learn_remember(const struct agent_config *cfg, const uintptr_t *s
 		learn.nout = learn.ncounted = 0;
 		return false;
 	}
-	log_info("jitt: sleds: starting from what earlier runs learnt (%s/%s): %zu functions "
-		 "left out, %zu counted", learn.mem_dir, learn.mem_name, learn.nout,
+	log_info("jitt: sleds: starting from what earlier runs learnt (%s): %zu functions left "
+		 "out, %zu counted", memory_shown(shown, sizeof(shown)), learn.nout,
 		 learn.ncounted);
 	learn.remembered = true;
 	return true;
@@ -910,12 +921,13 @@ RT static void learn_save(uint64_t now_ns, bool now)
 	agent_memory_free(&m);
 	learn.dirty = false;
 	learn.saved_ns = now_ns;
+	char shown[AGENT_PATH_MAX + 128];
 	if (err) {
-		log_info("jitt: sleds: %s/%s: not saved: %s", learn.mem_dir, learn.mem_name, why);
+		log_info("jitt: sleds: %s: not saved: %s", memory_shown(shown, sizeof(shown)), why);
 		learn.mem_dir[0] = 0; /* not tried again */
 	} else {
-		log_dbg("jitt: sleds: saved what was learnt to %s/%s (%zu bytes)", learn.mem_dir,
-			learn.mem_name, len);
+		log_dbg("jitt: sleds: saved what was learnt to %s (%zu bytes)",
+			memory_shown(shown, sizeof(shown)), len);
 	}
 }
 
