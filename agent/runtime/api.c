@@ -127,6 +127,7 @@ RT int jitt_init(const char *config_file)
 }
 
 #define SHUTDOWN_WAIT_MS 10000
+#define EXIT_SAVE_WAIT_MS 200
 
 RT void jitt_shutdown(void)
 {
@@ -164,14 +165,17 @@ RT void agent_exit(void)
 	int expected = 2;
 	if (!atomic_compare_exchange_strong(&rt->state, &expected, 3))
 		return;
+	/* What learning decided since its memory was last saved: the control thread saves it
+	 * as it ends, waited for so long at most (a run's last phases, which the next run
+	 * need not open windows for; saved without it only every LEARN_SAVE_GAP_MS) */
+	if (agent_sleds_memory_unsaved())
+		agent_control_wait_exit(EXIT_SAVE_WAIT_MS);
 	if (rt->listen_fd >= 0)
 		unlink(rt->socket_path);
 	/* What the control thread cost the app, in its CPU time (an OEM's check), and what
 	 * learning did: at debug level */
-	clockid_t clock;
 	struct timespec cpu;
-	if (agent_log_enabled(AGENT_LOG_DEBUG) && !pthread_getcpuclockid(rt->control, &clock) &&
-	    !clock_gettime(clock, &cpu))
+	if (agent_log_enabled(AGENT_LOG_DEBUG) && !agent_control_cpu(&cpu))
 		log_dbg("jitt: control thread: %lld.%03ld s of CPU time", (long long)cpu.tv_sec,
 			cpu.tv_nsec / 1000000);
 	agent_sleds_learn_report();

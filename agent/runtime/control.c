@@ -48,6 +48,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -630,6 +631,12 @@ RT static void measure_point_cost(void)
 		rb_trace_set_point_cost((double)best / (2.0 * COST_CALLS));
 }
 
+/* Posted by the control thread as it ends (agent_control_wait_exit), its CPU time then
+ * kept: an ended thread's clock is no longer its own */
+static sem_t control_ended;
+static struct timespec control_cpu;
+static atomic_bool control_done;
+
 RT static void *control_main(void *arg)
 {
 	struct agent_runtime *rt = arg;
@@ -703,6 +710,10 @@ RT static void *control_main(void *arg)
 		}
 		chores(rt, agent_now_ns());
 	}
+	agent_sleds_exit_save();
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &control_cpu);
+	atomic_store(&control_done, true);
+	sem_post(&control_ended);
 	return NULL;
 }
 
@@ -729,6 +740,8 @@ RT int agent_control_start(void)
 				 strerror(-rt->listen_fd));
 	}
 	agent_ctl_server_init(&ctl, rt->listen_fd, handle_ctl, rt);
+	sem_init(&control_ended, 0, 0);
+	atomic_store(&control_done, false);
 	/* The spool too is the image's: without it nothing is persisted (said once), and the
 	 * app runs on. */
 	spool_warned = false;
@@ -746,6 +759,33 @@ RT int agent_control_start(void)
 		return -e;
 	}
 	return 0;
+}
+
+RT void agent_control_wait_exit(unsigned ms)
+{
+	struct agent_runtime *rt = &agent_rt;
+	struct timespec until;
+	if (!rt->control || clock_gettime(CLOCK_REALTIME, &until))
+		return;
+	agent_wake_control();
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000)
+		until.tv_sec++, until.tv_nsec -= 1000000000;
+	while (sem_timedwait(&control_ended, &until) && errno == EINTR)
+		;
+}
+
+RT int agent_control_cpu(struct timespec *cpu)
+{
+	clockid_t clock;
+	if (atomic_load(&control_done)) {
+		*cpu = control_cpu;
+		return 0;
+	}
+	if (!agent_rt.control || pthread_getcpuclockid(agent_rt.control, &clock))
+		return -1;
+	return clock_gettime(clock, cpu);
 }
 
 RT void agent_control_stop(void)

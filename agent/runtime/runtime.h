@@ -170,6 +170,11 @@ void agent_sleds_learn_stop(void);
 /* At the process's exit (debug level): the windows, and the records the traced threads
  * wrote in all and in them. */
 void agent_sleds_learn_report(void);
+/* Whether learning decided something its memory does not hold yet (any thread may ask);
+ * and, on the control thread as it ends, the memory saved (a short run's last phases,
+ * which the next run then need not open windows for). */
+bool agent_sleds_memory_unsaved(void);
+void agent_sleds_exit_save(void);
 /*
  * Learning's profile (learn_samples.c): perf's samples of the traced threads, by sled.
  * start maps each sled's function (its symbol's size in elf, or up to the next sled);
@@ -220,5 +225,11 @@ void agent_wake_control(void);
  */
 int agent_control_start(void);
 void agent_control_stop(void);
+/* At the process's exit, the state already 3: the control thread woken, and waited for
+ * up to ms until it has ended its step and saved what learning still had to (not joined:
+ * exit_group ends it). */
+void agent_control_wait_exit(unsigned ms);
+/* The control thread's CPU time, while it runs or as it ended: 0, else -1. */
+int agent_control_cpu(struct timespec *cpu);
 
 #endif

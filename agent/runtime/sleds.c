@@ -198,6 +198,8 @@ static struct {
 	bool dirty;	      /* decided since the last save */
 	uint64_t saved_ns;
 } learn;
+/* learn.dirty with a folder to save to, for other threads (agent_sleds_memory_unsaved) */
+static atomic_bool memory_unsaved;
 
 /* The whole of a regular file of at most max bytes, NUL-terminated, in *text (malloc). */
 RT static int read_small_file(const char *path, size_t max, char **text)
@@ -431,6 +433,7 @@ RT static void learn_stop(void)
 	learn_free();
 	learn.sampled = false;
 	learn.ready = false;
+	atomic_store(&memory_unsaved, false);
 }
 
 /* Between windows: the next look, at LEARN_LOOK_MS while the records come fast; less and
@@ -819,7 +822,12 @@ RT static bool learn_remember(const struct agent_config *cfg, const uintptr_t *s
 		err = agent_memory_decode(buf, len, &learn.mem_key, &m, &why);
 	free(buf);
 	if (err) {
-		agent_log(err == -ENOENT ? AGENT_LOG_DEBUG : AGENT_LOG_INFO,
+		/* None yet, or one made for another build (an update): the usual. One damaged, or
+		 * that this runtime would not have written: a warning (make bench-real's
+		 * remembered rows find it in the program's output) */
+		agent_log(err == -ENOENT	 ? AGENT_LOG_DEBUG
+			  : err == -EINVAL ? AGENT_LOG_WARN
+					   : AGENT_LOG_INFO,
 			  "jitt: sleds: %s: %s: learning afresh", memory_shown(shown, sizeof(shown)),
 			  why);
 		if (err == -EPERM || err == -ELOOP)
@@ -920,6 +928,7 @@ RT static void learn_save(uint64_t now_ns, bool now)
 	free(buf);
 	agent_memory_free(&m);
 	learn.dirty = false;
+	atomic_store(&memory_unsaved, false);
 	learn.saved_ns = now_ns;
 	char shown[AGENT_PATH_MAX + 128];
 	if (err) {
@@ -1153,6 +1162,7 @@ RT static void learn_apply(const uintptr_t *sleds, size_t nsleds, uint64_t now)
 	size_t kept, before = learn.nout;
 	learn.pending_ns = 0;
 	learn.dirty = true;
+	atomic_store(&memory_unsaved, learn.mem_dir[0] != 0);
 	learn.nout = learn_decide(sleds, nsleds, learn.out, &calls, &kept);
 	long done = learn.nout ? rb_sleds_trace(learn.out, learn.nout, false) : 0;
 	if (done < 0) {
@@ -1369,6 +1379,17 @@ RT void agent_sleds_learn_report(void)
 			(unsigned long long)records,
 			(unsigned long long)learn.window_records);
 	}
+}
+
+RT bool agent_sleds_memory_unsaved(void)
+{
+	return atomic_load(&memory_unsaved);
+}
+
+RT void agent_sleds_exit_save(void)
+{
+	if (learn.on && learn.ready)
+		learn_save(agent_now_ns(), true); /* not while a window is open: learn_save */
 }
 
 RT void agent_sleds_learn_stop(void)
