@@ -75,6 +75,10 @@ enum rb_kind {
  * [0 << 32 | id]; each timed record puts the next one 1..RB_SAMPLED_GAP_MAX records on, so
  * about one record in 32 reads the timer (trace_x86_64.h says why 64). */
 #define RB_SAMPLED_GAP_MAX 64
+/* A counted call (RB_CALLED) leaves the due timed record to the next traced call, unless it
+ * comes this many slots past due: a run of counted calls alone still gets a time now and
+ * then (ringbuf/sleds_x86_64.c, the counted thunk). */
+#define RB_COUNTED_LATE 64
 
 /* Inlined everywhere, and never instrumented itself (an OEM may compile these headers with
  * -finstrument-functions). */

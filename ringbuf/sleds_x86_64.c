@@ -330,14 +330,21 @@ _Static_assert(RB_CALLED == 0xe, "the counted thunk writes RB_CALLED as 0xe");
  *   before the due position: the record untimed (its tag's upper half 0), as the sampled
  *   thunk's untimed records (p < due <= limit, one slot short of the ring's end, so both
  *   slots fit);
- *   at it or past it: untimed too while p < limit, due left for the next traced call's
- *   record to take. The call's length is its measured mean, which the untimed fit takes as
- *   known (untimed.c), so a timer read here buys little, and it cost 1.9 instructions and
- *   a third of a counted call's time (20 ns in one call of 32);
- *   at limit (the ring's end, or a stop asked): rb_sled_called_sampled(id, mean) writes it
- *   timed, then wraps or answers, and sets the next due (%rdi and %rsi saved around it,
- *   the stack aligned for the call: the caller's return address is still on it).
+ *   at it or past it, by less than RB_COUNTED_LATE slots: untimed too, due left for the
+ *   next traced call's record to take. The call's length is its measured mean, which the
+ *   untimed fit takes as known (untimed.c), so a timer read here buys little, and it cost
+ *   1.9 instructions and a third of a counted call's time (20 ns in one call of 32). But a
+ *   phase of counted calls alone (SQLite's LIKE tests: strcspn and memcpy counted, what
+ *   calls them out) had no timed record for as long as the ring's whole length, and the
+ *   fit had nothing to spread its 1.25 s by: so past due by RB_COUNTED_LATE slots, the
+ *   counted record is timed (%r11 compared less that much, then given it back by a lea,
+ *   which keeps the flags: %r11 is the only register free);
+ *   at limit (the ring's end, or a stop asked), or that late: rb_sled_called_sampled(id,
+ *   mean) writes it timed, then wraps or answers, and sets the next due (%rdi and %rsi
+ *   saved around it, the stack aligned for the call: the caller's return address is still
+ *   on it).
  */
+_Static_assert(RB_COUNTED_LATE == 64, "the counted thunk's rare path compares 512 bytes");
 __asm__(".pushsection .rodata.jitt_sleds, \"a\"\n"
 	".globl rb_sled_tmpl_counted\n\t.hidden rb_sled_tmpl_counted\n"
 	"rb_sled_tmpl_counted:\n0:\n\t"
@@ -354,7 +361,12 @@ __asm__(".pushsection .rodata.jitt_sleds, \"a\"\n"
 	".byte 0xe9\n\t.long 0\n7:\n"
 	"20:\n\t"
 	"cmp %fs:0x7ffffff0, %r11\n8:\n\t"
-	"jb 10b\n\t"
+	"jae 25f\n\t"
+	"sub $512, %r11\n\t"
+	"cmp %fs:0x7ffffff0, %r11\n9:\n\t"
+	"lea 512(%r11), %r11\n\t"
+	"jb 10b\n"
+	"25:\n\t"
 	"push %rdi\n\t"
 	"push %rsi\n\t"
 	"mov $0x7ffffff0, %edi\n21:\n\t"
@@ -370,7 +382,8 @@ __asm__(".pushsection .rodata.jitt_sleds, \"a\"\n"
 	".globl rb_sled_fields_counted\n\t.hidden rb_sled_fields_counted\n"
 	"rb_sled_fields_counted:\n\t"
 	FIELD(1, 1b, 4) FIELD(5, 2b, 4) FIELD(2, 3b, 4) FIELD(4, 4b, 4) FIELD(9, 5b, 4)
-	FIELD(1, 6b, 5) FIELD(5, 7b, 4) FIELD(11, 8b, 4) FIELD(4, 21b, 4) FIELD(9, 22b, 4)
+	FIELD(1, 6b, 5) FIELD(5, 7b, 4) FIELD(11, 8b, 4) FIELD(2, 9b, 4) FIELD(4, 21b, 4)
+	FIELD(9, 22b, 4)
 	FIELD(10, 23b, 4) FIELD(5, 24b, 4)
 	".byte 0\n\t.short 0\n\t"
 	".popsection");

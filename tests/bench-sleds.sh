@@ -28,7 +28,7 @@ if [ ! -f "$lib/libjitt-sleds.a" ]; then
 fi
 flags=$(cat "$lib/libjitt-sleds.cflags")
 # shellcheck disable=SC2086,SC2046 # flag lists
-if ! gcc -O2 -fPIE -pie $flags -I"$src" "$src/tests/bench_sleds.c" -o "$work/sleds" \
+if ! gcc -O2 -fPIE -pie $flags -DBENCH_SLEDS_RUNTIME -I"$src" "$src/tests/bench_sleds.c" -o "$work/sleds" \
 	"$lib/libjitt-sleds.a" -flto "$lib/libjitt-glibc.a" $(cat "$lib/libjitt-glibc.ldflags") \
 	-Wl,-u,rb_sleds_patch >"$work/build.log" 2>&1 ||
 	! gcc -O2 -fPIE -pie -I"$src" "$src/tests/bench_sleds.c" -o "$work/plain" \
