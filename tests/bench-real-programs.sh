@@ -281,6 +281,7 @@ program() {
 				case $settings in
 				"sleds = off") m="SDK sleds, left as NOPs (sleds = off)" ;;
 				"sleds_learn_ns = 0") m="$m (sleds_learn_ns = 0)" ;;
+				*"sleds_memory = off"*) m="SDK sleds, sampled time, learnt at run time (250 ns), a first run" ;;
 				*sleds_memory*) m="SDK sleds, sampled time, learnt at run time (250 ns), starting from a run of $other" ;;
 				sleds_learn_ns*) n=${settings#sleds_learn_ns = } &&
 					m="SDK sleds, sampled time, learnt at run time (${n%%;*} ns)" ;;

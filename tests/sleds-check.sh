@@ -195,6 +195,36 @@ check "phases: the windows, and who ended them ($ends)" \
 	matches "$ends" "learning ends: [1-9][0-9]* windows, [0-9]* of them for new functions, [0-9]* ended"
 rm -rf "$work/data" && mkdir -p "$work/data/spool"
 
+# The same with a memory: the run ends right after the new phase's decision, often sooner
+# than the next save would come (every 0.5 s at most): then its exit saves it (the control
+# thread as it ends, agent_exit waiting for it). Either way the last save comes after the
+# last decision, and the next run starts with fresh left out.
+conf "ring_kb = 256" "sleds_learn_ns = 250" "log_level = debug" \
+	"sleds_memory = $work/phases-memory" >"$work/phases-mem.conf"
+rm -f "$work/phase"
+JITT_CONFIG=$work/phases-mem.conf "$work/abi" phases "$work/phase" >/dev/null \
+	2>"$work/phases-mem-1.log" &
+pid=$!
+wait_for 60 grep -q 'sleds: learned from .*window 3,' "$work/phases-mem-1.log"
+touch "$work/phase"
+wait_for 60 grep -q "$judged" "$work/phases-mem-1.log" ||
+	fail "phases remembered: fresh never judged" "$(tail -n 3 "$work/phases-mem-1.log")"
+rm -f "$work/phase"
+wait "$pid"
+last_decision=$(grep -n 'sleds: learned from\|sleds: put back' "$work/phases-mem-1.log" | tail -n 1)
+last_save=$(grep -n 'sleds: saved what was learnt' "$work/phases-mem-1.log" | tail -n 1)
+at_exit=$(grep -c 'the memory saved as the runtime stops' "$work/phases-mem-1.log")
+check "phases remembered: saved after the last decision (at the exit: $at_exit)" \
+	test "${last_save%%:*}" -gt "${last_decision%%:*}"
+JITT_CONFIG=$work/phases-mem.conf "$work/abi" phases "$work/phase" >/dev/null \
+	2>"$work/phases-mem-2.log" &
+pid=$!
+wait_for 60 grep -q 'sleds: remembered: ' "$work/phases-mem-2.log"
+kill "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+check "phases remembered: fresh left out or counted from the next run's start" \
+	grep -q 'sleds: remembered: \(left out\|counted\) fresh$' "$work/phases-mem-2.log"
+
 # self_share NAME SUMMARY: the self% of function NAME's first line in a summary, whole
 # (empty when no line names it)
 self_share() {

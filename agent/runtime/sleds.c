@@ -201,6 +201,13 @@ static struct {
 /* learn.dirty with a folder to save to, for other threads (agent_sleds_memory_unsaved) */
 static atomic_bool memory_unsaved;
 
+/* What is out of the trace or counted changed: the memory is to be saved */
+RT static void learn_changed(void)
+{
+	learn.dirty = true;
+	atomic_store(&memory_unsaved, learn.mem_dir[0] != 0);
+}
+
 /* The whole of a regular file of at most max bytes, NUL-terminated, in *text (malloc). */
 RT static int read_small_file(const char *path, size_t max, char **text)
 {
@@ -723,6 +730,17 @@ RT static bool learn_init(const uintptr_t *sleds, size_t nsleds)
 		memset(&learn.elf, 0, sizeof(learn.elf));
 	dl_iterate_phdr(main_bias, &learn.bias);
 	learn.sampled = !agent_samples_start(sleds, nsleds, learn.bias, &learn.elf);
+	/* What the memory left out and counted, by name now that the names are here */
+	char buf[32];
+	for (size_t k = 0; learn.remembered && agent_log_enabled(AGENT_LOG_DEBUG) && k < learn.nout;
+	     k++)
+		log_dbg("jitt: sleds: remembered: left out %s",
+			learn_name(sleds, learn.out[k], buf, sizeof(buf)));
+	for (size_t k = 0; learn.remembered && agent_log_enabled(AGENT_LOG_DEBUG) &&
+			   k < learn.ncounted;
+	     k++)
+		log_dbg("jitt: sleds: remembered: counted %s",
+			learn_name(sleds, learn.counted[k], buf, sizeof(buf)));
 	return true;
 }
 
@@ -1147,6 +1165,7 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 			continue; /* stays out: the next window tries them all again */
 		if (count)
 			learn.counted[learn.ncounted++] = i;
+		learn_changed();
 		log_dbg("jitt: sleds: put back %s%s: %llu of %llu samples",
 			learn_name(sleds, i, buf, sizeof(buf)), count ? ", counted" : "",
 			(unsigned long long)learn.hits[i], (unsigned long long)learn.samples);
@@ -1161,8 +1180,7 @@ RT static void learn_apply(const uintptr_t *sleds, size_t nsleds, uint64_t now)
 	uint64_t freq = hal_timer_freq(), calls;
 	size_t kept, before = learn.nout;
 	learn.pending_ns = 0;
-	learn.dirty = true;
-	atomic_store(&memory_unsaved, learn.mem_dir[0] != 0);
+	learn_changed();
 	learn.nout = learn_decide(sleds, nsleds, learn.out, &calls, &kept);
 	long done = learn.nout ? rb_sleds_trace(learn.out, learn.nout, false) : 0;
 	if (done < 0) {
@@ -1388,8 +1406,11 @@ RT bool agent_sleds_memory_unsaved(void)
 
 RT void agent_sleds_exit_save(void)
 {
-	if (learn.on && learn.ready)
+	if (learn.on && learn.ready && learn.dirty) {
 		learn_save(agent_now_ns(), true); /* not while a window is open: learn_save */
+		if (!learn.dirty)
+			log_dbg("jitt: sleds: the memory saved as the runtime stops");
+	}
 }
 
 RT void agent_sleds_learn_stop(void)
