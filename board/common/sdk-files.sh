@@ -34,7 +34,7 @@ if [ -n "$clang_cc" ]; then
 fi
 mkdir -p "$out/pkgconfig" "$out/cmake/jitt"
 
-pc() { # name libc compiler archive ldflags cflags
+pc() { # name libc compiler archive ldflags cflags [link-options: -flto unless given]
 	cat <<PC
 # jitt's runtime for an instrumented program on $2 (docs/oem.md). Compile only the
 # program's own sources with \`pkg-config --cflags\` (not its tools), link it with
@@ -49,7 +49,7 @@ Name: $1
 Description: jitt, a function-tracing flight recorder: the runtime an app links ($2)
 Version: $version
 Cflags: -I\${includedir} $6
-Libs: -flto \${libdir}/$4 $5
+Libs: ${7--flto }\${libdir}/$4 $5
 PC
 }
 pc jitt glibc "$glibc_cc" libjitt-glibc.a "$glibc_ld" "$cflags" >"$out/pkgconfig/jitt.pc"
@@ -80,13 +80,17 @@ fi
 # Sleds (install.sh sets JITT_SDK_SLEDS to their compile flags where the board built
 # libjitt-sleds.a): jitt.pc's program, compiled with five NOPs at the entry of each function
 # GCC kept out of line instead of -finstrument-functions' hooks, and without -flto (the
-# program's own inlining); the runtime patches them at start-up (ringbuf/sleds.h). The
-# link keeps -flto for libjitt's archive; -u pulls the patcher, which the runtime only
-# names weakly, and JITT_SDK_SLEDS_LDFLAGS sends the C library's hot functions through
-# sleds of their own (ringbuf/sleds_libc.c).
+# program's own inlining); the runtime patches them at start-up (ringbuf/sleds.h). Its
+# link has no -flto either: GCC's linker plugin compiles libjitt's archive from its LTO
+# bytecode all the same, and a program built by one command (duktape's Makefile.cmdline:
+# CFLAGS and the libs on one gcc line) was compiled with -flto by it, partitioned together
+# with the runtime: its code moved with every change of the runtime's, and the off cost
+# with it (duktape's throw, 0.99x with one runtime and 1.04x with the next). -u pulls the
+# patcher, which the runtime only names weakly, and JITT_SDK_SLEDS_LDFLAGS sends the C
+# library's hot functions through sleds of their own (ringbuf/sleds_libc.c).
 if [ -n "${JITT_SDK_SLEDS:-}" ]; then
 	pc jitt-sleds glibc "$glibc_cc" "libjitt-sleds.a \${libdir}/libjitt-glibc.a" \
-		"$glibc_ld ${JITT_SDK_SLEDS_LDFLAGS:--Wl,-u,rb_sleds_patch}" "$JITT_SDK_SLEDS" \
+		"$glibc_ld ${JITT_SDK_SLEDS_LDFLAGS:--Wl,-u,rb_sleds_patch}" "$JITT_SDK_SLEDS" "" \
 		>"$out/pkgconfig/jitt-sleds.pc"
 fi
 cat >"$out/pkgconfig/jitt-dso.pc" <<PC
