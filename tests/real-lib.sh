@@ -21,7 +21,8 @@ real_sdk() {
 	cc=$(pc --variable=compiler jitt)
 	sdk_hash=$(cat "$dest/usr/lib/jitt/libjitt-glibc.a" "$dest/usr/lib/jitt/libjitt-glibc.ldflags" \
 		"$dest/usr/lib/jitt/libjitt.cflags" $(ls "$dest/usr/lib/jitt/libjitt-sampled.a" \
-		"$dest/usr/lib/jitt/libjitt-sleds.a" 2>/dev/null) | md5sum | cut -c1-12)
+		"$dest/usr/lib/jitt/libjitt-sleds.a" 2>/dev/null) "$dest"/usr/lib/pkgconfig/jitt*.pc |
+		md5sum | cut -c1-12)
 }
 pc() { pkg-config --define-prefix "$@"; }
 # The SDK a jitt build links: jitt (each record timed), or jitt-sampled when the caller sets
