@@ -158,9 +158,11 @@ int main(int argc, char **argv)
 		uintptr_t from = atomic_load(&rb_tls.pos);
 		sum += 0 * bench_loop(calls);
 		uintptr_t to = atomic_load(&rb_tls.pos);
-		for (const uint64_t *q = (const uint64_t *)from; to > from && q < (uint64_t *)to; q++)
+		for (const uint64_t *q = (const uint64_t *)from; to > from && q < (uint64_t *)to;
+		     q++)
 			timed += (*q & 0xf) == RB_CALLED && (*q >> 32) != 0;
-		if (to > from && timed * 2 * (RB_SAMPLED_GAP_MAX + RB_COUNTED_LATE) < (long)(to - from) / 8) {
+		if (to > from &&
+		    timed * 2 * (RB_SAMPLED_GAP_MAX + RB_COUNTED_LATE) < (long)(to - from) / 8) {
 			fprintf(stderr, "bench-sleds: %ld timed among %lu slots of counted calls\n",
 				timed, (unsigned long)((to - from) / 8));
 			return 1;

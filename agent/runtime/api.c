@@ -126,7 +126,7 @@ RT int jitt_init(const char *config_file)
 	return 0;
 }
 
-#define SHUTDOWN_WAIT_MS 10000
+#define SHUTDOWN_WAIT_MS  10000
 #define EXIT_SAVE_WAIT_MS 200
 
 RT void jitt_shutdown(void)
