@@ -53,15 +53,18 @@ def run(argv, env, cwd, stdout, jitt=None, conf=None, every=None, client=None,
     """Runs argv (stdout and stderr to the file object stdout) to its end. jitt and conf:
     trigger it, or with watch, watch what it records (see above). client: argv of a client
     started with it, its output to the file object client_out; when the client fails the
-    process is killed. perf_data: `perf record` the process into this file, its samples
-    timed on CLOCK_MONOTONIC (a trace's header has its freeze on that clock)."""
+    process is killed. perf_data: `perf record` the whole machine into this file while the
+    process runs, its samples timed on CLOCK_MONOTONIC (a trace's header has its freeze on
+    that clock); the reader picks the traced thread's by its id. Not `-p PID`: that follows
+    only the threads there when it attaches (at the start, the process's first), and
+    memcached's worker, made later, had no sample."""
     r = Run()
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.STDOUT, env=env, cwd=cwd)
     perf = None
     if perf_data:
         perf = subprocess.Popen(["perf", "record", "-q", "-F", "20000", "-k", "CLOCK_MONOTONIC",
-                                 "-p", str(proc.pid), "-o", perf_data],
+                                 "-a", "-o", perf_data],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cl = None
     if client:  # "{pid}" in its arguments: the server's
@@ -100,12 +103,9 @@ def run(argv, env, cwd, stdout, jitt=None, conf=None, every=None, client=None,
         time.sleep(0.01)
     _, r.status, ru = done
     r.cpu = ru.ru_utime + ru.ru_stime
-    if perf:  # it ends with the process it follows; a minute, then it is told to
-        try:
-            perf.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            perf.send_signal(signal.SIGINT)
-            perf.wait()
+    if perf:  # told to end with the process it was for
+        perf.send_signal(signal.SIGINT)
+        perf.wait()
     if cl:
         # A server that ends on the client's shutdown request may end before the client
         # does (memcached's -A: it once exited while its client was still closing): the
