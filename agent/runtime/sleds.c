@@ -731,16 +731,15 @@ RT static bool learn_init(const uintptr_t *sleds, size_t nsleds)
 	dl_iterate_phdr(main_bias, &learn.bias);
 	learn.sampled = !agent_samples_start(sleds, nsleds, learn.bias, &learn.elf);
 	/* What the memory left out and counted, by name now that the names are here */
-	char buf[32];
-	for (size_t k = 0; learn.remembered && agent_log_enabled(AGENT_LOG_DEBUG) && k < learn.nout;
-	     k++)
-		log_dbg("jitt: sleds: remembered: left out %s",
-			learn_name(sleds, learn.out[k], buf, sizeof(buf)));
-	for (size_t k = 0; learn.remembered && agent_log_enabled(AGENT_LOG_DEBUG) &&
-			   k < learn.ncounted;
-	     k++)
-		log_dbg("jitt: sleds: remembered: counted %s",
-			learn_name(sleds, learn.counted[k], buf, sizeof(buf)));
+	if (learn.remembered && agent_log_enabled(AGENT_LOG_DEBUG)) {
+		char buf[32];
+		for (size_t k = 0; k < learn.nout; k++)
+			log_dbg("jitt: sleds: remembered: left out %s",
+				learn_name(sleds, learn.out[k], buf, sizeof(buf)));
+		for (size_t k = 0; k < learn.ncounted; k++)
+			log_dbg("jitt: sleds: remembered: counted %s",
+				learn_name(sleds, learn.counted[k], buf, sizeof(buf)));
+	}
 	return true;
 }
 

@@ -83,9 +83,8 @@ fi
 # program's own inlining); the runtime patches them at start-up (ringbuf/sleds.h). Its
 # link has no -flto either: GCC's linker plugin compiles libjitt's archive from its LTO
 # bytecode all the same, and a program built by one command (duktape's Makefile.cmdline:
-# CFLAGS and the libs on one gcc line) was compiled with -flto by it, partitioned together
-# with the runtime: its code moved with every change of the runtime's, and the off cost
-# with it (duktape's throw, 0.99x with one runtime and 1.04x with the next). -u pulls the
+# CFLAGS and the libs on one gcc line) was compiled with -flto by it, unlike its plain
+# build, and partitioned together with the runtime's code. -u pulls the
 # patcher, which the runtime only names weakly, and JITT_SDK_SLEDS_LDFLAGS sends the C
 # library's hot functions through sleds of their own (ringbuf/sleds_libc.c).
 if [ -n "${JITT_SDK_SLEDS:-}" ]; then
