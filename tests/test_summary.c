@@ -1391,6 +1391,16 @@ TEST(summary_root_named_by_the_stack_outside_the_open_calls)
 	CHECK_EQ_U64(agent_outer_root(&o, NULL, 0), H);
 	CHECK_EQ_U64(agent_outer_root(&o, open_gf, 2), LOOP); /* H called no traced function */
 	o.waiting = false;
+	/* Ended by an entry to I, answered by its sled's thunk: I has no frame yet, and H,
+	 * which called it, is running. A recursion's I further out is not the entered one. */
+	o.entered = true;
+	const uint64_t open_ihgf[] = { 99, G, F };
+	CHECK_EQ_U64(agent_outer_root(&o, open_ihgf, 3), LOOP);
+	const uint64_t open_main[] = { MAIN };
+	CHECK_EQ_U64(agent_outer_root(&o, open_main, 1), H);
+	CHECK_EQ_U64(agent_outer_root(&o, open_hgf, 3), LOOP); /* H entered, its frame made */
+	o.entered = false;
+	CHECK_EQ_U64(agent_outer_root(&o, open_main, 1), START);
 	const uint64_t missing[] = { G, 99 };
 	CHECK_EQ_U64(agent_outer_root(&o, missing, 2), 0);
 	const uint64_t all[] = { H, G, F, LOOP, MAIN, START };

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "agent/analysis/cct.h"
+#include "ringbuf/record.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -508,7 +509,10 @@ CCT_HOT int add_event(struct cct *c, const struct rb_event *e)
 		break;
 	case RB_EV_EXIT:
 		if (c->sp > 1) {
-			c->last_exit = top->node;
+			/* A counted call's exit is the decoder's (its mean after its entry):
+			 * the stop was answered at its entry, in its thunk, before the
+			 * function ran, so the frame that called it is the one running. */
+			c->last_exit = e->raw == RB_CALLED ? 0 : top->node;
 			close_frame(c, top, top - 1, e->ts, false);
 			c->sp--;
 		}

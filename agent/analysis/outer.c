@@ -243,7 +243,10 @@ static uint64_t home_of(const struct rb_elf *elf, const struct rb_symbol *sym)
 
 /* Whether the ring's newest record is one a program function's trace point writes: an
  * entry or an exit (or the sync of a wrap, which a trace point's slow path writes). Any
- * other, a wait's or a mark's, the runtime wrote for the frame that called it. */
+ * other, a wait's or a mark's, the runtime wrote for the frame that called it; so did a
+ * counted call's thunk (RB_CALLED), which answers before the function's body runs: its
+ * caller is the innermost frame on the stack, and running (cct.c keeps the counted call
+ * out of the open ones). */
 static bool answered_by_trace_point(const struct rb_ring_view *v)
 {
 	if (!rb_ring_view_ok(v) || !v->valid)
@@ -255,12 +258,25 @@ static bool answered_by_trace_point(const struct rb_ring_view *v)
 	return !rb_two_slots(low) || low == RB_WIDE || low == RB_SYNC;
 }
 
+/* Whether the ring's newest record is an entry (agent_outer.entered). */
+static bool ends_with_entry(const struct rb_ring_view *v)
+{
+	if (!rb_ring_view_ok(v) || !v->valid)
+		return false;
+	uint64_t last = v->end ? v->end - 1 : v->nslots - 1;
+	if (last >= v->stored)
+		return false;
+	uint32_t low = rb_tag_low(v->slots[last]);
+	return low >= RB_FIRST_ID || low == RB_WIDE;
+}
+
 void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th,
 			struct agent_outer *out)
 {
 	const struct rb_trace *t = s->trace;
 	out->n = 0;
 	out->waiting = th->copied || !answered_by_trace_point(&th->view);
+	out->entered = !th->copied && ends_with_entry(&th->view);
 	if (!th->nstack || !t->nmodules)
 		return;
 	struct agent_outer_word *w = malloc(th->nstack * sizeof(*w));
@@ -332,11 +348,17 @@ static size_t root_index(const struct agent_outer *o, const uint64_t *open, size
 {
 	if (nopen > AGENT_OUTER_MAX)
 		return SIZE_MAX;
+	bool running = o->waiting; /* the innermost frame is running, its call not the ring's */
+	if (o->entered && nopen && o->n &&
+	    !(o->key[o->n - 1] == open[0] || (o->n > 1 && o->key[o->n - 2] == open[0]))) {
+		open++, nopen--; /* entered by a thunk, before it had a frame */
+		running = true;
+	}
 	size_t j = 0; /* the open calls matched, innermost first */
 	for (size_t i = o->n; i-- > 0;) {
 		/* The innermost frame is the one whose trace point answered the stop. When
 		 * its call is not open, that was its exit: the call is whole in the ring. */
-		if (i == o->n - 1 && !o->waiting && (!nopen || o->key[i] != open[0]))
+		if (i == o->n - 1 && !running && (!nopen || o->key[i] != open[0]))
 			continue;
 		if (j < nopen) {
 			j += o->key[i] == open[j]; /* others: untraced functions, stale words */

@@ -32,6 +32,9 @@ struct agent_outer {
 	 * answer came from the runtime on its behalf (a wrapped wait's record, a mark, a
 	 * counted call at the ring's end), or the thread was blocked and its ring copied. */
 	bool waiting;
+	/* The ring's newest record is an entry: the function it entered may have no frame on
+	 * the stack yet, as a sled's thunk answers before the function's body runs. */
+	bool entered;
 	char name[AGENT_OUTER_MAX][AGENT_OUTER_NAME];
 	/* Each frame's function as the analysis keys it (agent_func_key): its start where the
 	 * symbols name it, else the call's own address ({build-id, offset} either way, for a
@@ -83,8 +86,11 @@ void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th
  * ring); so it is still on the stack, just outside the ring's open calls. The innermost
  * frame, whose trace point answered the stop, is skipped when its call is not open (it
  * answered at its exit); not when the runtime answered for it (waiting): a wrapped wait's
- * caller is running. 0 when the stack does not hold the open calls, or holds nothing
- * outside them.
+ * caller is running. Nor when the ring ends with an entry (entered) whose function is not
+ * the innermost frame (or the one outside a stale word there): a sled's thunk answered
+ * before that function had a frame, so its caller is the innermost frame, running, and
+ * the entered call is not matched further out (where a recursion may hold the function).
+ * 0 when the stack does not hold the open calls, or holds nothing outside them.
  */
 uint64_t agent_outer_root(const struct agent_outer *o, const uint64_t *open, size_t nopen);
 
