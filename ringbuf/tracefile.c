@@ -2,6 +2,7 @@
 #define _GNU_SOURCE /* dl_iterate_phdr */
 #include "tracefile.h"
 #include "crc32.h"
+#include "record.h"
 #include "hal/fs.h"
 #include "hal/sched.h"
 #include "hal/timer.h"
@@ -41,7 +42,7 @@ struct file_header {
 	uint32_t sched_source; /* version 2: enum rb_sched_source; a section when not 0 */
 	uint32_t ncpus;	       /* version 2: CPU classes in the scheduling section */
 	uint32_t point_ps;     /* a trace point's cost, ps, as the runtime measured it; 0 */
-	uint8_t reserved[4];
+	uint32_t timed_ps;     /* a timed record's, where point_ps is sampled time's; 0 */
 };
 
 struct file_module {
@@ -245,6 +246,33 @@ void rb_trace_set_point_cost1024(uint64_t ticks1024)
 	atomic_store_explicit(&point_ticks1024, ticks1024, memory_order_relaxed);
 }
 
+/* What rb_trace_set_timed_cost said, in 1/1024 ticks. */
+static _Atomic uint64_t timed_ticks1024;
+
+void rb_trace_set_timed_cost(double ticks)
+{
+	uint64_t v = ticks > 0 && ticks < 1e9 ? (uint64_t)(ticks * 1024 + 0.5) : 0;
+	atomic_store_explicit(&timed_ticks1024, v, memory_order_relaxed);
+}
+
+double rb_trace_point_ps(const struct rb_trace *t, uint64_t records, uint64_t untimed)
+{
+	if (!t->timed_ps || !records || untimed > records)
+		return t->point_ps;
+	/* Sampled time times one record in (RB_SAMPLED_GAP_MAX + 1) / 2, a window every one */
+	double sampled_untimed = 1.0 - 2.0 / (RB_SAMPLED_GAP_MAX + 1);
+	double f = (double)untimed / (double)records / sampled_untimed;
+	f = f < 1 ? f : 1;
+	return f * t->point_ps + (1 - f) * t->timed_ps;
+}
+
+/* ticks1024 (1/1024 timer ticks) in ps at hz; 0 when not known or over 1 ms. */
+static uint32_t ticks1024_ps(uint64_t ticks1024, uint64_t hz)
+{
+	double ps = hz ? (double)ticks1024 / 1024 * 1e12 / (double)hz : 0;
+	return ps < 1e9 ? (uint32_t)(ps + 0.5) : 0;
+}
+
 int rb_trace_write_reserved(const char *dir, const char *reason, const struct rb_frozen *threads,
 			    int nthreads, const struct rb_trace_sched *sched,
 			    const struct rb_trace_reserve *r, char *path_out, size_t path_size)
@@ -273,10 +301,10 @@ int rb_trace_write_reserved(const char *dir, const char *reason, const struct rb
 		if (threads[i].frozen_ticks > h.frozen_ticks && threads[i].frozen_ticks <= h.ref_ticks)
 			h.frozen_ticks = threads[i].frozen_ticks;
 	/* ps at the frequency the file's times are in: what the reader subtracts from them. */
-	double ps = h.timer_hz ? (double)atomic_load_explicit(&point_ticks1024, memory_order_relaxed) /
-					 1024 * 1e12 / (double)h.timer_hz
-			       : 0;
-	h.point_ps = ps < 1e9 ? (uint32_t)(ps + 0.5) : 0;
+	h.point_ps = ticks1024_ps(atomic_load_explicit(&point_ticks1024, memory_order_relaxed),
+				  h.timer_hz);
+	h.timed_ps = ticks1024_ps(atomic_load_explicit(&timed_ticks1024, memory_order_relaxed),
+				  h.timer_hz);
 	h.nmodules = mods->n;
 	h.nthreads = (uint32_t)nthreads;
 	h.reason_len = reason ? (uint32_t)strnlen(reason, 4096) : 0;
@@ -675,6 +703,7 @@ int rb_trace_parse(const void *data, size_t size, struct rb_trace *t, char *err,
 	t->pid = h.pid;
 	/* Over 1 ms a trace point is no measurement (a hostile file's, or a broken one). */
 	t->point_ps = h.point_ps <= 1000000000u ? h.point_ps : 0;
+	t->timed_ps = t->point_ps && h.timed_ps <= 1000000000u ? h.timed_ps : 0;
 	t->version = h.version;
 	t->nmodules = h.nmodules;
 	t->nthreads = h.nthreads;

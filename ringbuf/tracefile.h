@@ -89,6 +89,10 @@ struct rb_trace {
 	uint32_t point_ps;            /* a trace point's cost, ps, measured by the writer's
 				       * runtime at its start (rb_trace_set_point_cost); 0:
 				       * not known */
+	/* Sampled time's traces (sleds): point_ps is a record's in sampled time, where one
+	 * in 32 is timed; timed_ps one's in a learning window, where every record is (they
+	 * cost 4 times as much). 0: every record costs point_ps (older files: 0 reserved). */
+	uint32_t timed_ps;
 	const char *reason;           /* NUL-terminated */
 	uint32_t nmodules, nthreads;
 	struct rb_module *modules;    /* [0] is the main program */
@@ -111,6 +115,15 @@ void rb_trace_set_point_cost(double ticks);
 /* The same in 1/1024 ticks, no floating point: for a learning window's end, which runs in
  * a thunk (ringbuf/sleds.h). */
 void rb_trace_set_point_cost1024(uint64_t ticks1024);
+/* A record's cost when every record is timed, where rb_trace_set_point_cost's is sampled
+ * time's (sleds: a learning window's records): the header's timed_ps. 0 or less: not
+ * known, or the same. */
+void rb_trace_set_timed_cost(double ticks);
+/* A record's mean cost in ps, of a ring (or rings) of `records` of which `untimed` were
+ * written without a time: point_ps, weighed with timed_ps for the share of records a
+ * learning window wrote (all timed, where sampled time leaves one in 32.5 untimed). 0:
+ * not known. */
+double rb_trace_point_ps(const struct rb_trace *t, uint64_t records, uint64_t untimed);
 
 /*
  * Write the frozen rings into a new file in dir, named trace-<pid>-<time>-<n>.jtr; its

@@ -141,6 +141,43 @@ TEST(tracefile_carries_the_trace_points_measured_cost)
 	free(d);
 }
 
+/* Sampled time's two costs (offsets 88 and 92): a record's in sampled time and a timed
+ * one's (a learning window's), weighed by the share of records written untimed, of which
+ * sampled time leaves all but one in 32.5; a file with no timed cost (an older one: its
+ * reserved bytes 0) has one cost for every record. */
+TEST(tracefile_weighs_sampled_and_timed_records_costs)
+{
+	size_t size;
+	rb_trace_set_point_cost(4.0);
+	rb_trace_set_timed_cost(16.0);
+	uint8_t *d = make_file(&size);
+	rb_trace_set_point_cost(0);
+	rb_trace_set_timed_cost(0);
+	struct rb_trace t;
+	char err[256];
+	if (CHECK(d != NULL) && CHECK(rb_trace_parse(d, size, &t, err, sizeof(err)) == 0)) {
+		double timed = 16 * 1e12 / (double)t.timer_hz;
+		CHECK(fabs((double)t.timed_ps - timed) <= 1 + timed * 1e-6);
+		/* All sampled: 63 untimed in 65; all in a window: none untimed; half and half */
+		CHECK(fabs(rb_trace_point_ps(&t, 6500, 6300) - (double)t.point_ps) < 1e-6);
+		CHECK(fabs(rb_trace_point_ps(&t, 6500, 0) - (double)t.timed_ps) < 1e-6);
+		CHECK(fabs(rb_trace_point_ps(&t, 13000, 6300) -
+			   ((double)t.point_ps + (double)t.timed_ps) / 2) < 1e-6);
+		CHECK(fabs(rb_trace_point_ps(&t, 0, 0) - (double)t.point_ps) < 1e-6);
+		CHECK(fabs(rb_trace_point_ps(&t, 10, 11) - (double)t.point_ps) < 1e-6); /* bad */
+		uint32_t zero = 0;
+		memcpy(d + 92, &zero, 4);
+		fix_crc(d, size);
+		rb_trace_close(&t);
+		if (CHECK(rb_trace_parse(d, size, &t, err, sizeof(err)) == 0)) {
+			CHECK_EQ_U64(t.timed_ps, 0);
+			CHECK(fabs(rb_trace_point_ps(&t, 6500, 0) - (double)t.point_ps) < 1e-6);
+			rb_trace_close(&t);
+		}
+	}
+	free(d);
+}
+
 TEST(tracefile_rejects_truncation_and_corruption_with_the_offset)
 {
 	size_t size;

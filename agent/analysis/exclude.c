@@ -450,10 +450,13 @@ int exclude_add_trace(struct exclude_set *s, const struct rb_trace *t, struct ag
 		err = -ENOMEM;
 	uint64_t max = hal_muldiv_u64(EXCLUDE_EST_MAX_NS, t->timer_hz, 1000000000u);
 	uint64_t quiet = hal_muldiv_u64(EXCLUDE_SILENCE_NS, t->timer_hz, 1000000000u);
+	uint64_t records = 0, untimed = 0; /* the trace's: how its point cost is weighed */
 	for (uint32_t i = 0; i < t->nthreads && !err; i++) {
 		struct rb_decoder dec;
 		memset(&dec, 0, sizeof(dec));
 		err = rb_decoder_init(&dec, &t->threads[i].view, t->ref_ticks, NULL, NULL);
+		records += err ? 0 : dec.stats.records;
+		untimed += err ? 0 : dec.stats.untimed;
 		struct cct c;
 		/* As the summary counts: with the thread's switch records, blocked is its
 		 * time asleep, and preempted time is no function's (cct.h). */
@@ -529,7 +532,7 @@ int exclude_add_trace(struct exclude_set *s, const struct rb_trace *t, struct ag
 	if (!err) {
 		s->traces++;
 		if (t->point_ps) {
-			s->point_ns += t->point_ps / 1000.0;
+			s->point_ns += rb_trace_point_ps(t, records, untimed) / 1000.0;
 			s->point_traces++;
 		}
 	}

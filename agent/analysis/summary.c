@@ -427,7 +427,8 @@ static int top_functions(const struct cct *c, enum cct_lane lane, struct summary
 
 static void points_out(struct summary *s)
 {
-	double point = (double)s->trace->point_ps * (double)s->trace->timer_hz / 1e12;
+	s->point_ps = rb_trace_point_ps(s->trace, s->records, s->untimed);
+	double point = s->point_ps * (double)s->trace->timer_hz / 1e12;
 	if (point <= 0)
 		return;
 	double points = 0, total = 0;
@@ -441,7 +442,7 @@ static void points_out(struct summary *s)
 
 void summary_take_out_points(const struct summary *s, struct summary_func *f, size_t n)
 {
-	double point = (double)s->trace->point_ps * (double)s->trace->timer_hz / 1e12;
+	double point = s->point_ps * (double)s->trace->timer_hz / 1e12;
 	for (size_t i = 0; i < n; i++) {
 		double points = point * (double)(f[i].calls + f[i].callees);
 		f[i].self = points >= (double)f[i].self ? 0 : f[i].self - (uint64_t)points;

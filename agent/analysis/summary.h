@@ -199,6 +199,7 @@ struct summary {
 	 * well known). */
 	double points_share;
 	bool points_out;
+	double point_ps; /* a record's cost, ps: the header's, weighed (rb_trace_point_ps) */
 	/* Every function the thread ran in the window, and over the whole trace, by self time,
 	 * largest first; the writers merge copies by name and show the first k. */
 	struct summary_func *top_window, *top_trace;

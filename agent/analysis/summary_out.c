@@ -638,6 +638,8 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 		fprintf(out, ",\"untimed\":%llu", (unsigned long long)s->untimed);
 	if (t->point_ps) /* the trace point's measured cost: self_ns below hold the points */
 		fprintf(out, ",\"point_ps\":%u", t->point_ps);
+	if (t->timed_ps) /* a timed record's (a learning window's), and the two weighed */
+		fprintf(out, ",\"timed_ps\":%u,\"record_ps\":%.0f", t->timed_ps, s->point_ps);
 	fputc('}', out);
 	/* Modules by index, in the trace's order; only their build-id and file name (never
 	 * the folder). */
@@ -1125,16 +1127,19 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 	if (s->points_out)
 		fprintf(out,
 			"\nself times below are without the trace points: %.2f ns each, as the "
-			"program measured at its start, %.0f%% of the thread's running time (a "
+			"program measured %s, %.0f%% of the thread's running time (a "
 			"profile of the build without them ranks so)\n",
-			s->trace->point_ps / 1000.0, 100 * s->points_share);
-	else if (s->trace->point_ps)
+			s->point_ps / 1000.0,
+			s->trace->timed_ps ? "them (its sampled and timed records, by their shares)"
+					   : "it at its start",
+			100 * s->points_share);
+	else if (s->point_ps > 0)
 		fprintf(out,
 			"\nself times below hold the trace points: at %.2f ns each they are %.0f%% "
 			"of the thread's running time, too much to take out (1%% off in their cost "
 			"would move the rest by %.0f%%): helpers called often, and functions "
 			"that make many calls, look heavier than they are\n",
-			s->trace->point_ps / 1000.0, 100 * s->points_share,
+			s->point_ps / 1000.0, 100 * s->points_share,
 			s->points_share < 1 ? 100 * s->points_share / (1 - s->points_share) : 100.0);
 	fprintf(out, "\ntop self time in the window:\n");
 	char root[NAME_TEXT + 128];

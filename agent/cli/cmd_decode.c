@@ -176,6 +176,8 @@ int cmd_decode(int argc, char **argv)
 	if (t.point_ps)
 		printf("; a trace point %.2f ns (measured by the program at its start)",
 		       t.point_ps / 1000.0);
+	if (t.timed_ps)
+		printf(", %.2f ns timed (in a learning window)", t.timed_ps / 1000.0);
 	putchar('\n');
 
 	struct agent_symbols s;
