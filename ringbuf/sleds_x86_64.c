@@ -206,16 +206,22 @@ __attribute__((patchable_function_entry(SLED_BYTES, 0), noipa)) void rb_sleds_pr
 
 uintptr_t rb_sleds_return_of(uintptr_t slot)
 {
-	for (const struct sled_frame *t = shadow_top; t && t > shadow; t--)
-		if ((uintptr_t)t[-1].slot == slot)
-			return t[-1].ret;
+	if (!shadow_top)
+		return 0;
 	/* The sampled thunk's call of its timed entry record (at 20: in the template), where
 	 * a trace is frozen: the caller's address is in the top frame only, popped off its
 	 * slot, which now holds the saved %rdi, 16 bytes above this call's own return
 	 * address. Without it the stack lost the entered function's caller, and with it the
 	 * open calls' match to the stack (agent/analysis/outer.c). */
-	if (shadow_top && shadow_top > shadow && (uintptr_t)shadow_top[-1].slot == slot + 16)
-		return shadow_top[-1].ret;
+	if (shadow_top > shadow && (uintptr_t)shadow_top[-1].slot == slot + 16)
+		slot += 16;
+	/* A function a traced one jumped to (a tail call) has a frame of its own here with
+	 * the same slot, and the thunk's address as its return: the caller's is further
+	 * down. Without it duktape's loop, which calls duk_js_getvar_activation, which jumps
+	 * to duk__getvar_helper, was lost from the stack, and the chain was stale words. */
+	for (const struct sled_frame *t = shadow_top; t > shadow; t--)
+		if ((uintptr_t)t[-1].slot == slot && !rb_sleds_is_thunk(t[-1].ret))
+			return t[-1].ret;
 	return 0;
 }
 

@@ -1401,6 +1401,14 @@ TEST(summary_root_named_by_the_stack_outside_the_open_calls)
 	CHECK_EQ_U64(agent_outer_root(&o, open_hgf, 3), LOOP); /* H entered, its frame made */
 	o.entered = false;
 	CHECK_EQ_U64(agent_outer_root(&o, open_main, 1), START);
+	/* F jumped to G (a tail call): F has no frame, the loop's call of F stands for it */
+	struct agent_outer tail = { 0 };
+	const uint64_t tail_stack[] = { START, MAIN, LOOP, G, H };
+	for (size_t i = 0; i < 5; i++)
+		tail.key[tail.n++] = tail_stack[i];
+	CHECK_EQ_U64(agent_outer_root(&tail, open_hgf, 3), 0); /* F not found: not named */
+	tail.callee[2] = F;
+	CHECK_EQ_U64(agent_outer_root(&tail, open_hgf, 3), LOOP);
 	const uint64_t missing[] = { G, 99 };
 	CHECK_EQ_U64(agent_outer_root(&o, missing, 2), 0);
 	const uint64_t all[] = { H, G, F, LOOP, MAIN, START };

@@ -335,6 +335,7 @@ void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th
 		char *name = out->name[out->n];
 		agent_symbol_name(s, 0, frame[i], name, AGENT_OUTER_NAME);
 		out->key[out->n] = (uint64_t)1 << 48 | AGENT_KEY_VADDR(frame[i]);
+		out->callee[out->n] = w[i].callee ? (uint64_t)1 << 48 | w[i].callee : 0;
 		out->n++;
 	}
 out:
@@ -360,6 +361,8 @@ static size_t root_index(const struct agent_outer *o, const uint64_t *open, size
 		 * its call is not open, that was its exit: the call is whole in the ring. */
 		if (i == o->n - 1 && !running && (!nopen || o->key[i] != open[0]))
 			continue;
+		while (j < nopen && o->key[i] != open[j] && o->callee[i] == open[j])
+			j++; /* this frame called it, and it jumped on: a tail call */
 		if (j < nopen) {
 			j += o->key[i] == open[j]; /* others: untraced functions, stale words */
 			continue;

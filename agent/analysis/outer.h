@@ -40,6 +40,9 @@ struct agent_outer {
 	 * symbols name it, else the call's own address ({build-id, offset} either way, for a
 	 * server to name). */
 	uint64_t key[AGENT_OUTER_MAX];
+	/* The function each frame's call called, keyed the same (0: not known): another
+	 * frame's, or one that jumped on to another (a tail call) and has no frame. */
+	uint64_t callee[AGENT_OUTER_MAX];
 };
 
 enum { AGENT_CALL_UNREAD, AGENT_CALL_DIRECT, AGENT_CALL_INDIRECT };
@@ -90,7 +93,8 @@ void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th
  * the innermost frame (or the one outside a stale word there): a sled's thunk answered
  * before that function had a frame, so its caller is the innermost frame, running, and
  * the entered call is not matched further out (where a recursion may hold the function).
- * 0 when the stack does not hold the open calls, or holds nothing outside them.
+ * An open call that jumped to the next one in (a tail call) has no frame: it is matched
+ * by the frame that called it. 0 when the stack does not hold the open calls, or holds nothing outside them.
  */
 uint64_t agent_outer_root(const struct agent_outer *o, const uint64_t *open, size_t nopen);
 
