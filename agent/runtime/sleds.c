@@ -728,6 +728,11 @@ RT static bool learn_init(const uintptr_t *sleds, size_t nsleds)
 		return false;
 	learn.ready = true;
 	learn.point = probe_ticks(true);
+	/* And sampled time's, before a first window opens: a remembered run opens one at
+	 * once, and a trace frozen in it had only the window's cost, 4 times sampled time's,
+	 * for every record (agent_sleds_point_cost) */
+	if (!sampled_point && !learn.window)
+		sampled_point = probe_ticks(false);
 	/* The functions' extents for the samples, their names for the log (a few ms of the
 	 * control thread, once); a stripped program's samples go by its sleds alone. */
 	if (rb_elf_load("/proc/self/exe", &learn.elf))
