@@ -107,6 +107,19 @@ if [ -n "$trace" ]; then
 else
 	fail "long: no trace" "$(cat "$work/long.log")"
 fi
+# The same with a traced function between that jumps to long_inner (a tail call): its
+# caller's frame is found under the jump (tail_outer's call of tail_middle, which jumps on).
+rm -f "$work/data/spool/"*
+out=$(TRACE_SPOOL=$work/data/spool JITT_CONFIG=$work/long.conf "$work/abi" tail 2>"$work/tail.log")
+check "tail: runs ('$out')" is "$out" "tail 1"
+trace=$(ls "$work/data/spool/"*.jtr 2>/dev/null | head -n 1)
+if [ -n "$trace" ]; then
+	"$bin/jitt" decode "$trace" >"$work/tail.dec" 2>&1
+	check "tail: the caller of a tail call comes back from the stack ($(grep -m1 'outer frames' "$work/tail.dec"))" \
+		grep -q 'outer frames at the freeze.*tail_outer > long_inner' "$work/tail.dec"
+else
+	fail "tail: no trace" "$(cat "$work/tail.log")"
+fi
 
 # Taken out and put back while another thread runs through the sled, 20,000 times each
 # way (what learning does as the program runs): it never lands inside the jump. With

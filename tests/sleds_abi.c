@@ -132,6 +132,20 @@ NOINLINE static long long_outer(void)
 	return r;
 }
 
+/* The same under a tail call ("tail"): tail_middle jumps to long_inner, whose shadow frame
+ * then has tail_middle's slot and its thunk's address as the return; the caller's return
+ * is in tail_middle's frame, further down (ringbuf/sleds_x86_64.c, rb_sleds_return_of). */
+NOINLINE static long tail_middle(void)
+{
+	return long_inner();
+}
+NOINLINE static long tail_outer(void)
+{
+	long r = tail_middle();
+	__asm__ __volatile__("" ::: "memory"); /* not a tail call */
+	return r;
+}
+
 NOINLINE static double work(int rounds)
 {
 	double acc = 0;
@@ -377,6 +391,10 @@ int main(int argc, char **argv)
 		return window();
 	if (argc > 1 && !strcmp(argv[1], "long")) {
 		printf("long %ld\n", long_outer() > 0);
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "tail")) {
+		printf("tail %ld\n", tail_outer() > 0);
 		return 0;
 	}
 	if (argc > 2 && !strcmp(argv[1], "learn"))
