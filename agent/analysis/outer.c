@@ -270,19 +270,13 @@ static bool ends_with_entry(const struct rb_ring_view *v)
 	return low >= RB_FIRST_ID || low == RB_WIDE;
 }
 
-/* When the ring's newest record is a counted call's (RB_CALLED), the function its thunk
- * answered for: its virtual address in the main program; else 0. */
-static uint64_t counted_answer(const struct rb_trace *t, const struct rb_ring_view *v)
+/* Whether the ring's newest record is a counted call's (RB_CALLED): its thunk answered. */
+static bool ends_with_counted(const struct rb_ring_view *v)
 {
-	if (!rb_ring_view_ok(v) || v->valid < 2)
-		return 0;
+	if (!rb_ring_view_ok(v) || !v->valid)
+		return false;
 	uint64_t last = v->end ? v->end - 1 : v->nslots - 1;
-	uint64_t payload = last ? last - 1 : v->nslots - 1;
-	if (last >= v->stored || payload >= v->stored || rb_tag_low(v->slots[last]) != RB_CALLED)
-		return 0;
-	struct rb_event e = { .kind = RB_EV_ENTRY, .id = (uint32_t)v->slots[payload] };
-	uint64_t key = agent_func_key(t, &e);
-	return AGENT_KEY_MODULE(key) == 0 ? AGENT_KEY_VADDR(key) : 0;
+	return last < v->stored && rb_tag_low(v->slots[last]) == RB_CALLED;
 }
 
 void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th,
@@ -301,10 +295,6 @@ void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th
 		goto out;
 	bool named = agent_symbols_ready(s, 0);
 	const struct rb_elf *elf = named ? &s->elf[0] : NULL;
-	/* A counted call's thunk, reached by a jump from the function's sled, answered: the
-	 * call of that function went into the runtime, and ends the chain as a call of the
-	 * runtime does (else nothing ended it, and stale words made the chain) */
-	uint64_t counted = th->copied ? 0 : counted_answer(t, &th->view);
 	/* Outermost first: the stack holds them innermost first. */
 	size_t n = 0, budget = CODE_BUDGET;
 	for (uint32_t k = th->nstack; k-- > 0;) {
@@ -323,7 +313,7 @@ void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th
 		w[n].home = sym ? home_of(elf, sym) : 0;
 		w[n].callee = cs ? cs->addr : 0;
 		w[n].runtime = sym && runtime_frame(sym->name);
-		w[n].callee_runtime = cs && (runtime_frame(cs->name) || cs->addr == counted);
+		w[n].callee_runtime = cs && runtime_frame(cs->name);
 		const struct agent_outer_word *same = NULL; /* read once per callee */
 		for (size_t j = 0; cs && j < n && !same; j++)
 			same = w[j].callee == w[n].callee ? &w[j] : NULL;
@@ -339,6 +329,17 @@ void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th
 		}
 		n++;
 	}
+	/* A counted call's thunk answered, reached by a jump from the function's sled: no
+	 * word of the program calls the runtime, and an older word's call of a wrapper ended
+	 * the chain (SQLite's `printf_core > __fwritex`, calling memcpy's). The innermost of
+	 * the program's words is the frame whose call led to the counted function, directly
+	 * or through tail calls (groupConcatStep jumps to sqlite3_str_append, which jumps to
+	 * memcpy): it ends the chain, as a call of the runtime would. */
+	for (size_t i = n; !th->copied && ends_with_counted(&th->view) && i-- > 0;)
+		if (!w[i].runtime && w[i].func) {
+			w[i].callee_runtime = true;
+			break;
+		}
 	bool code = false; /* the program's code is here: its calls tell frames apart */
 	for (size_t i = 0; i < n && !code; i++)
 		code = w[i].call != AGENT_CALL_UNREAD;
