@@ -241,6 +241,18 @@ static uint64_t home_of(const struct rb_elf *elf, const struct rb_symbol *sym)
 	return sym->addr;
 }
 
+/* The low half of the tag of the ring's newest record; false when there is none to read. */
+static bool newest_low(const struct rb_ring_view *v, uint32_t *low)
+{
+	if (!rb_ring_view_ok(v) || !v->valid)
+		return false;
+	uint64_t last = v->end ? v->end - 1 : v->nslots - 1;
+	if (last >= v->stored)
+		return false;
+	*low = rb_tag_low(v->slots[last]);
+	return true;
+}
+
 /* Whether the ring's newest record is one a program function's trace point writes: an
  * entry or an exit (or the sync of a wrap, which a trace point's slow path writes). Any
  * other, a wait's or a mark's, the runtime wrote for the frame that called it; so did a
@@ -249,34 +261,8 @@ static uint64_t home_of(const struct rb_elf *elf, const struct rb_symbol *sym)
  * out of the open ones). */
 static bool answered_by_trace_point(const struct rb_ring_view *v)
 {
-	if (!rb_ring_view_ok(v) || !v->valid)
-		return true;
-	uint64_t last = v->end ? v->end - 1 : v->nslots - 1;
-	if (last >= v->stored)
-		return true;
-	uint32_t low = rb_tag_low(v->slots[last]);
-	return !rb_two_slots(low) || low == RB_WIDE || low == RB_SYNC;
-}
-
-/* Whether the ring's newest record is an entry (agent_outer.entered). */
-static bool ends_with_entry(const struct rb_ring_view *v)
-{
-	if (!rb_ring_view_ok(v) || !v->valid)
-		return false;
-	uint64_t last = v->end ? v->end - 1 : v->nslots - 1;
-	if (last >= v->stored)
-		return false;
-	uint32_t low = rb_tag_low(v->slots[last]);
-	return low >= RB_FIRST_ID || low == RB_WIDE;
-}
-
-/* Whether the ring's newest record is a counted call's (RB_CALLED): its thunk answered. */
-static bool ends_with_counted(const struct rb_ring_view *v)
-{
-	if (!rb_ring_view_ok(v) || !v->valid)
-		return false;
-	uint64_t last = v->end ? v->end - 1 : v->nslots - 1;
-	return last < v->stored && rb_tag_low(v->slots[last]) == RB_CALLED;
+	uint32_t low;
+	return !newest_low(v, &low) || !rb_two_slots(low) || low == RB_WIDE || low == RB_SYNC;
 }
 
 void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th,
@@ -285,7 +271,9 @@ void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th
 	const struct rb_trace *t = s->trace;
 	out->n = 0;
 	out->waiting = th->copied || !answered_by_trace_point(&th->view);
-	out->entered = !th->copied && ends_with_entry(&th->view);
+	uint32_t low = 0;
+	bool newest = !th->copied && newest_low(&th->view, &low);
+	out->entered = newest && (low >= RB_FIRST_ID || low == RB_WIDE);
 	if (!th->nstack || !t->nmodules)
 		return;
 	struct agent_outer_word *w = malloc(th->nstack * sizeof(*w));
@@ -335,7 +323,7 @@ void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th
 	 * the program's words is the frame whose call led to the counted function, directly
 	 * or through tail calls (groupConcatStep jumps to sqlite3_str_append, which jumps to
 	 * memcpy): it ends the chain, as a call of the runtime would. */
-	for (size_t i = n; !th->copied && ends_with_counted(&th->view) && i-- > 0;)
+	for (size_t i = n; newest && low == RB_CALLED && i-- > 0;)
 		if (!w[i].runtime && w[i].func) {
 			w[i].callee_runtime = true;
 			break;
