@@ -95,31 +95,25 @@ fi
 
 # A long call whose entries the ring lost: its frames come back from the stack, where the
 # thunks left their own return addresses and the callers' are on the shadow stack.
+# outer_frames MODE WHAT CHAIN: abi MODE's trace shows CHAIN among its outer frames.
 conf "ring_kb = 16" "sleds_learn_ns = 0" >"$work/long.conf"
-rm -f "$work/data/spool/"*
-out=$(TRACE_SPOOL=$work/data/spool JITT_CONFIG=$work/long.conf "$work/abi" long 2>"$work/long.log")
-check "long: runs ('$out')" is "$out" "long 1"
-trace=$(ls "$work/data/spool/"*.jtr 2>/dev/null | head -n 1)
-if [ -n "$trace" ]; then
-	"$bin/jitt" decode "$trace" >"$work/long.dec" 2>&1
-	check "long: the outer frames come back from the stack ($(grep -m1 'outer frames' "$work/long.dec"))" \
-		grep -q 'outer frames at the freeze.*long_outer > long_inner' "$work/long.dec"
-else
-	fail "long: no trace" "$(cat "$work/long.log")"
-fi
+outer_frames() {
+	rm -f "$work/data/spool/"*
+	out=$(TRACE_SPOOL=$work/data/spool JITT_CONFIG=$work/long.conf "$work/abi" "$1" 2>"$work/$1.log")
+	check "$1: runs ('$out')" is "$out" "$1 1"
+	trace=$(ls "$work/data/spool/"*.jtr 2>/dev/null | head -n 1)
+	if [ -n "$trace" ]; then
+		"$bin/jitt" decode "$trace" >"$work/$1.dec" 2>&1
+		check "$1: $2 ($(grep -m1 'outer frames' "$work/$1.dec"))" \
+			grep -q "outer frames at the freeze.*$3" "$work/$1.dec"
+	else
+		fail "$1: no trace" "$(cat "$work/$1.log")"
+	fi
+}
+outer_frames long "the outer frames come back from the stack" "long_outer > long_inner"
 # The same with a traced function between that jumps to long_inner (a tail call): its
 # caller's frame is found under the jump (tail_outer's call of tail_middle, which jumps on).
-rm -f "$work/data/spool/"*
-out=$(TRACE_SPOOL=$work/data/spool JITT_CONFIG=$work/long.conf "$work/abi" tail 2>"$work/tail.log")
-check "tail: runs ('$out')" is "$out" "tail 1"
-trace=$(ls "$work/data/spool/"*.jtr 2>/dev/null | head -n 1)
-if [ -n "$trace" ]; then
-	"$bin/jitt" decode "$trace" >"$work/tail.dec" 2>&1
-	check "tail: the caller of a tail call comes back from the stack ($(grep -m1 'outer frames' "$work/tail.dec"))" \
-		grep -q 'outer frames at the freeze.*tail_outer > long_inner' "$work/tail.dec"
-else
-	fail "tail: no trace" "$(cat "$work/tail.log")"
-fi
+outer_frames tail "the caller of a tail call comes back from the stack" "tail_outer > long_inner"
 
 # Taken out and put back while another thread runs through the sled, 20,000 times each
 # way (what learning does as the program runs): it never lands inside the jump. With
