@@ -659,7 +659,7 @@ RT void agent_sleds_point_cost(void)
 		return;
 	/* A ring frozen in a learning window holds the window's records, every one timed,
 	 * after older ones in sampled time: the file has both costs, and the reader weighs
-	 * them by the share of records written untimed (agent/analysis/points.c). Before,
+	 * them by the share of records written untimed (rb_trace_point_ps). Before,
 	 * the window's cost stood for all: 11 ns a record where most cost 2.7, too much to
 	 * take out of a remembered run's summary. */
 	if (learn.point) /* a call's two records */
