@@ -235,10 +235,15 @@ int rb_trace_write_sched(const char *dir, const char *reason, const struct rb_fr
  * timer frequency. */
 static _Atomic uint64_t point_ticks1024;
 
+/* ticks in 1/1024 ticks; 0 when not a measurement (0 or less, or absurd) */
+static uint64_t ticks1024_of(double ticks)
+{
+	return ticks > 0 && ticks < 1e9 ? (uint64_t)(ticks * 1024 + 0.5) : 0;
+}
+
 void rb_trace_set_point_cost(double ticks)
 {
-	uint64_t v = ticks > 0 && ticks < 1e9 ? (uint64_t)(ticks * 1024 + 0.5) : 0;
-	atomic_store_explicit(&point_ticks1024, v, memory_order_relaxed);
+	atomic_store_explicit(&point_ticks1024, ticks1024_of(ticks), memory_order_relaxed);
 }
 
 void rb_trace_set_point_cost1024(uint64_t ticks1024)
@@ -251,8 +256,7 @@ static _Atomic uint64_t timed_ticks1024;
 
 void rb_trace_set_timed_cost(double ticks)
 {
-	uint64_t v = ticks > 0 && ticks < 1e9 ? (uint64_t)(ticks * 1024 + 0.5) : 0;
-	atomic_store_explicit(&timed_ticks1024, v, memory_order_relaxed);
+	atomic_store_explicit(&timed_ticks1024, ticks1024_of(ticks), memory_order_relaxed);
 }
 
 double rb_trace_point_ps(const struct rb_trace *t, uint64_t records, uint64_t untimed)

@@ -94,7 +94,8 @@ void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th
  * before that function had a frame, so its caller is the innermost frame, running, and
  * the entered call is not matched further out (where a recursion may hold the function).
  * An open call that jumped to the next one in (a tail call) has no frame: it is matched
- * by the frame that called it. 0 when the stack does not hold the open calls, or holds nothing outside them.
+ * by the frame that called it. 0 when the stack does not hold the open calls, or holds
+ * nothing outside them.
  */
 uint64_t agent_outer_root(const struct agent_outer *o, const uint64_t *open, size_t nopen);
 
