@@ -414,9 +414,12 @@ def fmt_rate(x):
 
 
 problems = []
-print("%s (%s; %d rounds interleaved)" % (
+server_cpu, client_cpu = bench_cpu.pinned() if clients else (None, None)
+print("%s (%s%s; %d rounds interleaved)" % (
     o.label, "CPU time of thread %s, when its client's work is done" % o.thread if o.thread
-    else "CPU time, user+sys", o.reps))
+    else "CPU time, user+sys",
+    ", the server on CPU %d and its client on CPU %d" % (min(server_cpu), min(client_cpu))
+    if server_cpu else "", o.reps))
 hdr = "  %-9s %-12s %-46s %9s %9s %8s %8s %8s %9s %8s" % (
     "workload", "row", "method", "fastest", "median", "fast/pl", "med/pl", "pair/pl", "points/s",
     "ms/MiB")
