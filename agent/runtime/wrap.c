@@ -113,10 +113,13 @@ __attribute__((constructor)) static void lock_word_check(void)
 	lock_word_ok = free_before && held && lock_word(&m) == 0;
 }
 
-WRAP_SLOW static int jitt_wait_pthread_mutex_lock(pthread_mutex_t *m)
+/* A traced lock of a mutex that looked taken (or of any, where the lock word cannot be
+ * read): apart from jitt_wait_pthread_mutex_lock, whose path for a free mutex then saves
+ * no register. With this inline, its frame was set up before the first test: 13
+ * instructions more on every traced lock; memcached's worker on multiget had 1,967 to 2,032
+ * perf samples in the lock and unlock paths, against 1,878 to 1,902 split (3 runs each). */
+WRAP_SLOW static int jitt_wait_pthread_mutex_lock_busy(pthread_mutex_t *m)
 {
-	if (in_wait || (lock_word_ok && lock_word(m) == 0))
-		return __real_pthread_mutex_lock(m);
 	int r = pthread_mutex_trylock(m);
 	if (r != EBUSY)
 		return r;
@@ -127,6 +130,13 @@ WRAP_SLOW static int jitt_wait_pthread_mutex_lock(pthread_mutex_t *m)
 	wait_end(began, key);
 	atomic_fetch_sub_explicit(WAITERS(key), 1, memory_order_relaxed);
 	return r;
+}
+
+WRAP_SLOW static int jitt_wait_pthread_mutex_lock(pthread_mutex_t *m)
+{
+	if (in_wait || (lock_word_ok && lock_word(m) == 0))
+		return __real_pthread_mutex_lock(m);
+	return jitt_wait_pthread_mutex_lock_busy(m);
 }
 
 WRAP int __wrap_pthread_mutex_lock(pthread_mutex_t *m)
