@@ -61,6 +61,11 @@ def pinned():
     return ({cpus[-1]}, {cpus[0]}) if len(cpus) > 1 else (None, None)
 
 
+def on_cpus(cpus):
+    """A preexec_fn that keeps the child on cpus, or None to leave it where it is."""
+    return cpus and (lambda: os.sched_setaffinity(0, cpus))
+
+
 def run(argv, env, cwd, stdout, jitt=None, conf=None, every=None, client=None,
         client_out=None, watch=False, perf_data=None):
     """Runs argv (stdout and stderr to the file object stdout) to its end. jitt and conf:
@@ -75,7 +80,7 @@ def run(argv, env, cwd, stdout, jitt=None, conf=None, every=None, client=None,
     t0 = time.monotonic()
     server_cpu, client_cpu = pinned() if client else (None, None)
     proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.STDOUT, env=env, cwd=cwd,
-                            preexec_fn=server_cpu and (lambda: os.sched_setaffinity(0, server_cpu)))
+                            preexec_fn=on_cpus(server_cpu))
     perf = None
     if perf_data:
         perf = subprocess.Popen(["perf", "record", "-q", "-F", "20000", "-k", "CLOCK_MONOTONIC",
@@ -85,7 +90,7 @@ def run(argv, env, cwd, stdout, jitt=None, conf=None, every=None, client=None,
     if client:  # "{pid}" in its arguments: the server's
         cl = subprocess.Popen([a.replace("{pid}", str(proc.pid)) for a in client],
                               stdout=client_out, stderr=subprocess.STDOUT, cwd=cwd,
-                              preexec_fn=client_cpu and (lambda: os.sched_setaffinity(0, client_cpu)))
+                              preexec_fn=on_cpus(client_cpu))
     sock = conf and os.path.join(_run_dir(conf), "jitt-%d.sock" % proc.pid)
     next_trigger = TRIGGER_AFTER if jitt and not watch else None
     next_watch = 0.0 if jitt and watch else None
