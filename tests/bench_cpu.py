@@ -9,7 +9,7 @@ Popen.poll() or Popen.wait(), which would take its rusage with them. A server is
 same way over a fixed amount of client work: the client is started with it, does its work
 and asks the server to shut down cleanly, and the server's own CPU time is what counts. On a
 machine of two CPUs or more the server runs on the last and the client on the first
-(`pinned`): left to the scheduler, the two shared CPUs as it pleased, and memcached's plain
+(`pinned`): left to the scheduler, the two shared the CPUs as it pleased, and memcached's plain
 worker took 0.32 to 0.43 s of CPU time for the same requests (the cost of its socket calls
 hangs on whether the client was running or asleep when they woke it); pinned, 0.348 to
 0.352 s in five runs of six.
