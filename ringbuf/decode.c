@@ -174,7 +174,7 @@ static int parse_back(struct rb_decoder *d, uint64_t ref_ticks, rb_special_fn sp
 	uint32_t newer = (uint32_t)ref_ticks;
 	int64_t suffix = 0, min_suffix = 0;
 	bool seen_anchor = false;
-	d->stats.cut = d->stats.anchors = d->stats.called = 0;
+	d->stats.cut = d->stats.anchors = d->stats.called = d->stats.called_calls = 0;
 	d->nplan = 0;
 	d->nonlocal = 0;
 	d->coroutines = false;
@@ -217,6 +217,7 @@ static int parse_back(struct rb_decoder *d, uint64_t ref_ticks, rb_special_fn sp
 			seg += to_newer;
 			zero += ts32 == 0;
 			d->stats.called++;
+			d->stats.called_calls += rb_called_calls((uint32_t)(payload >> 32));
 			continue;
 		}
 		uint64_t ts = (payload & 0xffffffff00000000ull) | ts32;
@@ -443,7 +444,9 @@ static size_t read_ring(struct rb_decoder *d, struct rb_event *buf, size_t max)
 				d->started = false;
 				break;
 			}
-			buf[n + 1] = (struct rb_event){ .ts = called_exit_ts(d, d->pos, e->ts, e->arg),
+			buf[n + 1] = (struct rb_event){ .ts = called_exit_ts(d, d->pos, e->ts,
+									     rb_called_mean(e->arg)),
+							.arg = e->arg,
 							.kind = RB_EV_EXIT,
 							.raw = RB_CALLED };
 			n += 2;
@@ -472,13 +475,15 @@ static size_t read_ring(struct rb_decoder *d, struct rb_event *buf, size_t max)
 			i = j + 1 == nslots ? 0 : j + 1;
 			cur = step(cur, rb_tag_ts32(tag)) + (here == fix_at ? fix_add : 0);
 			if (low == RB_CALLED) { /* an entry, and an exit its mean later */
-				uint32_t mean = (uint32_t)(payload >> 32);
+				uint32_t word = (uint32_t)(payload >> 32);
 				buf[n++] = (struct rb_event){ .ts = cur,
 							      .id = (uint32_t)payload,
-							      .arg = mean,
+							      .arg = word,
 							      .kind = RB_EV_ENTRY,
 							      .raw = RB_CALLED };
-				buf[n++] = (struct rb_event){ .ts = called_exit_ts(d, p, cur, mean),
+				buf[n++] = (struct rb_event){ .ts = called_exit_ts(d, p, cur,
+										   rb_called_mean(word)),
+							      .arg = word,
 							      .kind = RB_EV_EXIT,
 							      .raw = RB_CALLED };
 				continue;

@@ -48,7 +48,9 @@ enum rb_ev_kind {
 struct rb_event {
 	uint64_t ts;  /* timer ticks, whole */
 	uint64_t id;  /* entry: the function id (wide: its absolute address) */
-	uint32_t arg; /* special records: the argument */
+	uint32_t arg; /* special records: the argument; a counted call's entry and exit (raw
+		       * RB_CALLED): its word, the mean and the calls it stands for (record.h,
+		       * rb_called_word) */
 	uint8_t kind; /* enum rb_ev_kind */
 	uint8_t wide; /* entry: id is an absolute address (a wide entry, or any 32-bit one) */
 	uint8_t raw;  /* the record's low-half kind (0..0xF) for specials */
@@ -101,10 +103,11 @@ struct rb_decode_stats {
 	 * estimates, and the windows between two timed records they were estimated in. */
 	uint64_t untimed;
 	uint64_t windows;
-	/* Counted calls (record.h, RB_CALLED): each given as an entry and an exit whose time
-	 * is the entry's plus the function's measured mean, an estimate (raw RB_CALLED on
-	 * both events). */
-	uint64_t called;
+	/* Counted calls (record.h, RB_CALLED): each record given as an entry and an exit
+	 * whose time is the entry's plus the function's measured mean, an estimate (raw
+	 * RB_CALLED on both events); each stands for rb_called_calls(arg) calls, which
+	 * called_calls adds up. */
+	uint64_t called, called_calls;
 };
 
 /* Jump buffers whose setjmp depth the decoder remembers, the most recent ones. */

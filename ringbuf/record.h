@@ -10,7 +10,7 @@
  *   exit           [ts32 << 32 | 0x0]               one slot
  *   wide entry     [id64] [ts32 << 32 | 0x1]        an id that does not fit in 32 bits
  *   special        [payload] [ts32 << 32 | kind]    kind 0x2..0xD and 0xF, see below
- *   counted call   [mean << 32 | id32] [ts32 << 32 | 0xE]   see RB_CALLED
+ *   counted call   [calls << 56 | mean << 32 | id32] [ts32 << 32 | 0xE]   see RB_CALLED
  *
  * Values 0x0..0xF are never function ids: Hubble reserves 0 and 1; jitt uses 2..F for the
  * special records and the counted call. A special record's payload carries the upper half of its timestamp
@@ -60,12 +60,16 @@ enum rb_kind {
 	RB_CTX_SWAP = 0xC,
 	RB_CTX_SET = 0xD,
 	/* A counted call (sleds, docs/trace-points.md "Counted calls"): a short function
-	 * that calls no traced one, entered through a thunk that writes this record and
-	 * jumps to its body, with no exit record. Not a special record: its payload is
-	 * [mean << 32 | id], the function's id and the mean length of its calls in timer
-	 * ticks as the runtime measured them, and its tag's upper half is ts32 like an
+	 * that calls no traced one, entered through a thunk that counts its calls and, one
+	 * in RB_CALLED_EVERY on average, writes this record before it jumps to the body,
+	 * with no exit record. Not a special record: its payload is [word << 32 | id], the
+	 * function's id and a word of the mean length of its calls in timer ticks as the
+	 * runtime measured them (low 24 bits) and how many calls the record stands for
+	 * (high 8 bits; 0 is one): rb_called_word. Its tag's upper half is ts32 like an
 	 * entry's (0 when written untimed, untimed.h). The decoder gives it as an entry and
-	 * an exit `mean` later, never past the next record. */
+	 * an exit `mean` later, never past the next record, and the calls it stands for
+	 * (rb_event.calls); a summary counts them all, with their time taken from where they
+	 * ran as far as the ring knows: the caller's time around the record. */
 	RB_CALLED = 0xE,
 	RB_KIND_LAST = 0xF,  /* 0xF reserved: decoded as "unknown special" */
 	RB_FIRST_ID = 0x10,  /* the smallest function id */
@@ -79,6 +83,14 @@ enum rb_kind {
  * comes this many slots past due: a run of counted calls alone still gets a time now and
  * then (ringbuf/sleds_x86_64.c, the counted thunk). */
 #define RB_COUNTED_LATE 64
+/* A counted function's calls are recorded one in this many on average: after each record
+ * the thread counts 1..2 * RB_CALLED_EVERY - 1 calls down, drawn at random, to the next
+ * (a fixed count would see only one function of a loop that calls several in turn). Each
+ * record stands for this many calls. A counted call costs the countdown and a jump most of
+ * the time; its record, some 10 instructions more, one time in 16 (memcached's worker
+ * spent 5% of its time in them, recording every call of its hash). */
+#define RB_CALLED_EVERY 16
+#define RB_CALLED_MEAN_MAX 0xffffffu
 
 /* Inlined everywhere, and never instrumented itself (an OEM may compile these headers with
  * -finstrument-functions). */
@@ -97,6 +109,23 @@ RB_INLINE uint32_t rb_tag_ts32(uint64_t tag)
 RB_INLINE uint32_t rb_tag_low(uint64_t tag)
 {
 	return (uint32_t)tag;
+}
+
+/* A counted call's word: its function's mean call in ticks (up to RB_CALLED_MEAN_MAX: a
+ * counted function is short), and the calls one record stands for (1..255). */
+RB_INLINE uint32_t rb_called_word(uint64_t mean, uint32_t calls)
+{
+	return calls << 24 | (uint32_t)(mean < RB_CALLED_MEAN_MAX ? mean : RB_CALLED_MEAN_MAX);
+}
+
+RB_INLINE uint32_t rb_called_mean(uint32_t word)
+{
+	return word & RB_CALLED_MEAN_MAX;
+}
+
+RB_INLINE uint32_t rb_called_calls(uint32_t word)
+{
+	return word >> 24 ? word >> 24 : 1;
 }
 
 /* A tag's low half says its record has a payload slot before it: a wide entry or a special

@@ -203,18 +203,18 @@ RARE void rb_put_wide(uintptr_t fn)
 }
 
 /*
- * A counted call's record (record.h, RB_CALLED) at the position due to be timed (sleds'
- * sampled time): the timer read, the record, and the next due 1..RB_SAMPLED_GAP_MAX
+ * A counted call's record (record.h, RB_CALLED; word: rb_called_word) at the position due
+ * to be timed (sleds' sampled time): the timer read, the record, and the next due 1..RB_SAMPLED_GAP_MAX
  * records on, from the counter's bits 6..11 as rb_point_sampled takes them.
  */
-RARE void rb_put_called(uint32_t id, uint32_t mean)
+RARE void rb_put_called(uint32_t id, uint32_t word)
 {
 	uintptr_t pos = atomic_load_explicit(&rb_tls.pos, RB_POS_ORDER);
 	if (!pos || !(pos = room_for_two(pos)))
 		return;
 	uintptr_t mode = pos & RB_POS_CLOCK, p = pos & ~RB_POS_CLOCK;
 	uint64_t ts = now(uses_clock(pos));
-	rb_store(p, (uint64_t)mean << 32 | id);
+	rb_store(p, (uint64_t)word << 32 | id);
 	rb_store(p + 8, rb_tag(ts, RB_CALLED)); /* may be the spare slot: see settle() */
 	p += 16;
 	uintptr_t limit = atomic_load_explicit(&rb_tls.limit, memory_order_relaxed);

@@ -63,8 +63,9 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 long rb_sleds_trace(const size_t *idx, size_t n, bool traced);
 /*
  * Count the calls of the functions of sleds idx[0..n) instead of tracing them (sampled time
- * only): each call writes one record, RB_CALLED with mean[k] (ticks, the function's measured
- * mean call), and jumps to the body (record.h). For short functions that call no traced
+ * only): each call is counted, one in RB_CALLED_EVERY on average writes a record, RB_CALLED
+ * with mean[k] (ticks, the function's measured mean call), and it jumps to the body
+ * (record.h). For short functions that call no traced
  * one: their callees' records would otherwise land in their caller. Back into the trace with
  * rb_sleds_trace. Returns how many were set, -ENOTSUP where the sleds time every record, or
  * the errno of an mprotect that failed.

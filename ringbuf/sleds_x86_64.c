@@ -191,10 +191,54 @@ HOOK void rb_sled_point_sampled(uint32_t low)
 	point_sampled(low);
 }
 
-/* A counted call's record at the due position (the counted thunk's rare path). */
-HOOK void rb_sled_called_sampled(uint32_t id, uint32_t mean)
+/*
+ * A counted call to record (the counted thunk's rare path: its countdown reached 0, one
+ * call in RB_CALLED_EVERY on average), id its function's and word its mean's with the
+ * calls the record stands for (record.h, rb_called_word). The next countdown is drawn
+ * first, in every thread: 1..2 * RB_CALLED_EVERY - 1, from the top bits of a linear
+ * congruential draw (its low bits repeat with short periods).
+ *   untraced thread: nothing more;
+ *   before the due position: the record untimed (its tag's upper half 0), as the sampled
+ *   thunk's untimed records (p < due <= limit, one slot short of the ring's end, so both
+ *   slots fit);
+ *   at it or past it, by less than RB_COUNTED_LATE slots: untimed too, due left for the
+ *   next traced call's record to take. The call's length is its measured mean, which the
+ *   untimed fit takes as known (untimed.c), so a timer read here buys little. But a phase
+ *   of counted calls alone (SQLite's LIKE tests: strcspn and memcpy counted, what calls
+ *   them out) had no timed record for as long as the ring's whole length, and the fit had
+ *   nothing to spread its 1.25 s by: so past due by RB_COUNTED_LATE slots, it is timed;
+ *   at limit (the ring's end, or a stop asked), or that late: rb_put_called writes it
+ *   timed, then wraps or answers, and sets the next due (called_timed: a call from here
+ *   had this function save every register the callee may use, 9 pushes and pops on every
+ *   record where 2 do).
+ */
+HOOK static void called_timed(uint32_t id, uint32_t word)
 {
-	rb_put_called(id, mean);
+	rb_put_called(id, word);
+}
+
+HOOK void rb_sled_called_sampled(uint32_t id, uint32_t word)
+{
+	struct rb_tls *t = &rb_tls;
+	uint32_t draw = t->counted_draw * 1664525u + 1013904223u;
+	t->counted_draw = draw;
+	int32_t left = 1 + (int32_t)(((uint64_t)(draw >> 8) * (2 * RB_CALLED_EVERY - 1)) >> 24);
+	atomic_store_explicit(&t->counted_left, left, memory_order_relaxed);
+	uintptr_t p = atomic_load_explicit(&t->pos, memory_order_relaxed);
+	if (!p)
+		return;
+	uintptr_t due = atomic_load_explicit(&t->due, memory_order_relaxed);
+	if (p < due || (p < atomic_load_explicit(&t->limit, memory_order_relaxed) &&
+			p - 8 * RB_COUNTED_LATE < due)) {
+		uint64_t *slot = (uint64_t *)p;
+		atomic_store_explicit((_Atomic uint64_t *)slot, (uint64_t)word << 32 | id,
+				      memory_order_relaxed);
+		atomic_store_explicit((_Atomic uint64_t *)(slot + 1), rb_tag(0, RB_CALLED),
+				      memory_order_relaxed);
+		atomic_store_explicit(&t->pos, p + 16, memory_order_relaxed);
+		return;
+	}
+	called_timed(id, word);
 }
 
 /* A function of the runtime's own with a sled, patched as the program's are: what a traced
@@ -237,7 +281,7 @@ uintptr_t rb_sleds_return_of(uintptr_t slot)
  */
 enum field {
 	F_END, F_POS, F_DUE, F_TOP, F_ID, F_BODY, F_POINT, F_ENTER, F_EXIT, F_MEAN, F_CALLED,
-	F_LIMIT
+	F_LIMIT, F_LEFT
 };
 #define FIELD(kind, end, back) ".byte " #kind "\n\t.short " #end " - 0b - " #back "\n\t"
 
@@ -325,54 +369,25 @@ __asm__(".pushsection .rodata.jitt_sleds, \"a\"\n"
 	".byte 0\n\t.short 0\n\t"
 	".popsection");
 
-_Static_assert(RB_CALLED == 0xe, "the counted thunk writes RB_CALLED as 0xe");
 /*
  * A counted call (record.h, RB_CALLED), for a short function that calls no traced one,
- * once the runtime has measured it (rb_sleds_count): one two-slot record, its payload the
- * id and the measured mean (F_MEAN, filled in then), and a jump to the body, which returns
- * straight to its caller. No shadow stack, no exit record, no return to intercept: 11
- * instructions with the sled's jump, where a traced call's thunk runs some 34.
- *   untraced thread: straight to the body;
- *   before the due position: the record untimed (its tag's upper half 0), as the sampled
- *   thunk's untimed records (p < due <= limit, one slot short of the ring's end, so both
- *   slots fit);
- *   at it or past it, by less than RB_COUNTED_LATE slots: untimed too, due left for the
- *   next traced call's record to take. The call's length is its measured mean, which the
- *   untimed fit takes as known (untimed.c), so a timer read here buys little, and it cost
- *   1.9 instructions and a third of a counted call's time (20 ns in one call of 32). But a
- *   phase of counted calls alone (SQLite's LIKE tests: strcspn and memcpy counted, what
- *   calls them out) had no timed record for as long as the ring's whole length, and the
- *   fit had nothing to spread its 1.25 s by: so past due by RB_COUNTED_LATE slots, the
- *   counted record is timed (%r11 compared less that much, then given it back by a lea,
- *   which keeps the flags: %r11 is the only register free);
- *   at limit (the ring's end, or a stop asked), or that late: rb_sled_called_sampled(id,
- *   mean) writes it timed, then wraps or answers, and sets the next due (%rdi and %rsi
- *   saved around it, the stack aligned for the call: the caller's return address is still
- *   on it).
+ * once the runtime has measured it (rb_sleds_count): its calls counted down
+ * (rb_tls.counted_left, in every thread), and a jump to the body, which returns straight
+ * to its caller. No shadow stack, no exit record, no return to intercept: 3 instructions
+ * with the sled's jump, where a traced call's thunk runs some 34. Where the count reaches
+ * 0, one call in RB_CALLED_EVERY on average, rb_sled_called_sampled(id, word) records it
+ * (F_MEAN holds the word: the measured mean and the calls a record stands for), %rdi and
+ * %rsi saved around it, the stack aligned for the call (the caller's return address is
+ * still on it). Recording every call took 11 instructions and 2.8 ns over a plain call
+ * (bench-sleds), 5% of memcached's worker on multiget.
  */
-_Static_assert(RB_COUNTED_LATE == 64, "the counted thunk's rare path compares 512 bytes");
 __asm__(".pushsection .rodata.jitt_sleds, \"a\"\n"
 	".globl rb_sled_tmpl_counted\n\t.hidden rb_sled_tmpl_counted\n"
 	"rb_sled_tmpl_counted:\n0:\n\t"
-	"mov %fs:0x7ffffff0, %r11\n1:\n\t"
-	"test %r11, %r11\n\t"
-	".byte 0x0f, 0x84\n\t.long 0\n2:\n\t"
-	"cmp %fs:0x7ffffff0, %r11\n3:\n\t"
-	"jae 20f\n"
-	"10:\n\t"
-	"movl $0x7ffffff0, (%r11)\n4:\n\t"
-	"movl $0x7ffffff0, 4(%r11)\n5:\n\t"
-	"movq $0xe, 8(%r11)\n\t" /* RB_CALLED */
-	"addq $16, %fs:0x7ffffff0\n6:\n\t"
-	".byte 0xe9\n\t.long 0\n7:\n"
+	"decl %fs:0x7ffffff0\n1:\n\t"
+	"jle 20f\n\t"
+	".byte 0xe9\n\t.long 0\n2:\n"
 	"20:\n\t"
-	"cmp %fs:0x7ffffff0, %r11\n8:\n\t"
-	"jae 25f\n\t"
-	"sub $512, %r11\n\t"
-	"cmp %fs:0x7ffffff0, %r11\n9:\n\t"
-	"lea 512(%r11), %r11\n\t"
-	"jb 10b\n"
-	"25:\n\t"
 	"push %rdi\n\t"
 	"push %rsi\n\t"
 	"mov $0x7ffffff0, %edi\n21:\n\t"
@@ -387,9 +402,7 @@ __asm__(".pushsection .rodata.jitt_sleds, \"a\"\n"
 	"rb_sled_tmpl_counted_end:\n\t"
 	".globl rb_sled_fields_counted\n\t.hidden rb_sled_fields_counted\n"
 	"rb_sled_fields_counted:\n\t"
-	FIELD(1, 1b, 4) FIELD(5, 2b, 4) FIELD(2, 3b, 4) FIELD(4, 4b, 4) FIELD(9, 5b, 4)
-	FIELD(1, 6b, 5) FIELD(5, 7b, 4) FIELD(11, 8b, 4) FIELD(2, 9b, 4) FIELD(4, 21b, 4)
-	FIELD(9, 22b, 4)
+	FIELD(12, 1b, 4) FIELD(5, 2b, 4) FIELD(4, 21b, 4) FIELD(9, 22b, 4)
 	FIELD(10, 23b, 4) FIELD(5, 24b, 4)
 	".byte 0\n\t.short 0\n\t"
 	".popsection");
@@ -503,6 +516,7 @@ static bool thunk_make(unsigned char *c, const unsigned char *tmpl, size_t len,
 		case F_DUE:
 		case F_TOP:
 		case F_LIMIT:
+		case F_LEFT:
 			reach = off[f->kind] == (int32_t)off[f->kind];
 			memcpy(at, &(int32_t){ (int32_t)off[f->kind] }, 4);
 			break;
@@ -593,6 +607,7 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 		[F_DUE] = (int64_t)((uintptr_t)&rb_tls.due - tp),
 		[F_TOP] = (int64_t)((uintptr_t)&shadow_top - tp),
 		[F_LIMIT] = (int64_t)((uintptr_t)&rb_tls.limit - tp),
+		[F_LEFT] = (int64_t)((uintptr_t)&rb_tls.counted_left - tp),
 	};
 	bool reach = true;
 	memset(t, 0xcc, n * stride); /* int3 between the thunks */
@@ -703,14 +718,15 @@ static void sled_set(size_t i, uintptr_t entry, enum sled_mode mode)
 	}
 }
 
-/* The mean in sled i's counted thunk (its F_MEAN fields), written while the sled leads
- * elsewhere. */
+/* The mean in sled i's counted thunk (its F_MEAN fields, with the calls a record stands
+ * for: record.h, rb_called_word), written while the sled leads elsewhere. */
 static void thunk_mean(size_t i, uint32_t mean)
 {
 	unsigned char *c = (unsigned char *)thunks_lo + i * thunk_stride + counted_at;
+	uint32_t word = rb_called_word(mean, RB_CALLED_EVERY);
 	for (const struct field_at *f = rb_sled_fields_counted; f->kind != F_END; f++)
 		if (f->kind == F_MEAN)
-			memcpy(c + f->at, &mean, 4);
+			memcpy(c + f->at, &word, 4);
 }
 
 /* Pages [lo, hi) rounded out to whole pages (page_bytes, set by rb_sleds_patch: a window's

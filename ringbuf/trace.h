@@ -78,6 +78,11 @@ struct rb_tls {
 	 * and keeps them only if the count did not move meanwhile. */
 	_Atomic uintptr_t wait_sp;
 	_Atomic uint32_t waits_ended;
+	/* Sleds' counted calls (record.h, RB_CALLED_EVERY): the calls left before the next
+	 * one is recorded, counted down by the counted thunk in every thread, traced or not;
+	 * and the state of the draw of the next count. */
+	_Atomic int32_t counted_left;
+	uint32_t counted_draw;
 };
 
 /* A fixed offset from the thread pointer: local-exec in the executable (code that is not

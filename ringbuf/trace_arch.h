@@ -81,7 +81,7 @@ void rb_put1_rare(uintptr_t low) __attribute__((cold, noinline));
 void rb_put_wide(uintptr_t fn) __attribute__((cold, noinline));
 void rb_put2(uint64_t payload, uint32_t low) __attribute__((noinline));
 /* A counted call, timed (sleds' sampled time: ringbuf/sleds_x86_64.c). */
-void rb_put_called(uint32_t id, uint32_t mean) __attribute__((cold, noinline));
+void rb_put_called(uint32_t id, uint32_t word) __attribute__((cold, noinline));
 
 /*
  * RB_RARE(fn, arg): call a rare path from the trace point with every register preserved.

@@ -258,7 +258,7 @@ static int walk(struct fit *f)
 			if (!f->known && !(f->known = calloc(f->nrec, sizeof(*f->known))))
 				err = -ENOMEM;
 			else
-				f->known[k] = (uint32_t)(payload >> 32);
+				f->known[k] = rb_called_mean((uint32_t)(payload >> 32));
 		} else if (low == RB_SETJMP || low == RB_LONGJMP) {
 			nonlocal(&s, low, (uint32_t)payload);
 		}

@@ -265,7 +265,7 @@ for t in "$work/data/spool/"*.jtr; do
 	[ -f "$t" ] || continue
 	"$bin/jitt" decode "$t" >"$work/count.dec" 2>&1
 	"$bin/jitt" summarize "$t" >"$work/count.sum" 2>&1
-	if grep -q 'calls counted, each one record' "$work/count.dec"; then
+	if grep -q 'calls counted, in [0-9]* records' "$work/count.dec"; then
 		counted=$t
 		break
 	fi
@@ -275,7 +275,7 @@ if [ -n "$counted" ]; then
 		head -n 1))"
 	check "count: its summary names hot" grep -qw hot "$work/count.sum"
 	check "count: its summary says the counted calls' lengths are estimates" \
-		grep -q 'calls counted, each one record' "$work/count.sum"
+		grep -q 'calls counted, in [0-9]* records' "$work/count.sum"
 	# hot is 30 stores a call, slow 20,000 for hot's 200 calls: hot holds some 10-25% of
 	# the loop; its share from the measured mean must be of that order, not 0
 	share=$(self_share hot "$work/count.sum")

@@ -149,6 +149,10 @@ struct frame {
 	uint64_t pos[CCT_LANES];      /* lane_pos at the start */
 	uint64_t wait_pos[CCT_LANES]; /* lane_pos when the open wait began (while waiting) */
 	uint64_t children[CCT_LANES], blocked[CCT_LANES], preempted[CCT_LANES];
+	/* The time of the calls its counted callees' records stood for beyond the one each
+	 * placed (record.h, RB_CALLED): this frame's own time held them. */
+	uint64_t owed[CCT_LANES];
+	uint32_t stands_for; /* the calls this frame stands for: 1, or a counted call's */
 	struct cct_link *best; /* the longest child's chain so far, window lane */
 };
 
@@ -313,16 +317,26 @@ CCT_HOT void lane_close(struct frame *f, struct frame *parent, struct cct_node *
 			bool cut_end, uint64_t incl)
 {
 	struct cct_stat *st = &nd->s[l];
-	st->calls++;
-	st->incl += incl;
+	/* a counted call's record: the calls beyond it */
+	uint64_t more = f->stands_for > 1 ? f->stands_for - 1 : 0;
+	st->calls += 1 + (uint32_t)more;
+	st->incl += incl + more * incl;
 	st->blocked += f->blocked[l];
 	st->preempted += f->preempted[l];
 	uint64_t busy = f->children[l] + f->blocked[l] + f->preempted[l];
-	st->self += incl > busy ? incl - busy : 0;
+	uint64_t self = incl > busy ? incl - busy : 0;
+	/* What its counted callees' other calls took of it, here or, where this instance is
+	 * too short, from the node's next instances (the node's share over the trace is what
+	 * a summary ranks) */
+	uint64_t owed = st->owed + f->owed[l], paid = self < owed ? self : owed;
+	st->owed = owed - paid;
+	st->self += self - paid + more * self;
 	st->truncated += f->cut_start;
 	st->running += cut_end;
-	if (parent)
+	if (parent) {
 		parent->children[l] += incl;
+		parent->owed[l] += more * incl;
+	}
 }
 
 /* A wait ended at `end`: tell the caller (cct_opts.on_wait). */
@@ -433,7 +447,9 @@ CCT_HOT int push(struct cct *c, uint64_t func, uint64_t ts, bool cut)
 		f->children[l] = 0;
 		f->blocked[l] = 0;
 		f->preempted[l] = 0;
+		f->owed[l] = 0;
 	}
+	f->stands_for = 1;
 	return 0;
 }
 
@@ -460,7 +476,7 @@ int cct_init(struct cct *c, const struct cct_opts *o, uint64_t open_at_start)
 					.next_sibling = CCT_NONE };
 	c->next[0] = (struct cct_next){ CCT_ROOT, { CCT_NONE, CCT_NONE } };
 	c->sp = 1;
-	c->stack[0] = (struct frame){ .node = 0, .last = CCT_NONE };
+	c->stack[0] = (struct frame){ .node = 0, .last = CCT_NONE, .stands_for = 1 };
 	c->lanes = 1u << CCT_WHOLE;
 	for (int l = 0; l < CCT_LANES; l++) {
 		c->cursor[l] = 0;
@@ -513,6 +529,8 @@ CCT_HOT int add_event(struct cct *c, const struct rb_event *e)
 			 * the stop was answered at its entry, in its thunk, before the
 			 * function ran, so the frame that called it is the one running. */
 			c->last_exit = e->raw == RB_CALLED ? 0 : top->node;
+			if (e->raw == RB_CALLED)
+				top->stands_for = rb_called_calls(e->arg);
 			close_frame(c, top, top - 1, e->ts, false);
 			c->sp--;
 		}

@@ -67,6 +67,10 @@ struct cct_stat {
 	 * first event's, the last event's), so 16 bits keep the node small. */
 	uint16_t truncated, running;
 	uint64_t incl, self, blocked, preempted; /* timer ticks */
+	/* Time the node's self time still owes its counted callees (record.h, RB_CALLED): a
+	 * counted call's record stands for more calls than the one placed, which ran inside
+	 * this node's time; taken out of its later self time as it comes. */
+	uint64_t owed;
 };
 
 struct cct_node {

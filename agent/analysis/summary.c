@@ -839,6 +839,7 @@ int summary_build(struct summary *s, const struct rb_trace *t, unsigned k)
 		s->untimed += ths[i].dec.stats.untimed;
 		s->untimed_windows += ths[i].dec.stats.windows;
 		s->called += ths[i].dec.stats.called;
+		s->called_calls += ths[i].dec.stats.called_calls;
 	}
 	struct cct_span window = { 0 }, base = { 0 };
 	struct pass p = { 0 };

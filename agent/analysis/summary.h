@@ -189,7 +189,8 @@ struct summary {
 	uint64_t records;	 /* decoded, all threads */
 	uint64_t untimed;	 /* of them, written without a time: estimated (untimed.h) */
 	uint64_t untimed_windows; /* the windows between timed records they were estimated in */
-	uint64_t called;	 /* counted calls (record.h, RB_CALLED): their lengths estimated */
+	uint64_t called;	 /* counted calls' records (record.h, RB_CALLED): lengths estimated */
+	uint64_t called_calls;	 /* and the calls they stand for */
 	uint64_t ncontexts_tree; /* calling contexts in the window thread's tree */
 	struct summary_frames frames;
 	size_t ntop_window, ntop_trace, nchains, ncontexts, nhops;

@@ -938,14 +938,15 @@ static void text_window(FILE *out, const struct summary *s)
 }
 
 /* Sampled time (ringbuf/untimed.h): say how many records' times are estimates. */
-void summary_write_called(FILE *out, uint64_t called)
+void summary_write_called(FILE *out, uint64_t records, uint64_t calls)
 {
-	if (called)
+	if (records)
 		fprintf(out,
-			"times: %llu calls counted, each one record: their length is their "
-			"function's mean as the runtime measured it, an estimate "
-			"(docs/trace-points.md, \"Counted calls\")\n",
-			(unsigned long long)called);
+			"times: %llu calls counted, in %llu records (one in %d calls on average, "
+			"where it ran): their length is their function's mean as the runtime "
+			"measured it, an estimate (docs/trace-points.md, \"Counted calls\")\n",
+			(unsigned long long)calls, (unsigned long long)records,
+			records ? (int)((calls + records / 2) / records) : 0);
 }
 
 void summary_write_untimed(FILE *out, uint64_t records, uint64_t untimed, uint64_t windows)
@@ -1078,7 +1079,7 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 		fprintf(out, "no frame marks; the window is the last %s", H(wlen));
 	text_window(out, s);
 	summary_write_untimed(out, s->records, s->untimed, s->untimed_windows);
-	summary_write_called(out, s->called);
+	summary_write_called(out, s->called, s->called_calls);
 	if (fr->count) {
 		fprintf(out, "frames: %zu complete, median %s, p99 %s, %zu over the %s budget",
 			fr->count, H(fr->median), H(fr->p99), fr->over_budget, H(fr->budget));

@@ -59,7 +59,7 @@ static void print_thread(struct agent_symbols *s, const struct rb_file_thread *t
 	}
 	if (st.called) {
 		fputs("  ", stdout);
-		summary_write_called(stdout, st.called);
+		summary_write_called(stdout, st.called, st.called_calls);
 	}
 	if (th->sched_on)
 		printf("  %u context switches (%llu lost), %zu times off its CPU\n", th->nsw,
