@@ -319,7 +319,8 @@ CCT_HOT void lane_close(struct frame *f, struct frame *parent, struct cct_node *
 	struct cct_stat *st = &nd->s[l];
 	/* a counted call's record: the calls beyond it */
 	uint64_t more = f->stands_for > 1 ? f->stands_for - 1 : 0;
-	st->calls += 1 + (uint32_t)more;
+	st->calls++;
+	st->more += (uint32_t)more;
 	st->incl += incl + more * incl;
 	st->blocked += f->blocked[l];
 	st->preempted += f->preempted[l];
@@ -741,6 +742,7 @@ int cct_functions(const struct cct *c, enum cct_lane lane, struct cct_func **out
 		}
 		struct cct_func *x = &f[slot[h]];
 		x->calls += st->calls;
+		x->more += st->more;
 		x->self += st->self;
 		x->blocked += st->blocked;
 		x->preempted += st->preempted;

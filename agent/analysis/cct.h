@@ -66,6 +66,10 @@ struct cct_stat {
 	 * Each is 0 or 1: a node is one call path, and both kinds are frames of one stack (the
 	 * first event's, the last event's), so 16 bits keep the node small. */
 	uint16_t truncated, running;
+	/* The calls its counted calls' records stood for beyond themselves (record.h,
+	 * RB_CALLED): calls counts records, one trace point each, which the trace points' cost
+	 * goes by; calls + more is how many calls ran. Their time is in incl and self. */
+	uint32_t more;
 	uint64_t incl, self, blocked, preempted; /* timer ticks */
 	/* Time the node's self time still owes its counted callees (record.h, RB_CALLED): a
 	 * counted call's record stands for more calls than the one placed, which ran inside
@@ -195,7 +199,8 @@ int cct_build(struct cct *c, const struct rb_event *ev, size_t n, cct_key_fn key
 /* Per function, over all its calling contexts, in one lane. */
 struct cct_func {
 	uint64_t func, calls, self, blocked, preempted, truncated, running;
-	uint64_t callees; /* calls it made to traced functions, in the lane */
+	uint64_t more;	  /* calls beyond the records (cct_stat.more) */
+	uint64_t callees; /* calls it made to traced functions, in the lane, as records */
 };
 
 /* Functions of a lane by self time, largest first, into a malloc'd array (only those

@@ -403,7 +403,8 @@ static int top_functions(const struct cct *c, enum cct_lane lane, struct summary
 						   .truncated = f[i].truncated > 0,
 						   .preempted = f[i].preempted,
 						   .running = f[i].running > 0,
-						   .callees = f[i].callees };
+						   .callees = f[i].callees,
+						   .more = f[i].more };
 	*n = nf;
 	free(f);
 	return 0;

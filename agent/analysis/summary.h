@@ -66,6 +66,10 @@ struct summary_func {
 	uint64_t preempted;
 	bool running; /* a call was still running when the rings were frozen */
 	uint64_t callees; /* calls it made to traced functions */
+	/* Calls its counted calls' records stood for beyond themselves (cct_stat.more): calls
+	 * and callees count records, each a trace point in the self time; the text and the
+	 * JSON give calls + more, the calls that ran. */
+	uint64_t more;
 };
 
 struct summary_frame {

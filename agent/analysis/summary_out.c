@@ -158,6 +158,7 @@ static int merge_copies(const struct summary *s, struct agent_symbols *syms,
 		y->truncated |= f[i].truncated;
 		y->running |= f[i].running;
 		y->callees += f[i].callees;
+		y->more += f[i].more;
 	}
 	qsort(m, nm, sizeof(*m), by_self);
 	free(x);
@@ -319,7 +320,8 @@ static void json_funcs(FILE *out, const struct summary *s, struct ftable *ft,
 	fputc('[', out);
 	for (size_t i = 0; i < n; i++)
 		fprintf(out, "%s[%d,%llu,%llu,%llu,%d,%llu]", i ? "," : "", fidx(ft, f[i].key),
-			(unsigned long long)ns(s, f[i].self), (unsigned long long)f[i].calls,
+			(unsigned long long)ns(s, f[i].self),
+			(unsigned long long)(f[i].calls + f[i].more),
 			(unsigned long long)ns(s, f[i].blocked), f[i].truncated || f[i].running,
 			(unsigned long long)ns(s, f[i].preempted));
 	fputc(']', out);
@@ -834,7 +836,8 @@ static void text_funcs(FILE *out, const struct summary *s, struct agent_symbols 
 			key_text(syms, f[i].key, name, sizeof(name));
 		fprintf(out, "    %12s %5.1f%% %9llu %12s %12s  %s%s\n", H(f[i].self),
 			total ? 100.0 * (double)f[i].self / (double)total : 0.0,
-			(unsigned long long)f[i].calls, f[i].blocked ? H(f[i].blocked) : "-",
+			(unsigned long long)(f[i].calls + f[i].more),
+			f[i].blocked ? H(f[i].blocked) : "-",
 			f[i].preempted ? H(f[i].preempted) : "-", name,
 			cut_text(f[i].truncated, f[i].running));
 	}

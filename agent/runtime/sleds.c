@@ -1013,11 +1013,12 @@ RT static void out_flags(const size_t *out, size_t n, size_t nsleds)
 
 /*
  * Whether short function i, kept for its time, can be counted instead of traced (record.h,
- * RB_CALLED: one record, no exit, no shadow stack; docs/trace-points.md, "Counted calls"):
+ * RB_CALLED: a countdown, one record in RB_CALLED_EVERY calls, no exit, no shadow stack;
+ * docs/trace-points.md, "Counted calls"):
  * sampled time, and no record inside its calls: a leaf in every window so far, or every
  * function it called there out of the trace now (learn.is_out; a traced callee's records
  * would land in its caller, and a recursive one calls itself); its mean call (ticks, its
- * points taken out, its callees' time in it, and one record's cost) into *mean.
+ * points taken out, its callees' time in it) into *mean.
  */
 RT static bool countable(size_t i, uint32_t *mean, long *traced_callee)
 {
@@ -1033,9 +1034,11 @@ RT static bool countable(size_t i, uint32_t *mean, long *traced_callee)
 			return false;
 		}
 	}
-	/* With one record's cost (the trace's point cost, agent_sleds_point_cost): a summary
-	 * takes one out of each call's self time, as it does of a traced call's. */
-	uint64_t m = f->incl / f->calls + sampled_point / 2;
+	/* Without a record's cost: one call in RB_CALLED_EVERY writes one (record.h), which
+	 * lies before the call's entry, in its caller's time, where a summary takes one trace
+	 * point out for each record of a call it made (agent/analysis/summary.c, points_out).
+	 * The other calls cost their countdown, in their caller's time too. */
+	uint64_t m = f->incl / f->calls;
 	*mean = m > UINT32_MAX ? UINT32_MAX : (uint32_t)m;
 	return true;
 }
