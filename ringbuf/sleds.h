@@ -71,6 +71,10 @@ long rb_sleds_trace(const size_t *idx, size_t n, bool traced);
  * the errno of an mprotect that failed.
  */
 long rb_sleds_count(const size_t *idx, const uint32_t *mean, size_t n);
+/* By sled (n of them, 0 before the patch): the counted calls' records traced threads wrote
+ * so far, each standing for RB_CALLED_EVERY calls, from which the runtime tells how often
+ * each counted function runs. */
+const _Atomic uint32_t *rb_sleds_counted_records(size_t *n);
 
 /*
  * A learning window: every record of the sampled thunks timed (the times the runtime learns

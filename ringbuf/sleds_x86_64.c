@@ -191,10 +191,14 @@ HOOK void rb_sled_point_sampled(uint32_t low)
 	point_sampled(low);
 }
 
+/* By sled: the counted calls traced threads recorded, for the runtime to tell each counted
+ * function's calls (rb_sleds_counted_records). */
+static _Atomic uint32_t *counted_records;
+
 /*
  * A counted call to record (the counted thunk's rare path: its countdown reached 0, one
- * call in RB_CALLED_EVERY on average), id its function's and word its mean's with the
- * calls the record stands for (record.h, rb_called_word). The next countdown is drawn
+ * call in RB_CALLED_EVERY on average), idx its function's sled and word its mean's with
+ * the calls the record stands for (record.h, rb_called_word). The next countdown is drawn
  * first, in every thread: 1..2 * RB_CALLED_EVERY - 1, from the top bits of a linear
  * congruential draw (its low bits repeat with short periods).
  *   untraced thread: nothing more;
@@ -217,7 +221,7 @@ HOOK static void called_timed(uint32_t id, uint32_t word)
 	rb_put_called(id, word);
 }
 
-HOOK void rb_sled_called_sampled(uint32_t id, uint32_t word)
+HOOK void rb_sled_called_sampled(uint32_t idx, uint32_t word)
 {
 	struct rb_tls *t = &rb_tls;
 	uint32_t draw = t->counted_draw * 1664525u + 1013904223u;
@@ -227,6 +231,9 @@ HOOK void rb_sled_called_sampled(uint32_t id, uint32_t word)
 	uintptr_t p = atomic_load_explicit(&t->pos, memory_order_relaxed);
 	if (!p)
 		return;
+	uint32_t id = (uint32_t)__start___patchable_function_entries[idx];
+	if (counted_records)
+		atomic_fetch_add_explicit(&counted_records[idx], 1, memory_order_relaxed);
 	uintptr_t due = atomic_load_explicit(&t->due, memory_order_relaxed);
 	if (p < due || (p < atomic_load_explicit(&t->limit, memory_order_relaxed) &&
 			p - 8 * RB_COUNTED_LATE < due)) {
@@ -281,7 +288,7 @@ uintptr_t rb_sleds_return_of(uintptr_t slot)
  */
 enum field {
 	F_END, F_POS, F_DUE, F_TOP, F_ID, F_BODY, F_POINT, F_ENTER, F_EXIT, F_MEAN, F_CALLED,
-	F_LIMIT, F_LEFT
+	F_LIMIT, F_LEFT, F_IDX
 };
 #define FIELD(kind, end, back) ".byte " #kind "\n\t.short " #end " - 0b - " #back "\n\t"
 
@@ -375,7 +382,7 @@ __asm__(".pushsection .rodata.jitt_sleds, \"a\"\n"
  * (rb_tls.counted_left, in every thread), and a jump to the body, which returns straight
  * to its caller. No shadow stack, no exit record, no return to intercept: 3 instructions
  * with the sled's jump, where a traced call's thunk runs some 34. Where the count reaches
- * 0, one call in RB_CALLED_EVERY on average, rb_sled_called_sampled(id, word) records it
+ * 0, one call in RB_CALLED_EVERY on average, rb_sled_called_sampled(idx, word) records it
  * (F_MEAN holds the word: the measured mean and the calls a record stands for), %rdi and
  * %rsi saved around it, the stack aligned for the call (the caller's return address is
  * still on it). Recording every call took 11 instructions and 2.8 ns over a plain call
@@ -402,7 +409,7 @@ __asm__(".pushsection .rodata.jitt_sleds, \"a\"\n"
 	"rb_sled_tmpl_counted_end:\n\t"
 	".globl rb_sled_fields_counted\n\t.hidden rb_sled_fields_counted\n"
 	"rb_sled_fields_counted:\n\t"
-	FIELD(12, 1b, 4) FIELD(5, 2b, 4) FIELD(4, 21b, 4) FIELD(9, 22b, 4)
+	FIELD(12, 1b, 4) FIELD(5, 2b, 4) FIELD(13, 21b, 4) FIELD(9, 22b, 4)
 	FIELD(10, 23b, 4) FIELD(5, 24b, 4)
 	".byte 0\n\t.short 0\n\t"
 	".popsection");
@@ -469,6 +476,12 @@ static size_t thunk_stride, thunk_count;
 /* Sampled time: each function's counted thunk, this far into its stride (else 0). */
 static size_t counted_at;
 static uint64_t thunk_head; /* the first 8 bytes of every thunk, as made */
+
+const _Atomic uint32_t *rb_sleds_counted_records(size_t *n)
+{
+	*n = counted_records ? thunk_count : 0;
+	return counted_records;
+}
 static atomic_int patched_once;
 
 int rb_sleds_is_thunk(uintptr_t addr)
@@ -503,7 +516,7 @@ static bool skipped(uintptr_t a, const uintptr_t *skip, size_t n)
 /* A thunk made from its template at c (len bytes) for sled entry e, its fields filled;
  * false when a target lies out of a rel32's reach. */
 static bool thunk_make(unsigned char *c, const unsigned char *tmpl, size_t len,
-		       const struct field_at *fields, uintptr_t e, const int64_t *off,
+		       const struct field_at *fields, uintptr_t e, uint32_t idx, const int64_t *off,
 		       enum rb_sled_time time)
 {
 	memcpy(c, tmpl, len);
@@ -522,6 +535,9 @@ static bool thunk_make(unsigned char *c, const unsigned char *tmpl, size_t len,
 			break;
 		case F_ID:
 			memcpy(at, &id, 4);
+			break;
+		case F_IDX:
+			memcpy(at, &idx, 4);
 			break;
 		case F_MEAN:
 			memset(at, 0, 4); /* rb_sleds_count's */
@@ -613,9 +629,9 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 	memset(t, 0xcc, n * stride); /* int3 between the thunks */
 	for (size_t i = 0; i < n && reach; i++) {
 		unsigned char *c = t + i * stride;
-		reach = thunk_make(c, tmpl, len, fields, e[i], off, time) &&
+		reach = thunk_make(c, tmpl, len, fields, e[i], (uint32_t)i, off, time) &&
 			(!cat || thunk_make(c + cat, rb_sled_tmpl_counted, clen,
-					    rb_sled_fields_counted, e[i], off, time));
+					    rb_sled_fields_counted, e[i], (uint32_t)i, off, time));
 	}
 	if (!reach || mprotect(t, size, PROT_READ | PROT_EXEC)) {
 		int err = reach ? errno : ERANGE;
@@ -629,6 +645,8 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 	sled_modes = malloc(n);
 	if (sled_modes)
 		memset(sled_modes, SLED_UNKNOWN, n);
+	if (cat)
+		counted_records = calloc(n, sizeof(*counted_records));
 
 	/* The text, writable for the moment of the patching. Executable too: this code may
 	 * lie in the same pages. */

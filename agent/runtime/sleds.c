@@ -41,6 +41,7 @@ extern bool rb_sleds_window_ended(pid_t *tid, size_t *kept) __attribute__((weak)
 extern void rb_sleds_window_close(void) __attribute__((weak));
 extern void rb_sleds_time_probe(bool on) __attribute__((weak));
 extern void rb_sleds_probe(void) __attribute__((weak));
+extern const _Atomic uint32_t *rb_sleds_counted_records(size_t *n) __attribute__((weak));
 
 /* A list names a few thousand functions at most; what is past this is not a list. */
 #define EXCLUDE_MAX_BYTES (1u << 20)
@@ -134,6 +135,10 @@ struct learn_fn {
 	uint64_t parent;	    /* its calls that made traced calls: 0 for a leaf */
 	uint32_t windows, mark;	    /* the windows that saw it entered; the last one's number */
 	uint32_t look, look_mark;   /* its entries in the last look (agent_sleds_look) */
+	/* While counted, between windows: perf's samples in its code, the CPU time they
+	 * stand for, and its records (rb_sleds_counted_records) over the same time: its
+	 * mean call as a profiler sees it (counted_mean) */
+	uint64_t counted_hits, counted_ns, counted_records;
 };
 
 /* Which function called which in the windows, as (caller + 1) << 32 | (callee + 1), sled
@@ -169,6 +174,7 @@ static struct {
 	uint64_t rate_ns, rate_records; /* the last look */
 	uint64_t span;	/* ticks: the windows' records, all rings */
 	uint64_t point; /* ticks: what a traced call's trace points cost (probe_ticks) */
+	uint64_t inner; /* ticks: what of it lies between its own entry and exit records */
 	/* Each sled by its id (open addressing, idcap of them, twice the sleds at least; ids
 	 * are 0x10 at least, an empty one is 0): a look or a window finds one a record */
 	struct learn_id *ids;
@@ -186,6 +192,10 @@ static struct {
 	bool sampled;	      /* perf's samples of the traced threads come (learn_samples.c) */
 	uint64_t *hits;	      /* by sled: its samples, halved now and then (LEARN_SAMPLES_KEEP) */
 	uint64_t samples;     /* all of them (samples in the program's functions) */
+	uint64_t *step_hits;  /* by sled: the samples of the last read (samples_take) */
+	uint32_t *records_seen; /* by sled: rb_sleds_counted_records at the last read */
+	uint64_t period_ns;   /* CPU time a sample stands for, as perf was last told */
+	bool window_since;    /* a window was open since the last read */
 	uint64_t pending_ns;  /* a window closed then, its decision waiting for samples */
 	uint64_t last_span;   /* ticks: the last window's records, all rings */
 	unsigned partials;    /* windows for new functions (learn.partial) */
@@ -320,6 +330,45 @@ RT static long exclude_sleds(const char *path, const uintptr_t *sleds, size_t ns
  * the first window, opened in the constructor, where nothing may wait before main() (its
  * copy then faults in a quarter of a ring's pages, once, on the thread that ends it).
  */
+/*
+ * perf's samples of the traced threads since the last read, added to learn.hits; how many.
+ * And for each counted function, between windows (a window traces them in full), its
+ * samples, the CPU time they stand for and its records (ringbuf/sleds.h,
+ * rb_sleds_counted_records) over the same time, for counted_mean.
+ */
+RT static uint64_t samples_take(void)
+{
+	if (!learn.sampled || !learn.hits)
+		return 0;
+	size_t nsleds = 0;
+	if (rb_sleds_list)
+		(void)rb_sleds_list(&nsleds);
+	memset(learn.step_hits, 0, nsleds * sizeof(*learn.step_hits));
+	uint64_t got = agent_samples_read(learn.step_hits);
+	learn.samples += got;
+	for (size_t i = 0; i < nsleds; i++)
+		learn.hits[i] += learn.step_hits[i];
+	size_t nrec = 0;
+	const _Atomic uint32_t *rec = rb_sleds_counted_records ? rb_sleds_counted_records(&nrec)
+							       : NULL;
+	bool alike = !learn.window && !learn.window_since;
+	learn.window_since = learn.window;
+	for (size_t k = 0; rec && k < learn.ncounted; k++) {
+		size_t i = learn.counted[k];
+		if (i >= nrec)
+			continue;
+		uint32_t now = atomic_load_explicit(&rec[i], memory_order_relaxed);
+		struct learn_fn *f = &learn.fn[i];
+		if (alike && learn.period_ns) {
+			f->counted_hits += learn.step_hits[i];
+			f->counted_ns += learn.step_hits[i] * learn.period_ns;
+			f->counted_records += (uint32_t)(now - learn.records_seen[i]);
+		}
+		learn.records_seen[i] = now;
+	}
+	return got;
+}
+
 RT static void learn_window_open(bool touch)
 {
 	uint64_t full = rb_ring_bytes() / 8 / AGENT_LEARN_WINDOW_PART;
@@ -341,6 +390,8 @@ RT static void learn_window_open(bool touch)
 		.keep_slots = learn.keep ? records : 0,
 		.point_after1024 = sampled_point * 512, /* a call's two records: half each */
 	};
+	samples_take(); /* those before it: the counted ones' own */
+	learn.window_since = true;
 	rb_sleds_window_open(&w);
 	learn.window = true;
 }
@@ -423,9 +474,11 @@ RT int agent_sleds_learn_timeout(uint64_t now_ns)
 RT static void learn_free(void)
 {
 	free(learn.ids), free(learn.fn), free(learn.out), free(learn.hits);
+	free(learn.step_hits), free(learn.records_seen);
 	free(learn.counted), free(learn.mean), free(learn.edges), free(learn.is_out);
 	free(learn.selfs), free(learn.ranked);
 	learn.ids = NULL, learn.fn = NULL, learn.out = NULL, learn.hits = NULL;
+	learn.step_hits = NULL, learn.records_seen = NULL;
 	learn.counted = NULL, learn.mean = NULL, learn.edges = NULL, learn.is_out = NULL;
 	learn.selfs = NULL, learn.ranked = NULL;
 }
@@ -622,9 +675,10 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, struct learn_fn *fn,
  * control.c's measure_point_cost times the hooks'; every record timed (timed: as a
  * window's are, whether one is open now or not), or sampled. On the control thread, which
  * gets a shadow stack for it; 0 where it cannot be measured (then nothing is taken out of
- * the times).
+ * the times). Timed, *inner gets the part of it between a call's own entry and exit
+ * records, the mean over the fastest batch: a call of an empty function's measured length.
  */
-RT static uint64_t probe_ticks(bool timed)
+RT static uint64_t probe_ticks(bool timed, uint64_t *inner)
 {
 	if (!rb_sleds_probe || !rb_sleds_thread_init || rb_sleds_thread_init() ||
 	    (timed && !rb_sleds_time_probe))
@@ -648,8 +702,19 @@ RT static uint64_t probe_ticks(bool timed)
 			written += slots[k] != UINT64_MAX;
 		if (written < 2 * PROBE_CALLS) /* the probe's sled was not patched */
 			break;
-		if (t1 - t0 < best)
-			best = t1 - t0;
+		if (t1 - t0 >= best)
+			continue;
+		best = t1 - t0;
+		/* Each call's entry and exit, both timed: the length between them */
+		uint64_t within = 0, calls = 0;
+		for (size_t k = 0; timed && inner && k + 1 < nslots; k++)
+			if (slots[k] != UINT64_MAX && rb_tag_low(slots[k]) >= RB_FIRST_ID &&
+			    rb_tag_low(slots[k + 1]) == RB_EXIT && slots[k + 1] != UINT64_MAX) {
+				within += (uint32_t)(rb_tag_ts32(slots[k + 1]) - rb_tag_ts32(slots[k]));
+				calls++, k++;
+			}
+		if (inner)
+			*inner = calls ? within / calls : 0;
 	}
 	free(slots);
 	if (timed)
@@ -669,7 +734,7 @@ RT void agent_sleds_point_cost(void)
 	if (learn.point) /* a call's two records */
 		rb_trace_set_timed_cost((double)learn.point / 2);
 	if (!sampled_point && !learn.window) /* in a window, the probe's records are timed */
-		sampled_point = probe_ticks(false);
+		sampled_point = probe_ticks(false, NULL);
 	if (sampled_point)
 		rb_trace_set_point_cost((double)sampled_point / 2);
 	else if (learn.window && learn.point) /* nothing else known yet */
@@ -702,13 +767,16 @@ RT static bool learn_alloc(const uintptr_t *sleds, size_t nsleds)
 	learn.fn = calloc(nsleds, sizeof(*learn.fn));
 	learn.out = calloc(nsleds, sizeof(*learn.out));
 	learn.hits = calloc(nsleds, sizeof(*learn.hits));
+	learn.step_hits = calloc(nsleds, sizeof(*learn.step_hits));
+	learn.records_seen = calloc(nsleds, sizeof(*learn.records_seen));
 	learn.counted = calloc(nsleds, sizeof(*learn.counted));
 	learn.mean = calloc(nsleds, sizeof(*learn.mean));
 	learn.edges = calloc(LEARN_EDGES, sizeof(*learn.edges));
 	learn.is_out = calloc(nsleds, sizeof(*learn.is_out));
 	learn.selfs = calloc(nsleds, sizeof(*learn.selfs));
 	learn.ranked = calloc(nsleds, sizeof(*learn.ranked));
-	if (!learn.ids || !learn.fn || !learn.out || !learn.hits || !learn.counted ||
+	if (!learn.ids || !learn.fn || !learn.out || !learn.hits || !learn.step_hits ||
+	    !learn.records_seen || !learn.counted ||
 	    !learn.mean || !learn.edges || !learn.is_out || !learn.selfs || !learn.ranked) {
 		learn_free(); /* all or none: learn_init tells by learn.fn */
 		return false;
@@ -731,12 +799,12 @@ RT static bool learn_init(const uintptr_t *sleds, size_t nsleds)
 	if (!learn.fn && !learn_alloc(sleds, nsleds))
 		return false;
 	learn.ready = true;
-	learn.point = probe_ticks(true);
+	learn.point = probe_ticks(true, &learn.inner);
 	/* And sampled time's, before a first window opens: a remembered run opens one at
 	 * once, and a trace frozen in it had only the window's cost, 4 times sampled time's,
 	 * for every record (agent_sleds_point_cost) */
 	if (!sampled_point && !learn.window)
-		sampled_point = probe_ticks(false);
+		sampled_point = probe_ticks(false, NULL);
 	/* The functions' extents for the samples, their names for the log (a few ms of the
 	 * control thread, once); a stripped program's samples go by its sleds alone. */
 	if (rb_elf_load("/proc/self/exe", &learn.elf))
@@ -1011,14 +1079,58 @@ RT static void out_flags(const size_t *out, size_t n, size_t nsleds)
 		learn.is_out[out[k]] = true;
 }
 
+#define LEARN_MEAN_HITS 16 /* samples a counted function's mean goes by, at least */
+
+/*
+ * Counted function i's mean call, ticks: its records stand for RB_CALLED_EVERY calls each,
+ * so its share of a summary is as right as this mean. Where perf's samples, while it was
+ * counted, hold it LEARN_MEAN_HITS times, the CPU time they stand for over its calls then
+ * (its records, each RB_CALLED_EVERY calls: samples_take): what a profiler measures. Else the time between its timed records in the windows, less that of
+ * an empty call's (learn.inner), which errs high on a short function whose stores the
+ * timed exit waits for: hot (tests/sleds_abi.c, 30 stores, 7 ns a call by perf) came out
+ * at 19 to 21 ns.
+ */
+RT static uint64_t counted_mean(size_t i)
+{
+	const struct learn_fn *f = &learn.fn[i];
+	if (f->counted_hits >= LEARN_MEAN_HITS && f->counted_records && !agent_samples_blind(i))
+		return hal_muldiv_u64(f->counted_ns / (f->counted_records * RB_CALLED_EVERY),
+				      hal_timer_freq(), 1000000000u);
+	return minus(f->incl / f->calls + learn.point / 2, learn.inner);
+}
+
+/* The counted functions' means, where perf's samples now tell one a quarter away from the
+ * thunk's (counted_mean): set in their thunks at once, not at the next window's decision,
+ * which may be a minute away (a remembered run opens few). */
+RT static void counted_means(const uintptr_t *sleds)
+{
+	for (size_t k = 0; k < learn.ncounted; k++) {
+		size_t i = learn.counted[k];
+		if (learn.fn[i].counted_hits < LEARN_MEAN_HITS)
+			continue;
+		uint64_t m = counted_mean(i), was = learn.mean[k];
+		uint32_t m32 = m > UINT32_MAX ? UINT32_MAX : (uint32_t)m;
+		if (4 * m >= 3 * was && 4 * m <= 5 * was)
+			continue;
+		if (rb_sleds_count(&i, &m32, 1) != 1)
+			continue;
+		learn.mean[k] = m32;
+		learn_changed();
+		char buf[32];
+		log_dbg("jitt: sleds: counted %s: %llu ns a call, by perf's samples",
+			learn_name(sleds, i, buf, sizeof(buf)),
+			(unsigned long long)hal_ticks_to_ns(m32, hal_timer_freq()));
+	}
+}
+
 /*
  * Whether short function i, kept for its time, can be counted instead of traced (record.h,
  * RB_CALLED: a countdown, one record in RB_CALLED_EVERY calls, no exit, no shadow stack;
  * docs/trace-points.md, "Counted calls"):
  * sampled time, and no record inside its calls: a leaf in every window so far, or every
  * function it called there out of the trace now (learn.is_out; a traced callee's records
- * would land in its caller, and a recursive one calls itself); its mean call (ticks, its
- * points taken out, its callees' time in it) into *mean.
+ * would land in its caller, and a recursive one calls itself); its mean call into *mean
+ * (counted_mean), without a record's cost.
  */
 RT static bool countable(size_t i, uint32_t *mean, long *traced_callee)
 {
@@ -1038,7 +1150,7 @@ RT static bool countable(size_t i, uint32_t *mean, long *traced_callee)
 	 * lies before the call's entry, in its caller's time, where a summary takes one trace
 	 * point out for each record of a call it made (agent/analysis/summary.c, points_out).
 	 * The other calls cost their countdown, in their caller's time too. */
-	uint64_t m = f->incl / f->calls;
+	uint64_t m = counted_mean(i);
 	*mean = m > UINT32_MAX ? UINT32_MAX : (uint32_t)m;
 	return true;
 }
@@ -1147,7 +1259,8 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 	if (!learn.sampled)
 		return;
 	bool fast = learn.window || learn.samples < LEARN_SAMPLES_MIN;
-	int e = agent_samples_follow(tids, ntids, fast ? LEARN_SAMPLE_FAST_NS : LEARN_SAMPLE_NS);
+	uint64_t period = fast ? LEARN_SAMPLE_FAST_NS : LEARN_SAMPLE_NS;
+	int e = agent_samples_follow(tids, ntids, period);
 	if (e) {
 		log_info("jitt: sleds: no samples of the traced threads (%s): a profile's top is "
 			 "estimated from the windows' times", strerror(-e));
@@ -1155,13 +1268,15 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 		learn.sampled = false;
 		return;
 	}
-	uint64_t got = agent_samples_read(learn.hits);
-	learn.samples += got;
+	uint64_t got = samples_take(); /* taken at the period perf was told before */
+	learn.period_ns = period;
 	if (learn.samples > LEARN_SAMPLES_KEEP) { /* the recent past weighs more */
 		for (size_t i = 0; i < nsleds; i++)
 			learn.hits[i] /= 2;
 		learn.samples /= 2;
 	}
+	if (!learn.window)
+		counted_means(sleds);
 	if (learn.window || !learn.nout || !got)
 		return;
 	uint64_t rank_floor, share_floor;
@@ -1223,12 +1338,14 @@ RT static void learn_apply(const uintptr_t *sleds, size_t nsleds, uint64_t now)
 	bool info = learn.windows <= LEARN_LOG_WINDOWS || (!learn.partial && learn.nout != before);
 	agent_log(info ? AGENT_LOG_INFO : AGENT_LOG_DEBUG,
 		  "jitt: sleds: learned from %llu ms of %d thread(s) (window %u%s, %llu ms in all, "
-		  "a call's points %llu ns): %ld functions left out (%llu calls under %u ns "
-		  "each), %zu as short kept for their time, %ld of them counted (%s%llu samples)",
+		  "a call's points %llu ns, %llu of them within it): %ld functions left out (%llu "
+		  "calls under %u ns each), %zu as short kept for their time, %ld of them counted "
+		  "(%s%llu samples)",
 		  (unsigned long long)hal_ticks_to_ns(learn.last_span, freq) / 1000000u,
 		  learn.last_threads, learn.windows, learn.partial ? ", for new functions" : "",
 		  (unsigned long long)hal_ticks_to_ns(learn.span, freq) / 1000000u,
-		  (unsigned long long)hal_ticks_to_ns(learn.point, freq), done,
+		  (unsigned long long)hal_ticks_to_ns(learn.point, freq),
+		  (unsigned long long)hal_ticks_to_ns(learn.inner, freq), done,
 		  (unsigned long long)calls, learn.min_ns, kept, counted,
 		  learn.samples >= LEARN_SAMPLES_MIN ? "a profile of " : "too few to rank: ",
 		  (unsigned long long)learn.samples);
@@ -1287,6 +1404,7 @@ RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t record
 			learn.partial ? ", for new functions" : "");
 		agent_sleds_point_cost();
 		(void)agent_samples_follow(tids, ntids, LEARN_SAMPLE_FAST_NS);
+		learn.period_ns = LEARN_SAMPLE_FAST_NS;
 		learn.poll_ms = learn.partial ? LEARN_POLL_FRESH_MS : LEARN_POLL_MS;
 		learn.opened_ns = now_ns;
 		learn.next_ns = now_ns + (uint64_t)learn.poll_ms * 1000000u;
