@@ -192,7 +192,7 @@ static struct {
 	bool sampled;	      /* perf's samples of the traced threads come (learn_samples.c) */
 	uint64_t *hits;	      /* by sled: its samples, halved now and then (LEARN_SAMPLES_KEEP) */
 	uint64_t samples;     /* all of them (samples in the program's functions) */
-	uint64_t *step_hits;  /* by sled: the samples of the last read (samples_take) */
+	uint64_t *step_hits;  /* samples_take's: counted[k]'s hits before a read */
 	uint32_t *records_seen; /* by sled: rb_sleds_counted_records at the last read */
 	uint64_t period_ns;   /* CPU time a sample stands for, as perf was last told */
 	bool window_since;    /* a window was open since the last read */
@@ -340,14 +340,12 @@ RT static uint64_t samples_take(void)
 {
 	if (!learn.sampled || !learn.hits)
 		return 0;
-	size_t nsleds = 0;
-	if (rb_sleds_list)
-		(void)rb_sleds_list(&nsleds);
-	memset(learn.step_hits, 0, nsleds * sizeof(*learn.step_hits));
-	uint64_t got = agent_samples_read(learn.step_hits);
+	/* The counted ones' counts before: a few, where every sled's would cost the control
+	 * thread a pass over all of them (thousands) at each step */
+	for (size_t k = 0; k < learn.ncounted; k++)
+		learn.step_hits[k] = learn.hits[learn.counted[k]];
+	uint64_t got = agent_samples_read(learn.hits);
 	learn.samples += got;
-	for (size_t i = 0; i < nsleds; i++)
-		learn.hits[i] += learn.step_hits[i];
 	size_t nrec = 0;
 	const _Atomic uint32_t *rec = rb_sleds_counted_records ? rb_sleds_counted_records(&nrec)
 							       : NULL;
@@ -359,9 +357,10 @@ RT static uint64_t samples_take(void)
 			continue;
 		uint32_t now = atomic_load_explicit(&rec[i], memory_order_relaxed);
 		struct learn_fn *f = &learn.fn[i];
+		uint64_t hits = learn.hits[i] - learn.step_hits[k];
 		if (alike && learn.period_ns) {
-			f->counted_hits += learn.step_hits[i];
-			f->counted_ns += learn.step_hits[i] * learn.period_ns;
+			f->counted_hits += hits;
+			f->counted_ns += hits * learn.period_ns;
 			f->counted_records += (uint32_t)(now - learn.records_seen[i]);
 		}
 		learn.records_seen[i] = now;
