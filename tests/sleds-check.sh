@@ -245,8 +245,9 @@ self_share() {
 }
 
 # Counted calls (record.h, RB_CALLED): with sampled time, learning counts hot's calls (short,
-# a leaf, a profile's top) instead of tracing them, one record each and no exit; the traces
-# of that loop then hold them, decoded as calls of hot's measured length.
+# a leaf, a profile's top) instead of tracing them, a record for one in 16 on average and no
+# exit; the traces of that loop then hold them, decoded as calls of hot's measured length,
+# each record standing for the calls it counted.
 conf "ring_kb = 64" "sleds_learn_ns = 250" "log_level = debug" >"$work/count.conf"
 rm -rf "$work/data" && mkdir -p "$work/data/spool"
 TRACE_SPOOL=$work/data/spool JITT_CONFIG=$work/count.conf "$work/abi" count "$work/stop3" \
@@ -277,9 +278,11 @@ if [ -n "$counted" ]; then
 	check "count: its summary says the counted calls' lengths are estimates" \
 		grep -q 'calls counted, in [0-9]* records' "$work/count.sum"
 	# hot is 30 stores a call, slow 20,000 for hot's 200 calls: hot holds some 10-25% of
-	# the loop; its share from the measured mean must be of that order, not 0
+	# the loop (perf: 23%); its share from the measured mean must be of that order, not 0,
+	# and not the most of it: each record stands for some 16 calls, and a mean from the
+	# windows' times alone (19-21 ns a call for perf's 7-11) made it 54-77%
 	share=$(self_share hot "$work/count.sum")
-	if [ "${share:-0}" -ge 5 ]; then
+	if [ "${share:-0}" -ge 5 ] && [ "${share:-0}" -le 60 ]; then
 		ok "count: hot's self time is ${share}% of the thread"
 	else
 		fail "count: hot's share '${share:-none}'" "$(grep -n '%' "$work/count.sum" | head -n 30)"
