@@ -2,6 +2,7 @@
 /* The calling-context tree on synthetic events with exactly known times. */
 #include "harness.h"
 #include "agent/analysis/cct.h"
+#include "ringbuf/record.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -290,4 +291,71 @@ TEST(cct_last_exit_is_the_stop_only_when_nothing_follows_it)
 		}
 		cct_free(&c);
 	}
+}
+
+/*
+ * A counted call's record stands for more calls than the one placed (record.h, RB_CALLED):
+ * the counted function gets them all and their time, and the frame they ran in gives that
+ * time up, from its later instances where one is too short. main [0,1000) calls p twice:
+ * p [100,200) holds h's record for 4 calls of 10 ticks, p [300,700) none.
+ */
+TEST(cct_counted_record_stands_for_its_calls)
+{
+	uint32_t word = rb_called_word(10, 4);
+	struct rb_event ev[] = {
+		E(0, 0x100),
+		E(100, 0x200),
+		{ .ts = 150, .id = 0x300, .arg = word, .kind = RB_EV_ENTRY, .raw = RB_CALLED },
+		{ .ts = 160, .arg = word, .kind = RB_EV_EXIT, .raw = RB_CALLED },
+		X(200),
+		E(300, 0x200),
+		X(700),
+		X(1000),
+	};
+	struct cct c;
+	CHECK_EQ_INT(cct_build(&c, ev, sizeof(ev) / sizeof(ev[0]), NULL, NULL), 0);
+	const struct cct_node *m = find(&c, 0, 0x100);
+	if (!CHECK(m != NULL))
+		return;
+	const struct cct_node *p = find(&c, (uint32_t)(m - c.node), 0x200);
+	if (!CHECK(p != NULL))
+		return;
+	const struct cct_node *h = find(&c, (uint32_t)(p - c.node), 0x300);
+	if (!CHECK(h != NULL))
+		return;
+	/* h: one record (the trace points' cost goes by it), 4 calls, 40 ticks */
+	CHECK_EQ_U64(h->s[0].calls, 1);
+	CHECK_EQ_U64(h->s[0].more, 3);
+	CHECK_EQ_U64(h->s[0].self, 40);
+	CHECK_EQ_U64(h->s[0].incl, 40);
+	/* p: 100 + 400 ticks, less h's placed 10 and the 30 of its other calls */
+	CHECK_EQ_U64(p->s[0].calls, 2);
+	CHECK_EQ_U64(p->s[0].self, 500 - 10 - 30);
+	CHECK_EQ_U64(p->s[0].owed, 0);
+	/* main's own time is untouched */
+	CHECK_EQ_U64(m->s[0].self, 1000 - 500);
+	/* The owed time taken from a later instance: p [100,120) holds h's record for 8
+	 * calls of 10, more than its own 20 ticks; the next p pays the rest. */
+	word = rb_called_word(10, 8);
+	struct rb_event ev2[] = {
+		E(0, 0x100),
+		E(100, 0x200),
+		{ .ts = 105, .id = 0x300, .arg = word, .kind = RB_EV_ENTRY, .raw = RB_CALLED },
+		{ .ts = 115, .arg = word, .kind = RB_EV_EXIT, .raw = RB_CALLED },
+		X(120),
+		E(300, 0x200),
+		X(700),
+		X(1000),
+	};
+	cct_free(&c);
+	CHECK_EQ_INT(cct_build(&c, ev2, sizeof(ev2) / sizeof(ev2[0]), NULL, NULL), 0);
+	m = find(&c, 0, 0x100);
+	p = m ? find(&c, (uint32_t)(m - c.node), 0x200) : NULL;
+	h = p ? find(&c, (uint32_t)(p - c.node), 0x300) : NULL;
+	if (!CHECK(h != NULL))
+		return;
+	CHECK_EQ_U64(h->s[0].self, 80);
+	CHECK_EQ_U64(p->s[0].self, 20 + 400 - 10 - 70);
+	CHECK_EQ_U64(p->s[0].owed, 0);
+	cct_free(&c);
 }

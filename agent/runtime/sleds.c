@@ -321,16 +321,6 @@ RT static long exclude_sleds(const char *path, const uintptr_t *sleds, size_t ns
 }
 
 /*
- * A window opens: every record timed until a window's worth of them are written, when the
- * thread that wrote the last one ends it (ringbuf/sleds.h), unless this thread read it
- * first. A full window traces every function (the caller put those out back in), and its
- * end takes them out again; a partial one (learn.partial) leaves them out; both trace the
- * counted ones meanwhile. The ending thread's copy of its window goes to learn.keep,
- * touched here (touch) so that the copy takes no page fault on the app's thread; not for
- * the first window, opened in the constructor, where nothing may wait before main() (its
- * copy then faults in a quarter of a ring's pages, once, on the thread that ends it).
- */
-/*
  * perf's samples of the traced threads since the last read, added to learn.hits; how many.
  * And for each counted function, between windows (a window traces them in full), its
  * samples, the CPU time they stand for and its records (ringbuf/sleds.h,
@@ -368,6 +358,16 @@ RT static uint64_t samples_take(void)
 	return got;
 }
 
+/*
+ * A window opens: every record timed until a window's worth of them are written, when the
+ * thread that wrote the last one ends it (ringbuf/sleds.h), unless this thread read it
+ * first. A full window traces every function (the caller put those out back in), and its
+ * end takes them out again; a partial one (learn.partial) leaves them out; both trace the
+ * counted ones meanwhile. The ending thread's copy of its window goes to learn.keep,
+ * touched here (touch) so that the copy takes no page fault on the app's thread; not for
+ * the first window, opened in the constructor, where nothing may wait before main() (its
+ * copy then faults in a quarter of a ring's pages, once, on the thread that ends it).
+ */
 RT static void learn_window_open(bool touch)
 {
 	uint64_t full = rb_ring_bytes() / 8 / AGENT_LEARN_WINDOW_PART;
@@ -1084,10 +1084,11 @@ RT static void out_flags(const size_t *out, size_t n, size_t nsleds)
  * Counted function i's mean call, ticks: its records stand for RB_CALLED_EVERY calls each,
  * so its share of a summary is as right as this mean. Where perf's samples, while it was
  * counted, hold it LEARN_MEAN_HITS times, the CPU time they stand for over its calls then
- * (its records, each RB_CALLED_EVERY calls: samples_take): what a profiler measures. Else the time between its timed records in the windows, less that of
- * an empty call's (learn.inner), which errs high on a short function whose stores the
- * timed exit waits for: hot (tests/sleds_abi.c, 30 stores, 7 ns a call by perf) came out
- * at 19 to 21 ns.
+ * (its records, each RB_CALLED_EVERY calls: samples_take): what a profiler measures.
+ * Else the time between its timed records in the windows, less that of an empty call's
+ * (learn.inner), which errs high on a short function whose stores the timed exit waits
+ * for: hot (tests/sleds_abi.c, 30 stores, 7 to 11 ns a call by perf) came out at 19 to
+ * 21 ns.
  */
 RT static uint64_t counted_mean(size_t i)
 {
