@@ -212,11 +212,12 @@ static _Atomic uint32_t *counted_records;
  *   them out) had no timed record for as long as the ring's whole length, and the fit had
  *   nothing to spread its 1.25 s by: so past due by RB_COUNTED_LATE slots, it is timed;
  *   at limit (the ring's end, or a stop asked), or that late: rb_put_called writes it
- *   timed, then wraps or answers, and sets the next due (called_timed: a call from here
- *   had this function save every register the callee may use, 9 pushes and pops on every
- *   record where 2 do).
+ *   timed, then wraps or answers, and sets the next due (rb_sled_called_timed: a call
+ *   from here had this function save every register the callee may use, 9 pushes and pops
+ *   on every record where 2 do; named rb_ as the runtime's frames are, which the outer
+ *   frames recovered from a stack leave out: agent/analysis/outer.c).
  */
-HOOK static void called_timed(uint32_t id, uint32_t word)
+HOOK static void rb_sled_called_timed(uint32_t id, uint32_t word)
 {
 	rb_put_called(id, word);
 }
@@ -245,7 +246,7 @@ HOOK void rb_sled_called_sampled(uint32_t idx, uint32_t word)
 		atomic_store_explicit(&t->pos, p + 16, memory_order_relaxed);
 		return;
 	}
-	called_timed(id, word);
+	rb_sled_called_timed(id, word);
 }
 
 /* A function of the runtime's own with a sled, patched as the program's are: what a traced
