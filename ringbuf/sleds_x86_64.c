@@ -381,7 +381,7 @@ __asm__(".pushsection .rodata.jitt_sleds, \"a\"\n"
  * A counted call (record.h, RB_CALLED), for a short function that calls no traced one,
  * once the runtime has measured it (rb_sleds_count): its calls counted down
  * (rb_tls.counted_left, in every thread), and a jump to the body, which returns straight
- * to its caller. No shadow stack, no exit record, no return to intercept: 3 instructions
+ * to its caller. No shadow stack, no exit record, no return to intercept: 4 instructions
  * with the sled's jump, where a traced call's thunk runs some 34. Where the count reaches
  * 0, one call in RB_CALLED_EVERY on average, rb_sled_called_sampled(idx, word) records it
  * (F_MEAN holds the word: the measured mean and the calls a record stands for), %rdi and
