@@ -9,6 +9,7 @@
 #define JITT_HAL_PERF_RING_H
 
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct hal_perf_ring {
@@ -16,6 +17,7 @@ struct hal_perf_ring {
 	void *base;	    /* the control page, then the data */
 	size_t map_size;
 	uint64_t data_size; /* a power of two */
+	bool lapped;	    /* hal_sched_copy's last copy: the oldest records were overwritten */
 };
 
 /* Unmaps and closes; the ring is then closed (fd -1), and closing it again does nothing. */

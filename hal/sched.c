@@ -68,16 +68,23 @@ long hal_sched_copy(struct hal_perf_ring *r, void *buf, size_t size)
 	const uint64_t *data_head = (const uint64_t *)((const uint8_t *)r->base + MMAP_PAGE_DATA_HEAD);
 	uint64_t head = __atomic_load_n(data_head, __ATOMIC_ACQUIRE);
 	uint64_t done = 0;
+	bool lapped = false;
 	/* From the newest record on, until a lap is read, the never-written (zero) part is
 	 * met, or what is left would cross the oldest record's start. */
 	while (done + sizeof(struct perf_header) <= r->data_size) {
 		struct perf_header h;
 		ring_read(r, head + done, &h, sizeof(h));
-		if (h.size < sizeof(h) || done + h.size > r->data_size || done + h.size > size)
+		if (h.size < sizeof(h))
+			break; /* the never-written part: every record is here */
+		if (done + h.size > r->data_size || done + h.size > size) {
+			lapped = true;
 			break;
+		}
 		ring_read(r, head + done, (uint8_t *)buf + done, h.size);
 		done += h.size;
 	}
+	/* A whole lap read: the ring was full, its oldest records overwritten */
+	r->lapped = lapped || done + sizeof(struct perf_header) > r->data_size;
 	(void)ioctl(r->fd, IOC_PAUSE_OUTPUT, 0);
 	return (long)done;
 }

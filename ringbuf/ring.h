@@ -50,7 +50,8 @@ struct rb_frozen {
 	const struct hal_sched_event *sched;
 	uint32_t nsched;
 	bool sched_on;	     /* a perf ring was recording this thread */
-	uint64_t sched_lost; /* switch records the kernel dropped or the parse skipped */
+	uint64_t sched_lost; /* switch records the kernel dropped or the parse skipped, and 1
+			      * where the ring lapped (its oldest overwritten) */
 };
 
 /* How many slots from index 0 hold what a frozen ring needs: up to the end when the valid

@@ -108,6 +108,7 @@ TEST(sched_records_a_sleep_and_a_preemption_of_this_thread)
 	uint64_t before = now_ns();
 	nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
 	count_kinds(&r, buf, ev, kinds, &n);
+	CHECK(!r.lapped); /* 8 pages, a few switches: every one is there */
 	CHECK(kinds[HAL_SCHED_OUT_SLEEPING] >= 1 && kinds[HAL_SCHED_IN] >= 1);
 	CHECK(n > 0 && ev[n - 1].time_ns >= before && ev[n - 1].time_ns <= now_ns());
 
@@ -161,6 +162,7 @@ TEST(sched_ring_keeps_the_newest_switches_when_it_wraps)
 		CHECK(n > 0 && n <= (size_t)page / 32);
 		CHECK(n >= (size_t)page / 32 / 2); /* most of the ring: whole records */
 		CHECK(n > 0 && ev[n - 1].time_ns <= last);
+		CHECK(r.lapped); /* its oldest overwritten: the summary's switches_from */
 	}
 	free(buf);
 	free(ev);

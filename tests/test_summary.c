@@ -908,6 +908,7 @@ TEST(summary_without_scheduling_records_says_so)
 
 /* The trace at fx's path with the kernel's switches of its one thread set as the file's
  * scheduling section gives them (perf; every CPU LITTLE), then summarised. */
+static uint64_t switched_lost; /* summarise_switched's sched_lost */
 static int summarise_switched(struct synth_thread *th, const char *reason, unsigned k,
 			      const struct rb_switch *sw, uint32_t nsw, const struct rb_offcpu *off,
 			      size_t noff, struct fixture *fx)
@@ -922,6 +923,7 @@ static int summarise_switched(struct synth_thread *th, const char *reason, unsig
 	ft->sw = sw;
 	ft->nsw = nsw;
 	ft->sched_on = true;
+	ft->sched_lost = switched_lost;
 	ft->view.off = off;
 	ft->view.noff = noff;
 	fx->t.sched = (struct rb_trace_sched){ RB_SCHED_PERF, 2, classes };
@@ -1004,6 +1006,35 @@ static void waits_frame(struct synth_thread *ui)
 	synth_exit(ui, 2300);
 	synth_special(ui, 2400, RB_MARK, AGENT_MARK_FRAME_END);
 	synth_special(ui, 2410, RB_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_JANK);
+}
+
+/*
+ * A thread's switch records that do not reach back to its ring's start (the kernel's ring
+ * lapped: sched_lost): a wait that began before the first of them counts whole, as without
+ * them; one after it, only its time asleep. jank-sim's hang scenario had 350 ms of waits
+ * counted as time run where its 1,024 records did not reach.
+ */
+TEST(summary_a_wait_before_the_switch_records_counts_whole)
+{
+	static const struct rb_switch sw[] = { { 1150, 0, HAL_SCHED_IN },
+					       { 1300, 0, HAL_SCHED_OUT_SLEEPING },
+					       { 2100, 0, HAL_SCHED_IN } };
+	static const struct rb_offcpu off[] = { { 1300, 2100, 0, RB_OFF_SLEEPING } };
+	struct synth_thread ui;
+	waits_frame(&ui);
+	struct fixture fx;
+	switched_lost = 1;
+	int ok = summarise_switched(&ui, "jank", 10, sw, 3, off, 1, &fx);
+	switched_lost = 0;
+	if (ok) {
+		CHECK_EQ_U64(fx.s.window_blocked, 100 + 800);
+		if (CHECK(fx.s.ntop_window >= 1)) {
+			CHECK_EQ_U64(fx.s.top_window[0].blocked, 100 + 800);
+			CHECK_EQ_U64(fx.s.top_window[0].self, 1290 - 900);
+		}
+		release(&fx);
+	}
+	synth_free(&ui);
 }
 
 TEST(summary_a_wait_is_blocked_only_while_the_switch_records_say_asleep)

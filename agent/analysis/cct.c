@@ -143,6 +143,7 @@ struct frame {
 	uint32_t node;
 	uint32_t last; /* the child this instance pushed last (CCT_NONE: none yet) */
 	bool waiting, cut_start;
+	bool wait_whole; /* the open wait counts whole, blocked (cct_opts.switches_from) */
 	uint32_t wait_key; /* the open wait's object, and when it began (while waiting) */
 	uint64_t wait_start;
 	uint64_t start;
@@ -358,7 +359,7 @@ CCT_HOT void close_frame(struct cct *c, struct frame *f, struct frame *parent, u
 	clock_at(c, end);
 	/* A wait still open when the frame closes ends with it (its wait-end lost, or the
 	 * ring frozen inside it: the root is closed only at the freeze). */
-	bool waits_block = f->waiting && !c->o.switches;
+	bool waits_block = f->waiting && f->wait_whole;
 	if (f->waiting)
 		wait_done(c, f, end, cut_end || !parent);
 	/* The whole trace: its position is the time, and a call of no length counts. */
@@ -439,6 +440,7 @@ CCT_HOT int push(struct cct *c, uint64_t func, uint64_t ts, bool cut)
 	f->node = nd;
 	f->last = CCT_NONE;
 	f->waiting = false;
+	f->wait_whole = false;
 	f->cut_start = cut;
 	f->start = ts;
 	f->best = NULL;
@@ -543,11 +545,12 @@ CCT_HOT int add_event(struct cct *c, const struct rb_event *e)
 		clock_at(c, e->ts);
 		for (int l = 0; l < CCT_LANES; l++) {
 			uint64_t now = clock_pos(c, l, e->ts);
-			if (top->waiting && !c->o.switches)
+			if (top->waiting && top->wait_whole)
 				top->blocked[l] += now - top->wait_pos[l];
 			top->wait_pos[l] = now;
 		}
 		top->waiting = true;
+		top->wait_whole = !c->o.switches || e->ts < c->o.switches_from;
 		top->wait_key = e->arg;
 		top->wait_start = e->ts;
 		break;
@@ -561,12 +564,13 @@ CCT_HOT int add_event(struct cct *c, const struct rb_event *e)
 				top->wait_pos[l] = clock_pos(c, l, prev);
 			top->wait_key = e->arg;
 			top->wait_start = prev;
+			top->wait_whole = !c->o.switches || prev < c->o.switches_from;
 		}
 		wait_done(c, top, e->ts, false);
 		top->waiting = false;
 		/* With the switch records, the wait's time off the CPU came as RB_EV_OFF_CPU
 		 * events; the rest of it the thread ran, in the call. */
-		if (c->o.switches)
+		if (!top->wait_whole)
 			break;
 		clock_at(c, e->ts);
 		for (int l = 0; l < CCT_LANES; l++)
@@ -577,7 +581,7 @@ CCT_HOT int add_event(struct cct *c, const struct rb_event *e)
 		 * Inside a wrapped wait: without cct_opts.switches the wait counts its whole
 		 * time already; with it, this is what of the wait was blocked (asleep) or
 		 * preempted. */
-		if ((top->waiting && !c->o.switches) || e->id > e->ts)
+		if ((top->waiting && top->wait_whole) || e->id > e->ts)
 			break;
 		uint64_t *to = e->raw == RB_OFF_PREEMPTED ? top->preempted : top->blocked;
 		uint64_t from[CCT_LANES];

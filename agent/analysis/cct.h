@@ -120,6 +120,11 @@ struct cct_opts {
 	/* The events hold the kernel's switch records for this thread (RB_EV_OFF_CPU): blocked
 	 * is the time off the CPU asleep, in a wait or not (above). */
 	bool switches;
+	/* Where some were lost, the first of them (ticks): the kernel's ring keeps the last
+	 * switches only, and a wait that began before it counts whole, as without them
+	 * (jank-sim's hang held more of its ring than 1,024 switch records reach: its earlier
+	 * waits, 350 ms, were counted as time run). 0: they hold the whole trace. */
+	uint64_t switches_from;
 	cct_wait_fn on_wait; /* each wait when it ends, with wait_ctx; NULL: none */
 	void *wait_ctx;
 };

@@ -134,13 +134,16 @@ static void on_wait(void *ctx, const struct cct_wait *w)
 }
 
 /* The tree's options for thread i: blocked is its time asleep where the trace has its
- * switch records (cct.h). */
+ * switch records (cct.h), from the first of them on where some were lost (a ring that
+ * lapped: agent/runtime/sched.c). */
 static struct cct_opts pass_opts(const struct rb_trace *t, int i, unsigned chains)
 {
+	const struct rb_file_thread *th = &t->threads[i];
 	return (struct cct_opts){ .key = key_of,
 				  .ctx = (void *)t,
 				  .chains = chains,
-				  .switches = t->threads[i].sched_on,
+				  .switches = th->sched_on,
+				  .switches_from = th->nsw && th->sched_lost ? th->sw[0].ts : 0,
 				  .on_wait = on_wait };
 }
 

@@ -164,7 +164,10 @@ RT void agent_sched_freeze(struct rb_frozen *f, int n, const pid_t *live, int nl
 		f[i].sched = ev;
 		f[i].nsched = (uint32_t)k;
 		f[i].sched_on = true;
-		f[i].sched_lost = skipped + lost;
+		/* A ring that lapped lost its oldest records, how many unknown: one at least,
+		 * which tells the summary that the records do not reach back to the trace's
+		 * start (cct.h, switches_from) */
+		f[i].sched_lost = skipped + lost + s->ring.lapped;
 		ev += k;
 		info->source = RB_SCHED_PERF;
 	}
