@@ -204,8 +204,9 @@ RARE void rb_put_wide(uintptr_t fn)
 
 /*
  * A counted call's record (record.h, RB_CALLED; word: rb_called_word) at the position due
- * to be timed (sleds' sampled time): the timer read, the record, and the next due 1..RB_SAMPLED_GAP_MAX
- * records on, from the counter's bits 6..11 as rb_point_sampled takes them.
+ * to be timed (sleds' sampled time): the timer read, the record, and the next due
+ * 1..RB_SAMPLED_GAP_MAX records on, from the counter's bits 6..11 as rb_point_sampled takes
+ * them.
  */
 RARE void rb_put_called(uint32_t id, uint32_t word)
 {

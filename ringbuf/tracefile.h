@@ -69,6 +69,13 @@ struct rb_file_thread {
 	uint32_t nstack;
 };
 
+/* From when its switch records hold every switch (ticks): 0 where none was lost, else the
+ * first record's time (a lapped ring counts one lost: agent/runtime/sched.c). */
+static inline uint64_t rb_thread_switches_from(const struct rb_file_thread *th)
+{
+	return th->nsw && th->sched_lost ? th->sw[0].ts : 0;
+}
+
 /* What the writer says about scheduling: the source and each CPU's class (hal/cpu.h's
  * enum hal_cpu_class, RB_CPU_CLASS_UNKNOWN when not ranked), CPU id order. */
 struct rb_trace_sched {

@@ -143,7 +143,6 @@ struct frame {
 	uint32_t node;
 	uint32_t last; /* the child this instance pushed last (CCT_NONE: none yet) */
 	bool waiting, cut_start;
-	bool wait_whole; /* the open wait counts whole, blocked (cct_opts.switches_from) */
 	uint32_t wait_key; /* the open wait's object, and when it began (while waiting) */
 	uint64_t wait_start;
 	uint64_t start;
@@ -341,6 +340,13 @@ CCT_HOT void lane_close(struct frame *f, struct frame *parent, struct cct_node *
 	}
 }
 
+/* Whether f's open wait counts whole as blocked: without switch records, or where it began
+ * before the first of them (cct_opts.switches_from). */
+static bool wait_whole(const struct cct *c, const struct frame *f)
+{
+	return !c->o.switches || f->wait_start < c->o.switches_from;
+}
+
 /* A wait ended at `end`: tell the caller (cct_opts.on_wait). */
 static void wait_done(struct cct *c, const struct frame *f, uint64_t end, bool open)
 {
@@ -359,7 +365,7 @@ CCT_HOT void close_frame(struct cct *c, struct frame *f, struct frame *parent, u
 	clock_at(c, end);
 	/* A wait still open when the frame closes ends with it (its wait-end lost, or the
 	 * ring frozen inside it: the root is closed only at the freeze). */
-	bool waits_block = f->waiting && f->wait_whole;
+	bool waits_block = f->waiting && wait_whole(c, f);
 	if (f->waiting)
 		wait_done(c, f, end, cut_end || !parent);
 	/* The whole trace: its position is the time, and a call of no length counts. */
@@ -440,7 +446,6 @@ CCT_HOT int push(struct cct *c, uint64_t func, uint64_t ts, bool cut)
 	f->node = nd;
 	f->last = CCT_NONE;
 	f->waiting = false;
-	f->wait_whole = false;
 	f->cut_start = cut;
 	f->start = ts;
 	f->best = NULL;
@@ -545,12 +550,11 @@ CCT_HOT int add_event(struct cct *c, const struct rb_event *e)
 		clock_at(c, e->ts);
 		for (int l = 0; l < CCT_LANES; l++) {
 			uint64_t now = clock_pos(c, l, e->ts);
-			if (top->waiting && top->wait_whole)
+			if (top->waiting && wait_whole(c, top))
 				top->blocked[l] += now - top->wait_pos[l];
 			top->wait_pos[l] = now;
 		}
 		top->waiting = true;
-		top->wait_whole = !c->o.switches || e->ts < c->o.switches_from;
 		top->wait_key = e->arg;
 		top->wait_start = e->ts;
 		break;
@@ -564,13 +568,12 @@ CCT_HOT int add_event(struct cct *c, const struct rb_event *e)
 				top->wait_pos[l] = clock_pos(c, l, prev);
 			top->wait_key = e->arg;
 			top->wait_start = prev;
-			top->wait_whole = !c->o.switches || prev < c->o.switches_from;
 		}
 		wait_done(c, top, e->ts, false);
 		top->waiting = false;
 		/* With the switch records, the wait's time off the CPU came as RB_EV_OFF_CPU
 		 * events; the rest of it the thread ran, in the call. */
-		if (!top->wait_whole)
+		if (!wait_whole(c, top))
 			break;
 		clock_at(c, e->ts);
 		for (int l = 0; l < CCT_LANES; l++)
@@ -581,7 +584,7 @@ CCT_HOT int add_event(struct cct *c, const struct rb_event *e)
 		 * Inside a wrapped wait: without cct_opts.switches the wait counts its whole
 		 * time already; with it, this is what of the wait was blocked (asleep) or
 		 * preempted. */
-		if ((top->waiting && top->wait_whole) || e->id > e->ts)
+		if ((top->waiting && wait_whole(c, top)) || e->id > e->ts)
 			break;
 		uint64_t *to = e->raw == RB_OFF_PREEMPTED ? top->preempted : top->blocked;
 		uint64_t from[CCT_LANES];

@@ -463,9 +463,7 @@ int exclude_add_trace(struct exclude_set *s, const struct rb_trace *t, struct ag
 		struct cct_opts o = { .key = key_of,
 				      .ctx = (void *)t,
 				      .switches = t->threads[i].sched_on,
-				      .switches_from = t->threads[i].nsw && t->threads[i].sched_lost
-							       ? t->threads[i].sw[0].ts
-							       : 0 };
+				      .switches_from = rb_thread_switches_from(&t->threads[i]) };
 		if (!err)
 			err = cct_init(&c, &o, dec.open_at_start);
 		else

@@ -138,12 +138,11 @@ static void on_wait(void *ctx, const struct cct_wait *w)
  * lapped: agent/runtime/sched.c). */
 static struct cct_opts pass_opts(const struct rb_trace *t, int i, unsigned chains)
 {
-	const struct rb_file_thread *th = &t->threads[i];
 	return (struct cct_opts){ .key = key_of,
 				  .ctx = (void *)t,
 				  .chains = chains,
-				  .switches = th->sched_on,
-				  .switches_from = th->nsw && th->sched_lost ? th->sw[0].ts : 0,
+				  .switches = t->threads[i].sched_on,
+				  .switches_from = rb_thread_switches_from(&t->threads[i]),
 				  .on_wait = on_wait };
 }
 

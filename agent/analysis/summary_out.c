@@ -949,7 +949,7 @@ void summary_write_called(FILE *out, uint64_t records, uint64_t calls)
 			"where it ran): their length is their function's mean as the runtime "
 			"measured it, an estimate (docs/trace-points.md, \"Counted calls\")\n",
 			(unsigned long long)calls, (unsigned long long)records,
-			records ? (int)((calls + records / 2) / records) : 0);
+			(int)((calls + records / 2) / records));
 }
 
 void summary_write_untimed(FILE *out, uint64_t records, uint64_t untimed, uint64_t windows)
