@@ -14,9 +14,13 @@
 #include <string.h>
 #include <unistd.h>
 
-/* How many *.jtr the folder $TRACE_SPOOL names holds (none, without it). Without trace
- * points of its own: the checks read what the program was doing when it began to wait. */
-__attribute__((no_instrument_function)) static int traces_saved(void)
+/* Without trace points of their own, in either kind of build (-finstrument-functions'
+ * hooks or sleds' patchable entries): the checks read what the program was doing when it
+ * began to wait, and a freeze that lands while it polls must not show the poll. */
+#define WAIT_UNTRACED __attribute__((no_instrument_function, patchable_function_entry(0, 0)))
+
+/* How many *.jtr the folder $TRACE_SPOOL names holds (none, without it). */
+WAIT_UNTRACED static int traces_saved(void)
 {
 	const char *dir = getenv("TRACE_SPOOL");
 	DIR *d = dir ? opendir(dir) : NULL;
@@ -31,13 +35,13 @@ __attribute__((no_instrument_function)) static int traces_saved(void)
 	return found;
 }
 
-__attribute__((no_instrument_function)) static int trace_saved(void)
+WAIT_UNTRACED static int trace_saved(void)
 {
 	return traces_saved() > 0;
 }
 
 /* Until the folder holds n traces (60 s at most). */
-__attribute__((no_instrument_function)) static void wait_for_traces(int n)
+WAIT_UNTRACED static void wait_for_traces(int n)
 {
 	for (int i = 0; getenv("TRACE_SPOOL") && i < 6000; i++) {
 		if (traces_saved() >= n)
@@ -46,7 +50,7 @@ __attribute__((no_instrument_function)) static void wait_for_traces(int n)
 	}
 }
 
-__attribute__((no_instrument_function)) static void wait_for_trace(void)
+WAIT_UNTRACED static void wait_for_trace(void)
 {
 	wait_for_traces(1);
 }
