@@ -983,11 +983,14 @@ RT static bool learn_remember(const struct agent_config *cfg, const uintptr_t *s
 }
 
 /* The memory, saved if a decision came since the last save, LEARN_SAVE_GAP_MS ago at
- * least (or at once: at shutdown); not while a window is open (what is out is traced). */
+ * least and between windows; at once at shutdown (now), even while a window is open: what
+ * it saves is the last decision, which a window leaves as it was until it closes (a run
+ * that ended as a new phase's second window opened lost its first one's decision, 2 runs
+ * of 30 of sleds-check's phases). */
 RT static void learn_save(uint64_t now_ns, bool now)
 {
-	if (!learn.dirty || !learn.mem_dir[0] || !learn.fn || learn.window ||
-	    (!now && now_ns - learn.saved_ns < LEARN_SAVE_GAP_MS * 1000000ull))
+	if (!learn.dirty || !learn.mem_dir[0] || !learn.fn ||
+	    (!now && (learn.window || now_ns - learn.saved_ns < LEARN_SAVE_GAP_MS * 1000000ull)))
 		return;
 	size_t nsleds = learn.mem_key.nsleds, nfn = 0, nedges = 0;
 	struct agent_memory m = { .key = learn.mem_key, .samples = learn.samples,
@@ -1540,7 +1543,7 @@ RT bool agent_sleds_memory_unsaved(void)
 RT void agent_sleds_exit_save(void)
 {
 	if (learn.on && learn.ready && learn.dirty) {
-		learn_save(agent_now_ns(), true); /* not while a window is open: learn_save */
+		learn_save(agent_now_ns(), true);
 		if (!learn.dirty)
 			log_dbg("jitt: sleds: the memory saved as the runtime stops");
 	}
