@@ -171,6 +171,92 @@ else
 	fail "CMake project: build failed" "$(tail -n 8 "$work/cmake.log")"
 fi
 
+# ---- waits on glibc: the wrappers bound through the program's GOT (agent/runtime/bind.c) ----
+# Main blocks on a mutex a second traced thread holds, then sleeps: the summary names the
+# wait and who woke it. Built three ways, for the three kinds of slot: the PLT's (lazy
+# binding), -fno-plt with -z now (GOT entries in RELRO, read-only once started) and a
+# fixed-address program. Untraced ("off"), nothing is bound: its calls go to the C library.
+cat >"$work/src/waits.c" <<'C'
+#include <jitt/jitt.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "wait_trace.h"
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile int held, done;
+__attribute__((noinline)) static int holder_work(int x)
+{
+	for (volatile int i = 0; i < 4000000; i++)
+		x += i & 1;
+	return x;
+}
+static void *holder(void *arg)
+{
+	jitt_thread_name("holder");
+	jitt_trace_thread(arg != NULL);
+	pthread_mutex_lock(&lock);
+	held = 1;
+	int x = holder_work(1);
+	pthread_mutex_unlock(&lock);
+	while (!done) /* its ring in the trace: a thread's that ended is not */
+		usleep(1000);
+	return (void *)(long)x;
+}
+int main(int argc, char **argv)
+{
+	int on = argc < 2 || strcmp(argv[1], "off");
+	jitt_thread_name("waits-main");
+	int traced = on ? jitt_trace_thread(true) : 0;
+	pthread_t t;
+	pthread_create(&t, NULL, holder, on ? &t : NULL);
+	while (!held)
+		;
+	pthread_mutex_lock(&lock); /* until the holder is done */
+	pthread_mutex_unlock(&lock);
+	usleep(1000);
+	int a = on ? jitt_anomaly("sdk check waits") : 0;
+	if (on)
+		wait_for_trace();
+	done = 1;
+	pthread_join(t, NULL);
+	printf("traced %d anomaly %d\n", traced, a);
+	return 0;
+}
+C
+mkdir -p "$work/waits/spool"
+printf 'data_dir = %s\nrun_dir = %s\nlog_level = debug\n' "$work/waits" "$work/run" \
+	>"$work/waits.conf"
+for how in pie fno-plt no-pie; do
+	case $how in
+	pie) extra= ;;
+	fno-plt) extra="-fno-plt -Wl,-z,now" ;;
+	no-pie) extra="-no-pie -fno-pie" ;;
+	esac
+	# shellcheck disable=SC2046,SC2086 # pkg-config prints lists of words
+	if ! gcc -O2 $(pc --cflags jitt) -I"$work/src" "$work/src/waits.c" $extra \
+		-o "$work/waits-$how" $(pc --libs jitt) 2>"$work/waits-$how.log"; then
+		fail "waits ($how): build failed" "$(cat "$work/waits-$how.log")"
+		continue
+	fi
+	check "waits ($how): no call of a wait wrapper in the program's code" sh -c \
+		"! objdump -d '$work/waits-$how' | grep -q 'call.*<__wrap_pthread_mutex_lock>'"
+	rm -f "$work/waits/spool/"*
+	out=$(TRACE_SPOOL=$work/waits/spool JITT_CONFIG=$work/waits.conf "$work/waits-$how" \
+		2>"$work/waits-$how.err")
+	check "waits ($how): traces and persists ('$out')" is "$out" "traced 0 anomaly 0"
+	check "waits ($how): the wrappers bound as its thread was traced" \
+		grep -q 'wrappers: [1-9][0-9]* of the program.s slots bound' "$work/waits-$how.err"
+	trace=$(ls "$work/waits/spool/"*.jtr 2>/dev/null | head -n 1)
+	"$bin/jitt" summarize "$trace" >"$work/waits-$how.sum" 2>&1
+	check "waits ($how): the summary names the mutex wait, woken by the holder" sh -c \
+		"grep -q '^blocked on: \"waits-main\"' '$work/waits-$how.sum' &&
+		grep -q 'woken by \"holder\"' '$work/waits-$how.sum'"
+	out=$(JITT_CONFIG=$work/waits.conf "$work/waits-$how" off 2>"$work/waits-$how-off.err")
+	check "waits ($how), no thread traced: runs, nothing bound ('$out')" sh -c \
+		"[ '$out' = 'traced 0 anomaly 0' ] && ! grep -q 'wrappers:' '$work/waits-$how-off.err'"
+done
+
 # ---- a static musl program through jitt-musl.pc ----
 mcc=$(pc --variable=compiler jitt-musl)
 # shellcheck disable=SC2046 # pkg-config prints lists of words

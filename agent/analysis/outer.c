@@ -328,6 +328,23 @@ void agent_outer_frames(struct agent_symbols *s, const struct rb_file_thread *th
 			w[i].callee_runtime = true;
 			break;
 		}
+	/* A blocking-call wrapper bound through the GOT (agent/runtime/bind.c, glibc) is
+	 * reached through the program's PLT, code of no symbol: with no word of the program
+	 * calling the runtime by name, the innermost one, if it calls such code directly and
+	 * a word of the runtime lies inside it, ends the chain as that call would. */
+	bool calls_runtime = false;
+	for (size_t i = 0; i < n; i++)
+		calls_runtime |= !w[i].runtime && w[i].callee_runtime;
+	for (size_t i = n; !calls_runtime && i-- > 0;) {
+		if (w[i].runtime || !w[i].func)
+			continue;
+		bool runtime_inside = false;
+		for (size_t j = i + 1; j < n && !runtime_inside; j++)
+			runtime_inside = w[j].runtime;
+		w[i].callee_runtime = w[i].call == AGENT_CALL_DIRECT && !w[i].callee &&
+				      runtime_inside;
+		break;
+	}
 	bool code = false; /* the program's code is here: its calls tell frames apart */
 	for (size_t i = 0; i < n && !code; i++)
 		code = w[i].call != AGENT_CALL_UNREAD;

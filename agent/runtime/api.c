@@ -211,6 +211,8 @@ RT int jitt_trace_thread(bool on)
 		 * on either way. */
 		(void)agent_sched_thread_start();
 	}
+	if (agent_wrappers_bind) /* before its first record: its waits are recorded */
+		agent_wrappers_bind();
 	return rb_trace_self(true);
 }
 

@@ -117,6 +117,22 @@ void agent_sched_freeze(struct rb_frozen *f, int n, const pid_t *live, int nlive
 		       struct rb_trace_sched *info, void **mem);
 
 /*
+ * The blocking-call wrappers bound through the program's GOT (glibc, dynamically linked:
+ * wrap.c, bind.c). agent_wrappers_bind, as a thread is first traced: once, from whichever
+ * thread comes first (absent from musl's runtime, whose program is linked with --wrap).
+ * agent_got_bind: for each function the main program's relocations name, its real address
+ * (dlsym) into *real, then the wrapper's into the program's slots; returns how many were
+ * bound.
+ */
+struct agent_bound {
+	const char *name;
+	void *wrapper;
+	void **real;
+};
+void agent_wrappers_bind(void) __attribute__((weak));
+size_t agent_got_bind(const struct agent_bound *b, size_t n);
+
+/*
  * Sleds (sleds.c, ringbuf/sleds.h): start patches the program's sleds as the settings say,
  * before any thread is traced (nothing in a program built without them); thread_start
  * gives a thread that starts to be traced its shadow stack (0, or -ENOMEM: not traced).

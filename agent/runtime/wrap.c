@@ -2,9 +2,15 @@
 /*
  * The blocking-call wrappers: wait-begin, wait-end and wake records around the calls a
  * thread blocks in, so a summary can tell blocked from busy and who woke whom (Argus 3.1,
- * AppInsight 5). They take effect when the program is linked with JITT_WRAP_LDFLAGS
- * (agent/runtime/Kbuild: -Wl,--wrap=NAME for each function here), which sends every call
- * of NAME, the C library's own included, to __wrap_NAME; __real_NAME is the original.
+ * AppInsight 5). How a call reaches __wrap_NAME depends on the C library:
+ *  - musl, static: the program is linked with JITT_WRAP_LDFLAGS (agent/runtime/Kbuild:
+ *    -Wl,--wrap=NAME for each function here), which sends every call of NAME, the C
+ *    library's own included, to __wrap_NAME; __real_NAME is the original.
+ *  - glibc, dynamically linked: the program's own slots for NAME in its GOT are pointed at
+ *    __wrap_NAME when a thread is first traced (agent_wrappers_bind, bind.c), and the
+ *    wrapper calls the C library's through a pointer found by dlsym. Until then no call
+ *    comes here: a program none of whose threads is traced pays nothing for them (with
+ *    --wrap, memcached's worker paid 1-2% on multiget, off).
  *
  * Cost when the calling thread is not traced: one thread-local load, a test and a branch,
  * then a tail jump to the real function (3 instructions before the jump, read in the
@@ -16,19 +22,51 @@
  * calls nanosleep(); pthread_cond_wait() takes its mutex back) records nothing more.
  */
 #define _GNU_SOURCE
+#include "agent/log.h"
 #include "agent/marks.h"
 #include "agent/runtime/runtime.h"
 #include "ringbuf/trace.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <time.h>
 #include <unistd.h>
+
+/* The functions wrapped here, as JITT_WRAPPED in agent/runtime/Kbuild lists them. */
+#define WRAPPED(X)                                                                            \
+	X(pthread_mutex_lock) X(pthread_mutex_unlock) X(pthread_cond_wait)                    \
+	X(pthread_cond_timedwait) X(pthread_cond_signal) X(pthread_cond_broadcast)            \
+	X(nanosleep) X(clock_nanosleep) X(usleep) X(sleep) X(poll) X(ppoll) X(select)         \
+	X(pselect) X(epoll_wait) X(epoll_pwait) X(read) X(write)
+
+/* The C library's own function NAME, which a wrapper ends in. */
+#ifdef __GLIBC__
+/* The C library's, by dlsym (reals_find): not the program's own reference, which in a
+ * fixed-address program is its PLT entry, whose slot the binding points back here. */
+#define REAL(name) jitt_real_##name
+#define REAL_POINTER(name) static __typeof__(name) *jitt_real_##name;
+WRAPPED(REAL_POINTER)
+#define REAL_FIND(name)                                                                       \
+	if (!jitt_real_##name)                                                                \
+		jitt_real_##name = (__typeof__(name) *)dlsym(RTLD_NEXT, #name);
+/* Before a wrapper can be called: by lock_word_check's constructor, else by the first
+ * thread traced (one traced from another constructor, which may run first). */
+RT static void reals_find(void)
+{
+	WRAPPED(REAL_FIND)
+}
+#else
+#define REAL(name) __real_##name
+#define REAL_DECLARED(name) __typeof__(name) __real_##name;
+WRAPPED(REAL_DECLARED)
+#endif
 
 #define WRAP RT
 /* The traced part of a wrapper, out of line: the untraced path is then a thread-local load,
@@ -80,8 +118,6 @@ WRAP static inline void wait_end(bool began, uint32_t key)
 static _Atomic unsigned mutex_waiters[256];
 #define WAITERS(key) (&mutex_waiters[((key) >> 2) & 255])
 
-int __real_pthread_mutex_lock(pthread_mutex_t *m);
-int __real_pthread_mutex_unlock(pthread_mutex_t *m);
 
 /*
  * Whether a mutex is free, read without taking it: the word the C library's lock takes
@@ -105,11 +141,16 @@ WRAP static inline int lock_word(pthread_mutex_t *m)
 }
 __attribute__((constructor)) static void lock_word_check(void)
 {
+#ifdef __GLIBC__
+	reals_find();
+	if (!REAL(pthread_mutex_lock) || !REAL(pthread_mutex_unlock))
+		return; /* none found (a static program): never bound */
+#endif
 	pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 	bool free_before = lock_word(&m) == 0;
-	__real_pthread_mutex_lock(&m);
+	REAL(pthread_mutex_lock)(&m);
 	bool held = lock_word(&m) != 0;
-	__real_pthread_mutex_unlock(&m);
+	REAL(pthread_mutex_unlock)(&m);
 	lock_word_ok = free_before && held && lock_word(&m) == 0;
 }
 
@@ -126,7 +167,7 @@ WRAP_SLOW static int jitt_wait_pthread_mutex_lock_busy(pthread_mutex_t *m)
 	uint32_t key = agent_key_object(m);
 	atomic_fetch_add_explicit(WAITERS(key), 1, memory_order_relaxed);
 	bool began = wait_begin(key);
-	r = __real_pthread_mutex_lock(m);
+	r = REAL(pthread_mutex_lock)(m);
 	wait_end(began, key);
 	atomic_fetch_sub_explicit(WAITERS(key), 1, memory_order_relaxed);
 	return r;
@@ -135,14 +176,14 @@ WRAP_SLOW static int jitt_wait_pthread_mutex_lock_busy(pthread_mutex_t *m)
 WRAP_SLOW static int jitt_wait_pthread_mutex_lock(pthread_mutex_t *m)
 {
 	if (in_wait || (lock_word_ok && lock_word(m) == 0))
-		return __real_pthread_mutex_lock(m);
+		return REAL(pthread_mutex_lock)(m);
 	return jitt_wait_pthread_mutex_lock_busy(m);
 }
 
 WRAP int __wrap_pthread_mutex_lock(pthread_mutex_t *m)
 {
 	if (__builtin_expect(!traced(), 1))
-		return __real_pthread_mutex_lock(m);
+		return REAL(pthread_mutex_lock)(m);
 	return jitt_wait_pthread_mutex_lock(m);
 }
 
@@ -157,29 +198,24 @@ WRAP_SLOW static int jitt_wait_pthread_mutex_unlock(pthread_mutex_t *m)
 		if (atomic_load_explicit(WAITERS(key), memory_order_relaxed))
 			rb_special(RB_WAKE, key);
 	}
-	return __real_pthread_mutex_unlock(m);
+	return REAL(pthread_mutex_unlock)(m);
 }
 
 WRAP int __wrap_pthread_mutex_unlock(pthread_mutex_t *m)
 {
 	if (__builtin_expect(!traced(), 1))
-		return __real_pthread_mutex_unlock(m);
+		return REAL(pthread_mutex_unlock)(m);
 	return jitt_wait_pthread_mutex_unlock(m);
 }
 
 /* ---- condition variables ---- */
 
-int __real_pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m);
-int __real_pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
-				  const struct timespec *t);
-int __real_pthread_cond_signal(pthread_cond_t *c);
-int __real_pthread_cond_broadcast(pthread_cond_t *c);
 
 WRAP_SLOW static int jitt_wait_pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
 	uint32_t key = agent_key_object(c);
 	bool began = wait_begin(key);
-	int r = __real_pthread_cond_wait(c, m);
+	int r = REAL(pthread_cond_wait)(c, m);
 	wait_end(began, key);
 	return r;
 }
@@ -187,7 +223,7 @@ WRAP_SLOW static int jitt_wait_pthread_cond_wait(pthread_cond_t *c, pthread_mute
 WRAP int __wrap_pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
 	if (__builtin_expect(!traced(), 1))
-		return __real_pthread_cond_wait(c, m);
+		return REAL(pthread_cond_wait)(c, m);
 	return jitt_wait_pthread_cond_wait(c, m);
 }
 
@@ -196,7 +232,7 @@ WRAP_SLOW static int jitt_wait_pthread_cond_timedwait(pthread_cond_t *c, pthread
 {
 	uint32_t key = agent_key_object(c);
 	bool began = wait_begin(key);
-	int r = __real_pthread_cond_timedwait(c, m, t);
+	int r = REAL(pthread_cond_timedwait)(c, m, t);
 	wait_end(began, key);
 	return r;
 }
@@ -205,7 +241,7 @@ WRAP int __wrap_pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
 				       const struct timespec *t)
 {
 	if (__builtin_expect(!traced(), 1))
-		return __real_pthread_cond_timedwait(c, m, t);
+		return REAL(pthread_cond_timedwait)(c, m, t);
 	return jitt_wait_pthread_cond_timedwait(c, m, t);
 }
 
@@ -213,41 +249,36 @@ WRAP int __wrap_pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m,
 WRAP_SLOW static int jitt_wait_pthread_cond_signal(pthread_cond_t *c)
 {
 	rb_special(RB_WAKE, agent_key_object(c));
-	return __real_pthread_cond_signal(c);
+	return REAL(pthread_cond_signal)(c);
 }
 
 WRAP int __wrap_pthread_cond_signal(pthread_cond_t *c)
 {
 	if (__builtin_expect(!traced(), 1))
-		return __real_pthread_cond_signal(c);
+		return REAL(pthread_cond_signal)(c);
 	return jitt_wait_pthread_cond_signal(c);
 }
 
 WRAP_SLOW static int jitt_wait_pthread_cond_broadcast(pthread_cond_t *c)
 {
 	rb_special(RB_WAKE, agent_key_object(c));
-	return __real_pthread_cond_broadcast(c);
+	return REAL(pthread_cond_broadcast)(c);
 }
 
 WRAP int __wrap_pthread_cond_broadcast(pthread_cond_t *c)
 {
 	if (__builtin_expect(!traced(), 1))
-		return __real_pthread_cond_broadcast(c);
+		return REAL(pthread_cond_broadcast)(c);
 	return jitt_wait_pthread_cond_broadcast(c);
 }
 
 /* ---- sleeps ---- */
 
-int __real_nanosleep(const struct timespec *req, struct timespec *rem);
-int __real_clock_nanosleep(clockid_t clk, int flags, const struct timespec *req,
-			   struct timespec *rem);
-int __real_usleep(useconds_t us);
-unsigned __real_sleep(unsigned s);
 
 WRAP_SLOW static int jitt_wait_nanosleep(const struct timespec *req, struct timespec *rem)
 {
 	bool began = wait_begin(AGENT_KEY_SLEEP);
-	int r = __real_nanosleep(req, rem);
+	int r = REAL(nanosleep)(req, rem);
 	wait_end(began, AGENT_KEY_SLEEP);
 	return r;
 }
@@ -255,7 +286,7 @@ WRAP_SLOW static int jitt_wait_nanosleep(const struct timespec *req, struct time
 WRAP int __wrap_nanosleep(const struct timespec *req, struct timespec *rem)
 {
 	if (__builtin_expect(!traced(), 1))
-		return __real_nanosleep(req, rem);
+		return REAL(nanosleep)(req, rem);
 	return jitt_wait_nanosleep(req, rem);
 }
 
@@ -263,7 +294,7 @@ WRAP_SLOW static int jitt_wait_clock_nanosleep(clockid_t clk, int flags, const s
 				struct timespec *rem)
 {
 	bool began = wait_begin(AGENT_KEY_SLEEP);
-	int r = __real_clock_nanosleep(clk, flags, req, rem);
+	int r = REAL(clock_nanosleep)(clk, flags, req, rem);
 	wait_end(began, AGENT_KEY_SLEEP);
 	return r;
 }
@@ -272,14 +303,14 @@ WRAP int __wrap_clock_nanosleep(clockid_t clk, int flags, const struct timespec 
 				struct timespec *rem)
 {
 	if (__builtin_expect(!traced(), 1))
-		return __real_clock_nanosleep(clk, flags, req, rem);
+		return REAL(clock_nanosleep)(clk, flags, req, rem);
 	return jitt_wait_clock_nanosleep(clk, flags, req, rem);
 }
 
 WRAP_SLOW static int jitt_wait_usleep(useconds_t us)
 {
 	bool began = wait_begin(AGENT_KEY_SLEEP);
-	int r = __real_usleep(us);
+	int r = REAL(usleep)(us);
 	wait_end(began, AGENT_KEY_SLEEP);
 	return r;
 }
@@ -287,14 +318,14 @@ WRAP_SLOW static int jitt_wait_usleep(useconds_t us)
 WRAP int __wrap_usleep(useconds_t us)
 {
 	if (__builtin_expect(!traced(), 1))
-		return __real_usleep(us);
+		return REAL(usleep)(us);
 	return jitt_wait_usleep(us);
 }
 
 WRAP_SLOW static unsigned jitt_wait_sleep(unsigned s)
 {
 	bool began = wait_begin(AGENT_KEY_SLEEP);
-	unsigned r = __real_sleep(s);
+	unsigned r = REAL(sleep)(s);
 	wait_end(began, AGENT_KEY_SLEEP);
 	return r;
 }
@@ -302,22 +333,12 @@ WRAP_SLOW static unsigned jitt_wait_sleep(unsigned s)
 WRAP unsigned __wrap_sleep(unsigned s)
 {
 	if (__builtin_expect(!traced(), 1))
-		return __real_sleep(s);
+		return REAL(sleep)(s);
 	return jitt_wait_sleep(s);
 }
 
 /* ---- waiting for file descriptors (a zero timeout never blocks: nothing recorded) ---- */
 
-int __real_poll(struct pollfd *fds, nfds_t n, int timeout);
-int __real_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t, const sigset_t *mask);
-int __real_select(int n, fd_set *r, fd_set *w, fd_set *e, struct timeval *t);
-int __real_pselect(int n, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t,
-		   const sigset_t *mask);
-int __real_epoll_wait(int ep, struct epoll_event *ev, int max, int timeout);
-int __real_epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout,
-		       const sigset_t *mask);
-ssize_t __real_read(int fd, void *buf, size_t n);
-ssize_t __real_write(int fd, const void *buf, size_t n);
 
 WRAP static inline uint32_t first_fd(const struct pollfd *fds, nfds_t n)
 {
@@ -328,7 +349,7 @@ WRAP_SLOW static int jitt_wait_poll(struct pollfd *fds, nfds_t n, int timeout)
 {
 	uint32_t key = first_fd(fds, n);
 	bool began = timeout != 0 && wait_begin(key);
-	int r = __real_poll(fds, n, timeout);
+	int r = REAL(poll)(fds, n, timeout);
 	wait_end(began, key);
 	return r;
 }
@@ -336,7 +357,7 @@ WRAP_SLOW static int jitt_wait_poll(struct pollfd *fds, nfds_t n, int timeout)
 WRAP int __wrap_poll(struct pollfd *fds, nfds_t n, int timeout)
 {
 	if (__builtin_expect(!traced(), 1))
-		return __real_poll(fds, n, timeout);
+		return REAL(poll)(fds, n, timeout);
 	return jitt_wait_poll(fds, n, timeout);
 }
 
@@ -345,7 +366,7 @@ WRAP_SLOW static int jitt_wait_ppoll(struct pollfd *fds, nfds_t n, const struct 
 {
 	uint32_t key = first_fd(fds, n);
 	bool began = !(t && !t->tv_sec && !t->tv_nsec) && wait_begin(key);
-	int r = __real_ppoll(fds, n, t, mask);
+	int r = REAL(ppoll)(fds, n, t, mask);
 	wait_end(began, key);
 	return r;
 }
@@ -354,7 +375,7 @@ WRAP int __wrap_ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t,
 		      const sigset_t *mask)
 {
 	if (__builtin_expect(!traced(), 1))
-		return __real_ppoll(fds, n, t, mask);
+		return REAL(ppoll)(fds, n, t, mask);
 	return jitt_wait_ppoll(fds, n, t, mask);
 }
 
@@ -362,7 +383,7 @@ WRAP_SLOW static int jitt_wait_select(int n, fd_set *rd, fd_set *wr, fd_set *ex,
 {
 	uint32_t key = AGENT_KEY_FD(n - 1);
 	bool began = !(t && !t->tv_sec && !t->tv_usec) && wait_begin(key);
-	int r = __real_select(n, rd, wr, ex, t);
+	int r = REAL(select)(n, rd, wr, ex, t);
 	wait_end(began, key);
 	return r;
 }
@@ -370,7 +391,7 @@ WRAP_SLOW static int jitt_wait_select(int n, fd_set *rd, fd_set *wr, fd_set *ex,
 WRAP int __wrap_select(int n, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *t)
 {
 	if (__builtin_expect(!traced(), 1))
-		return __real_select(n, rd, wr, ex, t);
+		return REAL(select)(n, rd, wr, ex, t);
 	return jitt_wait_select(n, rd, wr, ex, t);
 }
 
@@ -379,7 +400,7 @@ WRAP_SLOW static int jitt_wait_pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex
 {
 	uint32_t key = AGENT_KEY_FD(n - 1);
 	bool began = !(t && !t->tv_sec && !t->tv_nsec) && wait_begin(key);
-	int r = __real_pselect(n, rd, wr, ex, t, mask);
+	int r = REAL(pselect)(n, rd, wr, ex, t, mask);
 	wait_end(began, key);
 	return r;
 }
@@ -388,14 +409,14 @@ WRAP int __wrap_pselect(int n, fd_set *rd, fd_set *wr, fd_set *ex, const struct 
 			const sigset_t *mask)
 {
 	if (__builtin_expect(!traced(), 1))
-		return __real_pselect(n, rd, wr, ex, t, mask);
+		return REAL(pselect)(n, rd, wr, ex, t, mask);
 	return jitt_wait_pselect(n, rd, wr, ex, t, mask);
 }
 
 WRAP_SLOW static int jitt_wait_epoll_wait(int ep, struct epoll_event *ev, int max, int timeout)
 {
 	bool began = timeout != 0 && wait_begin(AGENT_KEY_FD(ep));
-	int r = __real_epoll_wait(ep, ev, max, timeout);
+	int r = REAL(epoll_wait)(ep, ev, max, timeout);
 	wait_end(began, AGENT_KEY_FD(ep));
 	return r;
 }
@@ -403,7 +424,7 @@ WRAP_SLOW static int jitt_wait_epoll_wait(int ep, struct epoll_event *ev, int ma
 WRAP int __wrap_epoll_wait(int ep, struct epoll_event *ev, int max, int timeout)
 {
 	if (__builtin_expect(!traced(), 1))
-		return __real_epoll_wait(ep, ev, max, timeout);
+		return REAL(epoll_wait)(ep, ev, max, timeout);
 	return jitt_wait_epoll_wait(ep, ev, max, timeout);
 }
 
@@ -411,7 +432,7 @@ WRAP_SLOW static int jitt_wait_epoll_pwait(int ep, struct epoll_event *ev, int m
 			    const sigset_t *mask)
 {
 	bool began = timeout != 0 && wait_begin(AGENT_KEY_FD(ep));
-	int r = __real_epoll_pwait(ep, ev, max, timeout, mask);
+	int r = REAL(epoll_pwait)(ep, ev, max, timeout, mask);
 	wait_end(began, AGENT_KEY_FD(ep));
 	return r;
 }
@@ -420,7 +441,7 @@ WRAP int __wrap_epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout
 			    const sigset_t *mask)
 {
 	if (__builtin_expect(!traced(), 1))
-		return __real_epoll_pwait(ep, ev, max, timeout, mask);
+		return REAL(epoll_pwait)(ep, ev, max, timeout, mask);
 	return jitt_wait_epoll_pwait(ep, ev, max, timeout, mask);
 }
 
@@ -429,7 +450,7 @@ WRAP int __wrap_epoll_pwait(int ep, struct epoll_event *ev, int max, int timeout
 WRAP_SLOW static ssize_t jitt_wait_read(int fd, void *buf, size_t n)
 {
 	bool began = wait_begin(AGENT_KEY_FD(fd));
-	ssize_t r = __real_read(fd, buf, n);
+	ssize_t r = REAL(read)(fd, buf, n);
 	wait_end(began, AGENT_KEY_FD(fd));
 	return r;
 }
@@ -437,14 +458,14 @@ WRAP_SLOW static ssize_t jitt_wait_read(int fd, void *buf, size_t n)
 WRAP ssize_t __wrap_read(int fd, void *buf, size_t n)
 {
 	if (__builtin_expect(!traced(), 1))
-		return __real_read(fd, buf, n);
+		return REAL(read)(fd, buf, n);
 	return jitt_wait_read(fd, buf, n);
 }
 
 WRAP_SLOW static ssize_t jitt_wait_write(int fd, const void *buf, size_t n)
 {
 	bool began = wait_begin(AGENT_KEY_FD(fd));
-	ssize_t r = __real_write(fd, buf, n);
+	ssize_t r = REAL(write)(fd, buf, n);
 	wait_end(began, AGENT_KEY_FD(fd));
 	return r;
 }
@@ -452,6 +473,33 @@ WRAP_SLOW static ssize_t jitt_wait_write(int fd, const void *buf, size_t n)
 WRAP ssize_t __wrap_write(int fd, const void *buf, size_t n)
 {
 	if (__builtin_expect(!traced(), 1))
-		return __real_write(fd, buf, n);
+		return REAL(write)(fd, buf, n);
 	return jitt_wait_write(fd, buf, n);
 }
+
+#ifdef __GLIBC__
+#define BOUND(name) { #name, (void *)__wrap_##name, (void **)&jitt_real_##name },
+static const struct agent_bound bound[] = { WRAPPED(BOUND) };
+
+/* Once, as the first thread is traced (jitt_trace_thread); later calls return at once. */
+RT void agent_wrappers_bind(void)
+{
+	static atomic_int state; /* 0 not yet, 1 binding, 2 done */
+	int expected = 0;
+	if (atomic_load_explicit(&state, memory_order_acquire) == 2)
+		return;
+	if (!atomic_compare_exchange_strong(&state, &expected, 1)) {
+		while (atomic_load_explicit(&state, memory_order_acquire) != 2)
+			sched_yield(); /* another thread binds: a few microseconds */
+		return;
+	}
+	reals_find();
+	size_t n = agent_got_bind(bound, sizeof(bound) / sizeof(bound[0]));
+	if (n)
+		log_dbg("jitt: wrappers: %zu of the program's slots bound to them", n);
+	else
+		log_info("jitt: wrappers: none bound (the program calls none of them through a "
+			 "GOT: linked statically?): its threads' waits are not recorded");
+	atomic_store_explicit(&state, 2, memory_order_release);
+}
+#endif
