@@ -44,17 +44,17 @@
 #define R_DATA R_386_GLOB_DAT
 #endif
 #if UINTPTR_MAX > 0xffffffffu
-#define REL_TYPE ELF64_R_TYPE
+#define REL_TYPE   ELF64_R_TYPE
 #define REL_SYMBOL ELF64_R_SYM
 #else
-#define REL_TYPE ELF32_R_TYPE
+#define REL_TYPE   ELF32_R_TYPE
 #define REL_SYMBOL ELF32_R_SYM
 #endif
 
 /* The main program as loaded: the first object dl_iterate_phdr reports. */
 struct program {
 	uintptr_t base;
-	const ElfW(Dyn) *dynamic;
+	const ElfW(Dyn) * dynamic;
 	uintptr_t relro, relro_end; /* 0, 0 without PT_GNU_RELRO */
 };
 
@@ -95,8 +95,8 @@ RT static bool slot_write(const struct program *p, uintptr_t addr, void *wrapper
 }
 
 /* A relocation table (Rel or Rela: both begin with r_offset, r_info), its slots bound. */
-RT static size_t bind_table(const struct program *p, uintptr_t table, size_t bytes,
-			    size_t entry, const ElfW(Sym) *symtab, const char *strtab,
+RT static size_t bind_table(const struct program *p, uintptr_t table, size_t bytes, size_t entry,
+			    const ElfW(Sym) * symtab, const char *strtab,
 			    const struct agent_bound *b, size_t n)
 {
 	size_t bound = 0;
@@ -131,17 +131,39 @@ RT size_t agent_got_bind(const struct agent_bound *b, size_t n)
 	size_t pltrelsz = 0, pltrel = 0, relasz = 0, relaent = 0, relsz = 0, relent = 0;
 	for (const ElfW(Dyn) *d = p.dynamic; d->d_tag != DT_NULL; d++) {
 		switch (d->d_tag) {
-		case DT_SYMTAB: symtab = at(&p, d->d_un.d_ptr); break;
-		case DT_STRTAB: strtab = at(&p, d->d_un.d_ptr); break;
-		case DT_JMPREL: jmprel = at(&p, d->d_un.d_ptr); break;
-		case DT_PLTRELSZ: pltrelsz = d->d_un.d_val; break;
-		case DT_PLTREL: pltrel = d->d_un.d_val; break;
-		case DT_RELA: rela = at(&p, d->d_un.d_ptr); break;
-		case DT_RELASZ: relasz = d->d_un.d_val; break;
-		case DT_RELAENT: relaent = d->d_un.d_val; break;
-		case DT_REL: rel = at(&p, d->d_un.d_ptr); break;
-		case DT_RELSZ: relsz = d->d_un.d_val; break;
-		case DT_RELENT: relent = d->d_un.d_val; break;
+		case DT_SYMTAB:
+			symtab = at(&p, d->d_un.d_ptr);
+			break;
+		case DT_STRTAB:
+			strtab = at(&p, d->d_un.d_ptr);
+			break;
+		case DT_JMPREL:
+			jmprel = at(&p, d->d_un.d_ptr);
+			break;
+		case DT_PLTRELSZ:
+			pltrelsz = d->d_un.d_val;
+			break;
+		case DT_PLTREL:
+			pltrel = d->d_un.d_val;
+			break;
+		case DT_RELA:
+			rela = at(&p, d->d_un.d_ptr);
+			break;
+		case DT_RELASZ:
+			relasz = d->d_un.d_val;
+			break;
+		case DT_RELAENT:
+			relaent = d->d_un.d_val;
+			break;
+		case DT_REL:
+			rel = at(&p, d->d_un.d_ptr);
+			break;
+		case DT_RELSZ:
+			relsz = d->d_un.d_val;
+			break;
+		case DT_RELENT:
+			relent = d->d_un.d_val;
+			break;
 		}
 	}
 	if (!symtab || !strtab)
