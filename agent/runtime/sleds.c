@@ -119,6 +119,7 @@ static uint64_t sampled_point; /* ticks: a traced call through them, 0 until tim
 #define LEARN_SAMPLE_NS 1000000	   /* else every ms */
 #define LEARN_PENDING_MAX_MS 2000 /* a decision waits this long for them at most */
 #define LEARN_SAMPLES_KEEP (1u << 14) /* past this many, every count is halved */
+#define LEARN_RECENT_SAMPLES 512 /* the recent ones, which a put-back ranks by */
 #define LEARN_DEPTH 1024 /* deeper calls are followed for depth only */
 #define LEARN_SAVE_GAP_MS 500 /* the memory (learn_memory.c) is saved at most this often */
 #define LEARN_MEMORY_CALLS 1048576 /* remembered counts are halved down to this many calls, */
@@ -192,6 +193,9 @@ static struct {
 	bool sampled;	      /* perf's samples of the traced threads come (learn_samples.c) */
 	uint64_t *hits;	      /* by sled: its samples, halved now and then (LEARN_SAMPLES_KEEP) */
 	uint64_t samples;     /* all of them (samples in the program's functions) */
+	uint64_t run_samples; /* this run's own (samples starts from a memory's) */
+	uint64_t *recent;     /* by sled: its samples, halved past LEARN_RECENT_SAMPLES */
+	uint64_t recent_samples; /* all of them */
 	uint64_t *step_hits;  /* samples_take's: counted[k]'s hits before a read */
 	uint32_t *records_seen; /* by sled: rb_sleds_counted_records at the last read */
 	uint64_t period_ns;   /* CPU time a sample stands for, as perf was last told */
@@ -334,8 +338,10 @@ RT static uint64_t samples_take(void)
 	 * thread a pass over all of them (thousands) at each step */
 	for (size_t k = 0; k < learn.ncounted; k++)
 		learn.step_hits[k] = learn.hits[learn.counted[k]];
-	uint64_t got = agent_samples_read(learn.hits);
+	uint64_t got = agent_samples_read(learn.hits, learn.recent);
 	learn.samples += got;
+	learn.run_samples += got;
+	learn.recent_samples += got;
 	size_t nrec = 0;
 	const _Atomic uint32_t *rec = rb_sleds_counted_records ? rb_sleds_counted_records(&nrec)
 							       : NULL;
@@ -472,12 +478,12 @@ RT int agent_sleds_learn_timeout(uint64_t now_ns)
 /* learn_alloc's arrays */
 RT static void learn_free(void)
 {
-	free(learn.ids), free(learn.fn), free(learn.out), free(learn.hits);
+	free(learn.ids), free(learn.fn), free(learn.out), free(learn.hits), free(learn.recent);
 	free(learn.step_hits), free(learn.records_seen);
 	free(learn.counted), free(learn.mean), free(learn.edges), free(learn.is_out);
 	free(learn.selfs), free(learn.ranked);
 	learn.ids = NULL, learn.fn = NULL, learn.out = NULL, learn.hits = NULL;
-	learn.step_hits = NULL, learn.records_seen = NULL;
+	learn.recent = NULL, learn.step_hits = NULL, learn.records_seen = NULL;
 	learn.counted = NULL, learn.mean = NULL, learn.edges = NULL, learn.is_out = NULL;
 	learn.selfs = NULL, learn.ranked = NULL;
 }
@@ -766,6 +772,7 @@ RT static bool learn_alloc(const uintptr_t *sleds, size_t nsleds)
 	learn.fn = calloc(nsleds, sizeof(*learn.fn));
 	learn.out = calloc(nsleds, sizeof(*learn.out));
 	learn.hits = calloc(nsleds, sizeof(*learn.hits));
+	learn.recent = calloc(nsleds, sizeof(*learn.recent));
 	learn.step_hits = calloc(nsleds, sizeof(*learn.step_hits));
 	learn.records_seen = calloc(nsleds, sizeof(*learn.records_seen));
 	learn.counted = calloc(nsleds, sizeof(*learn.counted));
@@ -774,7 +781,8 @@ RT static bool learn_alloc(const uintptr_t *sleds, size_t nsleds)
 	learn.is_out = calloc(nsleds, sizeof(*learn.is_out));
 	learn.selfs = calloc(nsleds, sizeof(*learn.selfs));
 	learn.ranked = calloc(nsleds, sizeof(*learn.ranked));
-	if (!learn.ids || !learn.fn || !learn.out || !learn.hits || !learn.step_hits ||
+	if (!learn.ids || !learn.fn || !learn.out || !learn.hits || !learn.recent ||
+	    !learn.step_hits ||
 	    !learn.records_seen || !learn.counted ||
 	    !learn.mean || !learn.edges || !learn.is_out || !learn.selfs || !learn.ranked) {
 		learn_free(); /* all or none: learn_init tells by learn.fn */
@@ -1046,11 +1054,12 @@ RT static void learn_save(uint64_t now_ns, bool now)
  * has, LEARN_PROTECT_MIN_PCT of all at least; or LEARN_HOT_PCT of all, whatever its
  * rank. UINT64_MAX: too few samples to tell.
  */
-RT static void hot_floors(size_t nsleds, uint64_t *rank_floor, uint64_t *share_floor)
+RT static void hot_floors(const uint64_t *hits, uint64_t samples, size_t nsleds,
+			 uint64_t *rank_floor, uint64_t *share_floor)
 {
 	uint64_t top[LEARN_HOT_TOP] = { 0 }; /* the most sampled, in decreasing order */
 	for (size_t i = 0; i < nsleds; i++) {
-		uint64_t h = learn.hits[i];
+		uint64_t h = hits[i];
 		for (int k = 0; k < LEARN_HOT_TOP; k++)
 			if (h > top[k]) {
 				uint64_t t = top[k];
@@ -1059,18 +1068,18 @@ RT static void hot_floors(size_t nsleds, uint64_t *rank_floor, uint64_t *share_f
 			}
 	}
 	*rank_floor = *share_floor = UINT64_MAX;
-	if (learn.samples < LEARN_SAMPLES_MIN)
+	if (samples < LEARN_SAMPLES_MIN)
 		return;
-	uint64_t min = learn.samples * LEARN_PROTECT_MIN_PCT / 100;
+	uint64_t min = samples * LEARN_PROTECT_MIN_PCT / 100;
 	*rank_floor = top[LEARN_HOT_TOP - 1] > min ? top[LEARN_HOT_TOP - 1] : min;
 	if (!*rank_floor)
 		*rank_floor = 1;
-	*share_floor = learn.samples * LEARN_HOT_PCT / 100;
+	*share_floor = samples * LEARN_HOT_PCT / 100;
 }
 
-RT static bool hot(size_t i, uint64_t rank_floor, uint64_t share_floor)
+RT static bool hot(const uint64_t *hits, size_t i, uint64_t rank_floor, uint64_t share_floor)
 {
-	return learn.hits[i] >= rank_floor || learn.hits[i] >= share_floor;
+	return hits[i] >= rank_floor || hits[i] >= share_floor;
 }
 
 /* learn.is_out: the sleds of out[0..n) */
@@ -1197,8 +1206,12 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
 	uint64_t top_rank = nshort > LEARN_PROTECT_TOP ? ranked[LEARN_PROTECT_TOP - 1] : 0;
 	uint64_t total = minus(learn.span, calls * point);
 	uint64_t rank_floor = UINT64_MAX, share_floor = UINT64_MAX;
-	if (learn.sampled)
-		hot_floors(nsleds, &rank_floor, &share_floor);
+	uint64_t recent_rank = UINT64_MAX, recent_share = UINT64_MAX;
+	if (learn.sampled) {
+		hot_floors(learn.hits, learn.samples, nsleds, &rank_floor, &share_floor);
+		hot_floors(learn.recent, learn.recent_samples, nsleds, &recent_rank,
+			   &recent_share);
+	}
 	bool by_samples = rank_floor != UINT64_MAX;
 	size_t nout = 0;
 	for (size_t i = 0; i < nsleds && total; i++) {
@@ -1209,7 +1222,8 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
 		/* A profile's top: by perf's samples, or failing them (or where they cannot see
 		 * the function's code: a shared library's memcpy) by the times' estimate */
 		bool top = by_samples && !agent_samples_blind(i)
-				   ? hot(i, rank_floor, share_floor)
+				   ? hot(learn.hits, i, rank_floor, share_floor) ||
+					     hot(learn.recent, i, recent_rank, recent_share)
 				   : selfs[i] * 100 >= total * LEARN_PROTECT_PCT ||
 					     (selfs[i] >= top_rank &&
 					      selfs[i] * 100 >= total * LEARN_PROTECT_MIN_PCT);
@@ -1256,12 +1270,18 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
  * the new ones are counted, and between windows a function taken out that is now among
  * a profile's top is put back at once (a new phase's hot helper: the next window may be a
  * minute away).
+ * A remembered run samples fast too until its own samples weigh as much as the memory's
+ * (LEARN_MEMORY_SAMPLES): what it left out may be this run's top from the start. At a
+ * sample a ms, SQLite's strcspn, 20-25% of the file workload's CPU time and left out by a
+ * memory of --memdb, was put back 185 to 460 ms into the run, and a trace taken before
+ * had no strcspn at all (b64).
  */
 RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *tids, int ntids)
 {
 	if (!learn.sampled)
 		return;
-	bool fast = learn.window || learn.samples < LEARN_SAMPLES_MIN;
+	bool fast = learn.window || learn.samples < LEARN_SAMPLES_MIN ||
+		    (learn.remembered && learn.run_samples < LEARN_MEMORY_SAMPLES);
 	uint64_t period = fast ? LEARN_SAMPLE_FAST_NS : LEARN_SAMPLE_NS;
 	int e = agent_samples_follow(tids, ntids, period);
 	if (e) {
@@ -1278,16 +1298,26 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 			learn.hits[i] /= 2;
 		learn.samples /= 2;
 	}
+	if (learn.recent_samples > LEARN_RECENT_SAMPLES) {
+		for (size_t i = 0; i < nsleds; i++)
+			learn.recent[i] /= 2;
+		learn.recent_samples /= 2;
+	}
 	if (!learn.window)
 		counted_means(sleds);
 	if (learn.window || !learn.nout || !got)
 		return;
-	uint64_t rank_floor, share_floor;
-	hot_floors(nsleds, &rank_floor, &share_floor);
+	/* By the whole profile, or by its last few hundred samples: a new phase's top had to
+	 * outweigh the phases before it (SQLite's strcspn, 20-25% of the file workload's
+	 * CPU time from one phase on, was put back a second later, at 558 of 3,839 samples) */
+	uint64_t rank_floor, share_floor, recent_rank, recent_share;
+	hot_floors(learn.hits, learn.samples, nsleds, &rank_floor, &share_floor);
+	hot_floors(learn.recent, learn.recent_samples, nsleds, &recent_rank, &recent_share);
 	out_flags(learn.out, learn.nout, nsleds);
 	for (size_t k = 0; k < learn.nout; k++) {
 		size_t i = learn.out[k];
-		if (!hot(i, rank_floor, share_floor))
+		if (!hot(learn.hits, i, rank_floor, share_floor) &&
+		    !hot(learn.recent, i, recent_rank, recent_share))
 			continue;
 		char buf[32];
 		uint32_t *mean = &learn.mean[learn.ncounted];
@@ -1299,9 +1329,11 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 		if (count)
 			learn.counted[learn.ncounted++] = i;
 		learn_changed();
-		log_dbg("jitt: sleds: put back %s%s: %llu of %llu samples",
+		log_dbg("jitt: sleds: put back %s%s: %llu of %llu samples, %llu of the last %llu",
 			learn_name(sleds, i, buf, sizeof(buf)), count ? ", counted" : "",
-			(unsigned long long)learn.hits[i], (unsigned long long)learn.samples);
+			(unsigned long long)learn.hits[i], (unsigned long long)learn.samples,
+			(unsigned long long)learn.recent[i],
+			(unsigned long long)learn.recent_samples);
 		learn.out[k--] = learn.out[--learn.nout];
 	}
 }
