@@ -232,6 +232,30 @@ wait "$pid" 2>/dev/null
 check "phases remembered: fresh left out or counted from the next run's start" \
 	grep -q 'sleds: remembered: \(left out\|counted\) fresh$' "$work/phases-mem-2.log"
 
+# A new top (agent/runtime/sleds.c, learn_sample): four long functions share the time for
+# three windows, which leave the seldom-called short rare out; then rare takes most of it.
+# It is put back by the last few hundred samples, while it still holds less than a tenth of
+# the whole profile's: ranked by all of them, it had to outweigh the first phase first.
+conf "ring_kb = 256" "sleds_learn_ns = 250" "log_level = debug" >"$work/newtop.conf"
+rm -f "$work/phase"
+JITT_CONFIG=$work/newtop.conf "$work/abi" newtop "$work/phase" >/dev/null \
+	2>"$work/newtop.log" &
+pid=$!
+wait_for 60 grep -q 'sleds: learned from .*window 3,' "$work/newtop.log"
+touch "$work/phase"
+wait_for 60 grep -q 'sleds: put back rare\|sleds: short, kept for its time rare:' \
+	"$work/newtop.log"
+rm -f "$work/phase"
+wait "$pid"
+back=$(grep -o 'put back rare[^:]*: [0-9]* of [0-9]* samples, [0-9]* of the last [0-9]*' \
+	"$work/newtop.log" | head -n 1)
+check "newtop: rare left out by the first phase's windows" \
+	grep -q 'sleds: left out rare:' "$work/newtop.log"
+# shellcheck disable=SC2086 # its numbers, as words
+set -- $(echo "$back" | sed 's/[^0-9 ]//g')
+check "newtop: rare put back by the recent samples ($back)" \
+	test "$#" -eq 4 -a "${1:-0}" -gt 0 -a "$((${1:-0} * 10))" -lt "${2:-0}"
+
 # self_share NAME SUMMARY: the self% of function NAME's first line in a summary, whole
 # (empty when no line names it)
 self_share() {

@@ -265,6 +265,45 @@ static void phases_until(const char *stop)
 	learn_sink = s;
 }
 
+/* "newtop STOPFILE": four long functions of about a quarter of the time each, and seldom a
+ * short one (rare), until STOPFILE exists (the check script makes it once the runtime
+ * decided from its third window, which left rare out); then rare, 2,000 calls for each of
+ * a long one's, most of the time, until STOPFILE is gone again (the script removes it once
+ * the runtime put rare back; 60 s at most). */
+NOINLINE static long rare(long x)
+{
+	for (int k = 0; k < 20; k++)
+		learn_sink = x + k;
+	return x;
+}
+#define QUARTER(name, step) /* steps apart: GCC would fold four of one code into one */   \
+	NOINLINE static long name(long x)                                                     \
+	{                                                                                     \
+		for (int k = 0; k < 5000; k++)                                                \
+			learn_sink = x + k * step;                                            \
+		return x;                                                                     \
+	}
+QUARTER(quarter_a, 1)
+QUARTER(quarter_b, 2)
+QUARTER(quarter_c, 3)
+QUARTER(quarter_d, 5)
+static void newtop_until(const char *stop)
+{
+	long s = 0;
+	for (long i = 0; access(stop, F_OK) != 0; i++) {
+		s += quarter_a(i) + quarter_b(i) + quarter_c(i) + quarter_d(i);
+		if (i % 8 == 0) /* enough calls in a window to judge it by (LEARN_MIN_CALLS) */
+			s += rare(i);
+	}
+	time_t give_up = time(NULL) + 60;
+	while (access(stop, F_OK) == 0 && time(NULL) < give_up) {
+		s += quarter_a(0);
+		for (int j = 0; j < 2000; j++)
+			s += rare(j);
+	}
+	learn_sink = s;
+}
+
 /* "copies STOPFILE": as count, with the C library's memcpy in hot's place (ringbuf/
  * sleds_libc.c): 200 copies of 4 KiB or so for each slow call, a profile's top that only a
  * sled of the library's function can name. */
@@ -405,6 +444,8 @@ int main(int argc, char **argv)
 		count_until(argv[2], true);
 	if (argc > 2 && !strcmp(argv[1], "phases"))
 		phases_until(argv[2]);
+	if (argc > 2 && !strcmp(argv[1], "newtop"))
+		newtop_until(argv[2]);
 	if (argc > 1 && !strcmp(argv[1], "restart")) { /* the runtime again, the sleds as they are */
 		jitt_shutdown();
 		traced = jitt_init(NULL) ? -1 : jitt_trace_thread(true);
