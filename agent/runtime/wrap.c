@@ -118,7 +118,6 @@ WRAP static inline void wait_end(bool began, uint32_t key)
 static _Atomic unsigned mutex_waiters[256];
 #define WAITERS(key) (&mutex_waiters[((key) >> 2) & 255])
 
-
 /*
  * Whether a mutex is free, read without taking it: the word the C library's lock takes
  * (glibc's __data.__lock, musl's second int), 0 when free in either. A traced lock of a
@@ -210,7 +209,6 @@ WRAP int __wrap_pthread_mutex_unlock(pthread_mutex_t *m)
 
 /* ---- condition variables ---- */
 
-
 WRAP_SLOW static int jitt_wait_pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
 	uint32_t key = agent_key_object(c);
@@ -273,7 +271,6 @@ WRAP int __wrap_pthread_cond_broadcast(pthread_cond_t *c)
 }
 
 /* ---- sleeps ---- */
-
 
 WRAP_SLOW static int jitt_wait_nanosleep(const struct timespec *req, struct timespec *rem)
 {
@@ -338,7 +335,6 @@ WRAP unsigned __wrap_sleep(unsigned s)
 }
 
 /* ---- waiting for file descriptors (a zero timeout never blocks: nothing recorded) ---- */
-
 
 WRAP static inline uint32_t first_fd(const struct pollfd *fds, nfds_t n)
 {
