@@ -247,7 +247,7 @@ wait_for 60 grep -q 'sleds: put back rare\|sleds: short, kept for its time rare:
 	"$work/newtop.log"
 rm -f "$work/phase"
 wait "$pid"
-back=$(grep -o 'put back rare[^:]*: [0-9]* of [0-9]* samples, [0-9]* of the last [0-9]*' \
+back=$(grep -o 'put back rare[^:]*: [0-9]* of [0-9]* samples, [0-9]*% of the last [0-9]*' \
 	"$work/newtop.log" | head -n 1)
 check "newtop: rare left out by the first phase's windows" \
 	grep -q 'sleds: left out rare:' "$work/newtop.log"

@@ -151,7 +151,7 @@ RT int agent_samples_follow(const pid_t *tids, int n, uint64_t period_ns)
 	return smp.refused;
 }
 
-RT uint64_t agent_samples_read(uint64_t *hits, uint64_t *recent)
+RT uint64_t agent_samples_read(uint64_t *hits, uint64_t *recent, uint64_t weight)
 {
 	static uint8_t buf[SAMPLE_PAGES * 4096];
 	static uint64_t ips[SAMPLE_PAGES * 4096 / 16];
@@ -168,7 +168,7 @@ RT uint64_t agent_samples_read(uint64_t *hits, uint64_t *recent)
 			for (size_t k = 0; k < n; k++) {
 				long f = agent_samples_sled_of((uintptr_t)ips[k]);
 				if (f >= 0)
-					hits[f]++, recent[f]++, all++;
+					hits[f]++, recent[f] += weight, all++;
 			}
 			if ((size_t)got < sizeof(buf) / 2)
 				break;

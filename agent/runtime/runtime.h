@@ -195,15 +195,16 @@ void agent_sleds_exit_save(void);
  * Learning's profile (learn_samples.c): perf's samples of the traced threads, by sled.
  * start maps each sled's function (its symbol's size in elf, or up to the next sled);
  * follow samples the threads tids every period_ns of their CPU time (0, or the error that
- * turned sampling off: perf refused); read adds each sled's new samples to hits and to
- * recent (a second count, which the caller forgets faster) and returns their sum (a sample in no function of the program, in the C library or the
+ * turned sampling off: perf refused); read adds each sled's new samples to hits, and
+ * weight each to recent (a second count, which the caller forgets faster), and returns
+ * their number (a sample in no function of the program, in the C library or the
  * trace points' code, is not counted: a profile of the program's own code).
  */
 struct rb_elf;
 int agent_samples_start(const uintptr_t *sleds, size_t nsleds, uintptr_t bias,
 			const struct rb_elf *elf);
 int agent_samples_follow(const pid_t *tids, int n, uint64_t period_ns);
-uint64_t agent_samples_read(uint64_t *hits, uint64_t *recent);
+uint64_t agent_samples_read(uint64_t *hits, uint64_t *recent, uint64_t weight);
 void agent_samples_stop(void);
 /* Whether sled idx's time is out of the samples' sight: a wrapper of a C library function
  * (ringbuf/sleds_libc.c) whose code is not the program's (a shared library's, or a program

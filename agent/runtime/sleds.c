@@ -119,7 +119,7 @@ static uint64_t sampled_point; /* ticks: a traced call through them, 0 until tim
 #define LEARN_SAMPLE_NS 1000000	   /* else every ms */
 #define LEARN_PENDING_MAX_MS 2000 /* a decision waits this long for them at most */
 #define LEARN_SAMPLES_KEEP (1u << 14) /* past this many, every count is halved */
-#define LEARN_RECENT_SAMPLES 512 /* the recent ones, which a put-back ranks by */
+#define LEARN_RECENT_SAMPLES 512 /* the recent ones, which a put-back ranks by (every ms) */
 #define LEARN_DEPTH 1024 /* deeper calls are followed for depth only */
 #define LEARN_SAVE_GAP_MS 500 /* the memory (learn_memory.c) is saved at most this often */
 #define LEARN_MEMORY_CALLS 1048576 /* remembered counts are halved down to this many calls, */
@@ -194,8 +194,9 @@ static struct {
 	uint64_t *hits;	      /* by sled: its samples, halved now and then (LEARN_SAMPLES_KEEP) */
 	uint64_t samples;     /* all of them (samples in the program's functions) */
 	uint64_t run_samples; /* this run's own (samples starts from a memory's) */
-	uint64_t *recent;     /* by sled: its samples, halved past LEARN_RECENT_SAMPLES */
-	uint64_t recent_samples; /* all of them */
+	uint64_t *recent;     /* by sled: its samples, halved past LEARN_RECENT_SAMPLES, each */
+			      /* weighing the LEARN_SAMPLE_FAST_NS it stands for */
+	uint64_t recent_weight, recent_samples; /* all of them: weighed, and counted */
 	uint64_t *step_hits;  /* samples_take's: counted[k]'s hits before a read */
 	uint32_t *records_seen; /* by sled: rb_sleds_counted_records at the last read */
 	uint64_t period_ns;   /* CPU time a sample stands for, as perf was last told */
@@ -338,10 +339,16 @@ RT static uint64_t samples_take(void)
 	 * thread a pass over all of them (thousands) at each step */
 	for (size_t k = 0; k < learn.ncounted; k++)
 		learn.step_hits[k] = learn.hits[learn.counted[k]];
-	uint64_t got = agent_samples_read(learn.hits, learn.recent);
+	/* Weighed by CPU time: 200 fast samples of a remembered run's first 10 ms weighed as
+	 * much as the next 200 ms, and kept strcspn out for a quarter second more */
+	uint64_t weight = learn.period_ns > LEARN_SAMPLE_FAST_NS
+				  ? learn.period_ns / LEARN_SAMPLE_FAST_NS
+				  : 1;
+	uint64_t got = agent_samples_read(learn.hits, learn.recent, weight);
 	learn.samples += got;
 	learn.run_samples += got;
 	learn.recent_samples += got;
+	learn.recent_weight += got * weight;
 	size_t nrec = 0;
 	const _Atomic uint32_t *rec = rb_sleds_counted_records ? rb_sleds_counted_records(&nrec)
 							       : NULL;
@@ -1052,10 +1059,11 @@ RT static void learn_save(uint64_t now_ns, bool now)
  * With samples: the fewest a function needs to count as a profile's top, which stays
  * traced however short its calls: as many as the LEARN_HOT_TOP'th most sampled function
  * has, LEARN_PROTECT_MIN_PCT of all at least; or LEARN_HOT_PCT of all, whatever its
- * rank. UINT64_MAX: too few samples to tell.
+ * rank. hits sum to total (learn.recent's are weighed); samples is how many they are:
+ * UINT64_MAX with too few to tell.
  */
-RT static void hot_floors(const uint64_t *hits, uint64_t samples, size_t nsleds,
-			 uint64_t *rank_floor, uint64_t *share_floor)
+RT static void hot_floors(const uint64_t *hits, uint64_t total, uint64_t samples,
+			 size_t nsleds, uint64_t *rank_floor, uint64_t *share_floor)
 {
 	uint64_t top[LEARN_HOT_TOP] = { 0 }; /* the most sampled, in decreasing order */
 	for (size_t i = 0; i < nsleds; i++) {
@@ -1070,11 +1078,11 @@ RT static void hot_floors(const uint64_t *hits, uint64_t samples, size_t nsleds,
 	*rank_floor = *share_floor = UINT64_MAX;
 	if (samples < LEARN_SAMPLES_MIN)
 		return;
-	uint64_t min = samples * LEARN_PROTECT_MIN_PCT / 100;
+	uint64_t min = total * LEARN_PROTECT_MIN_PCT / 100;
 	*rank_floor = top[LEARN_HOT_TOP - 1] > min ? top[LEARN_HOT_TOP - 1] : min;
 	if (!*rank_floor)
 		*rank_floor = 1;
-	*share_floor = samples * LEARN_HOT_PCT / 100;
+	*share_floor = total * LEARN_HOT_PCT / 100;
 }
 
 RT static bool hot(const uint64_t *hits, size_t i, uint64_t rank_floor, uint64_t share_floor)
@@ -1208,9 +1216,10 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
 	uint64_t rank_floor = UINT64_MAX, share_floor = UINT64_MAX;
 	uint64_t recent_rank = UINT64_MAX, recent_share = UINT64_MAX;
 	if (learn.sampled) {
-		hot_floors(learn.hits, learn.samples, nsleds, &rank_floor, &share_floor);
-		hot_floors(learn.recent, learn.recent_samples, nsleds, &recent_rank,
-			   &recent_share);
+		hot_floors(learn.hits, learn.samples, learn.samples, nsleds, &rank_floor,
+			   &share_floor);
+		hot_floors(learn.recent, learn.recent_weight, learn.recent_samples, nsleds,
+			   &recent_rank, &recent_share);
 	}
 	bool by_samples = rank_floor != UINT64_MAX;
 	size_t nout = 0;
@@ -1298,9 +1307,10 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 			learn.hits[i] /= 2;
 		learn.samples /= 2;
 	}
-	if (learn.recent_samples > LEARN_RECENT_SAMPLES) {
+	if (learn.recent_weight > LEARN_RECENT_SAMPLES * (LEARN_SAMPLE_NS / LEARN_SAMPLE_FAST_NS)) {
 		for (size_t i = 0; i < nsleds; i++)
 			learn.recent[i] /= 2;
+		learn.recent_weight /= 2;
 		learn.recent_samples /= 2;
 	}
 	if (!learn.window)
@@ -1311,8 +1321,9 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 	 * outweigh the phases before it (SQLite's strcspn, 20-25% of the file workload's
 	 * CPU time from one phase on, was put back a second later, at 558 of 3,839 samples) */
 	uint64_t rank_floor, share_floor, recent_rank, recent_share;
-	hot_floors(learn.hits, learn.samples, nsleds, &rank_floor, &share_floor);
-	hot_floors(learn.recent, learn.recent_samples, nsleds, &recent_rank, &recent_share);
+	hot_floors(learn.hits, learn.samples, learn.samples, nsleds, &rank_floor, &share_floor);
+	hot_floors(learn.recent, learn.recent_weight, learn.recent_samples, nsleds, &recent_rank,
+		   &recent_share);
 	out_flags(learn.out, learn.nout, nsleds);
 	for (size_t k = 0; k < learn.nout; k++) {
 		size_t i = learn.out[k];
@@ -1329,10 +1340,11 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 		if (count)
 			learn.counted[learn.ncounted++] = i;
 		learn_changed();
-		log_dbg("jitt: sleds: put back %s%s: %llu of %llu samples, %llu of the last %llu",
+		log_dbg("jitt: sleds: put back %s%s: %llu of %llu samples, %llu%% of the last %llu",
 			learn_name(sleds, i, buf, sizeof(buf)), count ? ", counted" : "",
 			(unsigned long long)learn.hits[i], (unsigned long long)learn.samples,
-			(unsigned long long)learn.recent[i],
+			(unsigned long long)(learn.recent[i] * 100 /
+					     (learn.recent_weight ? learn.recent_weight : 1)),
 			(unsigned long long)learn.recent_samples);
 		learn.out[k--] = learn.out[--learn.nout];
 	}
