@@ -357,5 +357,27 @@ TEST(cct_counted_record_stands_for_its_calls)
 	CHECK_EQ_U64(h->s[0].self, 80);
 	CHECK_EQ_U64(p->s[0].self, 20 + 400 - 10 - 70);
 	CHECK_EQ_U64(p->s[0].owed, 0);
+	/* A mean too long for the moment: p [100,120) and no later p to pay. h is given back
+	 * only what p had (its placed 10, and 10 of its 70 more): the selfs add up to the
+	 * time, nothing counted twice. */
+	struct rb_event ev3[] = {
+		E(0, 0x100),
+		E(100, 0x200),
+		{ .ts = 105, .id = 0x300, .arg = word, .kind = RB_EV_ENTRY, .raw = RB_CALLED },
+		{ .ts = 115, .arg = word, .kind = RB_EV_EXIT, .raw = RB_CALLED },
+		X(120),
+		X(1000),
+	};
+	cct_free(&c);
+	CHECK_EQ_INT(cct_build(&c, ev3, sizeof(ev3) / sizeof(ev3[0]), NULL, NULL), 0);
+	m = find(&c, 0, 0x100);
+	p = m ? find(&c, (uint32_t)(m - c.node), 0x200) : NULL;
+	h = p ? find(&c, (uint32_t)(p - c.node), 0x300) : NULL;
+	if (!CHECK(h != NULL))
+		return;
+	CHECK_EQ_U64(p->s[0].self, 0);
+	CHECK_EQ_U64(p->s[0].owed, 0);
+	CHECK_EQ_U64(h->s[0].self, 20);
+	CHECK_EQ_U64(m->s[0].self + p->s[0].self + h->s[0].self, 1000);
 	cct_free(&c);
 }

@@ -628,6 +628,41 @@ int cct_add_n(struct cct *c, const struct rb_event *ev, size_t n)
 	return err;
 }
 
+/*
+ * What a node still owes its counted callees at the end (cct_stat.owed) is time their means
+ * gave them that the node never had: a mean above what the calls took in this stretch of
+ * the run (means are the run's, calls' lengths are the moment's). Taken back from those
+ * callees, each in proportion to what its records' extra calls were given, so that no
+ * self time is counted twice: duktape's summaries had their window's top 10 add up to
+ * 121-137% of the window where a counted function's mean ran high (b66).
+ */
+static void settle_owed(struct cct *c)
+{
+	for (int l = 0; l < CCT_LANES; l++)
+		for (uint32_t p = 0; p < c->n; p++) {
+			uint64_t owed = c->node[p].s[l].owed, given = 0;
+			if (!owed)
+				continue;
+			for (uint32_t k = c->node[p].first_child; k != CCT_NONE;
+			     k = c->node[k].next_sibling) {
+				const struct cct_stat *st = &c->node[k].s[l];
+				if (st->more)
+					given += st->self / (st->calls + st->more) * st->more;
+			}
+			for (uint32_t k = c->node[p].first_child; given && k != CCT_NONE;
+			     k = c->node[k].next_sibling) {
+				struct cct_stat *st = &c->node[k].s[l];
+				if (!st->more)
+					continue;
+				uint64_t mine = st->self / (st->calls + st->more) * st->more;
+				uint64_t back = owed >= given ? mine : (uint64_t)((double)owed * mine / given);
+				st->self -= back;
+				st->incl -= back < st->incl ? back : st->incl;
+			}
+			c->node[p].s[l].owed = 0;
+		}
+}
+
 int cct_finish(struct cct *c, uint64_t end)
 {
 	if (c->failed)
@@ -639,6 +674,7 @@ int cct_finish(struct cct *c, uint64_t end)
 		close_frame(c, &c->stack[c->sp - 1], &c->stack[c->sp - 2], c->t1, true);
 	if (c->events)
 		close_frame(c, &c->stack[0], NULL, c->t1, false);
+	settle_owed(c);
 	return c->failed ? -ENOMEM : 0;
 }
 
