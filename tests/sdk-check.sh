@@ -198,6 +198,11 @@ static void *holder(void *arg)
 	pthread_mutex_lock(&lock);
 	held = 1;
 	int x = holder_work(1);
+	/* Until main waits for it (glibc's lock word is 2 with a waiter): on a loaded machine
+	 * main may not have come to its lock yet. A minute at most. */
+	for (int i = 0; i < 60000 && __atomic_load_n(&lock.__data.__lock, __ATOMIC_RELAXED) != 2;
+	     i++)
+		usleep(1000);
 	pthread_mutex_unlock(&lock);
 	while (!done) /* its ring in the trace: a thread's that ended is not */
 		usleep(1000);
@@ -210,8 +215,10 @@ int main(int argc, char **argv)
 	int traced = on ? jitt_trace_thread(true) : 0;
 	pthread_t t;
 	pthread_create(&t, NULL, holder, on ? &t : NULL);
+	/* Asleep, not spinning: the summary names what a thread waited for when its window
+	 * was mostly blocked, which a spin on a loaded machine could make it not be */
 	while (!held)
-		;
+		usleep(100);
 	pthread_mutex_lock(&lock); /* until the holder is done */
 	pthread_mutex_unlock(&lock);
 	usleep(1000);

@@ -80,11 +80,14 @@ RT static uintptr_t at(const struct program *p, uintptr_t v)
 	return v && v < p->base ? p->base + v : v;
 }
 
-/* Writes the wrapper into the slot at addr, through a writable mapping if it lies in RELRO. */
+/* Writes the wrapper into the slot at addr, through a writable mapping if it lies in RELRO.
+ * The dynamic linker makes read-only the RELRO pages that end inside the segment, its last
+ * partial page staying writable (other data shares it): only those are made writable here,
+ * and read-only again. */
 RT static bool slot_write(const struct program *p, uintptr_t addr, void *wrapper)
 {
-	bool relro = addr >= p->relro && addr < p->relro_end;
-	uintptr_t page = addr & ~((uintptr_t)sysconf(_SC_PAGESIZE) - 1);
+	uintptr_t mask = (uintptr_t)sysconf(_SC_PAGESIZE) - 1, page = addr & ~mask;
+	bool relro = addr >= p->relro && page + mask < (p->relro_end & ~mask);
 	size_t len = addr + sizeof(void *) - page;
 	if (relro && mprotect((void *)page, len, PROT_READ | PROT_WRITE))
 		return false;
