@@ -1072,6 +1072,8 @@ RT static void hot_floors(const uint64_t *hits, uint64_t total, uint64_t samples
 	uint64_t top[LEARN_HOT_TOP] = { 0 }; /* the most sampled, in decreasing order */
 	for (size_t i = 0; i < nsleds; i++) {
 		uint64_t h = hits[i];
+		if (h <= top[ntop - 1])
+			continue; /* most: one compare (12% of the control thread's time on SQLite) */
 		for (int k = 0; k < ntop; k++)
 			if (h > top[k]) {
 				uint64_t t = top[k];
