@@ -256,6 +256,23 @@ set -- $(echo "$back" | sed 's/[^0-9 ]//g')
 check "newtop: rare put back by the recent samples ($back)" \
 	test "$#" -eq 4 -a "${1:-0}" -gt 0 -a "$((${1:-0} * 10))" -lt "${2:-0}"
 
+# Counted calls under counted calls (agent/runtime/sleds.c, learn_decide): nested_outer,
+# short and a profile's top, calls only hot, short, a top and counted. It is counted too,
+# though its sled comes before hot's in the list learning goes through: in one pass it was
+# traced in full for hot's sake ("traced in full nested_outer: it calls hot, traced").
+conf "ring_kb = 256" "sleds_learn_ns = 250" "log_level = debug" >"$work/nested.conf"
+rm -f "$work/nested-stop"
+JITT_CONFIG=$work/nested.conf "$work/abi" nested "$work/nested-stop" >"$work/nested.out" \
+	2>"$work/nested.log" &
+pid=$!
+wait_for 60 grep -q 'sleds: counted nested_outer: ' "$work/nested.log"
+touch "$work/nested-stop"
+wait "$pid"
+check "nested: hot counted" grep -q 'sleds: counted hot: ' "$work/nested.log"
+check "nested: nested_outer, which calls hot, counted too" \
+	grep -q 'sleds: counted nested_outer: ' "$work/nested.log"
+check "nested: its results" is "$(cat "$work/nested.out")" "nested 1"
+
 # self_share NAME SUMMARY: the self% of function NAME's first line in a summary, whole
 # (empty when no line names it)
 self_share() {

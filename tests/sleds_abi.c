@@ -206,6 +206,15 @@ NOINLINE static long slow(long x)
 }
 /* Short too, but called so often that it holds a good part of the time: a profile's top,
  * which learning keeps traced. */
+NOINLINE static long hot(long x);
+/* "nested": short and a profile's top as hot is, and it calls hot. Defined before it, so
+ * that its sled comes first in the list learning goes through. */
+NOINLINE static long nested_outer(long x)
+{
+	for (int k = 0; k < 15; k++)
+		learn_sink = x - k;
+	return hot(x) + 1;
+}
 NOINLINE static long hot(long x)
 {
 	for (int k = 0; k < 30; k++)
@@ -338,6 +347,28 @@ static void count_until(const char *stop, bool copy)
 	}
 }
 
+/* "nested STOPFILE": as learn, with nested_outer calling hot in hot's place, until
+ * STOPFILE exists (the check script makes it once the runtime said it counts nested_outer,
+ * whose only traced callee is hot, counted too). */
+static void nested_until(const char *stop)
+{
+	long s = 0;
+	time_t give_up = 0;
+	for (long i = 0;; i++) {
+		s += slow(i);
+		for (int j = 0; j < 200; j++)
+			s += nested_outer(j);
+		learn_sink = s;
+		if (i % 1000)
+			continue;
+		if (!give_up && access(stop, F_OK) == 0)
+			give_up = time(NULL);
+		if (give_up)
+			break;
+	}
+	printf("nested %ld\n", s != 0);
+}
+
 /* "toggle N": leaf's sled taken out of the trace and put back N times each way, by this
  * thread, while another runs through it as fast as it can (untraced: through the thunk's
  * compare when patched, through the NOP when not). A thread between the sled's NOPs when
@@ -446,6 +477,10 @@ int main(int argc, char **argv)
 		phases_until(argv[2]);
 	if (argc > 2 && !strcmp(argv[1], "newtop"))
 		newtop_until(argv[2]);
+	if (argc > 2 && !strcmp(argv[1], "nested")) {
+		nested_until(argv[2]);
+		return 0;
+	}
 	if (argc > 1 && !strcmp(argv[1], "restart")) { /* the runtime again, the sleds as they are */
 		jitt_shutdown();
 		traced = jitt_init(NULL) ? -1 : jitt_trace_thread(true);

@@ -147,10 +147,11 @@ struct learn_fn {
 };
 
 /* Which function called which in the windows, as (caller + 1) << 32 | (callee + 1), sled
- * indexes, in an open-addressed set: a function whose callees are all out of the trace
- * writes no record inside its calls, and can be counted as a leaf is (countable). Full,
- * only true leaves are. */
+ * indexes, in an open-addressed set: a function whose callees are all out of the trace or
+ * counted writes no entry or exit inside its calls, and can be counted too (countable).
+ * Full, only true leaves are. */
 #define LEARN_EDGES (1u << 15)
+enum learn_status { LEARN_TRACED, LEARN_OUT, LEARN_COUNTED };
 RT static void edge_add(uint64_t *edges, bool *full, size_t caller, size_t callee)
 {
 	uint64_t key = (uint64_t)(caller + 1) << 32 | (callee + 1);
@@ -190,7 +191,7 @@ static struct {
 	uint32_t *mean;	      /* their mean calls, ticks: mean[k] is counted[k]'s */
 	uint64_t *edges;      /* who called whom (edge_add), LEARN_EDGES of them */
 	bool edges_full;
-	bool *is_out;	      /* by sled: in out[] (countable's scratch) */
+	uint8_t *status;      /* by sled: enum learn_status (countable's scratch) */
 	uint64_t *selfs, *ranked; /* by sled: learn_decide's scratch */
 	struct rb_elf elf;    /* the program's symbols: the samples' functions, the log's names */
 	uintptr_t bias;	      /* its load address */
@@ -491,11 +492,11 @@ RT static void learn_free(void)
 {
 	free(learn.ids), free(learn.fn), free(learn.out), free(learn.hits), free(learn.recent);
 	free(learn.step_hits), free(learn.records_seen);
-	free(learn.counted), free(learn.mean), free(learn.edges), free(learn.is_out);
+	free(learn.counted), free(learn.mean), free(learn.edges), free(learn.status);
 	free(learn.selfs), free(learn.ranked);
 	learn.ids = NULL, learn.fn = NULL, learn.out = NULL, learn.hits = NULL;
 	learn.recent = NULL, learn.step_hits = NULL, learn.records_seen = NULL;
-	learn.counted = NULL, learn.mean = NULL, learn.edges = NULL, learn.is_out = NULL;
+	learn.counted = NULL, learn.mean = NULL, learn.edges = NULL, learn.status = NULL;
 	learn.selfs = NULL, learn.ranked = NULL;
 }
 
@@ -789,13 +790,13 @@ RT static bool learn_alloc(const uintptr_t *sleds, size_t nsleds)
 	learn.counted = calloc(nsleds, sizeof(*learn.counted));
 	learn.mean = calloc(nsleds, sizeof(*learn.mean));
 	learn.edges = calloc(LEARN_EDGES, sizeof(*learn.edges));
-	learn.is_out = calloc(nsleds, sizeof(*learn.is_out));
+	learn.status = calloc(nsleds, sizeof(*learn.status));
 	learn.selfs = calloc(nsleds, sizeof(*learn.selfs));
 	learn.ranked = calloc(nsleds, sizeof(*learn.ranked));
 	if (!learn.ids || !learn.fn || !learn.out || !learn.hits || !learn.recent ||
 	    !learn.step_hits ||
 	    !learn.records_seen || !learn.counted ||
-	    !learn.mean || !learn.edges || !learn.is_out || !learn.selfs || !learn.ranked) {
+	    !learn.mean || !learn.edges || !learn.status || !learn.selfs || !learn.ranked) {
 		learn_free(); /* all or none: learn_init tells by learn.fn */
 		return false;
 	}
@@ -1096,12 +1097,15 @@ RT static bool hot(const uint64_t *hits, size_t i, uint64_t rank_floor, uint64_t
 	return hits[i] >= rank_floor || hits[i] >= share_floor;
 }
 
-/* learn.is_out: the sleds of out[0..n) */
-RT static void out_flags(const size_t *out, size_t n, size_t nsleds)
+/* learn.status: the sleds of out[0..n) out, those of learn.counted counted, the others
+ * traced */
+RT static void status_set(const size_t *out, size_t n, size_t nsleds)
 {
-	memset(learn.is_out, 0, nsleds * sizeof(*learn.is_out));
+	memset(learn.status, LEARN_TRACED, nsleds * sizeof(*learn.status));
 	for (size_t k = 0; k < n; k++)
-		learn.is_out[out[k]] = true;
+		learn.status[out[k]] = LEARN_OUT;
+	for (size_t k = 0; k < learn.ncounted; k++)
+		learn.status[learn.counted[k]] = LEARN_COUNTED;
 }
 
 #define LEARN_MEAN_HITS 16 /* samples a counted function's mean goes by, at least */
@@ -1153,10 +1157,12 @@ RT static void counted_means(const uintptr_t *sleds)
  * Whether short function i, kept for its time, can be counted instead of traced (record.h,
  * RB_CALLED: a countdown, one record in RB_CALLED_EVERY calls, no exit, no shadow stack;
  * docs/trace-points.md, "Counted calls"):
- * sampled time, and no record inside its calls: a leaf in every window so far, or every
- * function it called there out of the trace now (learn.is_out; a traced callee's records
- * would land in its caller, and a recursive one calls itself); its mean call into *mean
- * (counted_mean), without a record's cost.
+ * sampled time, and no entry or exit inside its calls: a leaf in every window so far, or
+ * every function it called there out of the trace now, or counted (learn.status; a traced
+ * callee's records would land in its caller, and a recursive one calls itself); its mean
+ * call into *mean (counted_mean), without a record's cost. A counted callee's records then
+ * lie in i's caller, as a call of a function left out does: a chain shows the callee under
+ * i's caller, each with its own time.
  */
 RT static bool countable(size_t i, uint32_t *mean, long *traced_callee)
 {
@@ -1167,8 +1173,9 @@ RT static bool countable(size_t i, uint32_t *mean, long *traced_callee)
 		return false;
 	for (size_t h = 0; f->parent && h < LEARN_EDGES; h++) {
 		uint64_t e = learn.edges[h];
-		if (e >> 32 == i + 1 && !learn.is_out[(uint32_t)e - 1]) {
-			*traced_callee = (long)(uint32_t)e - 1;
+		size_t callee = (uint32_t)e - 1;
+		if (e >> 32 == i + 1 && (learn.status[callee] == LEARN_TRACED || callee == i)) {
+			*traced_callee = (long)callee;
 			return false;
 		}
 	}
@@ -1256,24 +1263,44 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
 		out[nout++] = i;
 		*calls_out += f->calls;
 	}
-	/* Those kept whose calls can be counted, now that what is out is known. */
-	out_flags(out, nout, nsleds);
-	size_t n = learn.ncounted;
+	/* Those kept whose calls can be counted, now that what is out is known: callees
+	 * before their callers, in as many passes as counted calls nest (one is counted only
+	 * once its callees are, so no cycle is). In one pass, in the sleds' order, duktape's
+	 * duk__get_own_propdesc_raw came before the duk_hobject_find_entry it calls, and was
+	 * traced in full for its sake. */
+	size_t n = learn.ncounted, left = n;
 	learn.ncounted = 0;
+	status_set(out, nout, nsleds);
+	for (bool more = true; more;) {
+		more = false;
+		for (size_t k = 0; k < left; k++) {
+			/* counted[] holds the counted ones, then the candidates left */
+			size_t i = learn.counted[learn.ncounted + k];
+			long callee;
+			uint32_t mean;
+			if (!countable(i, &mean, &callee))
+				continue;
+			learn.counted[learn.ncounted + k] = learn.counted[learn.ncounted];
+			learn.counted[learn.ncounted] = i;
+			learn.mean[learn.ncounted++] = mean;
+			learn.status[i] = LEARN_COUNTED;
+			left--, k--;
+			more = true;
+		}
+	}
 	for (size_t k = 0; k < n; k++) {
 		size_t i = learn.counted[k];
 		long callee;
+		uint32_t mean;
 		char buf[32], buf2[32];
-		if (!countable(i, &learn.mean[learn.ncounted], &callee)) {
-			if (callee >= 0)
-				log_dbg("jitt: sleds: traced in full %s: it calls %s, traced",
-					learn_name(sleds, i, buf, sizeof(buf)),
-					learn_name(sleds, (size_t)callee, buf2, sizeof(buf2)));
-			continue;
-		}
-		log_dbg("jitt: sleds: counted %s: %llu ns a call", learn_name(sleds, i, buf, sizeof(buf)),
-			(unsigned long long)hal_ticks_to_ns(learn.mean[learn.ncounted], freq));
-		learn.counted[learn.ncounted++] = i;
+		if (k < learn.ncounted)
+			log_dbg("jitt: sleds: counted %s: %llu ns a call",
+				learn_name(sleds, i, buf, sizeof(buf)),
+				(unsigned long long)hal_ticks_to_ns(learn.mean[k], freq));
+		else if (!countable(i, &mean, &callee) && callee >= 0)
+			log_dbg("jitt: sleds: traced in full %s: it calls %s, traced",
+				learn_name(sleds, i, buf, sizeof(buf)),
+				learn_name(sleds, (size_t)callee, buf2, sizeof(buf2)));
 	}
 	return nout;
 }
@@ -1333,7 +1360,7 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 		   &rank_floor, &share_floor);
 	hot_floors(learn.recent, learn.recent_weight, learn.recent_samples, nsleds,
 		   LEARN_PUTBACK_TOP, &recent_rank, &recent_share);
-	out_flags(learn.out, learn.nout, nsleds);
+	status_set(learn.out, learn.nout, nsleds);
 	for (size_t k = 0; k < learn.nout; k++) {
 		size_t i = learn.out[k];
 		if (!hot(learn.hits, i, rank_floor, share_floor) &&
@@ -1341,13 +1368,17 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 			continue;
 		char buf[32];
 		uint32_t *mean = &learn.mean[learn.ncounted];
-		learn.is_out[i] = false; /* it may call itself */
+		learn.status[i] = LEARN_TRACED; /* it may call itself */
 		long callee;
 		bool count = countable(i, mean, &callee);
-		if ((count ? rb_sleds_count(&i, mean, 1) : rb_sleds_trace(&i, 1, true)) < 0)
+		if ((count ? rb_sleds_count(&i, mean, 1) : rb_sleds_trace(&i, 1, true)) < 0) {
+			learn.status[i] = LEARN_OUT;
 			continue; /* stays out: the next window tries them all again */
-		if (count)
+		}
+		if (count) {
 			learn.counted[learn.ncounted++] = i;
+			learn.status[i] = LEARN_COUNTED;
+		}
 		learn_changed();
 		log_dbg("jitt: sleds: put back %s%s: %llu of %llu samples, %llu%% of the last %llu",
 			learn_name(sleds, i, buf, sizeof(buf)), count ? ", counted" : "",
