@@ -340,10 +340,12 @@ CALLGRIND_MAX_PER_POINT ?= 14
 # A measurement on real programs, not a test (docs/bench-real.md): SQLite's speedtest1's
 # summaries and reports (docs/report-format.md) and its overhead with `jitt exclude`
 # (docs/exclude.md), then the call-heavy cost of duktape, memcached and speedtest1 (file and
-# --memdb), one table each. Host only; it fetches Debian's source packages. REPS, QUICK=1.
+# --memdb), one table each, and duktape's instrumented-off cost over several layouts of its
+# code (tests/bench-layouts.sh). Host only; it fetches Debian's source packages. REPS, QUICK=1.
 bench-real: $(obj)/bin/jitt all
 	$(Q)sh tests/speedtest1.sh $(obj)/bin
 	$(Q)echo; sh tests/bench-real-programs.sh . $(obj)/bin
+	$(Q)sh tests/bench-layouts.sh . $(obj)/bin
 
 # jitt against uftrace (-pg and -finstrument-functions) and LLVM XRay's FDR mode on
 # Listing 1 and the sim app's UI frame, interleaved, and their post-processing tools (tests/bench-peers.sh,
