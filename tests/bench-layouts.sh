@@ -1,4 +1,5 @@
 #!/bin/sh
+# shellcheck disable=SC2034,SC2154 # real-lib.sh reads bin and sleds, and sets cc and sdk_hash
 # SPDX-License-Identifier: MIT
 #
 # bench-layouts.sh SRCTREE BIN_DIR - what instrumented-off costs the interpreter, told from
