@@ -1063,9 +1063,9 @@ RT static void learn_save(uint64_t now_ns, bool now)
 /*
  * With samples: the fewest a function needs to count as a profile's top, which stays
  * traced however short its calls: as many as the ntop'th most sampled function has
- * (LEARN_HOT_TOP at a window, at most), LEARN_PROTECT_MIN_PCT of all at least; or LEARN_HOT_PCT of all, whatever its
- * rank. hits sum to total (learn.recent's are weighed); samples is how many they are:
- * UINT64_MAX with too few to tell.
+ * (LEARN_HOT_TOP at a window, at most), LEARN_PROTECT_MIN_PCT of all at least; or
+ * LEARN_HOT_PCT of all, whatever its rank. hits sum to total (learn.recent's are
+ * weighed); samples is how many they are: UINT64_MAX with too few to tell.
  */
 RT static void hot_floors(const uint64_t *hits, uint64_t total, uint64_t samples,
 			 size_t nsleds, int ntop, uint64_t *rank_floor, uint64_t *share_floor)
