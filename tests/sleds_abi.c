@@ -204,8 +204,6 @@ NOINLINE static long slow(long x)
 		learn_sink = x + k;
 	return x;
 }
-/* Short too, but called so often that it holds a good part of the time: a profile's top,
- * which learning keeps traced. */
 NOINLINE static long hot(long x);
 /* "nested": short and a profile's top as hot is, and it calls hot. Defined before it, so
  * that its sled comes first in the list learning goes through. */
@@ -215,6 +213,8 @@ NOINLINE static long nested_outer(long x)
 		learn_sink = x - k;
 	return hot(x) + 1;
 }
+/* Short too, but called so often that it holds a good part of the time: a profile's top,
+ * which learning keeps traced. */
 NOINLINE static long hot(long x)
 {
 	for (int k = 0; k < 30; k++)
@@ -353,18 +353,11 @@ static void count_until(const char *stop, bool copy)
 static void nested_until(const char *stop)
 {
 	long s = 0;
-	time_t give_up = 0;
-	for (long i = 0;; i++) {
+	for (long i = 0; i % 1000 || access(stop, F_OK); i++) {
 		s += slow(i);
 		for (int j = 0; j < 200; j++)
 			s += nested_outer(j);
 		learn_sink = s;
-		if (i % 1000)
-			continue;
-		if (!give_up && access(stop, F_OK) == 0)
-			give_up = time(NULL);
-		if (give_up)
-			break;
 	}
 	printf("nested %ld\n", s != 0);
 }
