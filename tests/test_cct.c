@@ -293,6 +293,20 @@ TEST(cct_last_exit_is_the_stop_only_when_nothing_follows_it)
 	}
 }
 
+/* c built from ev[0..n), and its main > p > h nodes (0x100 > 0x200 > 0x300) into m, p and
+ * h: false, failed, where one is missing. */
+static bool build_mph(struct cct *c, const struct rb_event *ev, size_t n,
+		      const struct cct_node **m, const struct cct_node **p,
+		      const struct cct_node **h)
+{
+	if (!CHECK(cct_build(c, ev, n, NULL, NULL) == 0))
+		return false;
+	*m = find(c, 0, 0x100);
+	*p = *m ? find(c, (uint32_t)(*m - c->node), 0x200) : NULL;
+	*h = *p ? find(c, (uint32_t)(*p - c->node), 0x300) : NULL;
+	return CHECK(*h != NULL);
+}
+
 /*
  * A counted call's record stands for more calls than the one placed (record.h, RB_CALLED):
  * the counted function gets them all and their time, and the frame they ran in gives that
@@ -313,15 +327,8 @@ TEST(cct_counted_record_stands_for_its_calls)
 		X(1000),
 	};
 	struct cct c;
-	CHECK_EQ_INT(cct_build(&c, ev, sizeof(ev) / sizeof(ev[0]), NULL, NULL), 0);
-	const struct cct_node *m = find(&c, 0, 0x100);
-	if (!CHECK(m != NULL))
-		return;
-	const struct cct_node *p = find(&c, (uint32_t)(m - c.node), 0x200);
-	if (!CHECK(p != NULL))
-		return;
-	const struct cct_node *h = find(&c, (uint32_t)(p - c.node), 0x300);
-	if (!CHECK(h != NULL))
+	const struct cct_node *m, *p, *h;
+	if (!build_mph(&c, ev, sizeof(ev) / sizeof(ev[0]), &m, &p, &h))
 		return;
 	/* h: one record (the trace points' cost goes by it), 4 calls, 40 ticks */
 	CHECK_EQ_U64(h->s[0].calls, 1);
@@ -348,11 +355,7 @@ TEST(cct_counted_record_stands_for_its_calls)
 		X(1000),
 	};
 	cct_free(&c);
-	CHECK_EQ_INT(cct_build(&c, ev2, sizeof(ev2) / sizeof(ev2[0]), NULL, NULL), 0);
-	m = find(&c, 0, 0x100);
-	p = m ? find(&c, (uint32_t)(m - c.node), 0x200) : NULL;
-	h = p ? find(&c, (uint32_t)(p - c.node), 0x300) : NULL;
-	if (!CHECK(h != NULL))
+	if (!build_mph(&c, ev2, sizeof(ev2) / sizeof(ev2[0]), &m, &p, &h))
 		return;
 	CHECK_EQ_U64(h->s[0].self, 80);
 	CHECK_EQ_U64(p->s[0].self, 20 + 400 - 10 - 70);
@@ -369,11 +372,7 @@ TEST(cct_counted_record_stands_for_its_calls)
 		X(1000),
 	};
 	cct_free(&c);
-	CHECK_EQ_INT(cct_build(&c, ev3, sizeof(ev3) / sizeof(ev3[0]), NULL, NULL), 0);
-	m = find(&c, 0, 0x100);
-	p = m ? find(&c, (uint32_t)(m - c.node), 0x200) : NULL;
-	h = p ? find(&c, (uint32_t)(p - c.node), 0x300) : NULL;
-	if (!CHECK(h != NULL))
+	if (!build_mph(&c, ev3, sizeof(ev3) / sizeof(ev3[0]), &m, &p, &h))
 		return;
 	CHECK_EQ_U64(p->s[0].self, 0);
 	CHECK_EQ_U64(p->s[0].owed, 0);
