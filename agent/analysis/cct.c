@@ -636,6 +636,12 @@ int cct_add_n(struct cct *c, const struct rb_event *ev, size_t n)
  * self time is counted twice: duktape's summaries had their window's top 10 add up to
  * 121-137% of the window where a counted function's mean ran high (b66).
  */
+/* The self time a counted node's records' extra calls were given */
+static uint64_t extra_given(const struct cct_stat *st)
+{
+	return st->more ? st->self / (st->calls + st->more) * st->more : 0;
+}
+
 static void settle_owed(struct cct *c)
 {
 	for (int l = 0; l < CCT_LANES; l++)
@@ -644,17 +650,12 @@ static void settle_owed(struct cct *c)
 			if (!owed)
 				continue;
 			for (uint32_t k = c->node[p].first_child; k != CCT_NONE;
-			     k = c->node[k].next_sibling) {
-				const struct cct_stat *st = &c->node[k].s[l];
-				if (st->more)
-					given += st->self / (st->calls + st->more) * st->more;
-			}
+			     k = c->node[k].next_sibling)
+				given += extra_given(&c->node[k].s[l]);
 			for (uint32_t k = c->node[p].first_child; given && k != CCT_NONE;
 			     k = c->node[k].next_sibling) {
 				struct cct_stat *st = &c->node[k].s[l];
-				if (!st->more)
-					continue;
-				uint64_t mine = st->self / (st->calls + st->more) * st->more;
+				uint64_t mine = extra_given(st);
 				uint64_t back = owed >= given ? mine : (uint64_t)((double)owed * mine / given);
 				st->self -= back;
 				st->incl -= back < st->incl ? back : st->incl;
