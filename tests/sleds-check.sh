@@ -273,6 +273,26 @@ check "nested: nested_outer, which calls hot, counted too" \
 	grep -q 'sleds: counted nested_outer: ' "$work/nested.log"
 check "nested: its results" is "$(cat "$work/nested.out")" "nested 1"
 
+# A top's callee seen too seldom to judge (agent/runtime/sleds.c, rare_callees_out):
+# seldom_caller, short and a profile's top, calls seldom_leaf once in 200 calls, some 20
+# times a window. The first decision takes seldom_leaf out and counts seldom_caller; before,
+# seldom_caller was traced in full until the windows had seen 64 calls of seldom_leaf.
+conf "ring_kb = 256" "sleds_learn_ns = 250" "log_level = debug" >"$work/seldom.conf"
+rm -f "$work/seldom-stop"
+JITT_CONFIG=$work/seldom.conf "$work/abi" seldom "$work/seldom-stop" >"$work/seldom.out" \
+	2>"$work/seldom.log" &
+pid=$!
+wait_for 60 grep -q 'sleds: counted seldom_caller: ' "$work/seldom.log"
+touch "$work/seldom-stop"
+wait "$pid"
+sed -n '/sleds: window 2 opens/q;p' "$work/seldom.log" >"$work/seldom-first.log"
+check "seldom: seldom_leaf left out by the first decision, too seldom to judge" \
+	grep -q 'sleds: left out seldom_leaf[^:]*: [0-9]* calls, too few to judge, so that seldom_caller' \
+	"$work/seldom-first.log"
+check "seldom: seldom_caller counted by the first decision" \
+	grep -q 'sleds: counted seldom_caller: ' "$work/seldom-first.log"
+check "seldom: its results" is "$(cat "$work/seldom.out")" "seldom 1"
+
 # self_share NAME SUMMARY: the self% of function NAME's first line in a summary, whole
 # (empty when no line names it)
 self_share() {

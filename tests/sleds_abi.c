@@ -213,6 +213,19 @@ NOINLINE static long nested_outer(long x)
 		learn_sink = x - k;
 	return hot(x) + 1;
 }
+/* "seldom": short and a profile's top as hot is; one call in 200 calls seldom_leaf, which
+ * a window of a 256 KiB ring then sees some 20 times: too few to judge. */
+NOINLINE static long seldom_leaf(long x)
+{
+	learn_sink = x * 5; /* unlike any other function's body: GCC folds identical ones */
+	return x + 3;
+}
+NOINLINE static long seldom_caller(long x)
+{
+	for (int k = 0; k < 30; k++)
+		learn_sink = x + k;
+	return x == 7 ? seldom_leaf(x) : x;
+}
 /* Short too, but called so often that it holds a good part of the time: a profile's top,
  * which learning keeps traced. */
 NOINLINE static long hot(long x)
@@ -362,6 +375,20 @@ static void nested_until(const char *stop)
 	printf("nested %ld\n", s != 0);
 }
 
+/* "seldom STOPFILE": as nested, with seldom_caller (the check script makes STOPFILE once
+ * the runtime said it counts seldom_caller). */
+static void seldom_until(const char *stop)
+{
+	long s = 0;
+	for (long i = 0; i % 1000 || access(stop, F_OK); i++) {
+		s += slow(i);
+		for (int j = 0; j < 200; j++)
+			s += seldom_caller(j);
+		learn_sink = s;
+	}
+	printf("seldom %ld\n", s != 0);
+}
+
 /* "toggle N": leaf's sled taken out of the trace and put back N times each way, by this
  * thread, while another runs through it as fast as it can (untraced: through the thunk's
  * compare when patched, through the NOP when not). A thread between the sled's NOPs when
@@ -472,6 +499,10 @@ int main(int argc, char **argv)
 		newtop_until(argv[2]);
 	if (argc > 2 && !strcmp(argv[1], "nested")) {
 		nested_until(argv[2]);
+		return 0;
+	}
+	if (argc > 2 && !strcmp(argv[1], "seldom")) {
+		seldom_until(argv[2]);
 		return 0;
 	}
 	if (argc > 1 && !strcmp(argv[1], "restart")) { /* the runtime again, the sleds as they are */

@@ -1189,6 +1189,42 @@ RT static bool countable(size_t i, uint32_t *mean, long *traced_callee)
 }
 
 /*
+ * The callees of short function i, kept for its time, that would keep it traced in full
+ * (countable) though the windows saw them too rarely to judge (LEARN_MIN_CALLS): leaves
+ * that no profile ranks (hot: by all the samples, or the recent ones) go out with it:
+ * into out, their calls into *calls_out; their number. A rare callee's time is bounded by its caller's,
+ * short; it then lies in the counted caller's caller, as any left-out callee's does.
+ * memcached's assoc_find calls memcmp only where a key's hash matches: 40 times in the
+ * first window (the client's sets), 519 in the next (its gets); in between, 0.5 s of the
+ * mixed workload, assoc_find was traced in full for memcmp's sake.
+ */
+RT static size_t rare_callees_out(const uintptr_t *sleds, size_t i, uint64_t rank_floor,
+				  uint64_t share_floor, uint64_t recent_rank, uint64_t recent_share,
+				  size_t *out, uint64_t *calls_out)
+{
+	size_t n = 0;
+	for (size_t h = 0; learn.fn[i].parent && !learn.edges_full && h < LEARN_EDGES; h++) {
+		uint64_t e = learn.edges[h];
+		size_t c = (uint32_t)e - 1;
+		const struct learn_fn *f = &learn.fn[c];
+		if (e >> 32 != i + 1 || c == i || learn.status[c] != LEARN_TRACED ||
+		    f->calls >= LEARN_MIN_CALLS || f->parent ||
+		    hot(learn.hits, c, rank_floor, share_floor) ||
+		    hot(learn.recent, c, recent_rank, recent_share))
+			continue;
+		learn.status[c] = LEARN_OUT;
+		out[n++] = c;
+		*calls_out += f->calls;
+		char buf[32], buf2[32];
+		log_dbg("jitt: sleds: left out %s: %llu calls, too few to judge, so that %s can "
+			"be counted",
+			learn_name(sleds, c, buf, sizeof(buf)), (unsigned long long)f->calls,
+			learn_name(sleds, i, buf2, sizeof(buf2)));
+	}
+	return n;
+}
+
+/*
  * Which functions to take out, from the windows so far, into out (sled indexes); their
  * count (each window decides afresh: what was out was traced again in it). The trace
  * points' own cost inflates every traced time: a helper of 1% of the program's time can
@@ -1271,6 +1307,9 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
 	size_t n = learn.ncounted, left = n;
 	learn.ncounted = 0;
 	status_set(out, nout, nsleds);
+	for (size_t k = 0; k < n; k++)
+		nout += rare_callees_out(sleds, learn.counted[k], rank_floor, share_floor,
+					 recent_rank, recent_share, out + nout, calls_out);
 	for (bool more = true; more;) {
 		more = false;
 		for (size_t k = 0; k < left; k++) {
