@@ -286,6 +286,11 @@ int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t
 		}
 		d->stats.untimed = us.untimed;
 		d->stats.windows = us.windows;
+		memcpy(d->stats.few, us.few, sizeof(us.few));
+		d->stats.nfew = us.nfew;
+		/* wide as its entries are (a 32-bit ring's are) */
+		for (unsigned k = 0; k < us.nfew; k++)
+			d->stats.few_wide[k] = us.few_wide[k] || v->word_size == 4;
 		d->view.slots = d->filled ? d->filled : v->slots;
 		if (d->filled && parse_back(d, ref_ticks, NULL, NULL, &untimed) != 0)
 			goto nomem;

@@ -88,6 +88,9 @@ struct rb_ring_view {
 /* The view's numbers agree: its valid slots are all among the stored ones. */
 bool rb_ring_view_ok(const struct rb_ring_view *v);
 
+/* The functions a decode names as the fit's guesses (untimed.h), at most */
+#define RB_UNTIMED_FEW_MAX 8
+
 struct rb_decode_stats {
 	uint64_t records;
 	uint64_t cut;	    /* two-slot records whose payload the wrap overwrote: dropped */
@@ -103,6 +106,11 @@ struct rb_decode_stats {
 	 * estimates, and the windows between two timed records they were estimated in. */
 	uint64_t untimed;
 	uint64_t windows;
+	/* The functions whose time is a guess of the fit's (untimed.h, few): ids as entries
+	 * give them, few_wide as an entry's wide flag */
+	uint64_t few[RB_UNTIMED_FEW_MAX];
+	uint8_t few_wide[RB_UNTIMED_FEW_MAX];
+	unsigned nfew;
 	/* Counted calls (record.h, RB_CALLED): each record given as an entry and an exit
 	 * whose time is the entry's plus the function's measured mean, an estimate (raw
 	 * RB_CALLED on both events); each stands for rb_called_calls(arg) calls, which

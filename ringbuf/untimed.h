@@ -55,6 +55,12 @@ struct rb_untimed_stats {
 	uint64_t unknown; /* untimed records of a ring with no timed record: left at 0 */
 	uint64_t types;	  /* functions (and "outer") whose mean gap was fitted */
 	unsigned rounds;  /* rounds of the fit */
+	/* The functions whose time is an estimate from a few gaps, in windows shared with
+	 * others, far longer than a gap's mean (untimed.c, FEW_NOTE): their ids as their
+	 * entries give them (few_wide: an absolute address, a wide entry's), most time first. */
+	uint64_t few[RB_UNTIMED_FEW_MAX];
+	uint8_t few_wide[RB_UNTIMED_FEW_MAX];
+	unsigned nfew;
 };
 
 /* Whether any slot of the view's valid range has a zero upper half: the cheap test (one

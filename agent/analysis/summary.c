@@ -384,6 +384,23 @@ out:
 /* Every function of a lane, by self time. All of them, not the first k: the writers merge
  * the copies of a function by name (summary_out.c), and copies ranked below k each can add
  * up to more than one above. */
+/* The functions whose time the untimed fit guessed in a thread (decode.h, few), by key. */
+static void guessed_add(struct summary *s, const struct rb_trace *t,
+			const struct rb_decode_stats *st)
+{
+	for (unsigned k = 0; k < st->nfew && s->nguessed < SUMMARY_GUESSED_MAX; k++) {
+		struct rb_event e = { .id = st->few[k],
+				      .kind = RB_EV_ENTRY,
+				      .wide = st->few_wide[k] };
+		uint64_t key = agent_func_key(t, &e);
+		bool seen = false;
+		for (size_t i = 0; i < s->nguessed && !seen; i++)
+			seen = s->guessed[i] == key;
+		if (!seen)
+			s->guessed[s->nguessed++] = key;
+	}
+}
+
 static int top_functions(const struct cct *c, enum cct_lane lane, struct summary_func **out,
 			 size_t *n)
 {
@@ -841,6 +858,7 @@ int summary_build(struct summary *s, const struct rb_trace *t, unsigned k)
 		s->records += ths[i].dec.stats.records;
 		s->untimed += ths[i].dec.stats.untimed;
 		s->untimed_windows += ths[i].dec.stats.windows;
+		guessed_add(s, t, &ths[i].dec.stats);
 		s->called += ths[i].dec.stats.called;
 		s->called_calls += ths[i].dec.stats.called_calls;
 	}

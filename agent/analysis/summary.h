@@ -59,6 +59,9 @@
 #define SUMMARY_MAX_DEPTH  64
 #define SUMMARY_KEEP_OUTER 16
 
+/* Functions a summary says the fit guessed the time of, at most */
+#define SUMMARY_GUESSED_MAX 16
+
 struct summary_func {
 	uint64_t key; /* agent_func_key; CCT_UNKNOWN for calls the ring starts inside */
 	uint64_t calls, self, blocked;
@@ -193,6 +196,9 @@ struct summary {
 	uint64_t records;	 /* decoded, all threads */
 	uint64_t untimed;	 /* of them, written without a time: estimated (untimed.h) */
 	uint64_t untimed_windows; /* the windows between timed records they were estimated in */
+	/* Functions whose time is the fit's guess (untimed.h, few), all threads' */
+	uint64_t guessed[SUMMARY_GUESSED_MAX];
+	size_t nguessed;
 	uint64_t called;	 /* counted calls' records (record.h, RB_CALLED): lengths estimated */
 	uint64_t called_calls;	 /* and the calls they stand for */
 	uint64_t ncontexts_tree; /* calling contexts in the window thread's tree */

@@ -54,6 +54,17 @@ static const char *cut_text(bool truncated, bool running)
 				    : "";
 }
 
+/* What a line says of a function whose time the untimed fit guessed (summary.h, guessed):
+ * its few calls lie in windows whose time the fit could not split, and it was given what
+ * the other gaps there did not explain; that time may be theirs. */
+static const char *guessed_text(const struct summary *s, uint64_t key)
+{
+	for (size_t i = 0; i < s->nguessed; i++)
+		if (s->guessed[i] == key)
+			return " [a guess: its few calls lie in long untimed windows]";
+	return "";
+}
+
 /* ---- one name, one line ---- */
 
 /*
@@ -834,12 +845,12 @@ static void text_funcs(FILE *out, const struct summary *s, struct agent_symbols 
 			snprintf(name, sizeof(name), "%s", root);
 		else
 			key_text(syms, f[i].key, name, sizeof(name));
-		fprintf(out, "    %12s %5.1f%% %9llu %12s %12s  %s%s\n", H(f[i].self),
+		fprintf(out, "    %12s %5.1f%% %9llu %12s %12s  %s%s%s\n", H(f[i].self),
 			total ? 100.0 * (double)f[i].self / (double)total : 0.0,
 			(unsigned long long)(f[i].calls + f[i].more),
 			f[i].blocked ? H(f[i].blocked) : "-",
 			f[i].preempted ? H(f[i].preempted) : "-", name,
-			cut_text(f[i].truncated, f[i].running));
+			cut_text(f[i].truncated, f[i].running), guessed_text(s, f[i].key));
 	}
 }
 
@@ -862,10 +873,11 @@ static void text_chain(FILE *out, const struct summary *s, struct agent_symbols 
 		/* The chain's end: where the time went, unless what dominates that frame is
 		 * its time preempted, which is not its code's doing. */
 		bool preempted_most = f->preempted > f->self && f->preempted > f->blocked;
-		fprintf(out, "%s%*s%s  (%s incl%s, %s self%s%s%s%s)%s%s\n", indent, (int)(2 * i),
+		fprintf(out, "%s%*s%s  (%s incl%s, %s self%s%s%s%s)%s%s%s\n", indent, (int)(2 * i),
 			"", name, H(f->incl), calls, H(f->self), f->blocked ? ", blocked " : "",
 			f->blocked ? H(f->blocked) : "", f->preempted ? ", preempted " : "",
 			f->preempted ? H(f->preempted) : "", cut_text(f->truncated, f->running),
+			i + 1 < c->n ? "" : guessed_text(s, f->key), /* the time's place */
 			i + 1 < c->n	   ? ""
 			: preempted_most ? "  <- preempted here: another task had its CPU"
 					 : "  <- where the time went");

@@ -1192,8 +1192,9 @@ RT static bool countable(size_t i, uint32_t *mean, long *traced_callee)
  * The callees of short function i, kept for its time, that would keep it traced in full
  * (countable) though the windows saw them too rarely to judge (LEARN_MIN_CALLS): leaves
  * that no profile ranks (hot: by all the samples, or the recent ones) go out with it:
- * into out, their calls into *calls_out; their number. A rare callee's time is bounded by its caller's,
- * short; it then lies in the counted caller's caller, as any left-out callee's does.
+ * into out, their calls into *calls_out; their number. A rare callee's time is bounded by
+ * its caller's, short; it then lies in the counted caller's caller, as any left-out
+ * callee's does.
  * memcached's assoc_find calls memcmp only where a key's hash matches: 40 times in the
  * first window (the client's sets), 519 in the next (its gets); in between, 0.5 s of the
  * mixed workload, assoc_find was traced in full for memcmp's sake.
