@@ -381,9 +381,6 @@ out:
 
 /* ---- the report's lists ---- */
 
-/* Every function of a lane, by self time. All of them, not the first k: the writers merge
- * the copies of a function by name (summary_out.c), and copies ranked below k each can add
- * up to more than one above. */
 /* The functions whose time the untimed fit guessed in a thread (decode.h, few), by key. */
 static void guessed_add(struct summary *s, const struct rb_trace *t,
 			const struct rb_decode_stats *st)
@@ -401,6 +398,9 @@ static void guessed_add(struct summary *s, const struct rb_trace *t,
 	}
 }
 
+/* Every function of a lane, by self time. All of them, not the first k: the writers merge
+ * the copies of a function by name (summary_out.c), and copies ranked below k each can add
+ * up to more than one above. */
 static int top_functions(const struct cct *c, enum cct_lane lane, struct summary_func **out,
 			 size_t *n)
 {
