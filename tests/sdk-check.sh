@@ -416,14 +416,19 @@ then
 	untimed=$(sed -n 's/^times: \([0-9]*\)% of records untimed.*/\1/p' "$work/sampled.sum")
 	check "sampled: the summary says most records are untimed (${untimed:-none}%)" \
 		test "${untimed:-0}" -ge 80
+	# sampled_long's four calls, each in a window shared with the bursts, are the fit's
+	# guess (docs/untimed.md, "The guesses are named"): its lines say so.
 	check "sampled: every call counted: 200000 of sampled_leaf, 4 of sampled_long" sh -c \
 		"grep -Eq '% +200000 .* sampled_leaf\$' '$work/sampled.sum' &&
-		grep -Eq '% +4 .* sampled_long\$' '$work/sampled.sum'"
+		grep -Eq '% +4 .* sampled_long \\[a guess: ' '$work/sampled.sum'"
+	check "sampled: sampled_leaf's time is not marked as a guess" \
+		sh -c "! grep -q 'sampled_leaf .a guess' '$work/sampled.sum'"
 	# The share of the window's self time: an equal split would give the long call about
 	# one gap of each of its four windows (a few percent); the fit gives it most. How the
 	# bursts' time splits between sampled_leaf and the loop around it is weakly told by the
 	# windows (docs/untimed.md, "What is left"), so it is not checked here.
-	share=$(awk '$NF == "sampled_long" { sub(/%/, "", $3); print $3; exit }' "$work/sampled.sum")
+	share=$(awk '$3 ~ /%$/ && / sampled_long( \[|$)/ { sub(/%/, "", $3); print $3; exit }' \
+		"$work/sampled.sum")
 	check "sampled: the long call keeps its time (${share:-?}% of the window's self time, half or more)" \
 		awk -v x="${share:-0}" 'BEGIN { exit !(x >= 50) }'
 	# main was entered before tracing began: the loop's own time is named by the stack.
