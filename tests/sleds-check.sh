@@ -256,18 +256,24 @@ set -- $(echo "$back" | sed 's/[^0-9 ]//g')
 check "newtop: rare put back by the recent samples ($back)" \
 	test "$#" -eq 4 -a "${1:-0}" -gt 0 -a "$((${1:-0} * 10))" -lt "${2:-0}"
 
+# until_counted MODE FUNCTION: abi MODE, learning with its log at debug, until the runtime
+# says it counts FUNCTION; its output in $work/MODE.out, its log in $work/MODE.log.
+until_counted() {
+	conf "ring_kb = 256" "sleds_learn_ns = 250" "log_level = debug" >"$work/$1.conf"
+	rm -f "$work/$1-stop"
+	JITT_CONFIG=$work/$1.conf "$work/abi" "$1" "$work/$1-stop" >"$work/$1.out" \
+		2>"$work/$1.log" &
+	until_pid=$!
+	wait_for 60 grep -q "sleds: counted $2: " "$work/$1.log"
+	touch "$work/$1-stop"
+	wait "$until_pid"
+}
+
 # Counted calls under counted calls (agent/runtime/sleds.c, learn_decide): nested_outer,
 # short and a profile's top, calls only hot, short, a top and counted. It is counted too,
 # though its sled comes before hot's in the list learning goes through: in one pass it was
 # traced in full for hot's sake ("traced in full nested_outer: it calls hot, traced").
-conf "ring_kb = 256" "sleds_learn_ns = 250" "log_level = debug" >"$work/nested.conf"
-rm -f "$work/nested-stop"
-JITT_CONFIG=$work/nested.conf "$work/abi" nested "$work/nested-stop" >"$work/nested.out" \
-	2>"$work/nested.log" &
-pid=$!
-wait_for 60 grep -q 'sleds: counted nested_outer: ' "$work/nested.log"
-touch "$work/nested-stop"
-wait "$pid"
+until_counted nested nested_outer
 check "nested: hot counted" grep -q 'sleds: counted hot: ' "$work/nested.log"
 check "nested: nested_outer, which calls hot, counted too" \
 	grep -q 'sleds: counted nested_outer: ' "$work/nested.log"
@@ -277,14 +283,7 @@ check "nested: its results" is "$(cat "$work/nested.out")" "nested 1"
 # seldom_caller, short and a profile's top, calls seldom_leaf once in 200 calls, some 20
 # times a window. seldom_leaf goes out with it and seldom_caller is counted; before,
 # seldom_caller was traced in full until the windows had seen 64 calls of seldom_leaf.
-conf "ring_kb = 256" "sleds_learn_ns = 250" "log_level = debug" >"$work/seldom.conf"
-rm -f "$work/seldom-stop"
-JITT_CONFIG=$work/seldom.conf "$work/abi" seldom "$work/seldom-stop" >"$work/seldom.out" \
-	2>"$work/seldom.log" &
-pid=$!
-wait_for 60 grep -q 'sleds: counted seldom_caller: ' "$work/seldom.log"
-touch "$work/seldom-stop"
-wait "$pid"
+until_counted seldom seldom_caller
 check "seldom: seldom_leaf left out, too seldom to judge, so that seldom_caller is counted" \
 	grep -q 'sleds: left out seldom_leaf[^:]*: [0-9]* calls, too few to judge, so that seldom_caller' \
 	"$work/seldom.log"

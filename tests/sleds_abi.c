@@ -360,33 +360,19 @@ static void count_until(const char *stop, bool copy)
 	}
 }
 
-/* "nested STOPFILE": as learn, with nested_outer calling hot in hot's place, until
- * STOPFILE exists (the check script makes it once the runtime said it counts nested_outer,
- * whose only traced callee is hot, counted too). */
-static void nested_until(const char *stop)
+/* "nested STOPFILE" and "seldom STOPFILE": as learn, with caller (nested_outer, which
+ * calls hot in hot's place, or seldom_caller) called 200 times a turn, until STOPFILE
+ * exists (the check script makes it once the runtime said it counts caller). */
+static void calls_until(const char *stop, long (*caller)(long), const char *mode)
 {
 	long s = 0;
 	for (long i = 0; i % 1000 || access(stop, F_OK); i++) {
 		s += slow(i);
 		for (int j = 0; j < 200; j++)
-			s += nested_outer(j);
+			s += caller(j);
 		learn_sink = s;
 	}
-	printf("nested %ld\n", s != 0);
-}
-
-/* "seldom STOPFILE": as nested, with seldom_caller (the check script makes STOPFILE once
- * the runtime said it counts seldom_caller). */
-static void seldom_until(const char *stop)
-{
-	long s = 0;
-	for (long i = 0; i % 1000 || access(stop, F_OK); i++) {
-		s += slow(i);
-		for (int j = 0; j < 200; j++)
-			s += seldom_caller(j);
-		learn_sink = s;
-	}
-	printf("seldom %ld\n", s != 0);
+	printf("%s %ld\n", mode, s != 0);
 }
 
 /* "toggle N": leaf's sled taken out of the trace and put back N times each way, by this
@@ -498,11 +484,11 @@ int main(int argc, char **argv)
 	if (argc > 2 && !strcmp(argv[1], "newtop"))
 		newtop_until(argv[2]);
 	if (argc > 2 && !strcmp(argv[1], "nested")) {
-		nested_until(argv[2]);
+		calls_until(argv[2], nested_outer, "nested");
 		return 0;
 	}
 	if (argc > 2 && !strcmp(argv[1], "seldom")) {
-		seldom_until(argv[2]);
+		calls_until(argv[2], seldom_caller, "seldom");
 		return 0;
 	}
 	if (argc > 1 && !strcmp(argv[1], "restart")) { /* the runtime again, the sleds as they are */
