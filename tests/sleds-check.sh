@@ -322,15 +322,21 @@ fi
 touch "$work/stop3"
 wait "$pid"
 check "count: the same results as the plain build" is "$(cat "$work/count.out")" "$want"
-counted=
+# Every trace that holds counted calls: the first's decode and summary are checked, and
+# hot's share in each (the loop's one-turn windows can mislead the untimed fit of one trace:
+# docs/untimed.md, "One turn a window").
+counted= shares=
 for t in "$work/data/spool/"*.jtr; do
 	[ -f "$t" ] || continue
-	"$bin/jitt" decode "$t" >"$work/count.dec" 2>&1
-	"$bin/jitt" summarize "$t" >"$work/count.sum" 2>&1
-	if grep -q 'calls counted, in [0-9]* records' "$work/count.dec"; then
+	"$bin/jitt" decode "$t" >"$work/count.one.dec" 2>&1
+	grep -q 'calls counted, in [0-9]* records' "$work/count.one.dec" || continue
+	"$bin/jitt" summarize "$t" >"$work/count.one.sum" 2>&1
+	if [ -z "$counted" ]; then
 		counted=$t
-		break
+		mv "$work/count.one.dec" "$work/count.dec"
+		cp "$work/count.one.sum" "$work/count.sum"
 	fi
+	shares="$shares $(self_share hot "$work/count.one.sum")"
 done
 if [ -n "$counted" ]; then
 	ok "count: a trace holds counted calls ($(grep -o '[0-9]* calls counted' "$work/count.dec" |
@@ -341,12 +347,14 @@ if [ -n "$counted" ]; then
 	# hot is 30 stores a call, slow 20,000 for hot's 200 calls: hot holds some 10-25% of
 	# the loop (perf: 23%); its share from the measured mean must be of that order, not 0,
 	# and not the most of it: each record stands for some 16 calls, and a mean from the
-	# windows' times alone (19-21 ns a call for perf's 7-11) made it 54-77%
-	share=$(self_share hot "$work/count.sum")
+	# windows' times alone (19-21 ns a call for perf's 7-11) made it 54-77%. The median of
+	# the traces': one trace's fit once gave the loop hot's time (3%, 1 CI run in 25).
+	share=$(printf '%s\n' $shares | sort -n | awk '{v[NR] = $1} END {print v[int(NR / 2) + 1]}')
 	if [ "${share:-0}" -ge 5 ] && [ "${share:-0}" -le 60 ]; then
-		ok "count: hot's self time is ${share}% of the thread"
+		ok "count: hot's self time is ${share}% of the thread (the median of${shares})"
 	else
-		fail "count: hot's share '${share:-none}'" "$(grep -n '%' "$work/count.sum" | head -n 30)"
+		fail "count: hot's share '${share:-none}' (the median of${shares})" \
+			"$(grep -n '%' "$work/count.sum" | head -n 30)"
 	fi
 else
 	fail "count: no trace with counted calls" "$(grep 'count:\|learned' "$work/count.log" | tail -n 5)"
