@@ -331,12 +331,13 @@ for t in "$work/data/spool/"*.jtr; do
 	"$bin/jitt" decode "$t" >"$work/count.one.dec" 2>&1
 	grep -q 'calls counted, in [0-9]* records' "$work/count.one.dec" || continue
 	"$bin/jitt" summarize "$t" >"$work/count.one.sum" 2>&1
+	one=$(self_share hot "$work/count.one.sum")
+	shares="$shares ${one:-0}" # hot not named: a share of 0
 	if [ -z "$counted" ]; then
 		counted=$t
 		mv "$work/count.one.dec" "$work/count.dec"
-		cp "$work/count.one.sum" "$work/count.sum"
+		mv "$work/count.one.sum" "$work/count.sum"
 	fi
-	shares="$shares $(self_share hot "$work/count.one.sum")"
 done
 if [ -n "$counted" ]; then
 	ok "count: a trace holds counted calls ($(grep -o '[0-9]* calls counted' "$work/count.dec" |
