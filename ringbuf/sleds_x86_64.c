@@ -192,13 +192,18 @@ HOOK void rb_sled_point_sampled(uint32_t low)
 }
 
 /* By sled: the counted calls traced threads recorded, for the runtime to tell each counted
- * function's calls (rb_sleds_counted_records). */
-static _Atomic uint32_t *counted_records;
+ * function's calls (rb_sleds_counted_records); and the word a counted call's record
+ * carries (record.h, rb_called_word: the measured mean and the calls a record stands for).
+ * The word is data, not an immediate in the counted thunk: the runtime rewrites a mean as
+ * perf's samples refine it, and a change in the thunk's code took two mprotects of the
+ * thunks' pages, each a TLB flush sent to the app's CPUs (388 of 525 mprotects on a
+ * speedtest1 --memdb run). Read only on the record's path, one call in RB_CALLED_EVERY. */
+static _Atomic uint32_t *counted_records, *counted_words;
 
 /*
  * A counted call to record (the counted thunk's rare path: its countdown reached 0, one
- * call in RB_CALLED_EVERY on average), idx its function's sled and word its mean's with
- * the calls the record stands for (record.h, rb_called_word). The next countdown is drawn
+ * call in RB_CALLED_EVERY on average), idx its function's sled, whose counted_words entry
+ * the record carries. The next countdown is drawn
  * first, in every thread: 1..2 * RB_CALLED_EVERY - 1, from the top bits of a linear
  * congruential draw (its low bits repeat with short periods).
  *   untraced thread: nothing more;
@@ -222,7 +227,7 @@ HOOK static void rb_sled_called_timed(uint32_t id, uint32_t word)
 	rb_put_called(id, word);
 }
 
-HOOK void rb_sled_called_sampled(uint32_t idx, uint32_t word)
+HOOK void rb_sled_called_sampled(uint32_t idx)
 {
 	struct rb_tls *t = &rb_tls;
 	uint32_t draw = t->counted_draw * 1664525u + 1013904223u;
@@ -233,8 +238,8 @@ HOOK void rb_sled_called_sampled(uint32_t idx, uint32_t word)
 	if (!p)
 		return;
 	uint32_t id = (uint32_t)__start___patchable_function_entries[idx];
-	if (counted_records)
-		atomic_fetch_add_explicit(&counted_records[idx], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&counted_records[idx], 1, memory_order_relaxed);
+	uint32_t word = atomic_load_explicit(&counted_words[idx], memory_order_relaxed);
 	uintptr_t due = atomic_load_explicit(&t->due, memory_order_relaxed);
 	if (p < due || (p < atomic_load_explicit(&t->limit, memory_order_relaxed) &&
 			p - 8 * RB_COUNTED_LATE < due)) {
@@ -288,9 +293,11 @@ uintptr_t rb_sleds_return_of(uintptr_t slot)
  * stack arguments are where they were.
  */
 enum field {
-	F_END, F_POS, F_DUE, F_TOP, F_ID, F_BODY, F_POINT, F_ENTER, F_EXIT, F_MEAN, F_CALLED,
+	F_END, F_POS, F_DUE, F_TOP, F_ID, F_BODY, F_POINT, F_ENTER, F_EXIT, F_CALLED,
 	F_LIMIT, F_LEFT, F_IDX
 };
+/* The templates name the kinds by number (FIELD's first argument) */
+_Static_assert(F_EXIT == 8 && F_CALLED == 9 && F_LEFT == 11 && F_IDX == 12, "FIELD numbers");
 #define FIELD(kind, end, back) ".byte " #kind "\n\t.short " #end " - 0b - " #back "\n\t"
 
 /*
@@ -383,10 +390,9 @@ __asm__(".pushsection .rodata.jitt_sleds, \"a\"\n"
  * (rb_tls.counted_left, in every thread), and a jump to the body, which returns straight
  * to its caller. No shadow stack, no exit record, no return to intercept: 4 instructions
  * with the sled's jump, where a traced call's thunk runs some 34. Where the count reaches
- * 0, one call in RB_CALLED_EVERY on average, rb_sled_called_sampled(idx, word) records it
- * (F_MEAN holds the word: the measured mean and the calls a record stands for), %rdi and
- * %rsi saved around it, the stack aligned for the call (the caller's return address is
- * still on it). Recording every call took 11 instructions and 2.8 ns over a plain call
+ * 0, one call in RB_CALLED_EVERY on average, rb_sled_called_sampled(idx) records it, %rdi
+ * saved around it, which also aligns the stack for the call (the caller's return address
+ * is still on it). Recording every call took 11 instructions and 2.8 ns over a plain call
  * (bench-sleds), 5% of memcached's worker on multiget.
  */
 __asm__(".pushsection .rodata.jitt_sleds, \"a\"\n"
@@ -397,21 +403,15 @@ __asm__(".pushsection .rodata.jitt_sleds, \"a\"\n"
 	".byte 0xe9\n\t.long 0\n2:\n"
 	"20:\n\t"
 	"push %rdi\n\t"
-	"push %rsi\n\t"
 	"mov $0x7ffffff0, %edi\n21:\n\t"
-	"mov $0x7ffffff0, %esi\n22:\n\t"
-	"sub $8, %rsp\n\t"
 	".byte 0xe8\n\t.long 0\n23:\n\t"
-	"add $8, %rsp\n\t"
-	"pop %rsi\n\t"
 	"pop %rdi\n\t"
 	".byte 0xe9\n\t.long 0\n24:\n\t"
 	".globl rb_sled_tmpl_counted_end\n\t.hidden rb_sled_tmpl_counted_end\n"
 	"rb_sled_tmpl_counted_end:\n\t"
 	".globl rb_sled_fields_counted\n\t.hidden rb_sled_fields_counted\n"
 	"rb_sled_fields_counted:\n\t"
-	FIELD(12, 1b, 4) FIELD(5, 2b, 4) FIELD(13, 21b, 4) FIELD(9, 22b, 4)
-	FIELD(10, 23b, 4) FIELD(5, 24b, 4)
+	FIELD(11, 1b, 4) FIELD(5, 2b, 4) FIELD(12, 21b, 4) FIELD(9, 23b, 4) FIELD(5, 24b, 4)
 	".byte 0\n\t.short 0\n\t"
 	".popsection");
 
@@ -540,9 +540,6 @@ static bool thunk_make(unsigned char *c, const unsigned char *tmpl, size_t len,
 		case F_IDX:
 			memcpy(at, &idx, 4);
 			break;
-		case F_MEAN:
-			memset(at, 0, 4); /* rb_sleds_count's */
-			break;
 		case F_BODY:
 			reach = put_rel32(at, e + SLED_BYTES);
 			break;
@@ -646,8 +643,12 @@ int rb_sleds_patch(const uintptr_t *skip, size_t nskip, enum rb_sled_time time,
 	sled_modes = malloc(n);
 	if (sled_modes)
 		memset(sled_modes, SLED_UNKNOWN, n);
-	if (cat)
+	if (cat) {
 		counted_records = calloc(n, sizeof(*counted_records));
+		counted_words = calloc(n, sizeof(*counted_words));
+		if (!counted_records || !counted_words)
+			counted_at = 0; /* nothing counted: rb_sleds_count refuses */
+	}
 
 	/* The text, writable for the moment of the patching. Executable too: this code may
 	 * lie in the same pages. */
@@ -737,15 +738,12 @@ static void sled_set(size_t i, uintptr_t entry, enum sled_mode mode)
 	}
 }
 
-/* The mean in sled i's counted thunk (its F_MEAN fields, with the calls a record stands
- * for: record.h, rb_called_word), written while the sled leads elsewhere. */
-static void thunk_mean(size_t i, uint32_t mean)
+/* The mean sled i's counted calls record (with the calls a record stands for: record.h,
+ * rb_called_word), set before the sled leads to its counted thunk. */
+static void counted_mean_set(size_t i, uint32_t mean)
 {
-	unsigned char *c = (unsigned char *)thunks_lo + i * thunk_stride + counted_at;
-	uint32_t word = rb_called_word(mean, RB_CALLED_EVERY);
-	for (const struct field_at *f = rb_sled_fields_counted; f->kind != F_END; f++)
-		if (f->kind == F_MEAN)
-			memcpy(c + f->at, &word, 4);
+	atomic_store_explicit(&counted_words[i], rb_called_word(mean, RB_CALLED_EVERY),
+			      memory_order_relaxed);
 }
 
 /* Pages [lo, hi) rounded out to whole pages (page_bytes, set by rb_sleds_patch: a window's
@@ -766,8 +764,9 @@ static long sleds_set(const size_t *idx, const uint32_t *mean, size_t n, enum sl
 	const uintptr_t *e = rb_sleds_list(&count);
 	if (!thunks_lo || !n)
 		return 0;
-	/* The sleds that change, and their thunks (a new mean, or a sled whose jump is its
-	 * thunk's first bytes): the span of each to make writable. */
+	/* Counted calls' means first, which are data: a counted sled that stays counted
+	 * changes nothing else. Then the sleds that change, and the thunks of those whose
+	 * jump is their thunk's first bytes (sled_set): the span of each to make writable. */
 	uintptr_t lo = UINTPTR_MAX, hi = 0, tlo = UINTPTR_MAX, thi = 0;
 	long done = 0;
 	for (size_t k = 0; k < n; k++) {
@@ -775,13 +774,17 @@ static long sleds_set(const size_t *idx, const uint32_t *mean, size_t n, enum sl
 		if (i >= thunk_count || i >= count)
 			continue;
 		done++;
-		if (sled_modes && sled_modes[i] == mode && !(mode == SLED_COUNTED && mean))
+		if (mode == SLED_COUNTED && mean)
+			counted_mean_set(i, mean[k]);
+		if (sled_modes && sled_modes[i] == mode)
 			continue; /* as it is already */
-		uintptr_t t = thunks_lo + i * thunk_stride;
 		lo = e[i] < lo ? e[i] : lo;
 		hi = e[i] + 8 > hi ? e[i] + 8 : hi;
-		tlo = t < tlo ? t : tlo;
-		thi = t + thunk_stride > thi ? t + thunk_stride : thi;
+		if ((e[i] & 7) > 8 - SLED_BYTES) {
+			uintptr_t t = thunks_lo + i * thunk_stride;
+			tlo = t < tlo ? t : tlo;
+			thi = t + 8 > thi ? t + 8 : thi;
+		}
 	}
 	if (!hi)
 		return done;
@@ -789,23 +792,20 @@ static long sleds_set(const size_t *idx, const uint32_t *mean, size_t n, enum sl
 	 * function may lie in the same pages). */
 	const int rwx = PROT_READ | PROT_WRITE | PROT_EXEC, rx = PROT_READ | PROT_EXEC;
 	int err = protect(lo, hi, rwx);
-	if (!err)
+	if (!err && thi)
 		err = protect(tlo, thi, rwx);
 	if (err)
 		return err;
 	for (size_t k = 0; k < n; k++) {
 		size_t i = idx[k];
-		if (i >= thunk_count || i >= count ||
-		    (sled_modes && sled_modes[i] == mode && !(mode == SLED_COUNTED && mean)))
+		if (i >= thunk_count || i >= count || (sled_modes && sled_modes[i] == mode))
 			continue;
-		if (mode == SLED_COUNTED && mean)
-			thunk_mean(i, mean[k]);
 		sled_set(i, e[i], mode);
 		if (sled_modes)
 			sled_modes[i] = (unsigned char)mode;
 	}
 	err = protect(lo, hi, rx);
-	int err2 = protect(tlo, thi, rx);
+	int err2 = thi ? protect(tlo, thi, rx) : 0;
 	return err ? err : err2 ? err2 : done;
 }
 
