@@ -203,9 +203,9 @@ static _Atomic uint32_t *counted_records, *counted_words;
 /*
  * A counted call to record (the counted thunk's rare path: its countdown reached 0, one
  * call in RB_CALLED_EVERY on average), idx its function's sled, whose counted_words entry
- * the record carries. The next countdown is drawn
- * first, in every thread: 1..2 * RB_CALLED_EVERY - 1, from the top bits of a linear
- * congruential draw (its low bits repeat with short periods).
+ * the record carries. The next countdown is drawn first, in every thread: 1..2 *
+ * RB_CALLED_EVERY - 1, from the top bits of a linear congruential draw (its low bits
+ * repeat with short periods).
  *   untraced thread: nothing more;
  *   before the due position: the record untimed (its tag's upper half 0), as the sampled
  *   thunk's untimed records (p < due <= limit, one slot short of the ring's end, so both
