@@ -1161,9 +1161,9 @@ RT static void counted_means(const uintptr_t *sleds)
 /*
  * A function just counted starts from the windows' mean, which a traced call's own cost
  * skews: a window times every call, and a helper of a few instructions came out at 40 ns
- * (duktape's duk_require_tval, 4-6% of perf's samples; its records, a quarter second into
- * a run, put it at 17.5% of the thread and the bytecode loop, perf's second, at nothing),
- * where perf's samples over counted calls say 4-13 ns. Those come at one a ms, so a
+ * (duktape's duk_require_tval, 4-5% of perf's samples; its records, a quarter second into
+ * a run, put it at 17.5% of the thread and the bytecode loop, perf's first, at nothing),
+ * where perf's samples over its counted calls say 4-9 ns. Those come at one a ms, so a
  * function of 5% had its 16 (LEARN_MEAN_HITS) some 0.3 s after it was counted: the samples
  * come every LEARN_SAMPLE_FAST_NS instead (some 20 ms for that 5%), for LEARN_MEAN_FAST_MS
  * at most after a function is first counted, once a run each.
