@@ -122,8 +122,6 @@ static uint64_t sampled_point; /* ticks: a traced call through them, 0 until tim
 				   /* there are LEARN_SAMPLES_MIN, */
 #define LEARN_SAMPLE_NS 1000000	   /* else every ms */
 #define LEARN_PENDING_MAX_MS 2000 /* a decision waits this long for them at most */
-#define LEARN_MEAN_FAST_MS 50 /* and once a function is counted, this long at most, until */
-			      /* it has LEARN_MEAN_HITS samples of its own (means_hurry) */
 #define LEARN_SAMPLES_KEEP (1u << 14) /* past this many, every count is halved */
 #define LEARN_RECENT_SAMPLES 512 /* the recent ones, which a put-back ranks by (every ms) */
 #define LEARN_DEPTH 1024 /* deeper calls are followed for depth only */
@@ -146,7 +144,6 @@ struct learn_fn {
 	 * stand for, and its records (rb_sleds_counted_records) over the same time: its
 	 * mean call as a profiler sees it (counted_mean) */
 	uint64_t counted_hits, counted_ns, counted_records;
-	bool hurried; /* its samples came fast once already (means_hurry) */
 };
 
 /* Which function called which in the windows, as (caller + 1) << 32 | (callee + 1), sled
@@ -210,7 +207,6 @@ static struct {
 	uint64_t period_ns;   /* CPU time a sample stands for, as perf was last told */
 	bool window_since;    /* a window was open since the last read */
 	uint64_t pending_ns;  /* a window closed then, its decision waiting for samples */
-	uint64_t hurry_ns;    /* samples come fast until then, for counted means (means_hurry) */
 	uint64_t last_span;   /* ticks: the last window's records, all rings */
 	unsigned partials;    /* windows for new functions (learn.partial) */
 	unsigned ended_by_thread; /* windows their last record's thread ended */
@@ -1159,41 +1155,6 @@ RT static void counted_means(const uintptr_t *sleds)
 }
 
 /*
- * A function just counted starts from the windows' mean, which a traced call's own cost
- * skews: a window times every call, and a helper of a few instructions came out at 40 ns
- * (duktape's duk_require_tval, 4-5% of perf's samples; its records, a quarter second into
- * a run, put it at 17.5% of the thread and the bytecode loop, perf's first, at nothing),
- * where perf's samples over its counted calls say 4-9 ns. Those come at one a ms, so a
- * function of 5% had its 16 (LEARN_MEAN_HITS) some 0.3 s after it was counted: the samples
- * come every LEARN_SAMPLE_FAST_NS instead (some 20 ms for that 5%), for LEARN_MEAN_FAST_MS
- * at most after a function is first counted, once a run each.
- */
-RT static void means_hurry(uint64_t now_ns)
-{
-	for (size_t k = 0; k < learn.ncounted && learn.sampled; k++) {
-		struct learn_fn *f = &learn.fn[learn.counted[k]];
-		if (f->hurried || f->counted_hits >= LEARN_MEAN_HITS ||
-		    agent_samples_blind(learn.counted[k]))
-			continue;
-		f->hurried = true;
-		learn.hurry_ns = now_ns + LEARN_MEAN_FAST_MS * 1000000ull;
-	}
-}
-
-/* Whether a counted function still goes by the windows' mean, within its hurry */
-RT static bool means_wanted(uint64_t now_ns)
-{
-	if (now_ns >= learn.hurry_ns)
-		return false;
-	for (size_t k = 0; k < learn.ncounted; k++) {
-		size_t i = learn.counted[k];
-		if (learn.fn[i].counted_hits < LEARN_MEAN_HITS && !agent_samples_blind(i))
-			return true;
-	}
-	return false;
-}
-
-/*
  * Whether short function i, kept for its time, can be counted instead of traced (record.h,
  * RB_CALLED: a countdown, one record in RB_CALLED_EVERY calls, no exit, no shadow stack;
  * docs/trace-points.md, "Counted calls"):
@@ -1403,8 +1364,7 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 	if (!learn.sampled)
 		return;
 	bool fast = learn.window || learn.samples < LEARN_SAMPLES_MIN ||
-		    (learn.remembered && learn.run_samples < LEARN_MEMORY_SAMPLES) ||
-		    means_wanted(agent_now_ns());
+		    (learn.remembered && learn.run_samples < LEARN_MEMORY_SAMPLES);
 	uint64_t period = fast ? LEARN_SAMPLE_FAST_NS : LEARN_SAMPLE_NS;
 	int e = agent_samples_follow(tids, ntids, period);
 	if (e) {
@@ -1459,7 +1419,6 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 		if (count) {
 			learn.counted[learn.ncounted++] = i;
 			learn.status[i] = LEARN_COUNTED;
-			means_hurry(agent_now_ns());
 		}
 		learn_changed();
 		log_dbg("jitt: sleds: put back %s%s: %llu of %llu samples, %llu%% of the last %llu",
@@ -1494,7 +1453,6 @@ RT static void learn_apply(const uintptr_t *sleds, size_t nsleds, uint64_t now)
 		learn.ncounted = 0; /* they stay traced */
 		counted = 0;
 	}
-	means_hurry(now);
 	if (!learn.partial) { /* a partial window leaves the schedule as it was */
 		learn.probe_ns = now + (uint64_t)learn.probe_ms * 1000000u;
 		learn.probe_ms = learn.probe_ms * 2 > LEARN_PROBE_MAX_MS ? LEARN_PROBE_MAX_MS
