@@ -118,12 +118,13 @@ static uint64_t sampled_point; /* ticks: a traced call through them, 0 until tim
 			    /* 6th back and the next window took them out again (8 put-backs in */
 			    /* 3 s, each traced in full till then): 1.57x of plain, 1.50x now */
 #define LEARN_SAMPLES_MIN 100 /* fewer rank nothing: a decision waits for them */
-#define LEARN_SAMPLE_FAST_NS 50000 /* a sample every 50 us of CPU time in a window and until */
-				   /* there are LEARN_SAMPLES_MIN, */
-#define LEARN_SAMPLE_NS 1000000	   /* else every ms */
+#define LEARN_SAMPLE_FAST_NS 50000 /* a sample every 50 us of CPU time until there are */
+				   /* LEARN_SAMPLES_MIN, */
+#define LEARN_SAMPLE_NS 2000000	   /* else every 2 ms (a sample costs 25-36 us here) */
 #define LEARN_PENDING_MAX_MS 2000 /* a decision waits this long for them at most */
 #define LEARN_SAMPLES_KEEP (1u << 14) /* past this many, every count is halved */
-#define LEARN_RECENT_SAMPLES 512 /* the recent ones, which a put-back ranks by (every ms) */
+#define LEARN_RECENT_SAMPLES 256 /* the recent ones, which a put-back ranks by: half a */
+				 /* second's (LEARN_SAMPLES_MIN after a halving, at least) */
 #define LEARN_DEPTH 1024 /* deeper calls are followed for depth only */
 #define LEARN_SAVE_GAP_MS 500 /* the memory (learn_memory.c) is saved at most this often */
 #define LEARN_MEMORY_CALLS 1048576 /* remembered counts are halved down to this many calls, */
@@ -1348,11 +1349,14 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
 
 /*
  * The samples since the last step: perf follows the traced threads (a sample every
- * LEARN_SAMPLE_FAST_NS of CPU time in a window and until the profile can rank, 12% of it
- * in a VM where a sample costs 6 us; every LEARN_SAMPLE_NS after, 0.6%: docs/runtime.md),
- * the new ones are counted, and between windows a function taken out that is now among
- * a profile's top is put back at once (a new phase's hot helper: the next window may be a
- * minute away).
+ * LEARN_SAMPLE_FAST_NS of CPU time until the profile can rank, every LEARN_SAMPLE_NS
+ * after: in a VM where a sample costs the thread 25-36 us, half its time for the first 5 ms,
+ * 1.2-1.8% after; docs/runtime.md), the new ones are counted, and between windows a
+ * function taken out that is now among a profile's top is put back at once (a new phase's
+ * hot helper: the next window may be a minute away).
+ * A window samples no faster: its samples, weighed by the CPU time each stands for, were
+ * 7 ms of a recent profile of 512 ms, yet at a sample every 50 us they were 3,700-4,000 of
+ * the 5,800 a SQLite --memdb run took (some 0.1 s of its 2.3 s).
  * A remembered run samples fast too until its own samples weigh as much as the memory's
  * (LEARN_MEMORY_SAMPLES): what it left out may be this run's top from the start. At a
  * sample a ms, SQLite's strcspn, 20-25% of the file workload's CPU time and left out by a
@@ -1363,7 +1367,7 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 {
 	if (!learn.sampled)
 		return;
-	bool fast = learn.window || learn.samples < LEARN_SAMPLES_MIN ||
+	bool fast = learn.samples < LEARN_SAMPLES_MIN ||
 		    (learn.remembered && learn.run_samples < LEARN_MEMORY_SAMPLES);
 	uint64_t period = fast ? LEARN_SAMPLE_FAST_NS : LEARN_SAMPLE_NS;
 	int e = agent_samples_follow(tids, ntids, period);
@@ -1531,8 +1535,6 @@ RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t record
 		log_dbg("jitt: sleds: window %u opens%s", learn.windows + 1,
 			learn.partial ? ", for new functions" : "");
 		agent_sleds_point_cost();
-		(void)agent_samples_follow(tids, ntids, LEARN_SAMPLE_FAST_NS);
-		learn.period_ns = LEARN_SAMPLE_FAST_NS;
 		learn.poll_ms = learn.partial ? LEARN_POLL_FRESH_MS : LEARN_POLL_MS;
 		learn.opened_ns = now_ns;
 		learn.next_ns = now_ns + (uint64_t)learn.poll_ms * 1000000u;
