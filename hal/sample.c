@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 int hal_sample_open(struct hal_perf_ring *r, pid_t tid, unsigned data_pages,
 		    uint64_t period_ns)
@@ -35,6 +36,18 @@ int hal_sample_period(struct hal_perf_ring *r, uint64_t period_ns)
 	if (r->fd < 0 || !period_ns)
 		return -EINVAL;
 	return ioctl(r->fd, IOC_PERIOD, &period_ns) == 0 ? 0 : -errno;
+}
+
+int hal_sample_cpu_ns(const struct hal_perf_ring *r, uint64_t *ns)
+{
+	if (r->fd < 0)
+		return -EBADF;
+	uint64_t count; /* read_format 0: the count alone */
+	ssize_t got = read(r->fd, &count, sizeof(count));
+	if (got != (ssize_t)sizeof(count))
+		return got < 0 ? -errno : -EIO;
+	*ns = count;
+	return 0;
 }
 
 long hal_sample_drain(struct hal_perf_ring *r, void *buf, size_t size)

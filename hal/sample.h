@@ -4,7 +4,8 @@
  * the thread every so much of its CPU time (perf's software task clock, no hardware
  * counter: it works in VMs and on cores without a PMU) and writes the user-space address
  * it was at into a small mmapped ring, which its reader drains. Nothing runs on the thread
- * but the kernel's timer: about a microsecond a sample. What perf record does, for the
+ * but the kernel's timer: about a microsecond a sample on hardware, 6 to 36 us in the VMs
+ * this was measured on (docs/runtime.md). What perf record does, for the
  * samples only (no stacks, no kernel addresses: what perf_event_paranoid 2 allows an
  * unprivileged process for its own threads; refused at Android's 3 and under seccomp).
  *
@@ -33,6 +34,14 @@ int hal_sample_open(struct hal_perf_ring *r, pid_t tid, unsigned data_pages,
 
 /* A new period, from the next sample on. 0 or a negative errno. */
 int hal_sample_period(struct hal_perf_ring *r, uint64_t period_ns);
+
+/*
+ * The CPU time the sampled thread has run since the ring was opened, in ns, kernel time
+ * included: its task clock's count (a sample is taken only in user space, but the clock
+ * runs, and each tick costs the thread its interrupt, wherever it lands). 0 or a negative
+ * errno.
+ */
+int hal_sample_cpu_ns(const struct hal_perf_ring *r, uint64_t *ns);
 
 /*
  * Move the ring's unread records into buf, oldest first, whole records only, at most size

@@ -81,6 +81,18 @@ TEST(sample_finds_the_function_another_thread_spins_in)
 		CHECK_EQ_U64(skipped, 0);
 	}
 	CHECK_EQ_INT(hal_sample_period(&r, 1000000), 0);
+	/* The task clock's count: at least the 200 samples' 20 ms, at most the thread's own
+	 * CPU time (read after it, both from the kernel's accounting of the same thread) */
+	uint64_t counted = 0, cpu = 0;
+	clockid_t clock;
+	struct timespec ts;
+	CHECK_EQ_INT(hal_sample_cpu_ns(&r, &counted), 0);
+	if (CHECK(pthread_getcpuclockid(t, &clock) == 0) && CHECK(clock_gettime(clock, &ts) == 0))
+		cpu = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	printf("    task clock %llu us, the thread's CPU time %llu us\n",
+	       (unsigned long long)counted / 1000, (unsigned long long)cpu / 1000);
+	CHECK(counted >= 200 * 100000ull);
+	CHECK(counted <= cpu);
 	atomic_store(&spin_stop, 1);
 	pthread_join(t, NULL);
 	uintptr_t fn = (uintptr_t)spin_here;
@@ -93,6 +105,7 @@ TEST(sample_finds_the_function_another_thread_spins_in)
 	CHECK_EQ_INT(r.fd, -1);
 	CHECK_EQ_INT(hal_sample_period(&r, 1000), -EINVAL);
 	CHECK(hal_sample_drain(&r, buf, sizeof(buf)) < 0);
+	CHECK_EQ_INT(hal_sample_cpu_ns(&r, &counted), -EBADF);
 }
 
 /* A sample record as the kernel writes one for sample_type IP: header, then the address. */

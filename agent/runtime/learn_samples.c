@@ -177,6 +177,15 @@ RT uint64_t agent_samples_read(uint64_t *hits, uint64_t *recent, uint64_t weight
 	return all;
 }
 
+RT uint64_t agent_samples_cpu_ns(void)
+{
+	uint64_t all = 0, ns = 0;
+	for (int i = 0; i < SAMPLE_THREADS; i++)
+		if (smp.t[i].tid && !hal_sample_cpu_ns(&smp.t[i].ring, &ns))
+			all += ns;
+	return all;
+}
+
 RT bool agent_samples_blind(size_t idx)
 {
 	return idx < smp.nblind && smp.blind[idx];

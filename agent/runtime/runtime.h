@@ -205,6 +205,10 @@ int agent_samples_start(const uintptr_t *sleds, size_t nsleds, uintptr_t bias,
 			const struct rb_elf *elf);
 int agent_samples_follow(const pid_t *tids, int n, uint64_t period_ns);
 uint64_t agent_samples_read(uint64_t *hits, uint64_t *recent, uint64_t weight);
+/* The CPU time the sampled threads have run since each was followed, kernel time
+ * included: what the sampling's ticks come from, though most of a server thread's land in
+ * the kernel and give no sample (hal_sample_cpu_ns). */
+uint64_t agent_samples_cpu_ns(void);
 void agent_samples_stop(void);
 /* Whether sled idx's time is out of the samples' sight: a wrapper of a C library function
  * (ringbuf/sleds_libc.c) whose code is not the program's (a shared library's, or a program

@@ -121,6 +121,7 @@ static uint64_t sampled_point; /* ticks: a traced call through them, 0 until tim
 #define LEARN_SAMPLE_FAST_NS 50000 /* a sample every 50 us of CPU time until there are */
 				   /* LEARN_SAMPLES_MIN, */
 #define LEARN_SAMPLE_NS 2000000	   /* else every 2 ms (a sample costs 25-36 us here) */
+#define LEARN_FAST_REMEMBERED_MS 10 /* a remembered run's fast samples: this much CPU time */
 #define LEARN_PENDING_MAX_MS 2000 /* a decision waits this long for them at most */
 #define LEARN_SAMPLES_KEEP (1u << 14) /* past this many, every count is halved */
 #define LEARN_RECENT_SAMPLES 256 /* the recent ones, which a put-back ranks by: half a */
@@ -200,6 +201,7 @@ static struct {
 	uint64_t *hits;	      /* by sled: its samples, halved now and then (LEARN_SAMPLES_KEEP) */
 	uint64_t samples;     /* all of them (samples in the program's functions) */
 	uint64_t run_samples; /* this run's own (samples starts from a memory's) */
+	uint64_t fast_cpu_ns; /* the sampled threads' CPU time while sampled fast */
 	uint64_t *recent;     /* by sled: its samples, halved past LEARN_RECENT_SAMPLES, each */
 			      /* weighing the LEARN_SAMPLE_FAST_NS it stands for */
 	uint64_t recent_weight, recent_samples; /* all of them: weighed, and counted */
@@ -1361,14 +1363,20 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
  * (LEARN_MEMORY_SAMPLES): what it left out may be this run's top from the start. At a
  * sample a ms, SQLite's strcspn, 20-25% of the file workload's CPU time and left out by a
  * memory of --memdb, was put back 185 to 460 ms into the run, and a trace taken before
- * had no strcspn at all (b64).
+ * had no strcspn at all (b64). But for LEARN_FAST_REMEMBERED_MS of CPU time at most, which
+ * a thread in the program's code all along needs for its 200: every tick costs the thread,
+ * and a server's worker, 90% of its time in the kernel where a tick gives no sample, took
+ * some 1,800 for them (45 ms of a 0.64 s run, at +50%).
  */
 RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *tids, int ntids)
 {
 	if (!learn.sampled)
 		return;
+	if (learn.period_ns == LEARN_SAMPLE_FAST_NS)
+		learn.fast_cpu_ns = agent_samples_cpu_ns(); /* fast from the start, only */
 	bool fast = learn.samples < LEARN_SAMPLES_MIN ||
-		    (learn.remembered && learn.run_samples < LEARN_MEMORY_SAMPLES);
+		    (learn.remembered && learn.run_samples < LEARN_MEMORY_SAMPLES &&
+		     learn.fast_cpu_ns < LEARN_FAST_REMEMBERED_MS * 1000000ull);
 	uint64_t period = fast ? LEARN_SAMPLE_FAST_NS : LEARN_SAMPLE_NS;
 	int e = agent_samples_follow(tids, ntids, period);
 	if (e) {
@@ -1656,9 +1664,13 @@ RT void agent_sleds_learn_report(void)
 		rb_unlock();
 		log_dbg("jitt: sleds: learning ends: %u windows, %u of them for new functions, %u "
 			"ended by their threads; the traced threads wrote %llu slots, %llu of them in "
-			"the windows", learn.windows, learn.partials, learn.ended_by_thread,
-			(unsigned long long)records,
-			(unsigned long long)learn.window_records);
+			"the windows; perf's samples: %llu in the program, fast for %llu ms of the "
+			"threads' %llu ms of CPU time",
+			learn.windows, learn.partials, learn.ended_by_thread,
+			(unsigned long long)records, (unsigned long long)learn.window_records,
+			(unsigned long long)learn.run_samples,
+			(unsigned long long)learn.fast_cpu_ns / 1000000,
+			(unsigned long long)(learn.sampled ? agent_samples_cpu_ns() : 0) / 1000000);
 	}
 }
 
