@@ -1374,9 +1374,14 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 		return;
 	if (learn.period_ns == LEARN_SAMPLE_FAST_NS)
 		learn.fast_cpu_ns = agent_samples_cpu_ns(); /* fast from the start, only */
-	bool fast = learn.samples < LEARN_SAMPLES_MIN ||
-		    (learn.remembered && learn.run_samples < LEARN_MEMORY_SAMPLES &&
-		     learn.fast_cpu_ns < LEARN_FAST_REMEMBERED_MS * 1000000ull);
+	/* Fast only while the next step is near (a busy thread's): the threads of an app that
+	 * went idle meanwhile, which this thread then looks at every second at most, would
+	 * run fast till then once they woke (memcached's worker, idle until its client came,
+	 * ran 60-110 ms of its CPU time sampled fast) */
+	bool fast = learn.poll_ms <= LEARN_POLL_MS &&
+		    (learn.samples < LEARN_SAMPLES_MIN ||
+		     (learn.remembered && learn.run_samples < LEARN_MEMORY_SAMPLES &&
+		      learn.fast_cpu_ns < LEARN_FAST_REMEMBERED_MS * 1000000ull));
 	uint64_t period = fast ? LEARN_SAMPLE_FAST_NS : LEARN_SAMPLE_NS;
 	int e = agent_samples_follow(tids, ntids, period);
 	if (e) {
