@@ -117,11 +117,12 @@ static uint64_t sampled_point; /* ticks: a traced call through them, 0 until tim
 			    /* hold the most: at the windows' 4, duktape's throw put its 4th to */
 			    /* 6th back and the next window took them out again (8 put-backs in */
 			    /* 3 s, each traced in full till then): 1.57x of plain, 1.50x now */
-#define LEARN_SAMPLES_MIN 100 /* fewer rank nothing: a decision waits for them */
+#define LEARN_SAMPLES_MIN 100 /* fewer rank nothing: a decision waits for them, */
+#define LEARN_SAMPLES_FEW 32  /* or for this many once the fast samples' time is spent */
 #define LEARN_SAMPLE_FAST_NS 50000 /* a sample every 50 us of CPU time until there are */
 				   /* LEARN_SAMPLES_MIN, */
 #define LEARN_SAMPLE_NS 2000000	   /* else every 2 ms (a sample costs 25-36 us here) */
-#define LEARN_FAST_REMEMBERED_MS 10 /* a remembered run's fast samples: this much CPU time */
+#define LEARN_FAST_MAX_MS 20 /* fast samples for this much of the threads' CPU time at most */
 #define LEARN_PENDING_MAX_MS 2000 /* a decision waits this long for them at most */
 #define LEARN_SAMPLES_KEEP (1u << 14) /* past this many, every count is halved */
 #define LEARN_RECENT_SAMPLES 256 /* the recent ones, which a put-back ranks by: half a */
@@ -1064,6 +1065,23 @@ RT static void learn_save(uint64_t now_ns, bool now)
 	}
 }
 
+/* The fast samples' time is spent: a thread in the program's code all along had its 100
+ * samples in 5 ms of CPU time, a remembered run's 200 in 10; memcached's worker, whose
+ * time is 90% the kernel's (where a tick costs as much and gives no sample), took 110 ms
+ * of it for 100, at +50%: some 7% of its run. */
+RT static bool fast_spent(void)
+{
+	return learn.fast_cpu_ns >= LEARN_FAST_MAX_MS * 1000000ull;
+}
+
+/* The samples a profile ranks with: fewer once the fast ones are spent (a thread mostly in
+ * the kernel has no more soon; the steady ones would take seconds, every function traced
+ * meanwhile). A function of 40% has a dozen of 32 even so. */
+RT static uint64_t samples_min(void)
+{
+	return fast_spent() ? LEARN_SAMPLES_FEW : LEARN_SAMPLES_MIN;
+}
+
 /*
  * With samples: the fewest a function needs to count as a profile's top, which stays
  * traced however short its calls: as many as the ntop'th most sampled function has
@@ -1072,7 +1090,8 @@ RT static void learn_save(uint64_t now_ns, bool now)
  * weighed); samples is how many they are: UINT64_MAX with too few to tell.
  */
 RT static void hot_floors(const uint64_t *hits, uint64_t total, uint64_t samples,
-			 size_t nsleds, int ntop, uint64_t *rank_floor, uint64_t *share_floor)
+			 uint64_t min_samples, size_t nsleds, int ntop, uint64_t *rank_floor,
+			 uint64_t *share_floor)
 {
 	uint64_t top[LEARN_HOT_TOP] = { 0 }; /* the most sampled, in decreasing order */
 	for (size_t i = 0; i < nsleds; i++) {
@@ -1087,7 +1106,7 @@ RT static void hot_floors(const uint64_t *hits, uint64_t total, uint64_t samples
 			}
 	}
 	*rank_floor = *share_floor = UINT64_MAX;
-	if (samples < LEARN_SAMPLES_MIN)
+	if (samples < min_samples)
 		return;
 	uint64_t min = total * LEARN_PROTECT_MIN_PCT / 100;
 	*rank_floor = top[ntop - 1] > min ? top[ntop - 1] : min;
@@ -1270,10 +1289,10 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
 	uint64_t rank_floor = UINT64_MAX, share_floor = UINT64_MAX;
 	uint64_t recent_rank = UINT64_MAX, recent_share = UINT64_MAX;
 	if (learn.sampled) {
-		hot_floors(learn.hits, learn.samples, learn.samples, nsleds, LEARN_HOT_TOP,
-			   &rank_floor, &share_floor);
-		hot_floors(learn.recent, learn.recent_weight, learn.recent_samples, nsleds,
-			   LEARN_HOT_TOP, &recent_rank, &recent_share);
+		hot_floors(learn.hits, learn.samples, learn.samples, samples_min(), nsleds,
+			   LEARN_HOT_TOP, &rank_floor, &share_floor);
+		hot_floors(learn.recent, learn.recent_weight, learn.recent_samples,
+			   LEARN_SAMPLES_MIN, nsleds, LEARN_HOT_TOP, &recent_rank, &recent_share);
 	}
 	bool by_samples = rank_floor != UINT64_MAX;
 	size_t nout = 0;
@@ -1363,10 +1382,8 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
  * (LEARN_MEMORY_SAMPLES): what it left out may be this run's top from the start. At a
  * sample a ms, SQLite's strcspn, 20-25% of the file workload's CPU time and left out by a
  * memory of --memdb, was put back 185 to 460 ms into the run, and a trace taken before
- * had no strcspn at all (b64). But for LEARN_FAST_REMEMBERED_MS of CPU time at most, which
- * a thread in the program's code all along needs for its 200: every tick costs the thread,
- * and a server's worker, 90% of its time in the kernel where a tick gives no sample, took
- * some 1,800 for them (45 ms of a 0.64 s run, at +50%).
+ * had no strcspn at all (b64). Either for LEARN_FAST_MAX_MS of CPU time at most
+ * (fast_spent).
  */
 RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *tids, int ntids)
 {
@@ -1378,10 +1395,9 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 	 * went idle meanwhile, which this thread then looks at every second at most, would
 	 * run fast till then once they woke (memcached's worker, idle until its client came,
 	 * ran 60-110 ms of its CPU time sampled fast) */
-	bool fast = learn.poll_ms <= LEARN_POLL_MS &&
+	bool fast = learn.poll_ms <= LEARN_POLL_MS && !fast_spent() &&
 		    (learn.samples < LEARN_SAMPLES_MIN ||
-		     (learn.remembered && learn.run_samples < LEARN_MEMORY_SAMPLES &&
-		      learn.fast_cpu_ns < LEARN_FAST_REMEMBERED_MS * 1000000ull));
+		     (learn.remembered && learn.run_samples < LEARN_MEMORY_SAMPLES));
 	uint64_t period = fast ? LEARN_SAMPLE_FAST_NS : LEARN_SAMPLE_NS;
 	int e = agent_samples_follow(tids, ntids, period);
 	if (e) {
@@ -1414,10 +1430,10 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 	 * Among fewer than a window keeps (LEARN_PUTBACK_TOP): one just under the window's
 	 * floor crosses it back and forth as the samples come. */
 	uint64_t rank_floor, share_floor, recent_rank, recent_share;
-	hot_floors(learn.hits, learn.samples, learn.samples, nsleds, LEARN_PUTBACK_TOP,
-		   &rank_floor, &share_floor);
-	hot_floors(learn.recent, learn.recent_weight, learn.recent_samples, nsleds,
-		   LEARN_PUTBACK_TOP, &recent_rank, &recent_share);
+	hot_floors(learn.hits, learn.samples, learn.samples, samples_min(), nsleds,
+		   LEARN_PUTBACK_TOP, &rank_floor, &share_floor);
+	hot_floors(learn.recent, learn.recent_weight, learn.recent_samples, LEARN_SAMPLES_MIN,
+		   nsleds, LEARN_PUTBACK_TOP, &recent_rank, &recent_share);
 	status_set(learn.out, learn.nout, nsleds);
 	for (size_t k = 0; k < learn.nout; k++) {
 		size_t i = learn.out[k];
@@ -1492,7 +1508,7 @@ RT static void learn_apply(const uintptr_t *sleds, size_t nsleds, uint64_t now)
 		  (unsigned long long)hal_ticks_to_ns(learn.point, freq),
 		  (unsigned long long)hal_ticks_to_ns(learn.inner, freq), done,
 		  (unsigned long long)calls, learn.min_ns, kept, counted,
-		  learn.samples >= LEARN_SAMPLES_MIN ? "a profile of " : "too few to rank: ",
+		  learn.samples >= samples_min() ? "a profile of " : "too few to rank: ",
 		  (unsigned long long)learn.samples);
 }
 
@@ -1525,7 +1541,7 @@ RT enum agent_learn_step agent_sleds_learn_step(uint64_t now_ns, uint64_t record
 	learn_sample(sleds, nsleds, tids, ntids);
 	learn_save(now_ns, false);
 	if (learn.pending_ns) { /* a window's decision, waiting for samples */
-		if (!learn.sampled || learn.samples >= LEARN_SAMPLES_MIN ||
+		if (!learn.sampled || learn.samples >= samples_min() ||
 		    now_ns - learn.pending_ns >= LEARN_PENDING_MAX_MS * 1000000ull)
 			learn_apply(sleds, nsleds, now_ns);
 		else
@@ -1744,7 +1760,7 @@ RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 	/* Too few samples to rank a profile's top yet (a thread that spends most of its time in
 	 * the kernel, as a server's does, gives few of its own code): every function stays
 	 * traced, as the window left them, until they come (agent_sleds_learn_step). */
-	if (learn.sampled && learn.samples < LEARN_SAMPLES_MIN) {
+	if (learn.sampled && learn.samples < samples_min()) {
 		learn.pending_ns = now;
 		learn.poll_ms = LEARN_POLL_MS;
 		learn.next_ns = now + (uint64_t)learn.poll_ms * 1000000u;
