@@ -203,6 +203,7 @@ static struct {
 	uint64_t samples;     /* all of them (samples in the program's functions) */
 	uint64_t run_samples; /* this run's own (samples starts from a memory's) */
 	uint64_t fast_cpu_ns; /* the sampled threads' CPU time while sampled fast */
+	uint64_t cpu_seen_ns; /* all of it, at the last step (agent_samples_cpu_ns) */
 	uint64_t *recent;     /* by sled: its samples, halved past LEARN_RECENT_SAMPLES, each */
 			      /* weighing the LEARN_SAMPLE_FAST_NS it stands for */
 	uint64_t recent_weight, recent_samples; /* all of them: weighed, and counted */
@@ -1389,8 +1390,12 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 {
 	if (!learn.sampled)
 		return;
-	if (learn.period_ns == LEARN_SAMPLE_FAST_NS)
-		learn.fast_cpu_ns = agent_samples_cpu_ns(); /* fast from the start, only */
+	if (!fast_spent()) { /* the threads' CPU time since the last step, if sampled fast */
+		uint64_t cpu = agent_samples_cpu_ns();
+		if (learn.period_ns == LEARN_SAMPLE_FAST_NS && cpu > learn.cpu_seen_ns)
+			learn.fast_cpu_ns += cpu - learn.cpu_seen_ns;
+		learn.cpu_seen_ns = cpu; /* less when a thread ended: counted from there */
+	}
 	/* Fast only while the next step is near (a busy thread's): the threads of an app that
 	 * went idle meanwhile, which this thread then looks at every second at most, would
 	 * run fast till then once they woke (memcached's worker, idle until its client came,
@@ -1408,6 +1413,11 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 		return;
 	}
 	uint64_t got = samples_take(); /* taken at the period perf was told before */
+	if (period != learn.period_ns)
+		log_dbg("jitt: sleds: perf's samples every %llu us (%llu in the program; %llu ms "
+			"of the threads' CPU time so far)", (unsigned long long)period / 1000,
+			(unsigned long long)learn.run_samples,
+			(unsigned long long)agent_samples_cpu_ns() / 1000000);
 	learn.period_ns = period;
 	if (learn.samples > LEARN_SAMPLES_KEEP) { /* the recent past weighs more */
 		for (size_t i = 0; i < nsleds; i++)
