@@ -4,7 +4,7 @@
  * the thread every so much of its CPU time (perf's software task clock, no hardware
  * counter: it works in VMs and on cores without a PMU) and writes the user-space address
  * it was at into a small mmapped ring, which its reader drains. Nothing runs on the thread
- * but the kernel's timer: about a microsecond a sample on hardware, 6 to 36 us in the VMs
+ * but the kernel's timer, whose interrupt costs the thread 6 to 36 us a sample in the VMs
  * this was measured on (docs/runtime.md). What perf record does, for the
  * samples only (no stacks, no kernel addresses: what perf_event_paranoid 2 allows an
  * unprivileged process for its own threads; refused at Android's 3 and under seccomp).

@@ -1383,8 +1383,8 @@ RT static size_t learn_decide(const uintptr_t *sleds, size_t nsleds, size_t *out
  * (LEARN_MEMORY_SAMPLES): what it left out may be this run's top from the start. At a
  * sample a ms, SQLite's strcspn, 20-25% of the file workload's CPU time and left out by a
  * memory of --memdb, was put back 185 to 460 ms into the run, and a trace taken before
- * had no strcspn at all (b64). Either for LEARN_FAST_MAX_MS of CPU time at most
- * (fast_spent).
+ * had no strcspn at all (b64). Either is fast for LEARN_FAST_MAX_MS of the threads' CPU
+ * time at most (fast_spent).
  */
 RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *tids, int ntids)
 {
