@@ -1088,7 +1088,7 @@ RT static uint64_t samples_min(void)
  * traced however short its calls: as many as the ntop'th most sampled function has
  * (LEARN_HOT_TOP at a window, at most), LEARN_PROTECT_MIN_PCT of all at least; or
  * LEARN_HOT_PCT of all, whatever its rank. hits sum to total (learn.recent's are
- * weighed); samples is how many they are: UINT64_MAX with too few to tell.
+ * weighed); samples is how many they are: UINT64_MAX with fewer than min_samples.
  */
 RT static void hot_floors(const uint64_t *hits, uint64_t total, uint64_t samples,
 			 uint64_t min_samples, size_t nsleds, int ntop, uint64_t *rank_floor,
@@ -1413,7 +1413,7 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 		return;
 	}
 	uint64_t got = samples_take(); /* taken at the period perf was told before */
-	if (period != learn.period_ns)
+	if (period != learn.period_ns && agent_log_enabled(AGENT_LOG_DEBUG)) /* a read each */
 		log_dbg("jitt: sleds: perf's samples every %llu us (%llu in the program; %llu ms "
 			"of the threads' CPU time so far)", (unsigned long long)period / 1000,
 			(unsigned long long)learn.run_samples,
