@@ -23,10 +23,13 @@ cost is watched instead (`watch`): `jitt status PID` every WATCH_EVERY seconds, 
 "records TID N" lines (slots written since tracing started, read without a freeze), the
 last sum kept: a run that recorded nothing did not trace.
 """
-import re
 import os
+import re
+import select
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 TRIGGER_AFTER = 0.25
@@ -77,15 +80,11 @@ def run(argv, env, cwd, stdout, jitt=None, conf=None, every=None, client=None,
     only the threads there when it attaches (at the start, the process's first), and
     memcached's worker, made later, had no sample."""
     r = Run()
+    perf = perf_recording(perf_data) if perf_data else None
     t0 = time.monotonic()
     server_cpu, client_cpu = pinned() if client else (None, None)
     proc = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.STDOUT, env=env, cwd=cwd,
                             preexec_fn=on_cpus(server_cpu))
-    perf = None
-    if perf_data:
-        perf = subprocess.Popen(["perf", "record", "-q", "-F", "20000", "-k", "CLOCK_MONOTONIC",
-                                 "-a", "-o", perf_data],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cl = None
     if client:  # "{pid}" in its arguments: the server's
         cl = subprocess.Popen([a.replace("{pid}", str(proc.pid)) for a in client],
@@ -139,6 +138,42 @@ def run(argv, env, cwd, stdout, jitt=None, conf=None, every=None, client=None,
         if r.client != 0 and not r.problem:
             r.problem = "the client failed (exit status %d)" % r.client
     return r
+
+
+def perf_recording(data, bound=60.0):
+    """`perf record` of the whole machine into data, started and recording: returns once
+    perf says its events are enabled, or the bound (a hang) has passed. perf starts with
+    its events off and is told to enable them through a FIFO, and its acknowledgement is the
+    event waited for: it took 0.29 s to be ready at load, more than the trigger's quarter
+    second, and memcached's traces, whose window ends there, had no sample of it."""
+    fifos = tempfile.mkdtemp(prefix="jitt-perf-")
+    ctl, ack = os.path.join(fifos, "ctl"), os.path.join(fifos, "ack")
+    os.mkfifo(ctl)
+    os.mkfifo(ack)
+    perf = subprocess.Popen(["perf", "record", "-q", "-F", "20000", "-k", "CLOCK_MONOTONIC",
+                             "-a", "-o", data, "-D", "-1", "--control",
+                             "fifo:%s,%s" % (ctl, ack)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + bound
+    acks = os.open(ack, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        while perf.poll() is None and time.monotonic() < deadline:
+            try:  # no reader yet (perf still starting): ENXIO
+                c = os.open(ctl, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                time.sleep(0.01)
+                continue
+            os.write(c, b"enable\n")
+            os.close(c)
+            while perf.poll() is None and time.monotonic() < deadline:
+                ready, _, _ = select.select([acks], [], [], 0.1)
+                if ready and os.read(acks, 64).startswith(b"ack"):
+                    return perf
+            break
+    finally:
+        os.close(acks)
+        shutil.rmtree(fifos)
+    return perf  # not acknowledged: the trace's moment may then have no sample
 
 
 def _run_dir(conf):
