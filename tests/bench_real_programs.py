@@ -194,6 +194,15 @@ if o.collect:
     sys.exit(0)
 
 
+def detector(trace):
+    """The detector that persisted a trace ("external" for `jitt trigger`), or "?"."""
+    s = subprocess.run([o.jitt, "summarize", trace, "--json"], capture_output=True, text=True)
+    try:
+        return json.loads(s.stdout).get("detector") or "?"
+    except ValueError:
+        return "?"
+
+
 def summaries(traces):
     """Each trace's `jitt summarize --json`, and whether its ring had wrapped (`jitt
     decode`'s header: laps): if not, the trace holds the run since tracing began."""
@@ -459,11 +468,20 @@ for w, _ in workloads:
             if o.perf and shutil.which("perf") else None
         r, out, traces = one(w, row, mode, binary, keep="%s/traces-%s-%s" % (run, w, row),
                              perf_data=moment[row])
-        kept[row] += traces
-        if not r.triggers or len(traces) != 1:
-            problems.append("%s %s, its sample run: %s, %d traces saved" % (
+        # The program's own detectors may persist a trace too (a jank frame at load):
+        # noted, and not the moment, which is the trigger's.
+        by = [(detector(t), t) for t in traces]
+        asked = [t for d, t in by if d == "external"]
+        kept[row] += asked
+        own = sorted(d for d, _ in by if d != "external")
+        if own:
+            notes.append("%s %s, its sample run: also %d trace%s of the program's own "
+                         "detectors (%s)" % (w, row, len(own), "s"[:len(own) > 1],
+                                             ", ".join(own)))
+        if not r.triggers or len(asked) != 1:
+            problems.append("%s %s, its sample run: %s, %d traces of the trigger saved" % (
                 w, row, "trigger sent" if r.triggers else "no trigger (the run ended first?)",
-                len(traces)))
+                len(asked)))
     plain = [v[0] for v in vs if v[1] == "plain"]
     fast = {k: min(t) for k, t in times.items()}
     med = {k: statistics.median(t) for k, t in times.items()}
