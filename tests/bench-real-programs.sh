@@ -14,7 +14,7 @@
 # trace points a second and the ms a MiB of ring holds; then perf's top 5 on the plain
 # build next to the traced summaries' top 5. The list of a traced+list row is `jitt exclude
 # -o`'s, trained on the program's OTHER workload (traces collected with a trigger every
-# quarter second): what a list made from one scenario does to another.
+# quarter second of CPU time): what a list made from one scenario does to another.
 # Builds are cached in build/dl/real/<program>-<SDK hash>[-<hash of the extra options>],
 # the plain ones in <program>-plain. A measurement, not a test: `make bench-real` runs it.
 # Environment: REPS (5), QUICK=1 (2 rounds, smaller workloads), PROGRAMS (all three),
@@ -43,7 +43,7 @@ programs=${PROGRAMS:-duktape memcached speedtest1}
 # docs/exclude.md).
 # The rows of every table, one a line: the row's name, how it runs (plain: the build
 # without the SDK; off: instrumented, no thread traced; on: a thread traced, a `jitt
-# trigger` a quarter second in), and its method: the compile options added to the SDK's
+# trigger` a quarter second of CPU time in), and its method: the compile options added to the SDK's
 # defaults (a GCC @file; "-" none; @LIST the `jitt exclude -o` list trained on the other
 # workload, with `--ratio` the defaults build's traced/plain ratio measured there; @KEPT `jitt inlined`'s list of what the plain build inlined everywhere, made
 # from the plain and the SDK-defaults builds, docs/trace-points.md; @KEPT+LIST both, the
@@ -318,7 +318,7 @@ for prog in $programs; do
 	duktape)
 		tar=$(fetch duktape) || { echo "bench-real-programs: no duktape source (make deps: deb-src)"; exit 1; }
 		exe=duk key=$sdk_hash plain_key=
-		# Each run lasts well over the quarter second before the trigger, plain too.
+		# Each run uses well over the quarter second of CPU time before the trigger, plain too.
 		n=31 throws=100000
 		[ "$quick" = 1 ] && n=30 throws=40000
 		cat >"$work/fib.js" <<JS

@@ -14,10 +14,12 @@ worker took 0.32 to 0.43 s of CPU time for the same requests (the cost of its so
 hangs on whether the client was running or asleep when they woke it); pinned, 0.348 to
 0.352 s in five runs of six.
 
-A traced run is asked for its trace with `jitt trigger` a quarter second after it started
-(once its control socket exists): it proves the run really traced, and each traced run
-pays one persist. With `every`, again every so many seconds until it ends (to collect
-traces spread over a run). A trigger stops the thread's tracing while its trace is written
+A traced run is asked for its trace with `jitt trigger` once it has used a quarter second of
+CPU time (and its control socket exists): it proves the run really traced, and each traced
+run pays one persist. With `every`, again every so many seconds of its CPU time until it
+ends (to collect traces spread over a run). CPU time, not wall time: a server waits for its
+client, and memcached's worker, triggered a quarter second after the server started, was
+still waiting for its first request under load (a trace of 215 ms blocked). A trigger stops the thread's tracing while its trace is written
 (the ring is frozen in place: 150 ms and more here), so a run timed for the trace points'
 cost is watched instead (`watch`): `jitt status PID` every WATCH_EVERY seconds, its
 "records TID N" lines (slots written since tracing started, read without a freeze), the
@@ -100,11 +102,13 @@ def run(argv, env, cwd, stdout, jitt=None, conf=None, every=None, client=None,
         if done[0]:
             break
         now = time.monotonic() - t0
-        if next_trigger is not None and now >= next_trigger and os.path.exists(sock):
-            r.triggers += subprocess.run([jitt, "trigger", str(proc.pid), "timed", "-c", conf],
-                                         stdout=subprocess.DEVNULL,
-                                         stderr=subprocess.DEVNULL).returncode == 0
-            next_trigger = now + every if every else None
+        if next_trigger is not None and os.path.exists(sock):
+            used = cpu_time(proc.pid)
+            if used is not None and used >= next_trigger:
+                r.triggers += subprocess.run([jitt, "trigger", str(proc.pid), "timed", "-c",
+                                              conf], stdout=subprocess.DEVNULL,
+                                             stderr=subprocess.DEVNULL).returncode == 0
+                next_trigger = used + every if every else None
         if next_watch is not None and now >= next_watch and os.path.exists(sock):
             n = records(jitt, proc.pid, conf)
             r.records = n if n is not None else r.records
@@ -138,6 +142,17 @@ def run(argv, env, cwd, stdout, jitt=None, conf=None, every=None, client=None,
         if r.client != 0 and not r.problem:
             r.problem = "the client failed (exit status %d)" % r.client
     return r
+
+
+def cpu_time(pid):
+    """The CPU time (user + sys, s) a running process has used so far, all its threads
+    (/proc/PID/stat), or None once it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rpartition(")")[2].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def perf_recording(data, bound=60.0):

@@ -34,8 +34,8 @@ def sets(keys):
 
 def batches():
     """(bytes to send, answers to expect), made as they go: the client connects at once, so
-    the server's work starts when it does (a traced run's trigger comes a quarter second
-    after the start)."""
+    the server's work starts when it does (a traced run's trigger comes once the server has
+    used a quarter second of CPU time)."""
     if kind == "mixed":
         for b in range(0, n, 100):
             reqs = []

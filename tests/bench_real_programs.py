@@ -10,7 +10,7 @@ over a fixed amount of client work); the fastest run is the least disturbed, the
 how steady. Every run must print plain's output, and every traced run must have recorded
 (`jitt status`'s records, watched: a trigger would stop its tracing while the trace is
 written). After the rounds, each traced row runs once more, untimed, with a `jitt trigger`
-a quarter second in, which must save its trace.
+a quarter second of its CPU time in, which must save its trace.
 
 For each traced row, from that trace (`jitt summarize --json`): trace points per
 second of the traced thread's running time (records over the trace's span less the time the
@@ -21,7 +21,7 @@ thread's), next to the top 5 self time of the traced row's traces (its sample ru
 added up by `jitt exclude`), and whether perf's top 3 are in the traces' top 10.
 
 With --collect DIR it measures nothing: it runs the row "traced" of each workload with a
-trigger every quarter second and keeps the traces in DIR/WORKLOAD/ (what `jitt exclude`
+trigger every quarter second of its CPU time and keeps the traces in DIR/WORKLOAD/ (what `jitt exclude`
 learns from).
 
 Variants come in a file, one a line, tab-separated: WORKLOAD ROW MODE BINARY METHOD
@@ -456,8 +456,8 @@ for w, _ in workloads:
                 problems.append("%s: output differs from plain's (%s)" % (where, out[:80]))
             if mode == "on" and not r.records:
                 problems.append("%s: recorded nothing (jitt status: no records)" % where)
-    # A trace of each traced row, from one more run triggered a quarter second in (not
-    # timed): its rate, what a MiB holds, and its summary's top.
+    # A trace of each traced row, from one more run triggered a quarter second of CPU time
+    # in (not timed): its rate, what a MiB holds, and its summary's top.
     moment = {}
     for row, mode, binary, _ in vs:
         if mode != "on":

@@ -8,7 +8,7 @@ process (user + sys, from wait4's rusage): wall time on a loaded machine counts 
 process waited for a core. The fastest run is the least disturbed; the median says how
 steady that is. Every run must print plain's results (speedtest1 --verify: a hash of every
 result), and every traced run must save the trace it is asked for once, a quarter second
-into it (`jitt trigger`: the traced variants really traced, and pay one persist each).
+of CPU time into it (`jitt trigger`: the traced variants really traced, and pay one persist each).
 The run, its timing and its trigger are tests/bench_cpu.py's.
 
 Prints the table, then a line "scale X": the median of on with the list over on's, which the
