@@ -1398,6 +1398,45 @@ TEST(summary_without_a_mark_takes_the_thread_the_writer_names)
 	synth_free(&th[1]);
 }
 
+/* A trigger from outside (no anomaly mark) that lands as a frame begins: the window is the
+ * frame before it, and the summary says how long the open one had run; an open frame as
+ * long as the median complete one stays the window, and so does a hang's. */
+TEST(summary_a_trigger_as_a_frame_begins_takes_the_frame_before)
+{
+	for (int variant = 0; variant < 3; variant++) {
+		struct synth_thread ui;
+		synth_init(&ui, "worker", 100, 0, 1000);
+		for (int i = 0; i < 5; i++)
+			normal_frame(&ui, 1000 + 1000 * (uint64_t)i);
+		/* the last frame: begun at 6000, its draw 100 ticks (0, 1), or 1100 (2: longer
+		 * than the median frame, 1000 ticks from one begin to the next) */
+		synth_special(&ui, 6000, RB_MARK, AGENT_MARK_FRAME_BEGIN);
+		synth_entry(&ui, 6010, ID(fn_draw));
+		synth_exit(&ui, variant == 2 ? 7110 : 6110);
+		ui.anomaly = variant == 1; /* a hang's thread, named by the writer */
+		struct fixture fx;
+		if (summarise(&ui, 1, variant == 1 ? "hang: test" : "external: test", 10, &fx)) {
+			const struct summary_frames *fr = &fx.s.frames;
+			CHECK(!fx.s.anomaly_marked);
+			CHECK_EQ_INT((int)fx.s.window_kind, (int)SUMMARY_WINDOW_FRAME);
+			if (variant == 0) { /* the frame 5000..6000: normal_frame's */
+				CHECK_EQ_U64(fx.s.w0, 5000);
+				CHECK_EQ_U64(fx.s.w1, 6000);
+				CHECK_EQ_U64(fr->open_skipped, 110);
+			} else {
+				CHECK_EQ_U64(fx.s.w0, 6000);
+				CHECK_EQ_U64(fr->open_skipped, 0);
+			}
+			size_t size;
+			char *json = json_of(&fx, &size);
+			CHECK(json && (strstr(json, "\"open_skipped_ns\":") != NULL) == (variant == 0));
+			free(json);
+			release(&fx);
+		}
+		synth_free(&ui);
+	}
+}
+
 /* The time outside every traced call ran in the frame just outside the calls the ring has
  * open at the freeze (agent/analysis/outer.h), past the innermost frame when its trace
  * point answered at its exit (its call is whole in the ring), and is not named when the

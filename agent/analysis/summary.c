@@ -341,6 +341,24 @@ static int find_window(struct summary *s, struct thread *ths, struct cct_span *b
 		err = -ENOMEM;
 		goto out;
 	}
+	/* Without an anomaly mark (`jitt trigger`), the frame open at the freeze is the window
+	 * unless it had only begun: a trigger that lands as an event loop takes its next event
+	 * gave a window of a few us and an empty summary (memcached's worker: "the slow frame
+	 * took 0 ns", no call in it). Then the window is the frame before, the last one the
+	 * sender of the trigger saw whole. A frame open for as long as the median complete one
+	 * stays the window, and so does a hang's (the writer names its thread). */
+	if (!s->anomaly_marked && !t->threads[s->thread].anomaly && slow != SIZE_MAX && slow > 0 &&
+	    !f[slow].complete && f[slow - 1].complete) {
+		size_t m = 0;
+		for (size_t i = 0; i < n; i++)
+			if (f[i].complete)
+				bs[m++] = f[i].end - f[i].begin;
+		uint64_t sofar = s->anomaly_ts - f[slow].begin;
+		if (m && sofar < percentile(bs, m, 50)) {
+			s->frames.open_skipped = sofar ? sofar : 1;
+			slow--;
+		}
+	}
 	size_t nb = 0;
 	if (slow != SIZE_MAX) {
 		s->window_kind = SUMMARY_WINDOW_FRAME;

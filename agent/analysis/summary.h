@@ -138,6 +138,8 @@ struct summary_frames {
 	size_t over_budget;
 	bool have_this;	     /* the window is a frame */
 	uint64_t this_frame; /* its length (up to the anomaly when still running) */
+	uint64_t open_skipped; /* the frame open at an unmarked freeze, which had only begun:
+				* how long it had run (the window is the frame before); 0 */
 	bool outlier;	     /* above mean + 3 sigma of the other frames */
 };
 

@@ -489,6 +489,8 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 		(unsigned long long)to_ref, s->anomaly_marked ? "true" : "false");
 	if (s->ring_cut)
 		fputs(",\"ring_cut\":true", b);
+	if (fr->open_skipped)
+		fprintf(b, ",\"open_skipped_ns\":%llu", (unsigned long long)ns(s, fr->open_skipped));
 	json_sched(b, s);
 	fputc('}', b);
 	fprintf(b,
@@ -1088,7 +1090,12 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 		fprintf(out, " (%s%s%sno anomaly mark: the window ends with the trace)\n",
 			detector ? "detector: " : "", detector ? detector : "", detector ? "; " : "");
 	fprintf(out, "thread \"%s\": ", thread_text(s, s->thread, thread, sizeof(thread)));
-	if (s->window_kind == SUMMARY_WINDOW_FRAME)
+	if (s->window_kind == SUMMARY_WINDOW_FRAME && fr->open_skipped)
+		fprintf(out,
+			"the last complete frame took %s (the one open at the freeze had only "
+			"begun: %s, under the median frame)",
+			H(wlen), H(fr->open_skipped));
+	else if (s->window_kind == SUMMARY_WINDOW_FRAME)
 		fprintf(out, "the slow frame took %s", H(wlen));
 	else
 		fprintf(out, "no frame marks; the window is the last %s", H(wlen));
