@@ -826,8 +826,12 @@ static const char *root_text(const struct summary *s, struct agent_symbols *syms
 	if (!key)
 		return NULL;
 	char name[NAME_TEXT];
-	snprintf(buf, size, "%s [outside every traced call: entered before the ring, named by "
-		 "the stack at the freeze]", key_text(syms, key, name, sizeof(name)));
+	/* A ring that never wrapped holds the thread's tracing from its start: the function
+	 * was entered before that (memcached's worker loop, before its jitt_trace_thread) */
+	bool wrapped = s->trace->threads[s->thread].laps > 0;
+	snprintf(buf, size, "%s [outside every traced call: entered before %s, named by the "
+		 "stack at the freeze]", key_text(syms, key, name, sizeof(name)),
+		 wrapped ? "the ring" : "tracing began");
 	return buf;
 }
 
