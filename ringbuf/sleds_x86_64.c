@@ -171,9 +171,9 @@ void rb_sleds_time_probe(bool on)
 /* Every record of a window (or of the probe that times a window's records) is fenced: its
  * timer read waits for the loads before it. rdtsc does not, so a function's cache misses
  * were still in flight at its exit's read and their stall fell in the next gap, its
- * caller's: memcached's assoc_find, a miss on its hash bucket a call, measured 51 to 124 ns
- * a call in the windows, where perf's samples give it 300 and more, and a remembered run
- * counted its calls at that mean until perf's samples corrected it. The windows' times are
+ * caller's: memcached's assoc_find, a miss on its hash bucket a call, measured 57 to 126 ns
+ * a call in the windows, where perf at a trace's moment gave it some 360, and a remembered
+ * run counted its calls at that mean until perf's own samples corrected it. The windows' times are
  * what learning ranks by, and a counted function's mean where perf's samples are too few.
  * Outside the windows the timed record stays unfenced: it places records in time, and the
  * fence would cost every one (some 1% of SQLite's time, docs/trace-points.md section 7). */

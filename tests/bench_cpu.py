@@ -19,9 +19,9 @@ CPU time (and its control socket exists): it proves the run really traced, and e
 run pays one persist. With `every`, again every so many seconds of its CPU time until it
 ends (to collect traces spread over a run). CPU time, not wall time: a server waits for its
 client, and memcached's worker, triggered a quarter second after the server started, was
-still waiting for its first request under load (a trace of 215 ms blocked). A trigger stops the thread's tracing while its trace is written
-(the ring is frozen in place: 150 ms and more here), so a run timed for the trace points'
-cost is watched instead (`watch`): `jitt status PID` every WATCH_EVERY seconds, its
+still waiting for its first request under load (a trace of 215 ms blocked). A trigger stops
+the thread's tracing while its trace is written (the ring is frozen in place: 150 ms and
+more here), so a run timed for the trace points' cost is watched instead (`watch`): `jitt status PID` every WATCH_EVERY seconds, its
 "records TID N" lines (slots written since tracing started, read without a freeze), the
 last sum kept: a run that recorded nothing did not trace.
 """
@@ -159,8 +159,8 @@ def perf_recording(data, bound=60.0):
     """`perf record` of the whole machine into data, started and recording: returns once
     perf says its events are enabled, or the bound (a hang) has passed. perf starts with
     its events off and is told to enable them through a FIFO, and its acknowledgement is the
-    event waited for: it took 0.29 s to be ready at load, more than the trigger's quarter
-    second, and memcached's traces, whose window ends there, had no sample of it."""
+    event waited for. Started with the program, it took 0.29 s to be ready at load, and
+    memcached's early traces had no sample of their moment."""
     fifos = tempfile.mkdtemp(prefix="jitt-perf-")
     ctl, ack = os.path.join(fifos, "ctl"), os.path.join(fifos, "ack")
     os.mkfifo(ctl)
@@ -182,8 +182,11 @@ def perf_recording(data, bound=60.0):
             os.close(c)
             while perf.poll() is None and time.monotonic() < deadline:
                 ready, _, _ = select.select([acks], [], [], 0.1)
-                if ready and os.read(acks, 64).startswith(b"ack"):
+                said = os.read(acks, 64) if ready else None
+                if said is not None and said.startswith(b"ack"):
                     return perf
+                if said == b"":  # perf closed it: no acknowledgement will come
+                    break
             break
     finally:
         os.close(acks)
