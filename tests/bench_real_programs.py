@@ -21,8 +21,8 @@ thread's), next to the top 5 self time of the traced row's traces (its sample ru
 added up by `jitt exclude`), and whether perf's top 3 are in the traces' top 10.
 
 With --collect DIR it measures nothing: it runs the row "traced" of each workload with a
-trigger every quarter second of its CPU time and keeps the traces in DIR/WORKLOAD/ (what `jitt exclude`
-learns from).
+trigger every quarter second of its CPU time and keeps the traces in DIR/WORKLOAD/ (what
+`jitt exclude` learns from).
 
 Variants come in a file, one a line, tab-separated: WORKLOAD ROW MODE BINARY METHOD
 [SETTINGS], SETTINGS being settings lines for that row only, separated by ";" (a sleds
