@@ -282,8 +282,10 @@ def perf_charged(w, row, mode, binary):
     tcp_sendmsg into transmit). A tail call leaves no frame to unwind: its time is charged
     to the caller's caller (memcached's tcp_sendmsg ends in a jump to sendmsg, and perf
     names transmit where the trace, whose exit of tcp_sendmsg comes when sendmsg returns,
-    names tcp_sendmsg). [(share of the thread's samples, name)] and their number, or None
-    and why not."""
+    names tcp_sendmsg). A frame counts only if its function holds trace points
+    (instrumented): a static C library's functions have none, and a summary gives their
+    time to their caller (speedtest1's musl: its system call wrapper sccp had 7.8%).
+    [(share of the thread's samples, name)] and their number, or None and why not."""
     data = "%s/perf-charged-%s.data" % (run, w)
     # perf itself niced, the program its child: with the program started by `nice` (an exec
     # after perf's), perf unwound no sample out of the C library in two runs of three
@@ -298,6 +300,7 @@ def perf_charged(w, row, mode, binary):
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
                               errors="replace")
     exe = os.path.basename(binary)
+    points = instrumented(binary, row_settings.get((w, row), ()))
     by_comm = {}  # comm: {name: samples}
     comm, charged, found = None, None, False
     for line in script.stdout:
@@ -307,11 +310,14 @@ def perf_charged(w, row, mode, binary):
             if comm is not None:
                 d = by_comm.setdefault(comm, {})
                 d[charged] = d.get(charged, 0) + 1
-            comm, charged = line.split()[0], "(outside the program's code)"
+            # unwound to no function with trace points: the kernel's or the C library's
+            # alone, or a stack perf could not unwind (a static musl's system calls)
+            comm, charged = line.split()[0], "(no traced function on the unwound stack)"
             found = False
             continue
         g = re.match(r"\s*[0-9a-f]+ (\S+?)(?:\+0x[0-9a-f]+)? \((.*)\)$", line.rstrip())
-        if g and not found and os.path.basename(g.group(2)) == exe and g.group(1) != "[unknown]":
+        if g and not found and os.path.basename(g.group(2)) == exe and \
+                g.group(1) != "[unknown]" and (not points or base(g.group(1)) in points):
             charged, found = base(g.group(1)), True
     if comm is not None:
         d = by_comm.setdefault(comm, {})
@@ -609,12 +615,12 @@ for w, _ in workloads:
     if ctop is None:
         print("    perf, charged to the program's callers: %s" % cn)
     else:
-        print("    perf of %s, each sample charged to the program's innermost function on its "
-              "stack (a system call's\n      time its caller's, as in a summary; DWARF, %d Hz, "
-              "%d samples of the thread): %s" % (
+        print("    perf of %s, each sample charged to the innermost function with trace points "
+              "on its stack (a system\n      call's time its caller's, as in a summary; DWARF, "
+              "%d Hz, %d samples of the thread): %s" % (
                   crow[0], CHARGED_HZ, cn,
                   ", ".join("%s %.1f%%" % (k, v) for v, k in ctop[:5])))
-    cthree = [k for _, k in (ctop or [])[:3] if not k.startswith("(")]
+    cthree = [k for _, k in (ctop or []) if not k.startswith("(")][:3]
     for row, files in others:
         ten = {k for _, k in (stop if row == top_traced[0] else
                               exclude_top([t for t, _ in files], fitted[row])[0])[:10]}
