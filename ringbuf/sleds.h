@@ -98,9 +98,10 @@ struct rb_sleds_window {
 };
 void rb_sleds_window_open(const struct rb_sleds_window *w);
 /* Every record of the sampled thunks timed (on), as in a window, until the same call with
- * off: for the runtime's probe of what a window's traced call costs, a ms or two on a
- * scratch ring (whose records count down no window). */
-void rb_sleds_time_probe(bool on);
+ * off: for the runtime's probe of what a timed traced call costs, a ms or two on a scratch
+ * ring (whose records count down no window). fenced: each timer read waits for the loads
+ * before it, as a window's do (x86_64: lfence); else as a timed record outside a window. */
+void rb_sleds_time_probe(bool on, bool fenced);
 /* Whether a traced thread ended the open window: then *tid is that thread, and *kept the
  * slots it copied into keep (in order, its newest last). */
 bool rb_sleds_window_ended(pid_t *tid, size_t *kept);

@@ -159,16 +159,18 @@ __attribute__((noreturn, cold)) static void shadow_lost_n(const char *why, size_
  * (window_end_here). */
 enum { WINDOW_NONE, WINDOW_OPEN, WINDOW_ENDING, WINDOW_ENDED };
 static _Atomic int window_state;
-static _Atomic int time_all;
+static _Atomic int time_all, probe_fenced;
 static _Atomic uint64_t window_left;
 static void window_end_here(void);
 
-void rb_sleds_time_probe(bool on)
+void rb_sleds_time_probe(bool on, bool fenced)
 {
+	if (fenced)
+		atomic_fetch_add_explicit(&probe_fenced, on ? 1 : -1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&time_all, on ? 1 : -1, memory_order_relaxed);
 }
 
-/* Every record of a window (or of the probe that times a window's records) is fenced: its
+/* Every record of a window (and of the probe that times a window's records) is fenced: its
  * timer read waits for the loads before it. rdtsc does not, so a function's cache misses
  * were still in flight at its exit's read and their stall fell in the next gap, its
  * caller's: memcached's assoc_find, a miss on its hash bucket a call, measured 57 to 126 ns
@@ -180,7 +182,8 @@ void rb_sleds_time_probe(bool on)
 static inline void point_sampled(uint32_t low)
 {
 	int all = atomic_load_explicit(&time_all, memory_order_relaxed);
-	if (all)
+	if (all && (atomic_load_explicit(&window_state, memory_order_relaxed) == WINDOW_OPEN ||
+		    atomic_load_explicit(&probe_fenced, memory_order_relaxed)))
 		__asm__ __volatile__("lfence" ::: "memory");
 	rb_point_sampled(low);
 	if (all) {

@@ -39,7 +39,7 @@ extern long rb_sleds_count(const size_t *idx, const uint32_t *mean, size_t n)
 extern void rb_sleds_window_open(const struct rb_sleds_window *w) __attribute__((weak));
 extern bool rb_sleds_window_ended(pid_t *tid, size_t *kept) __attribute__((weak));
 extern void rb_sleds_window_close(void) __attribute__((weak));
-extern void rb_sleds_time_probe(bool on) __attribute__((weak));
+extern void rb_sleds_time_probe(bool on, bool fenced) __attribute__((weak));
 extern void rb_sleds_probe(void) __attribute__((weak));
 extern const _Atomic uint32_t *rb_sleds_counted_records(size_t *n) __attribute__((weak));
 
@@ -50,6 +50,7 @@ extern const _Atomic uint32_t *rb_sleds_counted_records(size_t *n) __attribute__
 static bool sleds_on;
 static bool sleds_sampled;	 /* sampled thunks (sleds = sampled, the default) */
 static uint64_t sampled_point; /* ticks: a traced call through them, 0 until timed */
+static uint64_t timed_point;   /* ticks: the same with both records timed, unfenced */
 
 /*
  * Learning which functions to leave out, when no list is given (sleds_learn_ns), from
@@ -695,19 +696,20 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, struct learn_fn *fn,
  * What a traced call's trace points cost, in ticks: the entry and exit records and the
  * thunk's path around them, timed on calls of rb_sleds_probe (a sled of the runtime's own,
  * patched as the program's are) on a scratch ring, the fastest of PROBE_BATCHES batches, as
- * control.c's measure_point_cost times the hooks'; every record timed (timed: as a
- * window's are, whether one is open now or not), or sampled. On the control thread, which
+ * control.c's measure_point_cost times the hooks'; every record timed (timed: fenced as a
+ * window's are, whether one is open now or not, or as a timed record outside a window), or
+ * sampled. On the control thread, which
  * gets a shadow stack for it; 0 where it cannot be measured (then nothing is taken out of
  * the times). Timed, *inner gets the part of it between a call's own entry and exit
  * records, the mean over the fastest batch: a call of an empty function's measured length.
  */
-RT static uint64_t probe_ticks(bool timed, uint64_t *inner)
+RT static uint64_t probe_ticks(bool timed, bool fenced, uint64_t *inner)
 {
 	if (!rb_sleds_probe || !rb_sleds_thread_init || rb_sleds_thread_init() ||
 	    (timed && !rb_sleds_time_probe))
 		return 0;
 	if (timed)
-		rb_sleds_time_probe(true);
+		rb_sleds_time_probe(true, fenced);
 	size_t nslots = 2 * PROBE_CALLS + 8;
 	uint64_t *slots = calloc(nslots, sizeof(*slots)), best = UINT64_MAX;
 	for (int b = 0; slots && b < PROBE_BATCHES; b++) {
@@ -741,7 +743,7 @@ RT static uint64_t probe_ticks(bool timed, uint64_t *inner)
 	}
 	free(slots);
 	if (timed)
-		rb_sleds_time_probe(false);
+		rb_sleds_time_probe(false, fenced);
 	return best == UINT64_MAX ? 0 : best / PROBE_CALLS;
 }
 
@@ -754,10 +756,15 @@ RT void agent_sleds_point_cost(void)
 	 * them by the share of records written untimed (rb_trace_point_ps). Before,
 	 * the window's cost stood for all: 11 ns a record where most cost 2.7, too much to
 	 * take out of a remembered run's summary. */
-	if (learn.point) /* a call's two records */
-		rb_trace_set_timed_cost((double)learn.point / 2);
+	/* A timed record outside a window, unfenced: a ring holds its window's records (fenced,
+	 * 28-49 ns a record in this VM where an unfenced one is 15-17) only where a window ran
+	 * within its span, and then only some 260,000 of them, where every ring has a timed
+	 * record in 32: charged the fenced cost, duktape's took 0.4-1 ns too much out of every
+	 * record, on a sampled point of 3-4 ns */
+	if (timed_point) /* a call's two records */
+		rb_trace_set_timed_cost((double)timed_point / 2);
 	if (!sampled_point && !learn.window) /* in a window, the probe's records are timed */
-		sampled_point = probe_ticks(false, NULL);
+		sampled_point = probe_ticks(false, false, NULL);
 	if (sampled_point)
 		rb_trace_set_point_cost((double)sampled_point / 2);
 	else if (learn.window && learn.point) /* nothing else known yet */
@@ -824,12 +831,13 @@ RT static bool learn_init(const uintptr_t *sleds, size_t nsleds)
 	if (!learn.fn && !learn_alloc(sleds, nsleds))
 		return false;
 	learn.ready = true;
-	learn.point = probe_ticks(true, &learn.inner);
+	learn.point = probe_ticks(true, true, &learn.inner);
+	timed_point = probe_ticks(true, false, NULL);
 	/* And sampled time's, before a first window opens: a remembered run opens one at
 	 * once, and a trace frozen in it had only the window's cost, 4 times sampled time's,
 	 * for every record (agent_sleds_point_cost) */
 	if (!sampled_point && !learn.window)
-		sampled_point = probe_ticks(false, NULL);
+		sampled_point = probe_ticks(false, false, NULL);
 	/* The functions' extents for the samples, their names for the log (a few ms of the
 	 * control thread, once); a stripped program's samples go by its sleds alone. */
 	if (rb_elf_load("/proc/self/exe", &learn.elf))
