@@ -182,7 +182,10 @@ void rb_sleds_time_probe(bool on, bool fenced)
 static inline void point_sampled(uint32_t low)
 {
 	int all = atomic_load_explicit(&time_all, memory_order_relaxed);
-	if (all && (atomic_load_explicit(&window_state, memory_order_relaxed) == WINDOW_OPEN ||
+	/* A ring's records in an open window, not a scratch ring's (an unfenced probe may run
+	 * while the constructor's first window is open) */
+	if (all && ((rb_tls.ring &&
+		     atomic_load_explicit(&window_state, memory_order_relaxed) == WINDOW_OPEN) ||
 		    atomic_load_explicit(&probe_fenced, memory_order_relaxed)))
 		__asm__ __volatile__("lfence" ::: "memory");
 	rb_point_sampled(low);
