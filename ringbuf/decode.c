@@ -288,6 +288,7 @@ int rb_decoder_init(struct rb_decoder *d, const struct rb_ring_view *v, uint64_t
 		d->stats.windows = us.windows;
 		memcpy(d->stats.few, us.few, sizeof(us.few));
 		d->stats.nfew = us.nfew;
+		d->stats.measured = us.measured;
 		/* wide as its entries are (a 32-bit ring's are) */
 		for (unsigned k = 0; k < us.nfew; k++)
 			d->stats.few_wide[k] = us.few_wide[k] || v->word_size == 4;

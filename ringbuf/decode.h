@@ -67,6 +67,15 @@ struct rb_offcpu {
 	uint8_t why;  /* enum rb_off_why */
 };
 
+/* A traced function's call as sleds' learning windows measured it (every record timed,
+ * fenced: agent/runtime/sleds.c), for sampled time's fit (untimed.h): `ticks` is what one
+ * of its calls adds to its own gaps in a sampled ring, that is its self time with the
+ * functions taken out of the trace at the writing (theirs lies in its gaps) and a sampled
+ * trace point's cost a gap. id: as its entries give it (the address's low half). */
+struct rb_measured {
+	uint32_t id, ticks;
+};
+
 /* What the decoder reads: `valid` slots ending (circularly) at index `end`, of a ring of
  * `nslots`, of which the first `stored` are present in `slots`. */
 struct rb_ring_view {
@@ -83,6 +92,11 @@ struct rb_ring_view {
 	 * record are left out; those after the last reach end_ts. */
 	const struct rb_offcpu *off;
 	size_t noff;
+	/* Optional: the functions' measured calls (the trace file's measured section), which
+	 * the fit of untimed records' times takes as evidence (docs/untimed.md, "Measured
+	 * calls"); any order. */
+	const struct rb_measured *measured;
+	size_t nmeasured;
 };
 
 /* The view's numbers agree: its valid slots are all among the stored ones. */
@@ -111,6 +125,9 @@ struct rb_decode_stats {
 	uint64_t few[RB_UNTIMED_FEW_MAX];
 	uint8_t few_wide[RB_UNTIMED_FEW_MAX];
 	unsigned nfew;
+	/* Functions whose calls as sleds' windows measured them were the fit's evidence
+	 * (rb_ring_view.measured, docs/untimed.md "Measured calls") */
+	unsigned measured;
 	/* Counted calls (record.h, RB_CALLED): each record given as an entry and an exit
 	 * whose time is the entry's plus the function's measured mean, an estimate (raw
 	 * RB_CALLED on both events); each stands for rb_called_calls(arg) calls, which

@@ -251,6 +251,53 @@ void rb_trace_set_point_cost1024(uint64_t ticks1024)
 	atomic_store_explicit(&point_ticks1024, ticks1024, memory_order_relaxed);
 }
 
+/* What rb_trace_set_measured said (malloc'd), behind a spin lock: the runtime's control
+ * thread sets it after a window's decision, a freeze's writer copies it. */
+static struct {
+	atomic_flag lock;
+	struct rb_measured *m;
+	size_t n;
+} measured = { ATOMIC_FLAG_INIT, NULL, 0 };
+
+static void measured_lock(void)
+{
+	while (atomic_flag_test_and_set_explicit(&measured.lock, memory_order_acquire))
+		;
+}
+
+static void measured_unlock(void)
+{
+	atomic_flag_clear_explicit(&measured.lock, memory_order_release);
+}
+
+int rb_trace_set_measured(const struct rb_measured *m, size_t n)
+{
+	n = n > RB_FILE_MAX_MEASURED ? RB_FILE_MAX_MEASURED : n;
+	struct rb_measured *copy = n ? malloc(n * sizeof(*copy)) : NULL;
+	if (n && !copy)
+		return -ENOMEM;
+	if (n)
+		memcpy(copy, m, n * sizeof(*copy));
+	measured_lock();
+	struct rb_measured *old = measured.m;
+	measured.m = copy, measured.n = n;
+	measured_unlock();
+	free(old);
+	return 0;
+}
+
+/* A copy of the table (malloc'd, *n of them; NULL when there is none or no memory). */
+static struct rb_measured *measured_copy(size_t *n)
+{
+	measured_lock();
+	struct rb_measured *copy = measured.n ? malloc(measured.n * sizeof(*copy)) : NULL;
+	*n = copy ? measured.n : 0;
+	if (copy)
+		memcpy(copy, measured.m, *n * sizeof(*copy));
+	measured_unlock();
+	return copy;
+}
+
 /* What rb_trace_set_timed_cost said, in 1/1024 ticks. */
 static _Atomic uint64_t timed_ticks1024;
 
@@ -329,6 +376,9 @@ int rb_trace_write_reserved(const char *dir, const char *reason, const struct rb
 	}
 	if (sched)
 		size += pad8(h.ncpus);
+	size_t nmeasured;
+	struct rb_measured *meas = measured_copy(&nmeasured);
+	size += 8 + 8 * (uint64_t)nmeasured; /* the measured section (version 4) */
 	size += 8;
 	h.file_size = size;
 
@@ -337,6 +387,7 @@ int rb_trace_write_reserved(const char *dir, const char *reason, const struct rb
 		int e = r->reserve(r->arg, size, tag, sizeof(tag));
 		if (e) {
 			free(mods);
+			free(meas);
 			return e;
 		}
 	}
@@ -348,8 +399,10 @@ int rb_trace_write_reserved(const char *dir, const char *reason, const struct rb
 		 (unsigned long long)h.ref_realtime_ns, n, tag);
 	struct writer w = { .fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) };
 	if (w.fd < 0) {
+		int e = -errno;
 		free(mods);
-		return -errno;
+		free(meas);
+		return e;
 	}
 	share_with_folder_group(w.fd, dir);
 
@@ -389,6 +442,10 @@ int rb_trace_write_reserved(const char *dir, const char *reason, const struct rb
 			put(&w, f->sched, 16 * (size_t)f->nsched);
 		}
 	}
+	uint32_t count[2] = { (uint32_t)nmeasured, 0 };
+	put(&w, count, sizeof(count));
+	put(&w, meas, nmeasured * sizeof(*meas));
+	free(meas);
 	uint32_t crc = w.crc;
 	put(&w, &crc, 4);
 	put(&w, FOOTER_MAGIC, 4);
@@ -660,6 +717,30 @@ static int parse_threads(const uint8_t *d, size_t *offp, size_t limit, const str
 	return 0;
 }
 
+/* The measured section (version 4): a count, 4 bytes reserved, then that many (id, ticks)
+ * pairs, handed to every thread's view for the fit (ringbuf/untimed.h). */
+static int parse_measured(const uint8_t *d, size_t *offp, size_t limit, uint32_t nthreads,
+			  struct rb_trace *t, char *err, size_t errsize)
+{
+	size_t off = *offp;
+	uint32_t count[2];
+	if (limit - off < sizeof(count))
+		return fail(err, errsize, off, "the measured section runs past the end");
+	memcpy(count, d + off, sizeof(count));
+	if (count[0] > RB_FILE_MAX_MEASURED || (size_t)count[0] * 8 > limit - off - 8)
+		return fail(err, errsize, off, "%u measured functions%s", count[0],
+			    count[0] > RB_FILE_MAX_MEASURED ? ": too many" : " run past the end");
+	off += sizeof(count);
+	t->measured = (const struct rb_measured *)(d + off);
+	t->nmeasured = count[0];
+	for (uint32_t i = 0; i < nthreads; i++) {
+		t->threads[i].view.measured = t->measured;
+		t->threads[i].view.nmeasured = t->nmeasured;
+	}
+	*offp = off + 8 * (size_t)count[0];
+	return 0;
+}
+
 int rb_trace_parse(const void *data, size_t size, struct rb_trace *t, char *err, size_t errsize)
 {
 	const uint8_t *d = data;
@@ -692,6 +773,8 @@ int rb_trace_parse(const void *data, size_t size, struct rb_trace *t, char *err,
 		goto bad;
 	if (h.version >= 2 && h.sched_source != RB_SCHED_NONE &&
 	    (e = parse_sched(d, &off, limit, &h, t, err, errsize)) != 0)
+		goto bad;
+	if (h.version >= 4 && (e = parse_measured(d, &off, limit, h.nthreads, t, err, errsize)) != 0)
 		goto bad;
 	if (off != limit) {
 		e = fail(err, errsize, off, "%zu unexplained bytes before the CRC", limit - off);

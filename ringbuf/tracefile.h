@@ -19,13 +19,15 @@
 #define RB_FILE_MAGIC "JITTRACE"
 /* 2 added the scheduling section; 3 made a narrow entry's id the low half of the address
  * (record.h), where 2 and 1 hold the address minus the main program's load bias, and added
- * each thread's return addresses at the freeze. All three are read. */
-#define RB_FILE_VERSION 3
+ * each thread's return addresses at the freeze; 4 added the measured section (functions'
+ * calls as sleds' learning windows measured them). All four are read. */
+#define RB_FILE_VERSION 4
 #define RB_BUILD_ID_MAX 32
 #define RB_FILE_MAX_THREADS 256
 #define RB_FILE_MAX_MODULES 1024
 #define RB_FILE_MAX_CPUS 1024
 #define RB_FILE_MAX_STACK 1024 /* return addresses of a thread (ringbuf/stack.h) */
+#define RB_FILE_MAX_MEASURED 65536 /* functions in the measured section */
 
 /* Where the threads' scheduling came from (the file's scheduling section). */
 enum rb_sched_source {
@@ -105,6 +107,10 @@ struct rb_trace {
 	struct rb_module *modules;    /* [0] is the main program */
 	struct rb_file_thread *threads;
 	struct rb_trace_sched sched; /* source RB_SCHED_NONE in a version 1 file */
+	/* Version 4: the functions' calls as sleds' learning windows measured them (also in
+	 * each thread's view, for the fit of sampled time); none in older files */
+	const struct rb_measured *measured;
+	uint32_t nmeasured;
 	/* private */
 	void *map;   /* rb_trace_open's mapping, or NULL */
 	void *copy;  /* rb_trace_load_fd's copy (free), or NULL */
@@ -126,6 +132,11 @@ void rb_trace_set_point_cost1024(uint64_t ticks1024);
  * time's (sleds: a learning window's records): the header's timed_ps. 0 or less: not
  * known, or the same. */
 void rb_trace_set_timed_cost(double ticks);
+/* The functions' measured calls (decode.h, struct rb_measured) for every file written
+ * from now on: what sleds' learning windows measured, for the fit of untimed records'
+ * times (docs/untimed.md, "Measured calls"). Copied; at most RB_FILE_MAX_MEASURED are
+ * kept; n 0 clears it. 0 or -ENOMEM. */
+int rb_trace_set_measured(const struct rb_measured *m, size_t n);
 /* A record's mean cost in ps, of a ring (or rings) of `records` of which `untimed` were
  * written without a time: point_ps, weighed with timed_ps for the share of records a
  * learning window wrote (all timed, where sampled time leaves one in 32.5 untimed). 0:

@@ -84,6 +84,17 @@ static uint32_t lookup(struct table *t, uint64_t a, uint64_t b)
 	return t->val[h] = ++t->n;
 }
 
+/* The dense value of a key, 0 when it has none. */
+static uint32_t find(const struct table *t, uint64_t a, uint64_t b)
+{
+	if (!t->cap)
+		return 0;
+	for (uint64_t h = hash(a, b, t->cap); t->val[h]; h = (h + 1) & (t->cap - 1))
+		if (t->a[h] == a && t->b[h] == b)
+			return t->val[h];
+	return 0;
+}
+
 static void table_free(struct table *t)
 {
 	free(t->a);
@@ -500,6 +511,79 @@ static void few_owners(const struct fit *f, uint32_t nfn, const double *count, c
 	st->nfew = n;
 }
 
+/*
+ * MEASURED_NOTE: the functions' measured calls (rb_ring_view.measured: sleds' learning
+ * windows, every record timed). Where a function's calls always come in the same order
+ * with its neighbours' (an interpreter's loop, whose turn is about a window long), every
+ * window holds its gaps and theirs in one proportion, and nothing tells them apart: on a
+ * fib trace of duktape the fit gave `duk__handle_return` 1.46 us a call and the bytecode
+ * loop (the ring's outer frame), perf's top, nothing. A measured function adds one window
+ * more, made of all its gaps in the ring's windows, whose delta is its calls there times
+ * its measured call: as much evidence as the ring's own windows in the rounds, more in
+ * the least squares, where its length is the sum of many gaps'. Its calls: the gaps after
+ * its entries. Returns 0 or -ENOMEM.
+ */
+struct by_owner {
+	uint32_t owner, type;
+};
+
+static int cmp_owner(const void *a, const void *b)
+{
+	const struct by_owner *x = a, *y = b;
+	return x->owner != y->owner ? (x->owner > y->owner ? 1 : -1)
+				    : (x->type > y->type) - (x->type < y->type);
+}
+
+static int measured_windows(struct fit *f, const uint32_t *owner, double *count,
+			    struct window *win, uint64_t *nwin, uint32_t *ptype, uint32_t *pcount,
+			    uint64_t *npairs, struct rb_untimed_stats *st)
+{
+	uint32_t nfn = f->fn.n;
+	double *call = calloc(nfn + 1, sizeof(*call)), *calls = calloc(nfn + 1, sizeof(*calls));
+	struct by_owner *list = malloc((f->types.n + 1) * sizeof(*list));
+	if (!call || !calls || !list) {
+		free(call), free(calls), free(list);
+		return -ENOMEM;
+	}
+	for (size_t k = 0; k < f->v.nmeasured; k++) {
+		uint32_t o = find(&f->fn, f->v.measured[k].id, 0);
+		if (o && o <= nfn && f->v.measured[k].ticks)
+			call[o] = f->v.measured[k].ticks;
+	}
+	size_t n = 0;
+	for (uint64_t i = 0; i < f->types.cap; i++) {
+		uint32_t t = f->types.val[i], o = t ? owner[t] : 0;
+		if (!o || o > nfn || !call[o] || !count[t])
+			continue;
+		list[n++] = (struct by_owner){ o, t };
+		/* after its entry: owner and record its own, the record an entry (WHAT_ENTRY) */
+		if ((uint32_t)f->types.a[i] == o && f->types.b[i] >> 62 == WHAT_ENTRY)
+			calls[o] += count[t];
+	}
+	qsort(list, n, sizeof(*list), cmp_owner);
+	for (size_t i = 0; i < n;) {
+		uint32_t o = list[i].owner;
+		uint64_t off = *npairs, gaps = 0;
+		for (; i < n && list[i].owner == o; i++) {
+			ptype[*npairs] = list[i].type;
+			pcount[(*npairs)++] = (uint32_t)count[list[i].type];
+			gaps += (uint64_t)count[list[i].type];
+		}
+		if (!calls[o]) { /* no entry of it in a window: its calls are not known */
+			*npairs = off;
+			continue;
+		}
+		win[(*nwin)++] = (struct window){ calls[o] * call[o], 1, off, *npairs - off, gaps };
+		st->measured++;
+	}
+	/* Each type's gaps are now in two windows: the rounds' means are over both. */
+	for (size_t i = 0; i < n; i++)
+		if (calls[list[i].owner])
+			count[list[i].type] *= 2;
+	free(call), free(calls), free(list);
+	return 0;
+}
+
 static int fit_means(struct fit *f, struct rb_untimed_stats *st)
 {
 	/* The types, then one more at each level: the windows' fixed part (FIXED_NOTE). */
@@ -513,13 +597,15 @@ static int fit_means(struct fit *f, struct rb_untimed_stats *st)
 	double *w = malloc((6 * (size_t)big + f->ntimed + 1) * sizeof(*w));
 	uint32_t *stamp = calloc(big, sizeof(*stamp)), *at = malloc(big * sizeof(*at));
 	uint32_t *owner = calloc(nt, sizeof(*owner));
-	uint64_t maxpairs = f->nrec + f->ntimed + 1; /* a pair per gap and a fixed one a window */
+	/* a pair per gap and a fixed one a window, and one per type in the measured windows */
+	uint64_t maxpairs = f->nrec + f->ntimed + 1 + f->types.n + 1;
+	uint64_t maxwin = f->ntimed + 1 + f->fn.n + 1;
 	uint32_t *ptype = malloc(maxpairs * sizeof(*ptype));
 	uint32_t *ptype1 = malloc(maxpairs * sizeof(*ptype1));
 	uint32_t *pcount = malloc(maxpairs * sizeof(*pcount));
 	uint32_t *pcount1 = malloc(maxpairs * sizeof(*pcount1));
-	struct window *win = malloc((f->ntimed + 1) * sizeof(*win));
-	struct window *win1 = malloc((f->ntimed + 1) * sizeof(*win1));
+	struct window *win = malloc(maxwin * sizeof(*win));
+	struct window *win1 = malloc(maxwin * sizeof(*win1));
 	uint64_t wcap = 1;
 	while (wcap < 2 * (f->ntimed + 1))
 		wcap *= 2;
@@ -600,6 +686,12 @@ static int fit_means(struct fit *f, struct rb_untimed_stats *st)
 			owner[f->types.val[i]] =
 				(uint32_t)(f->types.a[i] >> (f->model == RB_UNTIMED_PATH ? 32 : 0));
 	owner[fixed] = fixed1;
+	if (f->model == RB_UNTIMED_PATH && f->v.nmeasured) {
+		err = measured_windows(f, owner, count, win, &nwin, ptype, pcount, &npairs, st);
+		if (err)
+			goto out;
+		err = -ENOMEM;
+	}
 	for (uint32_t t = 0; t < nt; t++) {
 		pin1[owner[t]] += pin[t];
 		npin1[owner[t]] += npin[t];

@@ -61,6 +61,8 @@ struct rb_untimed_stats {
 	uint64_t few[RB_UNTIMED_FEW_MAX];
 	uint8_t few_wide[RB_UNTIMED_FEW_MAX];
 	unsigned nfew;
+	/* Functions whose measured calls (rb_ring_view.measured) the fit took as evidence */
+	unsigned measured;
 };
 
 /* Whether any slot of the view's valid range has a zero upper half: the cheap test (one

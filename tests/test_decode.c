@@ -181,7 +181,7 @@ static void round_trip(int n, uint64_t nslots, uint64_t first, uint64_t start_ts
 	uint64_t end, total;
 	encode(ev, n, ring, nslots, first, &end, &total);
 	uint64_t valid = total < nslots ? total : nslots;
-	struct rb_ring_view v = { ring, nslots, nslots, end, valid, 8, 0, NULL, 0 };
+	struct rb_ring_view v = { ring, nslots, nslots, end, valid, 8, 0, NULL, 0, NULL, 0 };
 	struct rb_event *got;
 	size_t ngot;
 	struct rb_decode_stats st;
@@ -235,7 +235,7 @@ TEST(decode_without_anchors_uses_the_reference)
 	ring[1] = rb_tag(ts + 0x20, 0x2000); /* crosses 2^32 */
 	ring[2] = rb_tag(ts + 0x30, RB_EXIT);
 	ring[3] = rb_tag(ts + 0x40, RB_EXIT);
-	struct rb_ring_view v = { ring, 4, 4, 0, 4, 8, 0, NULL, 0 };
+	struct rb_ring_view v = { ring, 4, 4, 0, 4, 8, 0, NULL, 0, NULL, 0 };
 	struct rb_event *ev;
 	size_t n;
 	CHECK_EQ_INT(rb_decode(&v, ts + 0x50, &ev, &n, NULL), 0);
@@ -249,7 +249,7 @@ TEST(decode_without_anchors_uses_the_reference)
 TEST(decode_empty_ring_and_a_cut_wide_entry)
 {
 	uint64_t ring[4] = { 0 };
-	struct rb_ring_view v = { ring, 4, 0, 0, 0, 8, 0, NULL, 0 };
+	struct rb_ring_view v = { ring, 4, 0, 0, 0, 8, 0, NULL, 0, NULL, 0 };
 	struct rb_event *ev;
 	size_t n;
 	struct rb_decode_stats st;
@@ -259,12 +259,12 @@ TEST(decode_empty_ring_and_a_cut_wide_entry)
 	/* The oldest valid slot is the tag of a wide entry whose id slot was overwritten. */
 	ring[0] = rb_tag(10, RB_WIDE);
 	ring[1] = rb_tag(11, RB_EXIT);
-	struct rb_ring_view w = { ring, 4, 4, 2, 2, 8, 0, NULL, 0 };
+	struct rb_ring_view w = { ring, 4, 4, 2, 2, 8, 0, NULL, 0, NULL, 0 };
 	CHECK_EQ_INT(rb_decode(&w, 100, &ev, &n, &st), 0);
 	CHECK_EQ_INT(n, 1);
 	CHECK_EQ_U64(st.cut, 1);
 	CHECK_EQ_INT(ev[0].kind, RB_EV_EXIT);
 	free(ev);
-	struct rb_ring_view bad = { ring, 4, 4, 4, 2, 8, 0, NULL, 0 }; /* end outside the ring */
+	struct rb_ring_view bad = { ring, 4, 4, 4, 2, 8, 0, NULL, 0, NULL, 0 }; /* end outside the ring */
 	CHECK(rb_decode(&bad, 100, &ev, &n, &st) != 0);
 }

@@ -43,7 +43,7 @@ static void special(struct ring *r, uint32_t kind, uint32_t arg)
 static int decode(struct ring *r, struct rb_event **ev, size_t *n, struct rb_decode_stats *st,
 		  uint64_t *open_at_start)
 {
-	struct rb_ring_view v = { r->slot, r->n, r->n, 0, r->n, 8, 0, NULL, 0 };
+	struct rb_ring_view v = { r->slot, r->n, r->n, 0, r->n, 8, 0, NULL, 0, NULL, 0 };
 	struct rb_decoder d;
 	CHECK_EQ_INT(rb_decoder_init(&d, &v, r->ts + 10, NULL, NULL), 0);
 	*open_at_start = d.open_at_start;

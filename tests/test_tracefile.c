@@ -141,6 +141,55 @@ TEST(tracefile_carries_the_trace_points_measured_cost)
 	free(d);
 }
 
+/* The measured section (version 4): the table the runtime set is in every thread's view,
+ * a file written after it was cleared has none, and a count that runs past the end or
+ * over the limit is refused with its offset. */
+TEST(tracefile_carries_the_measured_calls_and_refuses_bad_counts)
+{
+	static const struct rb_measured m[3] = { { 0x401000, 120 }, { 0x401040, 7 },
+						 { 0x401080, 3000 } };
+	CHECK_EQ_INT(rb_trace_set_measured(m, 3), 0);
+	size_t size;
+	uint8_t *d = make_file(&size);
+	CHECK_EQ_INT(rb_trace_set_measured(NULL, 0), 0);
+	struct rb_trace t;
+	char err[256];
+	if (!CHECK(d != NULL) || !CHECK(rb_trace_parse(d, size, &t, err, sizeof(err)) == 0)) {
+		free(d);
+		return;
+	}
+	CHECK_EQ_INT(t.version, 4);
+	CHECK_EQ_U64(t.nmeasured, 3);
+	CHECK_EQ_U64(t.threads[0].view.nmeasured, 3);
+	CHECK(t.threads[0].view.measured == t.measured);
+	CHECK(t.nmeasured == 3 && !memcmp(t.measured, m, sizeof(m)));
+	rb_trace_close(&t);
+	/* The count sits 3 * 8 + 8 bytes before the footer. */
+	size_t at = size - 8 - 3 * 8 - 8;
+	uint8_t *d2 = aligned_alloc(8, size);
+	static const uint32_t bad[] = { 4, 1000000, RB_FILE_MAX_MEASURED + 1, UINT32_MAX };
+	for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
+		memcpy(d2, d, size);
+		memcpy(d2 + at, &bad[k], 4);
+		fix_crc(d2, size);
+		expect_error(d2, size, "measured functions");
+	}
+	memcpy(d2, d, size);
+	uint32_t fewer = 2; /* the third pair is then unexplained */
+	memcpy(d2 + at, &fewer, 4);
+	fix_crc(d2, size);
+	expect_error(d2, size, "unexplained");
+	free(d2);
+	free(d);
+	d = make_file(&size);
+	if (CHECK(d != NULL) && CHECK(rb_trace_parse(d, size, &t, err, sizeof(err)) == 0)) {
+		CHECK_EQ_U64(t.nmeasured, 0);
+		CHECK_EQ_U64(t.threads[0].view.nmeasured, 0);
+		rb_trace_close(&t);
+	}
+	free(d);
+}
+
 /* Sampled time's two costs (offsets 88 and 92): a record's in sampled time and a timed
  * one's (a learning window's), weighed by the share of records written untimed, of which
  * sampled time leaves all but one in 32.5; a file with no timed cost (an older one: its
@@ -537,8 +586,9 @@ TEST(tracefile_scheduling_section_round_trips_and_bad_ones_are_refused)
 	rb_trace_close(&t);
 
 	/* Where its pieces are: the switches are the file's last 5 * 16 bytes before the
-	 * footer, the per-thread header before them, the classes before that. */
-	size_t sw_at = size - 8 - 5 * 16, th_at = sw_at - 16, cls_at = th_at - 8;
+	 * measured section (8 bytes: none) and the footer, the per-thread header before them,
+	 * the classes before that. */
+	size_t sw_at = size - 8 - 8 - 5 * 16, th_at = sw_at - 16, cls_at = th_at - 8;
 	uint8_t *d2 = aligned_alloc(8, size);
 	struct {
 		size_t at;

@@ -876,6 +876,8 @@ int summary_build(struct summary *s, const struct rb_trace *t, unsigned k)
 		s->records += ths[i].dec.stats.records;
 		s->untimed += ths[i].dec.stats.untimed;
 		s->untimed_windows += ths[i].dec.stats.windows;
+		if (ths[i].dec.stats.measured > s->untimed_measured)
+			s->untimed_measured = ths[i].dec.stats.measured;
 		guessed_add(s, t, &ths[i].dec.stats);
 		s->called += ths[i].dec.stats.called;
 		s->called_calls += ths[i].dec.stats.called_calls;

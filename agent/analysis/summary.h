@@ -198,6 +198,8 @@ struct summary {
 	uint64_t records;	 /* decoded, all threads */
 	uint64_t untimed;	 /* of them, written without a time: estimated (untimed.h) */
 	uint64_t untimed_windows; /* the windows between timed records they were estimated in */
+	unsigned untimed_measured; /* functions whose measured calls the fit took (the most of
+				    * a thread's: decode.h, rb_decode_stats.measured) */
 	/* Functions whose time is the fit's guess (untimed.h, few), all threads' */
 	uint64_t guessed[SUMMARY_GUESSED_MAX];
 	size_t nguessed;

@@ -651,6 +651,8 @@ static int write_json(FILE *out, const struct summary *s, struct agent_symbols *
 		(unsigned long long)ns(s, s->span));
 	if (s->untimed) /* sampled time: how many records' times are estimates */
 		fprintf(out, ",\"untimed\":%llu", (unsigned long long)s->untimed);
+	if (s->untimed_measured)
+		fprintf(out, ",\"untimed_measured\":%u", s->untimed_measured);
 	if (t->point_ps) /* the trace point's measured cost: self_ns below hold the points */
 		fprintf(out, ",\"point_ps\":%u", t->point_ps);
 	if (t->timed_ps) /* a timed record's (a learning window's), and the two weighed */
@@ -970,7 +972,8 @@ void summary_write_called(FILE *out, uint64_t records, uint64_t calls)
 			(int)((calls + records / 2) / records));
 }
 
-void summary_write_untimed(FILE *out, uint64_t records, uint64_t untimed, uint64_t windows)
+void summary_write_untimed(FILE *out, uint64_t records, uint64_t untimed, uint64_t windows,
+			   unsigned measured)
 {
 	if (!untimed)
 		return;
@@ -979,11 +982,17 @@ void summary_write_untimed(FILE *out, uint64_t records, uint64_t untimed, uint64
 			"times: %.0f%% of records untimed (sampled time), with no two timed "
 			"records around them to estimate their times from\n",
 			pct(untimed, records));
-	else
+	else if (!measured)
 		fprintf(out,
 			"times: %.0f%% of records untimed (sampled time), their times estimated "
 			"from %llu timed windows (each within its window: docs/untimed.md)\n",
 			pct(untimed, records), (unsigned long long)windows);
+	else
+		fprintf(out,
+			"times: %.0f%% of records untimed (sampled time), their times estimated "
+			"from %llu timed windows and the calls of %u functions as the runtime's "
+			"learning windows measured them (each within its window: docs/untimed.md)\n",
+			pct(untimed, records), (unsigned long long)windows, measured);
 }
 
 /* The ranked contexts, or, with no baseline to rank them against, one line saying so. */
@@ -1104,7 +1113,8 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 	else
 		fprintf(out, "no frame marks; the window is the last %s", H(wlen));
 	text_window(out, s);
-	summary_write_untimed(out, s->records, s->untimed, s->untimed_windows);
+	summary_write_untimed(out, s->records, s->untimed, s->untimed_windows,
+			      s->untimed_measured);
 	summary_write_called(out, s->called, s->called_calls);
 	if (fr->count) {
 		fprintf(out, "frames: %zu complete, median %s, p99 %s, %zu over the %s budget",

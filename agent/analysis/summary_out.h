@@ -24,7 +24,8 @@ int summary_write_text(FILE *out, const struct summary *s, struct agent_symbols 
 /* The line saying that `untimed` of `records` records were written without a time (sampled
  * time, ringbuf/untimed.h) and estimated in `windows` windows; nothing when untimed is 0.
  * jitt summarize and jitt decode print it. */
-void summary_write_untimed(FILE *out, uint64_t records, uint64_t untimed, uint64_t windows);
+void summary_write_untimed(FILE *out, uint64_t records, uint64_t untimed, uint64_t windows,
+			   unsigned measured);
 /* The line saying that `calls` calls were counted (record.h, RB_CALLED), in `records`
  * records: their lengths are estimates; nothing when there are none. */
 void summary_write_called(FILE *out, uint64_t records, uint64_t calls);

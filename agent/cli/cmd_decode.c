@@ -55,7 +55,7 @@ static void print_thread(struct agent_symbols *s, const struct rb_file_thread *t
 	       (unsigned long long)st.cut, (unsigned long long)st.gaps);
 	if (st.untimed) {
 		fputs("  ", stdout);
-		summary_write_untimed(stdout, st.records, st.untimed, st.windows);
+		summary_write_untimed(stdout, st.records, st.untimed, st.windows, st.measured);
 	}
 	if (st.called) {
 		fputs("  ", stdout);

@@ -148,6 +148,9 @@ struct learn_fn {
 	 * stand for, and its records (rb_sleds_counted_records) over the same time: its
 	 * mean call as a profiler sees it (counted_mean) */
 	uint64_t counted_hits, counted_ns, counted_records;
+	/* This run's windows alone (a memory has none of them): its calls and self time, as
+	 * calls and self, for the trace files' measured section (measured_publish) */
+	uint64_t run_calls, run_self;
 };
 
 /* Which function called which in the windows, as (caller + 1) << 32 | (callee + 1), sled
@@ -156,19 +159,21 @@ struct learn_fn {
  * Full, only true leaves are. */
 #define LEARN_EDGES (1u << 15)
 enum learn_status { LEARN_TRACED, LEARN_OUT, LEARN_COUNTED };
-RT static void edge_add(uint64_t *edges, bool *full, size_t caller, size_t callee)
+/* The edge's place in edges, added when new; -1 when the set is full. */
+RT static long edge_add(uint64_t *edges, bool *full, size_t caller, size_t callee)
 {
 	uint64_t key = (uint64_t)(caller + 1) << 32 | (callee + 1);
 	size_t h = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 49); /* 15 bits */
 	for (size_t n = 0; n < LEARN_EDGES; n++, h = (h + 1) % LEARN_EDGES) {
 		if (edges[h] == key)
-			return;
+			return (long)h;
 		if (!edges[h]) {
 			edges[h] = key;
-			return;
+			return (long)h;
 		}
 	}
 	*full = true;
+	return -1;
 }
 
 static struct {
@@ -194,6 +199,8 @@ static struct {
 	size_t *counted, ncounted; /* and those whose calls are counted (rb_sleds_count) */
 	uint32_t *mean;	      /* their mean calls, ticks: mean[k] is counted[k]'s */
 	uint64_t *edges;      /* who called whom (edge_add), LEARN_EDGES of them */
+	/* by edge, this run's windows: the callee's calls there and their inclusive time */
+	uint64_t *edge_calls, *edge_incl;
 	bool edges_full;
 	uint8_t *status;      /* by sled: enum learn_status (countable's scratch) */
 	uint64_t *selfs, *ranked; /* by sled: learn_decide's scratch */
@@ -499,7 +506,8 @@ RT static void learn_free(void)
 	free(learn.ids), free(learn.fn), free(learn.out), free(learn.hits), free(learn.recent);
 	free(learn.step_hits), free(learn.records_seen);
 	free(learn.counted), free(learn.mean), free(learn.edges), free(learn.status);
-	free(learn.selfs), free(learn.ranked);
+	free(learn.selfs), free(learn.ranked), free(learn.edge_calls), free(learn.edge_incl);
+	learn.edge_calls = NULL, learn.edge_incl = NULL;
 	learn.ids = NULL, learn.fn = NULL, learn.out = NULL, learn.hits = NULL;
 	learn.recent = NULL, learn.step_hits = NULL, learn.records_seen = NULL;
 	learn.counted = NULL, learn.mean = NULL, learn.edges = NULL, learn.status = NULL;
@@ -667,19 +675,25 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, struct learn_fn *fn,
 					stack[depth - 1].kids++;
 					stack[depth - 1].inner += 1 + stack[depth].inner;
 				}
-				long k = stack[depth].idx;
+				long k = stack[depth].idx, e = -1;
 				if (k >= 0 && depth && stack[depth - 1].idx >= 0)
-					edge_add(learn.edges, &learn.edges_full,
-						 (size_t)stack[depth - 1].idx, (size_t)k);
+					e = edge_add(learn.edges, &learn.edges_full,
+						     (size_t)stack[depth - 1].idx, (size_t)k);
 				if (k >= 0) {
 					/* Without the trace points' own cost (learn_decide) */
 					uint64_t self = minus(minus(dur, stack[depth].child),
 							      (1 + stack[depth].kids) * point / 2);
 					uint64_t incl = minus(dur, point / 2 + stack[depth].inner * point);
+					incl = incl < cap ? incl : cap;
+					self = self < cap ? self : cap;
 					fn[k].calls++;
 					fn[k].parent += stack[depth].kids != 0;
-					fn[k].incl += incl < cap ? incl : cap;
-					fn[k].self += self < cap ? self : cap;
+					fn[k].incl += incl;
+					fn[k].self += self;
+					fn[k].run_calls++;
+					fn[k].run_self += self;
+					if (e >= 0)
+						learn.edge_calls[e]++, learn.edge_incl[e] += incl;
 				}
 			}
 		}
@@ -803,13 +817,16 @@ RT static bool learn_alloc(const uintptr_t *sleds, size_t nsleds)
 	learn.counted = calloc(nsleds, sizeof(*learn.counted));
 	learn.mean = calloc(nsleds, sizeof(*learn.mean));
 	learn.edges = calloc(LEARN_EDGES, sizeof(*learn.edges));
+	learn.edge_calls = calloc(LEARN_EDGES, sizeof(*learn.edge_calls));
+	learn.edge_incl = calloc(LEARN_EDGES, sizeof(*learn.edge_incl));
 	learn.status = calloc(nsleds, sizeof(*learn.status));
 	learn.selfs = calloc(nsleds, sizeof(*learn.selfs));
 	learn.ranked = calloc(nsleds, sizeof(*learn.ranked));
 	if (!learn.ids || !learn.fn || !learn.out || !learn.hits || !learn.recent ||
 	    !learn.step_hits ||
 	    !learn.records_seen || !learn.counted ||
-	    !learn.mean || !learn.edges || !learn.status || !learn.selfs || !learn.ranked) {
+	    !learn.mean || !learn.edges || !learn.edge_calls || !learn.edge_incl ||
+	    !learn.status || !learn.selfs || !learn.ranked) {
 		learn_free(); /* all or none: learn_init tells by learn.fn */
 		return false;
 	}
@@ -1143,6 +1160,54 @@ RT static void status_set(const size_t *out, size_t n, size_t nsleds)
 #define LEARN_MEAN_HITS 16 /* samples a counted function's mean goes by, at least */
 
 /*
+ * The traced functions' calls as this run's windows measured them, as a sampled ring will
+ * hold them under the decision now in force, for the trace files written from now on
+ * (rb_trace_set_measured; docs/untimed.md, "Measured calls"): its self time, with the time
+ * of the callees now out of the trace (which runs in its gaps), and a sampled record's
+ * cost for each gap (one after its entry, two more for each traced callee, one more for
+ * each counted callee's record). The fit of sampled time takes them as evidence where its
+ * windows cannot tell a function from its neighbours (an interpreter's loop). Functions
+ * of fewer than LEARN_MIN_CALLS calls in the windows are left out; so is a callee's
+ * traced callee under an out one (it is counted in the out callee's time and again as its
+ * own), and what edges the full set did not keep.
+ */
+RT static void measured_publish(const uintptr_t *sleds, size_t nsleds)
+{
+	status_set(learn.out, learn.nout, nsleds);
+	uint64_t *hidden = learn.selfs, *kid_calls = learn.ranked; /* learn_decide's scratch */
+	memset(hidden, 0, nsleds * sizeof(*hidden));
+	memset(kid_calls, 0, nsleds * sizeof(*kid_calls));
+	for (size_t h = 0; h < LEARN_EDGES; h++) {
+		uint64_t e = learn.edges[h];
+		size_t caller = (size_t)(e >> 32) - 1, callee = (size_t)(uint32_t)e - 1;
+		if (!e || caller >= nsleds || callee >= nsleds)
+			continue;
+		if (learn.status[callee] == LEARN_OUT)
+			hidden[caller] += learn.edge_incl[h];
+		else if (learn.status[callee] == LEARN_TRACED)
+			kid_calls[caller] += 2 * RB_CALLED_EVERY * learn.edge_calls[h];
+		else /* counted: a record for one call in RB_CALLED_EVERY */
+			kid_calls[caller] += learn.edge_calls[h];
+	}
+	struct rb_measured *m = malloc((nsleds ? nsleds : 1) * sizeof(*m));
+	size_t n = 0;
+	for (size_t i = 0; m && i < nsleds; i++) {
+		const struct learn_fn *f = &learn.fn[i];
+		if (learn.status[i] != LEARN_TRACED || f->run_calls < LEARN_MIN_CALLS)
+			continue;
+		/* gaps a call, times RB_CALLED_EVERY: one, and its callees' records' */
+		double gaps = 1 + (double)kid_calls[i] / RB_CALLED_EVERY / (double)f->run_calls;
+		double t = (double)(f->run_self + hidden[i]) / (double)f->run_calls +
+			   gaps * (double)sampled_point / 2;
+		if (t >= 1 && t < UINT32_MAX)
+			m[n++] = (struct rb_measured){ (uint32_t)sleds[i], (uint32_t)(t + 0.5) };
+	}
+	if (m)
+		rb_trace_set_measured(m, n);
+	free(m);
+}
+
+/*
  * Counted function i's mean call, ticks: its records stand for RB_CALLED_EVERY calls each,
  * so its share of a summary is as right as this mean. Where perf's samples, while it was
  * counted, hold it LEARN_MEAN_HITS times, the CPU time they stand for over its calls then
@@ -1453,6 +1518,7 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 	hot_floors(learn.recent, learn.recent_weight, learn.recent_samples, LEARN_SAMPLES_MIN,
 		   nsleds, LEARN_PUTBACK_TOP, &recent_rank, &recent_share);
 	status_set(learn.out, learn.nout, nsleds);
+	bool put_back = false;
 	for (size_t k = 0; k < learn.nout; k++) {
 		size_t i = learn.out[k];
 		if (!hot(learn.hits, i, rank_floor, share_floor) &&
@@ -1479,7 +1545,10 @@ RT static void learn_sample(const uintptr_t *sleds, size_t nsleds, const pid_t *
 					     (learn.recent_weight ? learn.recent_weight : 1)),
 			(unsigned long long)learn.recent_samples);
 		learn.out[k--] = learn.out[--learn.nout];
+		put_back = true;
 	}
+	if (put_back)
+		measured_publish(sleds, nsleds);
 }
 
 /* The decision from the windows so far (learn_decide), applied: the short functions out of
@@ -1504,6 +1573,7 @@ RT static void learn_apply(const uintptr_t *sleds, size_t nsleds, uint64_t now)
 		learn.ncounted = 0; /* they stay traced */
 		counted = 0;
 	}
+	measured_publish(sleds, nsleds);
 	if (!learn.partial) { /* a partial window leaves the schedule as it was */
 		learn.probe_ns = now + (uint64_t)learn.probe_ms * 1000000u;
 		learn.probe_ms = learn.probe_ms * 2 > LEARN_PROBE_MAX_MS ? LEARN_PROBE_MAX_MS
