@@ -337,11 +337,23 @@ __attribute__((noinline)) void outer_test_leaf_z(void)
 	__asm__ __volatile__("");
 }
 
+__attribute__((noinline)) void outer_test_leaf_w(void)
+{
+	__asm__ __volatile__("");
+}
+
+__attribute__((noinline)) void outer_test_dispatch(void)
+{
+	outer_test_leaf_w();
+	__asm__ __volatile__("");
+}
+
 __attribute__((noinline)) void outer_test_loop(int n)
 {
 	for (int i = 0; i < n; i++) {
 		outer_test_leaf_x();
 		outer_test_leaf_y();
+		outer_test_dispatch();
 	}
 }
 
@@ -383,6 +395,16 @@ TEST(outer_root_of_the_frame_that_made_the_root_calls)
 	CHECK_EQ_U64(agent_outer_root_of(&me.s, &o, open, 1, &rc), KEY(outer_test_helper));
 	rc.n = 0;
 	CHECK_EQ_U64(agent_outer_root_of(&me.s, &o, open, 1, &rc), KEY(outer_test_helper));
+	/* The root's calls made through a function that was out of the trace most of the
+	 * time, and at the root itself when traced: still the loop's. */
+	rc.n = 3;
+	rc.key[0] = KEY(outer_test_leaf_w);
+	rc.calls[0] = 100;
+	rc.key[1] = KEY(outer_test_dispatch);
+	rc.calls[1] = 1;
+	rc.key[2] = KEY(outer_test_leaf_z);
+	rc.calls[2] = 1;
+	CHECK_EQ_U64(agent_outer_root_of(&me.s, &o, open, 1, &rc), KEY(outer_test_loop));
 #undef KEY
 	self_close(&me);
 }

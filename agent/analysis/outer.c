@@ -425,21 +425,20 @@ void agent_root_calls(const struct cct *c, struct agent_root_calls *rc)
 /*
  * The functions fn's code reaches in two steps of direct calls and jumps (it, and what it
  * calls, which may be untraced helpers the root's calls came through), into out[max]:
- * how many. Of the first step's functions, only those that are not root calls themselves
- * are read: a root call's own calls are inside it, not at the root.
+ * how many. The first step's root calls are read too: a function that learning took out
+ * of the trace for a while has its calls of that while at the root (duktape's
+ * `duk__executor_handle_call`, 423 calls at the root of a remembered fib trace, where the
+ * `duk__handle_call_raw` it calls had 62,634), and while it was traced its calls are
+ * inside it, where they add nothing to a frame's count.
  */
-static size_t reached(struct agent_symbols *s, const struct rb_symbol *fn,
-		      const struct agent_root_calls *rc, uint64_t *out, size_t max,
-		      size_t *budget)
+static size_t reached(struct agent_symbols *s, const struct rb_symbol *fn, uint64_t *out,
+		      size_t max, size_t *budget)
 {
 	const unsigned both = BRANCH_CALLS | BRANCH_JUMPS;
 	size_t n = branch_targets(s, fn, both, out, max, budget);
 	size_t first = n;
 	for (size_t k = 0; k < first && n < max; k++) {
-		bool root_call = false;
-		for (size_t r = 0; r < rc->n && !root_call; r++)
-			root_call = AGENT_KEY_VADDR(rc->key[r]) == out[k];
-		const struct rb_symbol *g = root_call ? NULL : rb_elf_lookup(&s->elf[0], out[k]);
+		const struct rb_symbol *g = rb_elf_lookup(&s->elf[0], out[k]);
 		if (g)
 			n += branch_targets(s, g, both, out + n, max - n, budget);
 	}
@@ -464,7 +463,7 @@ uint64_t agent_outer_root_of(struct agent_symbols *s, const struct agent_outer *
 				: NULL;
 		if (!fn)
 			continue;
-		size_t n = reached(s, fn, rc, to, TARGETS, &budget);
+		size_t n = reached(s, fn, to, TARGETS, &budget);
 		qsort(to, n, sizeof(*to), by_value); /* two steps' lists, each sorted */
 		uint64_t made = 0; /* the root's calls this frame's code could make */
 		for (size_t r = 0; r < rc->n; r++) {
