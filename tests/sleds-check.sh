@@ -357,6 +357,11 @@ if [ -n "$counted" ]; then
 		fail "count: hot's share '${share:-none}' (the median of${shares})" \
 			"$(grep -n '%' "$work/count.sum" | head -n 30)"
 	fi
+	# The windows measured slow's and leaf's calls (docs/untimed.md, "Measured calls"),
+	# and the trace carries them for the fit.
+	check "count: its fit took the calls the windows measured ($(grep -o 'the traces carry [0-9]*' \
+		"$work/count.log" | tail -n 1))" \
+		grep -q 'the calls of [1-9][0-9]* functions as the runtime' "$work/count.sum"
 else
 	fail "count: no trace with counted calls" "$(grep 'count:\|learned' "$work/count.log" | tail -n 5)"
 fi

@@ -108,6 +108,7 @@ static uint64_t timed_point;   /* ticks: the same with both records timed, unfen
 #define LEARN_FRESH_GAP_MS 10 /* at most one in this long */
 #define LEARN_LOG_WINDOWS 3 /* logged at info; later ones only when what is out changed */
 #define LEARN_MIN_CALLS 64 /* fewer calls than this say nothing of a function's length */
+#define MEASURED_MIN_CALLS 8 /* a mean call for the trace files' measured section, at least */
 #define LEARN_PROTECT_PCT 5 /* a short function holding this much by itself stays traced, */
 #define LEARN_PROTECT_TOP 3 /* as do the 3 short ones that hold the most, */
 #define LEARN_PROTECT_MIN_PCT 1 /* if they hold this much */
@@ -148,9 +149,11 @@ struct learn_fn {
 	 * stand for, and its records (rb_sleds_counted_records) over the same time: its
 	 * mean call as a profiler sees it (counted_mean) */
 	uint64_t counted_hits, counted_ns, counted_records;
-	/* This run's windows alone (a memory has none of them): its calls and self time, as
-	 * calls and self, for the trace files' measured section (measured_publish) */
-	uint64_t run_calls, run_self;
+	/* This run's windows alone (a memory has none of them), for the trace files' measured
+	 * section (measured_publish): its calls, the time of each in its own gaps as a
+	 * sampled ring holds it under the decision in force (learn_ring), and its gaps
+	 * there, in 1/RB_CALLED_EVERY */
+	uint64_t run_calls, run_vis, run_gaps16;
 };
 
 /* Which function called which in the windows, as (caller + 1) << 32 | (callee + 1), sled
@@ -159,21 +162,19 @@ struct learn_fn {
  * Full, only true leaves are. */
 #define LEARN_EDGES (1u << 15)
 enum learn_status { LEARN_TRACED, LEARN_OUT, LEARN_COUNTED };
-/* The edge's place in edges, added when new; -1 when the set is full. */
-RT static long edge_add(uint64_t *edges, bool *full, size_t caller, size_t callee)
+RT static void edge_add(uint64_t *edges, bool *full, size_t caller, size_t callee)
 {
 	uint64_t key = (uint64_t)(caller + 1) << 32 | (callee + 1);
 	size_t h = (size_t)((key * 0x9e3779b97f4a7c15ull) >> 49); /* 15 bits */
 	for (size_t n = 0; n < LEARN_EDGES; n++, h = (h + 1) % LEARN_EDGES) {
 		if (edges[h] == key)
-			return (long)h;
+			return;
 		if (!edges[h]) {
 			edges[h] = key;
-			return (long)h;
+			return;
 		}
 	}
 	*full = true;
-	return -1;
 }
 
 static struct {
@@ -199,8 +200,6 @@ static struct {
 	size_t *counted, ncounted; /* and those whose calls are counted (rb_sleds_count) */
 	uint32_t *mean;	      /* their mean calls, ticks: mean[k] is counted[k]'s */
 	uint64_t *edges;      /* who called whom (edge_add), LEARN_EDGES of them */
-	/* by edge, this run's windows: the callee's calls there and their inclusive time */
-	uint64_t *edge_calls, *edge_incl;
 	bool edges_full;
 	uint8_t *status;      /* by sled: enum learn_status (countable's scratch) */
 	uint64_t *selfs, *ranked; /* by sled: learn_decide's scratch */
@@ -506,8 +505,7 @@ RT static void learn_free(void)
 	free(learn.ids), free(learn.fn), free(learn.out), free(learn.hits), free(learn.recent);
 	free(learn.step_hits), free(learn.records_seen);
 	free(learn.counted), free(learn.mean), free(learn.edges), free(learn.status);
-	free(learn.selfs), free(learn.ranked), free(learn.edge_calls), free(learn.edge_incl);
-	learn.edge_calls = NULL, learn.edge_incl = NULL;
+	free(learn.selfs), free(learn.ranked);
 	learn.ids = NULL, learn.fn = NULL, learn.out = NULL, learn.hits = NULL;
 	learn.recent = NULL, learn.step_hits = NULL, learn.records_seen = NULL;
 	learn.counted = NULL, learn.mean = NULL, learn.edges = NULL, learn.status = NULL;
@@ -646,9 +644,14 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, struct learn_fn *fn,
 	struct rb_ring_view timed = window_part(v);
 	if (!timed.valid || rb_decoder_init(&d, &timed, hal_timer_now(), NULL, NULL))
 		return 0;
+	/* shown: the time of its descendants a sampled ring shows apart from it (the traced
+	 * and counted ones, through out ones), shown_n their calls (half their points lie in
+	 * its time in a window), gaps16 the gaps they split its time into in a sampled ring,
+	 * in 1/RB_CALLED_EVERY (two a traced call; a counted one has a record for one call in
+	 * RB_CALLED_EVERY); hidden: its out descendants' calls, whose points lie in its time */
 	static struct {
 		long idx;
-		uint64_t ts, child, kids, inner;
+		uint64_t ts, child, kids, inner, shown, shown_n, gaps16, hidden;
 	} stack[LEARN_DEPTH];
 	size_t depth = 0;
 	struct rb_event ev[256];
@@ -663,6 +666,8 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, struct learn_fn *fn,
 					stack[depth].ts = ev[i].ts;
 					stack[depth].child = 0;
 					stack[depth].kids = stack[depth].inner = 0;
+					stack[depth].shown = stack[depth].shown_n = 0;
+					stack[depth].gaps16 = stack[depth].hidden = 0;
 				}
 				depth++;
 			} else if (ev[i].kind == RB_EV_EXIT && depth) {
@@ -670,15 +675,28 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, struct learn_fn *fn,
 				if (depth >= LEARN_DEPTH)
 					continue;
 				uint64_t dur = ev[i].ts - stack[depth].ts;
+				long k = stack[depth].idx;
+				/* not a sled: its records are the ring's whatever is decided */
+				uint8_t st = k >= 0 ? learn.status[k] : LEARN_TRACED;
 				if (depth) {
 					stack[depth - 1].child += dur;
 					stack[depth - 1].kids++;
 					stack[depth - 1].inner += 1 + stack[depth].inner;
+					if (st == LEARN_OUT) {
+						stack[depth - 1].shown += stack[depth].shown;
+						stack[depth - 1].shown_n += stack[depth].shown_n;
+						stack[depth - 1].gaps16 += stack[depth].gaps16;
+						stack[depth - 1].hidden += 1 + stack[depth].hidden;
+					} else {
+						stack[depth - 1].shown += dur;
+						stack[depth - 1].shown_n++;
+						stack[depth - 1].gaps16 +=
+							st == LEARN_COUNTED ? 1 : 2 * RB_CALLED_EVERY;
+					}
 				}
-				long k = stack[depth].idx, e = -1;
 				if (k >= 0 && depth && stack[depth - 1].idx >= 0)
-					e = edge_add(learn.edges, &learn.edges_full,
-						     (size_t)stack[depth - 1].idx, (size_t)k);
+					edge_add(learn.edges, &learn.edges_full,
+						 (size_t)stack[depth - 1].idx, (size_t)k);
 				if (k >= 0) {
 					/* Without the trace points' own cost (learn_decide) */
 					uint64_t self = minus(minus(dur, stack[depth].child),
@@ -690,10 +708,15 @@ RT static uint64_t learn_ring(const struct rb_ring_view *v, struct learn_fn *fn,
 					fn[k].parent += stack[depth].kids != 0;
 					fn[k].incl += incl;
 					fn[k].self += self;
+					/* As a sampled ring holds it: the out descendants' time
+					 * too, without their points; its shown ones' points as
+					 * its self time's */
+					uint64_t vis = minus(minus(dur, stack[depth].shown),
+							     (1 + stack[depth].shown_n) * point / 2 +
+								     stack[depth].hidden * point);
 					fn[k].run_calls++;
-					fn[k].run_self += self;
-					if (e >= 0)
-						learn.edge_calls[e]++, learn.edge_incl[e] += incl;
+					fn[k].run_vis += vis < cap ? vis : cap;
+					fn[k].run_gaps16 += RB_CALLED_EVERY + stack[depth].gaps16;
 				}
 			}
 		}
@@ -817,16 +840,13 @@ RT static bool learn_alloc(const uintptr_t *sleds, size_t nsleds)
 	learn.counted = calloc(nsleds, sizeof(*learn.counted));
 	learn.mean = calloc(nsleds, sizeof(*learn.mean));
 	learn.edges = calloc(LEARN_EDGES, sizeof(*learn.edges));
-	learn.edge_calls = calloc(LEARN_EDGES, sizeof(*learn.edge_calls));
-	learn.edge_incl = calloc(LEARN_EDGES, sizeof(*learn.edge_incl));
 	learn.status = calloc(nsleds, sizeof(*learn.status));
 	learn.selfs = calloc(nsleds, sizeof(*learn.selfs));
 	learn.ranked = calloc(nsleds, sizeof(*learn.ranked));
 	if (!learn.ids || !learn.fn || !learn.out || !learn.hits || !learn.recent ||
 	    !learn.step_hits ||
 	    !learn.records_seen || !learn.counted ||
-	    !learn.mean || !learn.edges || !learn.edge_calls || !learn.edge_incl ||
-	    !learn.status || !learn.selfs || !learn.ranked) {
+	    !learn.mean || !learn.edges || !learn.status || !learn.selfs || !learn.ranked) {
 		learn_free(); /* all or none: learn_init tells by learn.fn */
 		return false;
 	}
@@ -1160,50 +1180,32 @@ RT static void status_set(const size_t *out, size_t n, size_t nsleds)
 #define LEARN_MEAN_HITS 16 /* samples a counted function's mean goes by, at least */
 
 /*
- * The traced functions' calls as this run's windows measured them, as a sampled ring will
- * hold them under the decision now in force, for the trace files written from now on
- * (rb_trace_set_measured; docs/untimed.md, "Measured calls"): its self time, with the time
- * of the callees now out of the trace (which runs in its gaps), and a sampled record's
- * cost for each gap (one after its entry, two more for each traced callee, one more for
- * each counted callee's record). The fit of sampled time takes them as evidence where its
- * windows cannot tell a function from its neighbours (an interpreter's loop). Functions
- * of fewer than LEARN_MIN_CALLS calls in the windows are left out; so is a callee's
- * traced callee under an out one (it is counted in the out callee's time and again as its
- * own), and what edges the full set did not keep.
+ * The traced functions' calls as this run's windows measured them, as a sampled ring holds
+ * them (learn_ring: its own time, with the time of the callees out of the trace then, and
+ * a sampled record's cost for each of its gaps), for the trace files written from now on
+ * (rb_trace_set_measured; docs/untimed.md, "Measured calls"). The fit of sampled time
+ * takes them as evidence where its windows cannot tell a function from its neighbours (an
+ * interpreter's loop). Functions of fewer than MEASURED_MIN_CALLS calls in this run's
+ * windows are left out (a long one's mean is told by fewer than a short one's length: the
+ * count loop's slow has some five calls a window), and those not traced now.
  */
 RT static void measured_publish(const uintptr_t *sleds, size_t nsleds)
 {
 	status_set(learn.out, learn.nout, nsleds);
-	uint64_t *hidden = learn.selfs, *kid_calls = learn.ranked; /* learn_decide's scratch */
-	memset(hidden, 0, nsleds * sizeof(*hidden));
-	memset(kid_calls, 0, nsleds * sizeof(*kid_calls));
-	for (size_t h = 0; h < LEARN_EDGES; h++) {
-		uint64_t e = learn.edges[h];
-		size_t caller = (size_t)(e >> 32) - 1, callee = (size_t)(uint32_t)e - 1;
-		if (!e || caller >= nsleds || callee >= nsleds)
-			continue;
-		if (learn.status[callee] == LEARN_OUT)
-			hidden[caller] += learn.edge_incl[h];
-		else if (learn.status[callee] == LEARN_TRACED)
-			kid_calls[caller] += 2 * RB_CALLED_EVERY * learn.edge_calls[h];
-		else /* counted: a record for one call in RB_CALLED_EVERY */
-			kid_calls[caller] += learn.edge_calls[h];
-	}
 	struct rb_measured *m = malloc((nsleds ? nsleds : 1) * sizeof(*m));
 	size_t n = 0;
 	for (size_t i = 0; m && i < nsleds; i++) {
 		const struct learn_fn *f = &learn.fn[i];
-		if (learn.status[i] != LEARN_TRACED || f->run_calls < LEARN_MIN_CALLS)
+		if (learn.status[i] != LEARN_TRACED || f->run_calls < MEASURED_MIN_CALLS)
 			continue;
-		/* gaps a call, times RB_CALLED_EVERY: one, and its callees' records' */
-		double gaps = 1 + (double)kid_calls[i] / RB_CALLED_EVERY / (double)f->run_calls;
-		double t = (double)(f->run_self + hidden[i]) / (double)f->run_calls +
-			   gaps * (double)sampled_point / 2;
+		double calls = (double)f->run_calls;
+		double gaps = (double)f->run_gaps16 / RB_CALLED_EVERY / calls;
+		double t = (double)f->run_vis / calls + gaps * (double)sampled_point / 2;
 		if (t >= 1 && t < UINT32_MAX)
 			m[n++] = (struct rb_measured){ (uint32_t)sleds[i], (uint32_t)(t + 0.5) };
 	}
-	if (m)
-		rb_trace_set_measured(m, n);
+	if (m && rb_trace_set_measured(m, n) == 0)
+		log_dbg("jitt: sleds: the traces carry %zu functions' calls as measured", n);
 	free(m);
 }
 
@@ -1820,6 +1822,7 @@ RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 	agent_sleds_point_cost();
 	uint64_t freq = hal_timer_freq(), span = 0;
 	uint64_t cap = hal_muldiv_u64((uint64_t)learn.min_ns * LEARN_CAP_TIMES, freq, 1000000000u);
+	status_set(learn.out, learn.nout, nsleds); /* the decision the sampled rings hold */
 	for (int i = 0; i < n; i++)
 		span += learn_ring(&views[i], learn.fn, learn.point, cap ? cap : 1);
 	uint64_t now = agent_now_ns();
