@@ -718,9 +718,9 @@ static int parse_threads(const uint8_t *d, size_t *offp, size_t limit, const str
 }
 
 /* The measured section (version 4): a count, 4 bytes reserved, then that many (id, ticks)
- * pairs, handed to every thread's view for the fit (ringbuf/untimed.h). */
-static int parse_measured(const uint8_t *d, size_t *offp, size_t limit, uint32_t nthreads,
-			  struct rb_trace *t, char *err, size_t errsize)
+ * pairs (rb_trace_use_measured hands them to the views). */
+static int parse_measured(const uint8_t *d, size_t *offp, size_t limit, struct rb_trace *t,
+			  char *err, size_t errsize)
 {
 	size_t off = *offp;
 	uint32_t count[2];
@@ -733,10 +733,6 @@ static int parse_measured(const uint8_t *d, size_t *offp, size_t limit, uint32_t
 	off += sizeof(count);
 	t->measured = (const struct rb_measured *)(d + off);
 	t->nmeasured = count[0];
-	for (uint32_t i = 0; i < nthreads; i++) {
-		t->threads[i].view.measured = t->measured;
-		t->threads[i].view.nmeasured = t->nmeasured;
-	}
 	*offp = off + 8 * (size_t)count[0];
 	return 0;
 }
@@ -774,7 +770,7 @@ int rb_trace_parse(const void *data, size_t size, struct rb_trace *t, char *err,
 	if (h.version >= 2 && h.sched_source != RB_SCHED_NONE &&
 	    (e = parse_sched(d, &off, limit, &h, t, err, errsize)) != 0)
 		goto bad;
-	if (h.version >= 4 && (e = parse_measured(d, &off, limit, h.nthreads, t, err, errsize)) != 0)
+	if (h.version >= 4 && (e = parse_measured(d, &off, limit, t, err, errsize)) != 0)
 		goto bad;
 	if (off != limit) {
 		e = fail(err, errsize, off, "%zu unexplained bytes before the CRC", limit - off);
@@ -893,6 +889,14 @@ int rb_trace_load_fd(int fd, size_t size, struct rb_trace *t, char *err, size_t 
 	t->copy = data;
 	t->size = size;
 	return 0;
+}
+
+void rb_trace_use_measured(struct rb_trace *t)
+{
+	for (uint32_t i = 0; i < t->nthreads; i++) {
+		t->threads[i].view.measured = t->measured;
+		t->threads[i].view.nmeasured = t->nmeasured;
+	}
 }
 
 void rb_trace_close(struct rb_trace *t)

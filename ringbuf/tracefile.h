@@ -107,8 +107,8 @@ struct rb_trace {
 	struct rb_module *modules;    /* [0] is the main program */
 	struct rb_file_thread *threads;
 	struct rb_trace_sched sched; /* source RB_SCHED_NONE in a version 1 file */
-	/* Version 4: the functions' calls as sleds' learning windows measured them (also in
-	 * each thread's view, for the fit of sampled time); none in older files */
+	/* Version 4: the functions' calls as sleds' learning windows measured them (in each
+	 * thread's view once rb_trace_use_measured says so); none in older files */
 	const struct rb_measured *measured;
 	uint32_t nmeasured;
 	/* private */
@@ -203,6 +203,11 @@ void rb_trace_free_copy(void *data, size_t size);
  */
 int rb_trace_load_fd(int fd, size_t size, struct rb_trace *t, char *err, size_t errsize);
 void rb_trace_close(struct rb_trace *t);
+
+/* The measured section in every thread's view, for the fit of sampled time to take
+ * (docs/untimed.md, "Measured calls"): not by default, since the windows' measures are of
+ * the run's first windows and over the moment's (`jitt summarize --measured`). */
+void rb_trace_use_measured(struct rb_trace *t);
 
 /* The module holding an entry's id, and the id as a virtual address in that module; -1
  * when no module has it. */

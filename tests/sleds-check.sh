@@ -358,10 +358,13 @@ if [ -n "$counted" ]; then
 			"$(grep -n '%' "$work/count.sum" | head -n 30)"
 	fi
 	# The windows measured slow's and leaf's calls (docs/untimed.md, "Measured calls"),
-	# and the trace carries them for the fit.
+	# and the trace carries them for the fit, which takes them when asked.
+	"$bin/jitt" summarize --measured "$counted" >"$work/count.measured.sum" 2>&1
 	check "count: its fit took the calls the windows measured ($(grep -o 'the traces carry [0-9]*' \
 		"$work/count.log" | tail -n 1))" \
-		grep -q 'the calls of [1-9][0-9]* functions as the runtime' "$work/count.sum"
+		grep -q 'the calls of [1-9][0-9]* functions as the runtime' "$work/count.measured.sum"
+	check "count: not unless asked" \
+		sh -c '! grep -q "the calls of [0-9]* functions as the runtime" "$1"' - "$work/count.sum"
 else
 	fail "count: no trace with counted calls" "$(grep 'count:\|learned' "$work/count.log" | tail -n 5)"
 fi

@@ -160,6 +160,8 @@ TEST(tracefile_carries_the_measured_calls_and_refuses_bad_counts)
 	}
 	CHECK_EQ_INT(t.version, 4);
 	CHECK_EQ_U64(t.nmeasured, 3);
+	CHECK_EQ_U64(t.threads[0].view.nmeasured, 0); /* not used unless asked */
+	rb_trace_use_measured(&t);
 	CHECK_EQ_U64(t.threads[0].view.nmeasured, 3);
 	CHECK(t.threads[0].view.measured == t.measured);
 	CHECK(t.nmeasured == 3 && !memcmp(t.measured, m, sizeof(m)));

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * `jitt summarize FILE [--json] [-k N]`: what a developer reads first (agent/analysis/summary.h):
+ * `jitt summarize FILE [--json] [--measured] [-k N]`: what a developer reads first
+ * (agent/analysis/summary.h):
  * the anomaly's window, what it was blocked on, the longest call chains, the top self-time
  * functions and what changed against normal frames; --json for the form that may leave
  * the device (docs/summary-format.md).
@@ -22,24 +23,27 @@ static void help(FILE *out)
 	fprintf(out,
 		"  FILE    a trace file\n"
 		"  --json  the summary as JSON (docs/summary-format.md), as jittd writes it\n"
+		"  --measured  sampled time's estimate takes the calls the runtime's learning\n"
+		"          windows measured (the trace's measured section; docs/untimed.md)\n"
 		"  -k N    N entries per list, 1 to %d (default %d)\n",
 		SUMMARY_MAX_K, CONFIG_AGENT_SUMMARY_K);
 }
 
 static const struct option longopts[] = {
 	{ "json", no_argument, NULL, 'j' },
+	{ "measured", no_argument, NULL, 'm' },
 	CLI_HELP_OPTION,
 	{ NULL, 0, NULL, 0 },
 };
 static const struct cli_command command = { "jitt summarize",
-					    "usage: jitt summarize FILE [--json] [-k N]\n", help,
+					    "usage: jitt summarize FILE [--json] [--measured] [-k N]\n", help,
 					    "k:", longopts };
 
 int cmd_summarize(int argc, char **argv)
 {
 	const char *path = NULL;
 	long k = CONFIG_AGENT_SUMMARY_K;
-	bool json = false;
+	bool json = false, measured = false;
 	struct cli_args p;
 	cli_args_init(&p, &command, argc, argv);
 	for (int c; (c = cli_next(&p)) != CLI_END;) {
@@ -57,6 +61,9 @@ int cmd_summarize(int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
+		case 'm':
+			measured = true;
+			break;
 		case CLI_OPERAND:
 			if (path)
 				return cli_usage_error(&p, "one trace file at a time; also given",
@@ -70,6 +77,8 @@ int cmd_summarize(int argc, char **argv)
 	struct rb_trace t;
 	if (cli_trace_open("jitt summarize", path, &t) != 0)
 		return 1;
+	if (measured)
+		rb_trace_use_measured(&t);
 	struct agent_symbols syms;
 	struct summary s;
 	if (agent_symbols_open(&syms, &t) != 0) {
