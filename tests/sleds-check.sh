@@ -360,8 +360,8 @@ if [ -n "$counted" ]; then
 	# The windows measured slow's and leaf's calls (docs/untimed.md, "Measured calls"),
 	# and the trace carries them for the fit, which takes them when asked.
 	"$bin/jitt" summarize --measured "$counted" >"$work/count.measured.sum" 2>&1
-	check "count: its fit took the calls the windows measured ($(grep -o 'the traces carry [0-9]*' \
-		"$work/count.log" | tail -n 1))" \
+	check "count: its fit took the calls the windows measured (up to $(sed -n \
+		's/.*the traces carry \([0-9]*\).*/\1/p' "$work/count.log" | sort -n | tail -n 1))" \
 		grep -q 'the calls of [1-9][0-9]* functions as the runtime' "$work/count.measured.sum"
 	check "count: not unless asked" \
 		sh -c '! grep -q "the calls of [0-9]* functions as the runtime" "$1"' - "$work/count.sum"

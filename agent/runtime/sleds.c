@@ -149,10 +149,10 @@ struct learn_fn {
 	 * stand for, and its records (rb_sleds_counted_records) over the same time: its
 	 * mean call as a profiler sees it (counted_mean) */
 	uint64_t counted_hits, counted_ns, counted_records;
-	/* This run's windows alone (a memory has none of them), for the trace files' measured
-	 * section (measured_publish): its calls, the time of each in its own gaps as a
-	 * sampled ring holds it under the decision in force (learn_ring), and its gaps
-	 * there, in 1/RB_CALLED_EVERY */
+	/* This run's windows under the decision in force alone (a memory has none of them;
+	 * measures_under), for the trace files' measured section (measured_publish): its
+	 * calls, the time of each in its own gaps as a sampled ring holds it (learn_ring),
+	 * and its gaps there, in 1/RB_CALLED_EVERY */
 	uint64_t run_calls, run_vis, run_gaps16;
 };
 
@@ -202,6 +202,7 @@ static struct {
 	uint64_t *edges;      /* who called whom (edge_add), LEARN_EDGES of them */
 	bool edges_full;
 	uint8_t *status;      /* by sled: enum learn_status (countable's scratch) */
+	uint8_t *run_status;  /* by sled: the decision learn_fn's run_ measures are under */
 	uint64_t *selfs, *ranked; /* by sled: learn_decide's scratch */
 	struct rb_elf elf;    /* the program's symbols: the samples' functions, the log's names */
 	uintptr_t bias;	      /* its load address */
@@ -505,6 +506,7 @@ RT static void learn_free(void)
 	free(learn.ids), free(learn.fn), free(learn.out), free(learn.hits), free(learn.recent);
 	free(learn.step_hits), free(learn.records_seen);
 	free(learn.counted), free(learn.mean), free(learn.edges), free(learn.status);
+	free(learn.run_status), learn.run_status = NULL;
 	free(learn.selfs), free(learn.ranked);
 	learn.ids = NULL, learn.fn = NULL, learn.out = NULL, learn.hits = NULL;
 	learn.recent = NULL, learn.step_hits = NULL, learn.records_seen = NULL;
@@ -841,12 +843,14 @@ RT static bool learn_alloc(const uintptr_t *sleds, size_t nsleds)
 	learn.mean = calloc(nsleds, sizeof(*learn.mean));
 	learn.edges = calloc(LEARN_EDGES, sizeof(*learn.edges));
 	learn.status = calloc(nsleds, sizeof(*learn.status));
+	learn.run_status = calloc(nsleds, sizeof(*learn.run_status));
 	learn.selfs = calloc(nsleds, sizeof(*learn.selfs));
 	learn.ranked = calloc(nsleds, sizeof(*learn.ranked));
 	if (!learn.ids || !learn.fn || !learn.out || !learn.hits || !learn.recent ||
 	    !learn.step_hits ||
 	    !learn.records_seen || !learn.counted ||
-	    !learn.mean || !learn.edges || !learn.status || !learn.selfs || !learn.ranked) {
+	    !learn.mean || !learn.edges || !learn.status || !learn.run_status || !learn.selfs ||
+	    !learn.ranked) {
 		learn_free(); /* all or none: learn_init tells by learn.fn */
 		return false;
 	}
@@ -1189,14 +1193,68 @@ RT static void status_set(const size_t *out, size_t n, size_t nsleds)
  * windows are left out (a long one's mean is told by fewer than a short one's length: the
  * count loop's slow has some five calls a window), and those not traced now.
  */
+/*
+ * Whose windows' measures (learn_fn's run_ counts, taken under learn.run_status) the
+ * decision now in learn.status makes stale, into stale[] (by sled, 1): the callers of a
+ * function whose status changed (a callee out then and traced now, or the other way, had
+ * its time in the caller's measure, or not), and theirs through out callers, to
+ * MEASURED_DEPTH. b90's first-run fib trace had duk__executor_handle_call at 705 ticks a
+ * call, from windows where the duk__handle_call_raw it calls was out, where a run's last
+ * windows gave 139. Returns whether any is.
+ */
+#define MEASURED_DEPTH 4
+RT static bool measures_stale(size_t nsleds, uint8_t *stale)
+{
+	bool any = false;
+	for (size_t i = 0; i < nsleds; i++)
+		stale[i] = learn.status[i] != learn.run_status[i] ? 2 : 0; /* 2: changed */
+	for (int level = 0; level < MEASURED_DEPTH; level++) {
+		bool more = false;
+		for (size_t h = 0; h < LEARN_EDGES; h++) {
+			uint64_t e = learn.edges[h];
+			size_t caller = (size_t)(e >> 32) - 1, callee = (size_t)(uint32_t)e - 1;
+			if (!e || caller >= nsleds || callee >= nsleds || stale[caller] ||
+			    !stale[callee])
+				continue;
+			/* a changed callee, or an out one whose measure moved (its time is its
+			 * caller's) */
+			if (stale[callee] == 2 || learn.status[callee] == LEARN_OUT)
+				stale[caller] = 1, more = any = true;
+		}
+		if (!more)
+			break;
+	}
+	return any;
+}
+
+/* The windows' measures under the decision in force: those it made stale dropped, and
+ * the others halved, so that a window weighs as much as all those before it (a phase's
+ * calls, not the run's first and coldest). Before each window's decode. */
+RT static void measures_under(size_t nsleds)
+{
+	status_set(learn.out, learn.nout, nsleds);
+	uint8_t *stale = (uint8_t *)learn.ranked; /* learn_decide's scratch */
+	measures_stale(nsleds, stale);
+	for (size_t i = 0; i < nsleds; i++) {
+		struct learn_fn *f = &learn.fn[i];
+		if (stale[i] == 1)
+			f->run_calls = f->run_vis = f->run_gaps16 = 0;
+		f->run_calls /= 2, f->run_vis /= 2, f->run_gaps16 /= 2;
+	}
+	memcpy(learn.run_status, learn.status, nsleds);
+}
+
 RT static void measured_publish(const uintptr_t *sleds, size_t nsleds)
 {
 	status_set(learn.out, learn.nout, nsleds);
+	uint8_t *stale = (uint8_t *)learn.ranked; /* learn_decide's scratch */
+	measures_stale(nsleds, stale);
 	struct rb_measured *m = malloc((nsleds ? nsleds : 1) * sizeof(*m));
 	size_t n = 0;
 	for (size_t i = 0; m && i < nsleds; i++) {
 		const struct learn_fn *f = &learn.fn[i];
-		if (learn.status[i] != LEARN_TRACED || f->run_calls < MEASURED_MIN_CALLS)
+		if (learn.status[i] != LEARN_TRACED || stale[i] == 1 ||
+		    f->run_calls < MEASURED_MIN_CALLS)
 			continue;
 		double calls = (double)f->run_calls;
 		double gaps = (double)f->run_gaps16 / RB_CALLED_EVERY / calls;
@@ -1822,7 +1880,7 @@ RT void agent_sleds_learn(const struct rb_ring_view *views, int n)
 	agent_sleds_point_cost();
 	uint64_t freq = hal_timer_freq(), span = 0;
 	uint64_t cap = hal_muldiv_u64((uint64_t)learn.min_ns * LEARN_CAP_TIMES, freq, 1000000000u);
-	status_set(learn.out, learn.nout, nsleds); /* the decision the sampled rings hold */
+	measures_under(nsleds); /* the decision the sampled rings hold */
 	for (int i = 0; i < n; i++)
 		span += learn_ring(&views[i], learn.fn, learn.point, cap ? cap : 1);
 	uint64_t now = agent_now_ns();
