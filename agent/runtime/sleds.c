@@ -1184,28 +1184,17 @@ RT static void status_set(const size_t *out, size_t n, size_t nsleds)
 #define LEARN_MEAN_HITS 16 /* samples a counted function's mean goes by, at least */
 
 /*
- * The traced functions' calls as this run's windows measured them, as a sampled ring holds
- * them (learn_ring: its own time, with the time of the callees out of the trace then, and
- * a sampled record's cost for each of its gaps), for the trace files written from now on
- * (rb_trace_set_measured; docs/untimed.md, "Measured calls"). The fit of sampled time
- * takes them as evidence where its windows cannot tell a function from its neighbours (an
- * interpreter's loop). Functions of fewer than MEASURED_MIN_CALLS calls in this run's
- * windows are left out (a long one's mean is told by fewer than a short one's length: the
- * count loop's slow has some five calls a window), and those not traced now.
- */
-/*
  * Whose windows' measures (learn_fn's run_ counts, taken under learn.run_status) the
  * decision now in learn.status makes stale, into stale[] (by sled, 1): the callers of a
  * function whose status changed (a callee out then and traced now, or the other way, had
  * its time in the caller's measure, or not), and theirs through out callers, to
  * MEASURED_DEPTH. b90's first-run fib trace had duk__executor_handle_call at 705 ticks a
  * call, from windows where the duk__handle_call_raw it calls was out, where a run's last
- * windows gave 139. Returns whether any is.
+ * windows gave 139.
  */
 #define MEASURED_DEPTH 4
-RT static bool measures_stale(size_t nsleds, uint8_t *stale)
+RT static void measures_stale(size_t nsleds, uint8_t *stale)
 {
-	bool any = false;
 	for (size_t i = 0; i < nsleds; i++)
 		stale[i] = learn.status[i] != learn.run_status[i] ? 2 : 0; /* 2: changed */
 	for (int level = 0; level < MEASURED_DEPTH; level++) {
@@ -1219,12 +1208,11 @@ RT static bool measures_stale(size_t nsleds, uint8_t *stale)
 			/* a changed callee, or an out one whose measure moved (its time is its
 			 * caller's) */
 			if (stale[callee] == 2 || learn.status[callee] == LEARN_OUT)
-				stale[caller] = 1, more = any = true;
+				stale[caller] = 1, more = true;
 		}
 		if (!more)
 			break;
 	}
-	return any;
 }
 
 /* The windows' measures under the decision in force: those it made stale dropped, and
@@ -1244,6 +1232,17 @@ RT static void measures_under(size_t nsleds)
 	memcpy(learn.run_status, learn.status, nsleds);
 }
 
+/*
+ * The traced functions' calls as this run's windows measured them, as a sampled ring holds
+ * them (learn_ring: its own time, with the time of the callees out of the trace then, and
+ * a sampled record's cost for each of its gaps), for the trace files written from now on
+ * (rb_trace_set_measured; docs/untimed.md, "Measured calls"). The fit of sampled time
+ * takes them as evidence where its windows cannot tell a function from its neighbours (an
+ * interpreter's loop). Functions of fewer than MEASURED_MIN_CALLS calls in the measures
+ * are left out (a long one's mean is told by fewer than a short one's length: the
+ * count loop's slow has some five calls a window), and those not traced now or
+ * whose measure the decision made stale.
+ */
 RT static void measured_publish(const uintptr_t *sleds, size_t nsleds)
 {
 	status_set(learn.out, learn.nout, nsleds);
