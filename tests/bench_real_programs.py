@@ -428,11 +428,13 @@ def exclude_top(traces, ratio):
     return top, total
 
 
-def summary_top(trace):
+def summary_top(trace, measured=False):
     """The names of `jitt summarize`'s top self time over the whole trace (its top 10, as a
     developer reads it; without the trace points when the trace has their cost), the time
-    outside every traced call under the name the stack gives it."""
-    r = subprocess.run([o.jitt, "summarize", trace], capture_output=True, text=True)
+    outside every traced call under the name the stack gives it. measured: with the
+    learning windows' measured calls in sampled time's fit (docs/untimed.md)."""
+    r = subprocess.run([o.jitt, "summarize", trace] + ["--measured"] * measured,
+                       capture_output=True, text=True)
     names, on = [], False
     for line in r.stdout.splitlines():
         if line.startswith("top self time over the whole trace"):
@@ -661,6 +663,14 @@ for w, _ in workloads:
                       ", ".join("%s %.0f%%" % (k, v) for v, k in mtop[:3]) or "none",
                       len(mthree) - len(gone), len(mthree),
                       " (not: %s)" % ", ".join(gone) if gone else ""))
+            # The same summary with the windows' measured calls, which the fit takes only
+            # when asked (docs/untimed.md, "Measured calls"): their effect, trace by trace.
+            if s["trace"].get("untimed"):
+                mtold = set(summary_top(t, measured=True))
+                mgone = [k for k in mthree if k not in mtold]
+                print("      with the windows' measured calls (--measured): %d of %d%s" % (
+                    len(mthree) - len(mgone), len(mthree),
+                    " (not: %s)" % ", ".join(mgone) if mgone else ""))
             os.unlink(moment[row])
 for n in notes:
     print("  " + n)
