@@ -23,8 +23,8 @@ static void help(FILE *out)
 	fprintf(out,
 		"  FILE    a trace file\n"
 		"  --json  the summary as JSON (docs/summary-format.md), as jittd writes it\n"
-		"  --measured  sampled time's estimate takes the calls the runtime's learning\n"
-		"          windows measured (the trace's measured section; docs/untimed.md)\n"
+		"  --measured  sampled time's fit takes the calls the runtime's learning windows\n"
+		"              measured (the trace's measured section; docs/untimed.md)\n"
 		"  -k N    N entries per list, 1 to %d (default %d)\n",
 		SUMMARY_MAX_K, CONFIG_AGENT_SUMMARY_K);
 }
