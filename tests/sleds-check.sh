@@ -357,13 +357,11 @@ if [ -n "$counted" ]; then
 		fail "count: hot's share '${share:-none}' (the median of${shares})" \
 			"$(grep -n '%' "$work/count.sum" | head -n 30)"
 	fi
-	# The windows measured slow's and leaf's calls (docs/untimed.md, "Measured calls"),
-	# and the trace carries them for the fit, which takes them when asked.
-	"$bin/jitt" summarize --measured "$counted" >"$work/count.measured.sum" 2>&1
-	check "count: its fit took the calls the windows measured (up to $(sed -n \
-		's/.*the traces carry \([0-9]*\).*/\1/p' "$work/count.log" | sort -n | tail -n 1))" \
-		grep -q 'the calls of [1-9][0-9]* functions as the runtime' "$work/count.measured.sum"
-	check "count: not unless asked" \
+	# The windows' measured calls (docs/untimed.md, "Measured calls") are the fit's only
+	# when asked. Whether this short run publishes any depends on how many windows it
+	# opens under one decision (none in one CI run of this loop), so that they are taken
+	# is checked by test_untimed.c and test_tracefile.c, not here.
+	check "count: the windows' measured calls not taken unless asked" \
 		sh -c '! grep -q "the calls of [0-9]* functions as the runtime" "$1"' - "$work/count.sum"
 else
 	fail "count: no trace with counted calls" "$(grep 'count:\|learned' "$work/count.log" | tail -n 5)"
