@@ -649,7 +649,8 @@ TEST(untimed_garbage_rings_decode_or_fail_cleanly)
  * gaps, and the windows of one gap, S's or the loop's, are mostly that: fitted as gaps, they
  * gave S several times its time. The fit takes the fixed part as an unknown of its own.
  */
-static void helper_loop(struct tl *t, int scale)
+/* A loop's timeline begins: a sync record and main entered, a timed record costing 40. */
+static void loop_begin(struct tl *t)
 {
 	memset(t, 0, sizeof(*t));
 	t->now = 0x100000ull;
@@ -657,6 +658,11 @@ static void helper_loop(struct tl *t, int scale)
 	t->left = 1 + next() % RB_SAMPLED_GAP_MAX;
 	add(t, RB_SYNC, 0);
 	enter(t, MAIN);
+}
+
+static void helper_loop(struct tl *t, int scale)
+{
+	loop_begin(t);
 	for (int i = 0; i < 4000 * scale; i++) {
 		enter(t, S);
 		spend(t, 4);
@@ -694,12 +700,7 @@ TEST(untimed_fit_takes_out_what_each_window_holds_besides_its_gaps)
  */
 static void interp_loop(struct tl *t, int scale)
 {
-	memset(t, 0, sizeof(*t));
-	t->now = 0x100000ull;
-	t->timed_cost = 40;
-	t->left = 1 + next() % RB_SAMPLED_GAP_MAX;
-	add(t, RB_SYNC, 0);
-	enter(t, MAIN);
+	loop_begin(t);
 	for (int i = 0; i < 3000 * scale; i++) {
 		spend(t, 300);
 		enter(t, F);
