@@ -287,10 +287,14 @@ until_counted seldom seldom_caller
 check "seldom: seldom_leaf left out, too seldom to judge, so that seldom_caller is counted" \
 	grep -q 'sleds: left out seldom_leaf[^:]*: [0-9]* calls, too few to judge, so that seldom_caller' \
 	"$work/seldom.log"
-check "seldom: seldom_caller never traced in full for seldom_leaf's sake" \
-	sh -c "! grep -q 'traced in full seldom_caller' '$work/seldom.log'"
-grep -q 'too few to judge, so that seldom_caller' "$work/seldom.log" ||
-	grep 'sleds:' "$work/seldom.log" | head -n 30
+# Until it was first counted: a later window may see seldom_leaf long (a preemption in it,
+# under load) and trace seldom_caller in full for it then, as it should.
+sed '/sleds: counted seldom_caller: /q' "$work/seldom.log" >"$work/seldom-first.log"
+check "seldom: seldom_caller not traced in full for seldom_leaf's sake before it was counted" \
+	sh -c "! grep -q 'traced in full seldom_caller' '$work/seldom-first.log'"
+{ grep -q 'too few to judge, so that seldom_caller' "$work/seldom.log" &&
+	! grep -q 'traced in full seldom_caller' "$work/seldom-first.log"; } ||
+	grep 'sleds:.*seldom' "$work/seldom.log" | head -n 40
 check "seldom: its results" is "$(cat "$work/seldom.out")" "seldom 1"
 
 # self_share NAME SUMMARY: the self% of function NAME's first line in a summary, whole
