@@ -121,7 +121,6 @@ static const struct {
 	{ "trace_main", offsetof(struct agent_config, trace_main), 0, 1, 0 },
 	{ "sched_pages", offsetof(struct agent_config, sched_pages), 0, 256, 0 },
 	{ "sleds_learn_ns", offsetof(struct agent_config, sleds_learn_ns), 0, 1000000, 0 },
-	{ "sleds_fenced", offsetof(struct agent_config, sleds_fenced), 0, 1, 0 },
 	{ "system_uid", offsetof(struct agent_config, system_uid), -1, 2147483647, 1 },
 	{ "upload_budget", offsetof(struct agent_config, up.budget), 0, 1000, 0 },
 	{ "upload_budget_days", offsetof(struct agent_config, up.budget_days), 1, 365, 0 },

@@ -38,9 +38,6 @@
  *                                   ns on average are taken out, but for a profile's top
  *                                   (the 4 functions perf's samples find most, any with
  *                                   5%); 0: never (docs/oem.md, "Sleds")
- *   sleds_fenced  = 0               1: sampled time's timed records wait for the loads
- *                                   before them (x86_64: lfence), so a function's cache
- *                                   misses stay in its own time (docs/untimed.md)
  *   sleds_memory  =                 the folder of the app's own where learning keeps what
  *                                   it learnt, per build of the program, for its next run
  *                                   to start from (absolute); unset: $CACHE_DIRECTORY,
@@ -106,7 +103,6 @@ struct agent_config {
 	char sleds[8];	      /* sampled | timed | off */
 	char sleds_exclude[AGENT_PATH_MAX]; /* empty: none */
 	uint32_t sleds_learn_ns;	    /* 0: no learning */
-	int sleds_fenced;		    /* every timed record waits for the loads before it */
 	char sleds_memory[AGENT_PATH_MAX];  /* unset: the app's cache folder; "off": none */
 	struct agent_upload_config up; /* jittd's uploader (uploader/Kconfig's defaults) */
 	char debuginfod_urls[512];		 /* empty: none */

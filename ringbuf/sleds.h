@@ -102,10 +102,6 @@ void rb_sleds_window_open(const struct rb_sleds_window *w);
  * ring (whose records count down no window). fenced: each timer read waits for the loads
  * before it, as a window's do (x86_64: lfence); else as a timed record outside a window. */
 void rb_sleds_time_probe(bool on, bool fenced);
-/* Every timed record fenced from now on (on), as a window's are, not only a window's: a
- * function's cache misses then stay in its own time in a trace, at the cost of the
- * fence on one record in 32 (x86_64: lfence; the `sleds_fenced` setting). */
-void rb_sleds_fence_timed(bool on);
 /* Whether a traced thread ended the open window: then *tid is that thread, and *kept the
  * slots it copied into keep (in order, its newest last). */
 bool rb_sleds_window_ended(pid_t *tid, size_t *kept);

@@ -159,7 +159,7 @@ __attribute__((noreturn, cold)) static void shadow_lost_n(const char *why, size_
  * (window_end_here). */
 enum { WINDOW_NONE, WINDOW_OPEN, WINDOW_ENDING, WINDOW_ENDED };
 static _Atomic int window_state;
-static _Atomic int time_all, probe_fenced, fence_timed;
+static _Atomic int time_all, probe_fenced;
 static _Atomic uint64_t window_left;
 static void window_end_here(void);
 
@@ -177,24 +177,16 @@ void rb_sleds_time_probe(bool on, bool fenced)
  * a call in the windows, where perf at a trace's moment gave it some 360, and a remembered
  * run counted its calls at that mean until perf's own samples corrected it. The windows' times are
  * what learning ranks by, and a counted function's mean where perf's samples are too few.
- * Outside the windows the timed record is fenced only where `sleds_fenced` asks
- * (rb_sleds_fence_timed): it places records in time, and the fence costs every one (some
- * 1% of SQLite's time, docs/trace-points.md section 7); unfenced, the fit of sampled
- * time gives a function's misses to the gap after it. */
-void rb_sleds_fence_timed(bool on)
-{
-	atomic_store_explicit(&fence_timed, on, memory_order_relaxed);
-}
-
+ * Outside the windows the timed record stays unfenced: it places records in time, and the
+ * fence would cost every one (some 1% of SQLite's time, docs/trace-points.md section 7). */
 static inline void point_sampled(uint32_t low)
 {
 	int all = atomic_load_explicit(&time_all, memory_order_relaxed);
 	/* A ring's records in an open window, not a scratch ring's (an unfenced probe may run
 	 * while the constructor's first window is open) */
-	if ((all && ((rb_tls.ring && atomic_load_explicit(&window_state, memory_order_relaxed) ==
-						 WINDOW_OPEN) ||
-		     atomic_load_explicit(&probe_fenced, memory_order_relaxed))) ||
-	    atomic_load_explicit(&fence_timed, memory_order_relaxed))
+	if (all && ((rb_tls.ring &&
+		     atomic_load_explicit(&window_state, memory_order_relaxed) == WINDOW_OPEN) ||
+		    atomic_load_explicit(&probe_fenced, memory_order_relaxed)))
 		__asm__ __volatile__("lfence" ::: "memory");
 	rb_point_sampled(low);
 	if (all) {

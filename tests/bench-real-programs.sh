@@ -60,8 +60,7 @@ programs=${PROGRAMS:-duktape memcached speedtest1}
 # traces no thread (what the threads jitt does not trace pay); traced+sleds is the
 # every function the compiler kept traced (sleds_learn_ns = 0), and traced+sleds+learn
 # learns what to leave out at run time (sleds_learn_ns = 250; traced+sleds+learnN: N), as
-# the program's first run (traced+sleds+learn+fence: every timed record fenced,
-# sleds_fenced = 1), traced+sleds+learn+mem from the memory a run of the other
+# the program's first run, traced+sleds+learn+mem from the memory a run of the other
 # workload left (sleds_memory).
 rows="plain plain -
 off off -
@@ -78,7 +77,6 @@ off+sleds off sleds:-
 untraced+sleds off sleds:-
 traced+sleds on sleds:-
 traced+sleds+learn on sleds:-
-traced+sleds+learn+fence on sleds:-
 traced+sleds+learn1000 on sleds:-
 traced+sleds+learn+mem on sleds:-
 traced+sleds+slist on sleds:@SLIST"
@@ -247,8 +245,6 @@ program() {
 				[ "$row" = traced+sleds ] && settings="sleds_learn_ns = 0"
 				case $row in
 				traced+sleds+learn) settings="sleds_learn_ns = 250;sleds_memory = off" ;;
-				traced+sleds+learn+fence)
-					settings="sleds_learn_ns = 250;sleds_memory = off;sleds_fenced = 1" ;;
 				traced+sleds+learn+mem)
 					settings="sleds_learn_ns = 250;sleds_memory = $work/mem-from-$other" ;;
 				traced+sleds+learn*)

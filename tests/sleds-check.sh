@@ -85,8 +85,6 @@ traced() {
 run off "sleds = off" "sleds_learn_ns = 0"
 check "off: says the sleds are off" grep -q 'sleds: off' "$work/off.log"
 traced timed 'functions traced, every record' "sleds = timed" "sleds_learn_ns = 0"
-# Every timed record fenced (sleds_fenced, ringbuf/sleds_x86_64.c): the same trace
-traced fenced 'traced, sampled (fenced) time' "sleds_fenced = 1" "sleds_learn_ns = 0"
 printf -- '-finstrument-functions-exclude-function-list=halves,scaled\n' >"$work/list"
 traced sampled-list 'traced, sampled time (2 left out by' "sleds_exclude = $work/list"
 if grep -qw halves "$work/sampled-list.sum"; then

@@ -31,7 +31,6 @@ TEST(config_good_file)
 	CHECK_EQ_INT(c.max_traces, CONFIG_AGENT_MAX_TRACES);
 	CHECK_EQ_INT(c.enabled, 1);    /* the host defconfig's AGENT_ENABLED */
 	CHECK_EQ_INT(c.trace_main, 0); /* AGENT_TRACE_MAIN is off by default */
-	CHECK_EQ_INT(c.sleds_fenced, 0);
 	CHECK_EQ_INT(c.jank_normal_pct, CONFIG_AGENT_JANK_NORMAL_PCT);
 	CHECK_EQ_INT(c.jank_warmup_frames, CONFIG_AGENT_JANK_WARMUP_FRAMES);
 	CHECK_EQ_INT(c.cooldown_preempt_pct, CONFIG_AGENT_COOLDOWN_PREEMPT_PCT);
@@ -51,7 +50,6 @@ TEST(config_good_file)
 			   "keep_traces = 0\n"
 			   "enabled = 0\n"
 			   "trace_main = 1\n"
-			   "sleds_fenced = 1\n"
 			   "ring_kb = 1024\n"
 			   "system_uid = 1000\n"
 			   "log_level = debug"; /* no final newline */
@@ -71,7 +69,6 @@ TEST(config_good_file)
 	CHECK_EQ_INT(c.keep_traces, 0);
 	CHECK_EQ_INT(c.enabled, 0);
 	CHECK_EQ_INT(c.trace_main, 1);
-	CHECK_EQ_INT(c.sleds_fenced, 1);
 	CHECK_EQ_INT(c.ring_kb, 1024);
 	CHECK_EQ_INT(c.system_uid, 1000);
 	CHECK_EQ_INT(c.log_level, AGENT_LOG_DEBUG);
@@ -104,7 +101,6 @@ TEST(config_errors_name_the_line)
 		{ "max_traces = 3x\n", "line 1: max_traces wants a whole number" },
 		{ "max_traces = 99999999999999999999999\n", "line 1: max_traces wants" },
 		{ "keep_traces = 2\n", "line 1: keep_traces wants a whole number in 0..1" },
-		{ "sleds_fenced = on\n", "line 1: sleds_fenced wants a whole number" },
 		{ "system_uid = -2\n", "line 1: system_uid wants" },
 		{ "cooldown_ms = -1\n", "line 1: cooldown_ms wants" },
 		{ "jank_normal_pct = 100\n", "line 1: jank_normal_pct wants 0 (off) or over 100" },

@@ -40,7 +40,6 @@ extern void rb_sleds_window_open(const struct rb_sleds_window *w) __attribute__(
 extern bool rb_sleds_window_ended(pid_t *tid, size_t *kept) __attribute__((weak));
 extern void rb_sleds_window_close(void) __attribute__((weak));
 extern void rb_sleds_time_probe(bool on, bool fenced) __attribute__((weak));
-extern void rb_sleds_fence_timed(bool on) __attribute__((weak));
 extern void rb_sleds_probe(void) __attribute__((weak));
 extern const _Atomic uint32_t *rb_sleds_counted_records(size_t *n) __attribute__((weak));
 
@@ -50,10 +49,8 @@ extern const _Atomic uint32_t *rb_sleds_counted_records(size_t *n) __attribute__
 
 static bool sleds_on;
 static bool sleds_sampled;	 /* sampled thunks (sleds = sampled, the default) */
-static bool timed_fenced;	 /* every timed record fenced (sleds_fenced) */
 static uint64_t sampled_point; /* ticks: a traced call through them, 0 until timed */
-static uint64_t timed_point;   /* ticks: the same with both records timed, as a timed
-				* record outside a window is (unfenced unless timed_fenced) */
+static uint64_t timed_point;   /* ticks: the same with both records timed, unfenced */
 
 /*
  * Learning which functions to leave out, when no list is given (sleds_learn_ns), from
@@ -469,9 +466,6 @@ RT void agent_sleds_start(const struct agent_config *cfg)
 	}
 	sleds_on = true;
 	sleds_sampled = time == RB_SLED_SAMPLED;
-	timed_fenced = sleds_sampled && cfg->sleds_fenced && rb_sleds_fence_timed;
-	if (timed_fenced)
-		rb_sleds_fence_timed(true);
 	if (agent_sleds_may_learn(cfg)) {
 		learn.min_ns = cfg->sleds_learn_ns;
 		learn.poll_ms = LEARN_POLL_MS;
@@ -490,10 +484,7 @@ RT void agent_sleds_start(const struct agent_config *cfg)
 		agent_wake_control(); /* its poll has no deadline yet */
 	}
 	log_info("jitt: sleds: %zu of %zu functions traced, %s time (%zu left out by %s)",
-		 st.patched, st.sleds,
-		 time == RB_SLED_TIMED ? "every record's"
-		 : timed_fenced	       ? "sampled (fenced)"
-				       : "sampled",
+		 st.patched, st.sleds, time == RB_SLED_TIMED ? "every record's" : "sampled",
 		 st.excluded, cfg->sleds_exclude[0] ? cfg->sleds_exclude : "no list");
 }
 
@@ -804,7 +795,7 @@ RT void agent_sleds_point_cost(void)
 	 * them by the share of records written untimed (rb_trace_point_ps). Before,
 	 * the window's cost stood for all: 11 ns a record where most cost 2.7, too much to
 	 * take out of a remembered run's summary. */
-	/* A timed record outside a window, unfenced by default (sleds_fenced): a ring holds its window's records (fenced,
+	/* A timed record outside a window, unfenced: a ring holds its window's records (fenced,
 	 * 28-49 ns a record in this VM where an unfenced one is 15-17) only where a window ran
 	 * within its span, and then only some 260,000 of them, where every ring has a timed
 	 * record in 32: charged the fenced cost, duktape's took 0.4-1 ns too much out of every
@@ -882,7 +873,7 @@ RT static bool learn_init(const uintptr_t *sleds, size_t nsleds)
 		return false;
 	learn.ready = true;
 	learn.point = probe_ticks(true, true, &learn.inner);
-	timed_point = probe_ticks(true, timed_fenced, NULL);
+	timed_point = probe_ticks(true, false, NULL);
 	/* And sampled time's, before a first window opens: a remembered run opens one at
 	 * once, and a trace frozen in it had only the window's cost, 4 times sampled time's,
 	 * for every record (agent_sleds_point_cost) */
