@@ -861,24 +861,53 @@ static void frame_of(int ms)
 	jitt_frame_end();
 }
 
+/* The spool's traces removed (a test's attempt that the machine's load spoilt). */
+static void remove_traces(void)
+{
+	DIR *d = opendir(spool);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		char p[1024];
+		snprintf(p, sizeof(p), "%s/%s", spool, e->d_name);
+		if (e->d_name[0] != '.')
+			unlink(p);
+	}
+	if (d)
+		closedir(d);
+}
+
 TEST(runtime_jank_detector_needs_k_consecutive_slow_frames)
 {
-	/* The budget alone, from the first frame (the rule before slow boards were handled): frames of 3 ms
-	 * against 1 ms would otherwise be this board's normal, and the first ones its warm-up
-	 * (runtime_jank_on_a_slow_board_is_the_injected_one). */
-	CHECK_EQ_INT(jitt_init(setup("frame_budget_us = 1000\njank_frames = 3\n"
-				     "jank_normal_pct = 0\njank_warmup_frames = 0\n")),
-		     0);
-	jitt_thread_name("ui");
-	jitt_trace_thread(true);
-	frame_of(3);
-	frame_of(3);
-	frame_of(0); /* the run of slow frames is broken */
-	frame_of(3);
-	frame_of(3);
-	nap_ms(50);
+	/* The budget alone, from the first frame (the rule before slow boards were handled): frames of 15 ms
+	 * against 10 ms would otherwise be this board's normal, and the first ones its warm-up
+	 * (runtime_jank_on_a_slow_board_is_the_injected_one). The fast frame that breaks the run
+	 * must be fast: one CI run (under qemu, beside a benchmark) preempted a 0 ms frame past
+	 * a 1 ms budget, and the detector rightly fired on it. Such an attempt is made again. */
+	for (int attempt = 1;; attempt++) {
+		CHECK_EQ_INT(jitt_init(setup("frame_budget_us = 10000\njank_frames = 3\n"
+					     "jank_normal_pct = 0\njank_warmup_frames = 0\n")),
+			     0);
+		jitt_thread_name("ui");
+		jitt_trace_thread(true);
+		frame_of(15);
+		frame_of(15);
+		struct timespec t0, t1;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		frame_of(0); /* the run of slow frames is broken */
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		frame_of(15);
+		frame_of(15);
+		nap_ms(50);
+		long long fast_ns = (t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec);
+		if (fast_ns < 5000000 || attempt == 5)
+			break;
+		jitt_trace_thread(false);
+		jitt_shutdown();
+		rb_thread_unregister();
+		remove_traces();
+	}
 	CHECK_EQ_U64(atomic_load(&agent_rt.status.anomaly_jank), 0);
-	frame_of(3); /* the third in a row */
+	frame_of(15); /* the third in a row */
 	CHECK(wait_persisted(1));
 	jitt_trace_thread(false);
 	CHECK_EQ_U64(atomic_load(&agent_rt.status.anomaly_jank), 1);
@@ -890,7 +919,7 @@ TEST(runtime_jank_detector_needs_k_consecutive_slow_frames)
 	struct rb_trace t;
 	char err[200];
 	CHECK_EQ_INT(rb_trace_open(path, &t, err, sizeof(err)), 0);
-	CHECK(strncmp(t.reason, "jank: 3 frames over 1000 us", 27) == 0);
+	CHECK(strncmp(t.reason, "jank: 3 frames over 10000 us", 28) == 0);
 	struct rb_event *ev = NULL;
 	int n = thread_events(&t, "ui", &ev);
 	CHECK_EQ_INT(count_kind(ev, n, RB_EV_MARK, AGENT_MARK_ANOMALY | AGENT_DETECT_JANK), 1);
